@@ -1,0 +1,61 @@
+package fault
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+)
+
+// TestNamesArePinned pins each fault's Go type name: it is the errorType the
+// Lambda runtime reports and the ASL error name Retry and Catch match.
+func TestNamesArePinned(t *testing.T) {
+	cases := []struct {
+		err  error
+		name string
+	}{
+		{&ExecutorTimeout{}, "ExecutorTimeout"},
+		{&ExecutorUnavailable{}, "ExecutorUnavailable"},
+		{&RateLimited{}, "RateLimited"},
+		{&ExecutorRejected{}, "ExecutorRejected"},
+		{&InvalidOutput{}, "InvalidOutput"},
+		{&ModelRefused{}, "ModelRefused"},
+		{&ConfigError{}, "ConfigError"},
+		{&TemplateError{}, "TemplateError"},
+	}
+	for _, c := range cases {
+		// The Lambda runtime names an error by its (pointer-stripped) type.
+		if got := reflect.TypeOf(c.err).Elem().Name(); got != c.name {
+			t.Errorf("type name = %q, want %q", got, c.name)
+		}
+		if got := Name(c.err); got != c.name {
+			t.Errorf("Name(%T) = %q, want %q", c.err, got, c.name)
+		}
+	}
+}
+
+func TestSurfaceKeepsContextAndType(t *testing.T) {
+	err := fmt.Errorf("step %q: %w", "triage", &RateLimited{Msg: "http 429"})
+	s := Surface(err)
+	var rl *RateLimited
+	if !errors.As(s, &rl) || s != error(rl) {
+		t.Fatalf("Surface returned %T, want *RateLimited at the top", s)
+	}
+	if s.Error() != `step "triage": http 429` {
+		t.Errorf("message = %q", s.Error())
+	}
+	if !IsRetryable(err) || IsRetryable(&ConfigError{}) {
+		t.Error("IsRetryable disagrees with Retryable")
+	}
+	plain := errors.New("plain")
+	if Surface(plain) != plain || Name(plain) != "" {
+		t.Error("a plain error must pass through unnamed")
+	}
+}
+
+func TestErrorf(t *testing.T) {
+	err := Errorf[ConfigError]("secret %q is not set", "API_KEY")
+	if Name(err) != NameConfigError || err.Error() != `secret "API_KEY" is not set` {
+		t.Errorf("Errorf = %T %q", err, err)
+	}
+}

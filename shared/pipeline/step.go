@@ -1,0 +1,171 @@
+package pipeline
+
+// Node is an entry of a pipeline's steps: a *Step, a *Parallel or a *FanOut.
+type Node interface {
+	// NodeName is the step or group name.
+	NodeName() string
+	// Position is where the node starts in the file.
+	Position() Pos
+	node()
+}
+
+// Gate is the confidence gate shared by steps and groups.
+type Gate struct {
+	ConfidenceThreshold float64       `json:"confidence_threshold,omitempty"`
+	OnLowConfidence     LowConfidence `json:"on_low_confidence,omitempty"`
+	OnAbort             string        `json:"on_abort,omitempty"` // the notifications action fired when aborted
+}
+
+// Step is a sequential step.
+type Step struct {
+	Pos            Pos            `json:"-"`
+	Fields         Fields         `json:"-"`
+	Name           string         `json:"name,omitempty"`
+	Executor       string         `json:"executor,omitempty"`
+	ExecutorConfig map[string]any `json:"executor_config,omitempty"`
+	PromptTemplate string         `json:"prompt_template,omitempty"`
+	Gate
+	TimeoutSeconds int        `json:"timeout_seconds,omitempty"` // 0: none set
+	When           string     `json:"when,omitempty"`
+	OnFailure      OnFailure  `json:"on_failure,omitempty"`
+	Retry          *Retry     `json:"retry,omitempty"`
+	Verifier       *Verifier  `json:"verifier,omitempty"`
+	LoopUntil      *LoopUntil `json:"loop_until,omitempty"`
+}
+
+// OnFailure is what happens when a step fails (an executor error after its
+// retries; not a low-confidence decision).
+type OnFailure struct {
+	Pos     Pos             `json:"-"`
+	Policy  string          `json:"policy,omitempty"` // abort | continue
+	Webhook *FailureWebhook `json:"webhook,omitempty"`
+}
+
+// FailureWebhook is sent when a step fails, before its policy applies.
+type FailureWebhook struct {
+	Pos            Pos               `json:"-"`
+	URL            string            `json:"url,omitempty"`
+	Method         string            `json:"method,omitempty"`
+	Headers        map[string]string `json:"headers,omitempty"`
+	Payload        map[string]any    `json:"payload,omitempty"`
+	TimeoutSeconds int               `json:"timeout_seconds,omitempty"`
+}
+
+// Retry retries executor errors. Attempts counts every try, the first one
+// included.
+type Retry struct {
+	Pos          Pos     `json:"-"`
+	Fields       Fields  `json:"-"`
+	Attempts     int     `json:"attempts,omitempty"`
+	Backoff      Backoff `json:"backoff,omitempty"`
+	DelaySeconds float64 `json:"delay_seconds,omitempty"`
+}
+
+// Verifier asks a second executor for an opinion on a step's answer.
+type Verifier struct {
+	Pos                 Pos             `json:"-"`
+	Fields              Fields          `json:"-"`
+	Executor            string          `json:"executor,omitempty"`
+	ExecutorConfig      map[string]any  `json:"executor_config,omitempty"`
+	Mode                string          `json:"mode,omitempty"`                 // critic | independent
+	CombinationStrategy string          `json:"combination_strategy,omitempty"` // minimum | veto
+	VetoFloor           float64         `json:"veto_floor,omitempty"`
+	Trigger             VerifierTrigger `json:"trigger,omitempty"`
+}
+
+// Verifier modes and combinations.
+const (
+	ModeCritic      = "critic"
+	ModeIndependent = "independent"
+	CombineMinimum  = "minimum"
+	CombineVeto     = "veto"
+)
+
+// VerifierTrigger says when the verifier runs: always, or when the primary
+// confidence lies strictly between ConfidenceAbove and ConfidenceBelow.
+type VerifierTrigger struct {
+	Always          bool    `json:"always,omitempty"`
+	ConfidenceBelow float64 `json:"confidence_below,omitempty"`
+	ConfidenceAbove float64 `json:"confidence_above,omitempty"`
+}
+
+// LoopUntil re-runs a step until its effective confidence reaches
+// Confidence or MaxIterations runs are spent.
+type LoopUntil struct {
+	Pos           Pos     `json:"-"`
+	Confidence    float64 `json:"confidence,omitempty"`
+	MaxIterations int     `json:"max_iterations,omitempty"`
+}
+
+// Parallel runs its branches at once and joins their confidences.
+type Parallel struct {
+	Pos    Pos    `json:"-"`
+	Fields Fields `json:"-"`
+	Name   string `json:"name,omitempty"`
+	Join   Join   `json:"join,omitempty"`
+	Gate
+	TimeoutSeconds int       `json:"timeout_seconds,omitempty"`
+	When           string    `json:"when,omitempty"`
+	Branches       []*Branch `json:"branches,omitempty"`
+}
+
+// Branch is one step of a parallel group.
+type Branch struct {
+	Pos            Pos            `json:"-"`
+	Fields         Fields         `json:"-"`
+	Name           string         `json:"name,omitempty"`
+	Executor       string         `json:"executor,omitempty"`
+	ExecutorConfig map[string]any `json:"executor_config,omitempty"`
+	PromptTemplate string         `json:"prompt_template,omitempty"`
+	TimeoutSeconds int            `json:"timeout_seconds,omitempty"`
+	Weight         float64        `json:"weight,omitempty"`
+	Verifier       *Verifier      `json:"verifier,omitempty"`
+}
+
+// FanOut runs one branch per item of a list and joins their confidences.
+type FanOut struct {
+	Pos            Pos            `json:"-"`
+	Fields         Fields         `json:"-"`
+	Name           string         `json:"name,omitempty"`
+	Over           string         `json:"over,omitempty"`
+	As             string         `json:"as,omitempty"`
+	Executor       string         `json:"executor,omitempty"`
+	ExecutorConfig map[string]any `json:"executor_config,omitempty"`
+	PromptTemplate string         `json:"prompt_template,omitempty"`
+	TimeoutSeconds int            `json:"timeout_seconds,omitempty"`
+	Join           Join           `json:"join,omitempty"`
+	Gate
+	MaxItems int       `json:"max_items,omitempty"`
+	OnEmpty  string    `json:"on_empty,omitempty"` // complete | skip | abort
+	When     string    `json:"when,omitempty"`
+	Verifier *Verifier `json:"verifier,omitempty"`
+}
+
+// Fan-out on_empty values.
+const (
+	EmptyComplete = "complete"
+	EmptySkip     = "skip"
+	EmptyAbort    = "abort"
+)
+
+func (s *Step) NodeName() string     { return s.Name }
+func (s *Parallel) NodeName() string { return s.Name }
+func (s *FanOut) NodeName() string   { return s.Name }
+func (s *Step) Position() Pos        { return s.Pos }
+func (s *Parallel) Position() Pos    { return s.Pos }
+func (s *FanOut) Position() Pos      { return s.Pos }
+func (*Step) node()                  {}
+func (*Parallel) node()              {}
+func (*FanOut) node()                {}
+
+// TemplateName is how a step name is written in templates and when:
+// hyphens become underscores.
+func TemplateName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if c == '-' {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,153 @@
+// Package task defines the contract between a compiled state machine and
+// the functions its Task states invoke: the payload a Task sends (Request)
+// and the answer it gets back (Response).
+//
+// The compiler writes Requests as JSONata in Task Arguments; the step
+// function on AWS and the local engine's in-process handlers read them with
+// these types, so the two engines run the same code on the same data.
+package task
+
+import (
+	"encoding/json"
+
+	"github.com/stepline/stepline/shared/pipeline"
+)
+
+// Modes of a Request: what the invoked function is asked to do.
+const (
+	// ModeStep runs a sequential step: render, execute (with re-asks),
+	// verify, loop, decide, record.
+	ModeStep = "step"
+	// ModeBranch runs one branch of a parallel group or one fan-out item.
+	// It never gates: its confidence feeds the group's join. Executor
+	// errors are answered as a failed branch, not returned.
+	ModeBranch = "branch"
+	// ModeJoin combines a group's branch results, gates and records the
+	// group.
+	ModeJoin = "join"
+	// ModeFailure records a step whose Task failed after its retries and
+	// sends its on_failure webhook.
+	ModeFailure = "failure"
+	// ModeApproval records a pending approval with its task token and
+	// tells the approvers. The Task waits for the token.
+	ModeApproval = "approval"
+	// ModeHuman turns a human decision into the step's output, gates and
+	// records it.
+	ModeHuman = "human"
+	// ModeChild turns a sub-pipeline's outcome into the step's output,
+	// gates and records it.
+	ModeChild = "child"
+)
+
+// Statuses a Response carries. A run ends with the status of the step that
+// ended it, or completed.
+const (
+	StatusCompleted = "completed"
+	StatusStopped   = "stopped"
+	StatusEscalated = "escalated"
+	StatusAborted   = "aborted"
+	StatusFailed    = "failed"
+)
+
+// Error names of the state machine's terminal Fail states.
+const (
+	ErrorEscalated = "Stepline.Escalated"
+	ErrorAborted   = "Stepline.Aborted"
+	ErrorFailed    = "Stepline.Failed"
+)
+
+// Placeholders the compiler writes for resources; CDK substitutes them
+// with ARNs and the local engine with its in-process handlers.
+const (
+	StepFunctionPlaceholder     = "${StepFunctionArn}"
+	ApprovalFunctionPlaceholder = "${ApprovalFunctionArn}"
+)
+
+// Request is the payload of a Task.
+type Request struct {
+	Mode     string          `json:"mode"`
+	Step     json.RawMessage `json:"step"`     // the static config: a pipeline.Step, Branch, Parallel or FanOut
+	Pipeline Pipeline        `json:"pipeline"` // the pipeline's static facts
+	Run      Run             `json:"run"`
+	Trigger  json.RawMessage `json:"trigger,omitempty"` // the normalized event that started the run
+	// Steps holds the compact outputs of the earlier steps the step's
+	// templates refer to, by step name.
+	Steps   map[string]json.RawMessage `json:"steps,omitempty"`
+	Usage   Usage                      `json:"usage"`             // the run's totals before this Task
+	Attempt int                        `json:"attempt,omitempty"` // 1-based try of this Task
+
+	Group string          `json:"group,omitempty"` // branch and join: the group's name
+	Item  json.RawMessage `json:"item,omitempty"`  // fan-out branch: the item
+	Index int             `json:"index,omitempty"` // fan-out branch: 0-based item index
+	Total int             `json:"total,omitempty"` // fan-out branch: number of items
+
+	Branches  []Response      `json:"branches,omitempty"`   // join: the branch results in declaration order
+	Error     *Error          `json:"error,omitempty"`      // failure, join and child: what went wrong
+	Decision  *Decision       `json:"decision,omitempty"`   // human: the approver's answer
+	Child     json.RawMessage `json:"child,omitempty"`      // child: the sub-pipeline's final output
+	TaskToken string          `json:"task_token,omitempty"` // approval: the token to complete the Task with
+}
+
+// Pipeline is what every Task needs to know of its pipeline.
+type Pipeline struct {
+	Name          string            `json:"name"`
+	Stage         pipeline.Stage    `json:"stage"`
+	Vars          map[string]string `json:"vars,omitempty"`
+	Include       []string          `json:"include,omitempty"` // context_template.include
+	Budget        *pipeline.Budget  `json:"budget,omitempty"`
+	Notifications []pipeline.Action `json:"notifications,omitempty"`
+}
+
+// Run identifies the run a Task belongs to.
+type Run struct {
+	ID          string `json:"id"`
+	Execution   string `json:"execution,omitempty"` // the Step Functions execution ARN
+	StartedAt   string `json:"started_at,omitempty"`
+	ParentRunID string `json:"parent_run_id,omitempty"`
+}
+
+// Usage totals tokens and cost.
+type Usage struct {
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+}
+
+// Add returns u plus v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{u.InputTokens + v.InputTokens, u.OutputTokens + v.OutputTokens, u.CostUSD + v.CostUSD}
+}
+
+// Error is a Task failure as Step Functions reports it.
+type Error struct {
+	Error string `json:"Error"`
+	Cause string `json:"Cause"`
+}
+
+// Decision is a human approver's answer, sent with the task token.
+type Decision struct {
+	Decision string `json:"decision"` // approve | reject
+	By       string `json:"by,omitempty"`
+	Comment  string `json:"comment,omitempty"`
+}
+
+// Decisions.
+const (
+	Approve = "approve"
+	Reject  = "reject"
+)
+
+// Response is a Task's answer.
+type Response struct {
+	Status string `json:"status"`
+	Step   string `json:"step"`
+	// Output is the step's compact output: the LLMOutput fields and extras
+	// with the effective confidence, without raw_response.
+	Output json.RawMessage `json:"output,omitempty"`
+	// Steps are the entries the state machine merges into its steps
+	// variable: the step's output under its name and, for a parallel
+	// group, each branch's output under the branch's name.
+	Steps  map[string]json.RawMessage `json:"steps,omitempty"`
+	Usage  Usage                      `json:"usage"`            // the run's totals after this Task
+	Reason string                     `json:"reason,omitempty"` // why a run ends here: the Fail state's cause
+}
