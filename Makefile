@@ -9,7 +9,7 @@ STATICCHECK_VERSION := 2025.1.1
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: all build cli test test-go tools node-tools lint run clean
+.PHONY: all build cli test tools node-tools dynamodb-local lint run clean
 
 all: build
 
@@ -19,8 +19,12 @@ build: cli
 cli:
 	$(GO) build -o $(BIN)/stepline ./cmd/stepline
 
-## tools: everything the tests need (node tools pinned in package-lock.json)
-tools: node-tools
+## tools: everything the tests need (node tools pinned in package-lock.json,
+## DynamoDB Local for the DynamoDB store's tests)
+tools: node-tools dynamodb-local
+
+dynamodb-local:
+	scripts/dynamodb-local.sh install
 
 node-tools: node_modules/.package-lock.json
 

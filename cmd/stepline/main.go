@@ -1,0 +1,94 @@
+// Command stepline compiles, checks and runs Stepline pipelines.
+//
+// The main function only wires: each subcommand lives in its own file as a
+// function over an env (arguments and standard streams), so tests call it
+// directly and the logic stays in the importable packages under shared/ and
+// compiler/.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// env is what a subcommand may touch of the process.
+type env struct {
+	args   []string // arguments after the subcommand name
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+}
+
+// command is one subcommand. run returns the process exit code.
+type command struct {
+	summary string
+	run     func(ctx context.Context, e env) int
+}
+
+// Exit codes shared by the subcommands.
+const (
+	exitOK     = 0
+	exitFailed = 1 // the input was checked and found wanting
+	exitUsage  = 2 // bad flags or arguments
+)
+
+func commands() map[string]command {
+	return map[string]command{
+		"compile":  {"compile a pipeline to a Step Functions state machine (ASL)", cmdCompile},
+		"validate": {"check pipeline files and report every problem with its position", cmdValidate},
+		"graph":    {"draw a pipeline's state machine (Mermaid or Graphviz)", cmdGraph},
+		"schema":   {"print the JSON Schema of the pipeline format", cmdSchema},
+		"output":   {"check a raw model reply against the LLMOutput contract", cmdOutput},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := dispatch(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
+	stop()
+	os.Exit(code)
+}
+
+func dispatch(ctx context.Context, args []string, e env) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(e.stdout, cmds)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(e.stderr, "stepline: unknown command %q\n", args[0])
+		usage(e.stderr, cmds)
+		return exitUsage
+	}
+	e.args = args[1:]
+	return c.run(ctx, e)
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	names := make([]string, 0, len(cmds))
+	width := 0
+	for n := range cmds {
+		names = append(names, n)
+		width = max(width, len(n))
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, "usage: stepline <command> [arguments]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "commands:")
+	for _, n := range names {
+		fmt.Fprintf(w, "  %s%s  %s\n", n, strings.Repeat(" ", width-len(n)), cmds[n].summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "run 'stepline <command> -h' for a command's flags")
+}

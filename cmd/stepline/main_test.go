@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// run calls the CLI in-process and returns its exit code and output.
+func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = dispatch(context.Background(), args, env{
+		stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut,
+		getenv: func(string) string { return "" },
+	})
+	return code, out.String(), errOut.String()
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestValidateCommand(t *testing.T) {
+	good := writeFile(t, "good.yaml", "name: g\nsteps: [{name: a, executor: scripted}]\n")
+	bad := writeFile(t, "bad.yaml", "name: b\nsteps:\n  - name: a\n    executor: gatway\n")
+	warn := writeFile(t, "warn.yaml", "name: w\nvars: {labels: x}\nsteps: [{name: a, executor: scripted}]\n")
+	cases := []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     string
+		stderr     string
+		stderrNone bool
+	}{
+		{"valid", []string{"validate", good}, 0, `pipeline "g" is valid (1 steps)`, "", true},
+		{"invalid", []string{"validate", good, bad}, 1, `"g" is valid`, bad + `:4:15: step "a": executor "gatway" is not one of`, false},
+		{"warning does not fail", []string{"validate", warn}, 0, `"w" is valid`, warn + `:2:8: warning: vars: "labels" hides`, false},
+		{"quiet hides warnings", []string{"validate", "-q", warn}, 0, `"w" is valid`, "", true},
+		{"missing file", []string{"validate", "/no/such.yaml"}, 1, "", "/no/such.yaml: read pipeline:", false},
+		{"no files", []string{"validate"}, 2, "", "usage: stepline validate", false},
+		{"bad flag", []string{"validate", "--nope", good}, 2, "", "flag provided but not defined", false},
+		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := run(t, "", c.args...)
+			if code != c.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, c.code, errOut)
+			}
+			if !strings.Contains(out, c.stdout) {
+				t.Errorf("stdout %q does not contain %q", out, c.stdout)
+			}
+			if c.stderrNone && errOut != "" {
+				t.Errorf("stderr = %q, want none", errOut)
+			}
+			if !strings.Contains(errOut, c.stderr) {
+				t.Errorf("stderr %q does not contain %q", errOut, c.stderr)
+			}
+		})
+	}
+}
+
+func TestExamplesValidateThroughCLI(t *testing.T) {
+	files, _ := filepath.Glob("../../pipelines/*.yaml")
+	code, out, errOut := run(t, "", append([]string{"validate"}, files...)...)
+	if code != 0 || errOut != "" || strings.Count(out, "is valid") != len(files) {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+}
+
+func TestSchemaCommand(t *testing.T) {
+	code, out, _ := run(t, "", "schema")
+	if code != 0 || !strings.Contains(out, `"title": "Stepline pipeline"`) {
+		t.Fatalf("exit %d, output %.100q", code, out)
+	}
+	if code, _, _ := run(t, "", "schema", "extra"); code != 2 {
+		t.Errorf("schema with an argument: exit %d, want 2", code)
+	}
+}

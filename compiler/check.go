@@ -1,0 +1,654 @@
+package compiler
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/osteele/liquid"
+
+	"github.com/stepline/stepline/compiler/when"
+	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/pipeline"
+)
+
+// MaxSyncTimeoutSeconds is the longest timeout_seconds a step that runs in
+// one Lambda invocation may ask for: Lambda stops a function at 900 s.
+const MaxSyncTimeoutSeconds = 900
+
+// builtinNames are the template names every step context defines; vars
+// named like them would shadow them.
+var builtinNames = []string{"steps", "labels", "team", "pipeline_run_id", "pipeline_name", "current_step", "loop", "artifacts", "item", "fan_out_index", "fan_out_total", "step_failure", "vars"}
+
+// contextRoots are the roots context_template.include may name.
+var contextRoots = []string{"severity", "summary", "source", "pipeline", "received_at", "labels", "metadata", "fingerprint", "team"}
+
+// checker holds what the semantic checks share while walking a pipeline.
+type checker struct {
+	f      *File
+	p      *pipeline.Pipeline
+	ds     Diagnostics
+	liquid *liquid.Engine
+	// seen maps every name a template can use for a step that ran before
+	// the node being checked (its own name and its underscore alias) to the
+	// step's real name.
+	seen map[string]string
+	// later maps the names of steps that come later to their real names,
+	// so a reference to one says "runs later" instead of "unknown".
+	later map[string]string
+	// scope is the set of top-level names when: expressions may use.
+	scope map[string]bool
+}
+
+// Check runs the semantic checks on a parsed file: names, references in
+// templates and when:, executor requirements, cron, regexes, and the
+// warnings for pipelines that work but probably not as meant.
+func Check(f *File) Diagnostics {
+	if f == nil || f.Pipeline == nil {
+		return nil
+	}
+	c := &checker{f: f, p: f.Pipeline, liquid: liquid.NewEngine(), seen: map[string]string{}, later: map[string]string{}}
+	c.buildScope()
+	c.checkNames()
+	for _, n := range c.p.Steps {
+		for _, name := range nodeNames(n) {
+			c.addName(c.later, name)
+		}
+	}
+	for _, n := range c.p.Steps {
+		for _, name := range nodeNames(n) {
+			delete(c.later, name)
+			delete(c.later, pipeline.TemplateName(name))
+		}
+		c.checkNode(n)
+		for _, name := range nodeNames(n) {
+			c.addName(c.seen, name)
+		}
+	}
+	c.checkPipeline()
+	return c.ds
+}
+
+func (c *checker) addName(m map[string]string, name string) {
+	m[name] = name
+	m[pipeline.TemplateName(name)] = name
+}
+
+// nodeNames lists the names a node registers under steps.: the node and,
+// for a parallel group, each branch.
+func nodeNames(n pipeline.Node) []string {
+	names := []string{n.NodeName()}
+	if g, ok := n.(*pipeline.Parallel); ok {
+		for _, b := range g.Branches {
+			names = append(names, b.Name)
+		}
+	}
+	return names
+}
+
+func (c *checker) buildScope() {
+	c.scope = map[string]bool{"steps": true, "vars": true, "labels": true, "pipeline_name": true, "pipeline_run_id": true}
+	for _, inc := range c.p.ContextInclude {
+		c.scope[inc.Leaf()] = true
+		c.scope[strings.SplitN(inc.Path, ".", 2)[0]] = true
+	}
+	for _, v := range c.p.Vars {
+		c.scope[v.Name] = true
+	}
+}
+
+func (c *checker) checkNames() {
+	type def struct {
+		name string
+		pos  pipeline.Pos
+	}
+	var defs []def
+	for _, n := range c.p.Steps {
+		defs = append(defs, def{n.NodeName(), namePos(n)})
+		if g, ok := n.(*pipeline.Parallel); ok {
+			for _, b := range g.Branches {
+				defs = append(defs, def{b.Name, fieldPos(b.Fields, "name", b.Pos)})
+			}
+		}
+	}
+	byAlias := map[string]def{}
+	for _, d := range defs {
+		if d.name == "" {
+			continue
+		}
+		alias := pipeline.TemplateName(d.name)
+		if prev, ok := byAlias[alias]; ok {
+			if prev.name == d.name {
+				c.ds.errorf(d.pos, "duplicate step name %q (first defined at %d:%d)", d.name, prev.pos.Line, prev.pos.Col)
+			} else {
+				c.ds.errorf(d.pos, "step name %q collides with %q (defined at %d:%d): both are steps.%s in templates", d.name, prev.name, prev.pos.Line, prev.pos.Col, alias)
+			}
+			continue
+		}
+		byAlias[alias] = d
+	}
+}
+
+func namePos(n pipeline.Node) pipeline.Pos {
+	switch n := n.(type) {
+	case *pipeline.Step:
+		return fieldPos(n.Fields, "name", n.Pos)
+	case *pipeline.Parallel:
+		return fieldPos(n.Fields, "name", n.Pos)
+	case *pipeline.FanOut:
+		return fieldPos(n.Fields, "name", n.Pos)
+	}
+	return n.Position()
+}
+
+func fieldPos(fs pipeline.Fields, key string, fallback pipeline.Pos) pipeline.Pos {
+	if p, ok := fs[key]; ok {
+		return p
+	}
+	return fallback
+}
+
+func (c *checker) checkNode(n pipeline.Node) {
+	switch n := n.(type) {
+	case *pipeline.Step:
+		c.checkStep(n)
+	case *pipeline.Parallel:
+		where := fmt.Sprintf("parallel %q", n.Name)
+		c.checkWhen(where, n.When, fieldPos(n.Fields, "when", n.Pos))
+		c.checkGate(where, n.Gate, n.Fields, n.Pos)
+		for _, b := range n.Branches {
+			bw := fmt.Sprintf("branch %q of parallel %q", b.Name, n.Name)
+			c.checkExecutor(bw, b.Executor, b.ExecutorConfig, b.Fields, b.Pos)
+			c.checkTemplate(bw, "prompt_template", b.PromptTemplate, fieldPos(b.Fields, "prompt_template", b.Pos))
+			c.checkConfigTemplates(bw, b.ExecutorConfig)
+			c.checkTimeout(bw, b.Executor, b.TimeoutSeconds, b.Fields, b.Pos)
+			c.checkVerifier(bw, b.Executor, b.Verifier)
+		}
+		if n.Join != pipeline.JoinWeightedAverage {
+			for _, b := range n.Branches {
+				if b.Fields.Has("weight") {
+					c.ds.warnf(b.Fields["weight"], "branch %q: weight has effect only with join: weighted_average (parallel %q joins with %s)", b.Name, n.Name, n.Join)
+					break
+				}
+			}
+		}
+	case *pipeline.FanOut:
+		where := fmt.Sprintf("fan_out %q", n.Name)
+		c.checkWhen(where, n.When, fieldPos(n.Fields, "when", n.Pos))
+		c.checkGate(where, n.Gate, n.Fields, n.Pos)
+		c.checkOver(where, n)
+		c.checkExecutor(where, n.Executor, n.ExecutorConfig, n.Fields, n.Pos)
+		c.checkTemplate(where, "prompt_template", n.PromptTemplate, fieldPos(n.Fields, "prompt_template", n.Pos))
+		c.checkConfigTemplates(where, n.ExecutorConfig)
+		c.checkTimeout(where, n.Executor, n.TimeoutSeconds, n.Fields, n.Pos)
+		c.checkVerifier(where, n.Executor, n.Verifier)
+		if slices.Contains(builtinNames, n.As) && n.As != "item" {
+			c.ds.errorf(n.Fields["as"], "%s: as %q would hide the template name %q", where, n.As, n.As)
+		}
+	}
+}
+
+func (c *checker) checkStep(s *pipeline.Step) {
+	where := fmt.Sprintf("step %q", s.Name)
+	c.checkWhen(where, s.When, fieldPos(s.Fields, "when", s.Pos))
+	c.checkGate(where, s.Gate, s.Fields, s.Pos)
+	c.checkExecutor(where, s.Executor, s.ExecutorConfig, s.Fields, s.Pos)
+	c.checkTemplate(where, "prompt_template", s.PromptTemplate, fieldPos(s.Fields, "prompt_template", s.Pos))
+	c.checkConfigTemplates(where, s.ExecutorConfig)
+	c.checkTimeout(where, s.Executor, s.TimeoutSeconds, s.Fields, s.Pos)
+	c.checkVerifier(where, s.Executor, s.Verifier)
+	if w := s.OnFailure.Webhook; w != nil {
+		c.checkTemplate(where, "on_failure.webhook.url", w.URL, w.Pos)
+		for _, v := range w.Headers {
+			c.checkTemplate(where, "on_failure.webhook.headers", v, w.Pos)
+		}
+		c.checkValueTemplates(where, "on_failure.webhook.payload", w.Payload, w.Pos, true)
+	}
+	if r := s.Retry; r != nil {
+		if s.Executor == pipeline.ExecHuman {
+			c.ds.warnf(r.Pos, "%s: retry on a human step asks the approvers again after a timeout", where)
+		}
+		if r.Fields.Has("delay_seconds") && r.Attempts > 1 && (r.DelaySeconds < 1 || r.DelaySeconds != float64(int(r.DelaySeconds))) {
+			c.ds.warnf(r.Fields["delay_seconds"], "%s: retry.delay_seconds %g becomes %d: Step Functions waits whole seconds, at least 1", where, r.DelaySeconds, retryInterval(r.DelaySeconds))
+		}
+		if r.Attempts == 1 {
+			c.ds.warnf(r.Pos, "%s: retry with attempts: 1 never retries (attempts counts every try)", where)
+		}
+	}
+	if lu := s.LoopUntil; lu != nil {
+		if s.Executor == pipeline.ExecHuman {
+			c.ds.errorf(lu.Pos, "%s: loop_until cannot repeat a human step", where)
+		}
+		if lu.Confidence < s.ConfidenceThreshold {
+			c.ds.warnf(lu.Pos, "%s: loop_until.confidence %g is below confidence_threshold %g: a loop that stops there still fails the gate", where, lu.Confidence, s.ConfidenceThreshold)
+		}
+	}
+	if s.OnFailure.Policy == pipeline.FailureContinue && s.Executor == pipeline.ExecHuman {
+		c.ds.warnf(s.OnFailure.Pos, "%s: on_failure: continue on a human step lets the run go on when nobody answers", where)
+	}
+}
+
+// retryInterval is the whole-second IntervalSeconds a delay becomes.
+func retryInterval(delay float64) int {
+	i := int(delay)
+	if float64(i) < delay {
+		i++
+	}
+	return max(i, 1)
+}
+
+func (c *checker) checkGate(where string, g pipeline.Gate, fs pipeline.Fields, pos pipeline.Pos) {
+	if fs.Has("on_abort") && g.OnAbort != pipeline.DefaultOnAbort && len(c.p.Notifications) > 0 {
+		if !slices.ContainsFunc(c.p.Notifications, func(a pipeline.Action) bool { return a.Name == g.OnAbort }) {
+			c.ds.warnf(fs["on_abort"], "%s: on_abort %q names no notifications action%s", where, g.OnAbort, didYouMean(g.OnAbort, actionNames(c.p)))
+		}
+	}
+	if g.OnLowConfidence == pipeline.LowProceed && fs.Has("confidence_threshold") {
+		c.ds.warnf(fs["confidence_threshold"], "%s: confidence_threshold has no effect with on_low_confidence: proceed", where)
+	}
+}
+
+func actionNames(p *pipeline.Pipeline) []string {
+	var out []string
+	for _, a := range p.Notifications {
+		out = append(out, a.Name)
+	}
+	return out
+}
+
+func (c *checker) checkExecutor(where, exec string, cfg map[string]any, fs pipeline.Fields, pos pipeline.Pos) {
+	at := fieldPos(fs, "executor_config", fieldPos(fs, "executor", pos))
+	str := func(key string) (string, bool) {
+		v, ok := cfg[key]
+		if !ok {
+			return "", false
+		}
+		s, isStr := v.(string)
+		if !isStr || s == "" {
+			c.ds.errorf(at, "%s: executor_config.%s must be a non-empty string", where, key)
+			return "", true
+		}
+		return s, true
+	}
+	switch exec {
+	case pipeline.ExecPipeline:
+		if _, ok := str("pipeline"); !ok {
+			c.ds.errorf(at, "%s: executor pipeline needs executor_config.pipeline, the name of the pipeline to run", where)
+		}
+	case pipeline.ExecWebhook, pipeline.ExecNotify:
+		if _, ok := str("url"); !ok {
+			c.ds.errorf(at, "%s: executor %s needs executor_config.url", where, exec)
+		}
+	case pipeline.ExecOpenClaw:
+		c.ds.errorf(fieldPos(fs, "executor", pos), "%s: executor %q is reserved and cannot run in Stepline yet; use gateway, anthropic or bedrock", where, exec)
+	case pipeline.ExecScripted:
+		if c.p.Stage == pipeline.StageProduction {
+			c.ds.warnf(fieldPos(fs, "executor", pos), "%s: a scripted executor in a production pipeline answers from a responses file, not a model", where)
+		}
+	}
+	for k, v := range cfg {
+		if s, ok := v.(string); ok {
+			if m := badSecretRef(s); m != "" {
+				c.ds.warnf(at, "%s: executor_config.%s: %s", where, k, m)
+			}
+		}
+	}
+	if exec == pipeline.ExecOpenClaw || exec == pipeline.ExecPipeline || !executor.Known(exec) {
+		return
+	}
+	for _, err := range executor.CheckConfig(exec, cfg) {
+		var is *executor.ConfigIssue
+		if !errors.As(err, &is) {
+			c.ds.errorf(at, "%s: %v", where, err)
+			continue
+		}
+		if is.Key == "url" && (exec == pipeline.ExecWebhook || exec == pipeline.ExecNotify) && cfg["url"] == nil {
+			continue // reported above with the executor's name
+		}
+		if is.Warning {
+			c.ds.warnf(at, "%s: %v", where, is)
+		} else {
+			c.ds.errorf(at, "%s: %v", where, is)
+		}
+	}
+}
+
+var secretRefRE = regexp.MustCompile(`\$\{([^}]*)\}?`)
+var secretNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// badSecretRef describes a malformed ${NAME} placeholder in s, or "".
+func badSecretRef(s string) string {
+	for _, m := range secretRefRE.FindAllStringSubmatch(s, -1) {
+		if !strings.HasSuffix(m[0], "}") {
+			return fmt.Sprintf("placeholder %q is not closed with }", m[0])
+		}
+		if !secretNameRE.MatchString(m[1]) {
+			return fmt.Sprintf("placeholder %q: a secret name holds letters, digits and _", m[0])
+		}
+	}
+	return ""
+}
+
+func (c *checker) checkTimeout(where, exec string, secs int, fs pipeline.Fields, pos pipeline.Pos) {
+	if exec == pipeline.ExecHuman || exec == pipeline.ExecPipeline {
+		return
+	}
+	if secs > MaxSyncTimeoutSeconds {
+		c.ds.errorf(fieldPos(fs, "timeout_seconds", pos), "%s: timeout_seconds %d is over %d: a %s step runs in one Lambda invocation, which stops at %d s", where, secs, MaxSyncTimeoutSeconds, exec, MaxSyncTimeoutSeconds)
+	}
+}
+
+func (c *checker) checkVerifier(where, exec string, v *pipeline.Verifier) {
+	if v == nil {
+		return
+	}
+	if exec == pipeline.ExecHuman {
+		c.ds.errorf(v.Pos, "%s: a human step cannot have a verifier: the approver's decision is final", where)
+	}
+	if v.Executor == pipeline.ExecHuman || v.Executor == pipeline.ExecPipeline || v.Executor == pipeline.ExecNotify {
+		c.ds.errorf(fieldPos(v.Fields, "executor", v.Pos), "%s: verifier executor %q cannot judge an answer; use a model executor", where, v.Executor)
+	}
+	c.checkExecutor(where+" verifier", v.Executor, v.ExecutorConfig, v.Fields, v.Pos)
+	switch v.Mode {
+	case "reviewer", "challenger":
+		alias := map[string]string{"reviewer": pipeline.ModeCritic, "challenger": pipeline.ModeIndependent}[v.Mode]
+		c.ds.warnf(v.Fields["mode"], "%s: verifier mode %q is an old name for %q", where, v.Mode, alias)
+	}
+	if v.Fields.Has("veto_floor") && v.CombinationStrategy != pipeline.CombineVeto {
+		c.ds.warnf(v.Fields["veto_floor"], "%s: veto_floor has effect only with combination_strategy: veto", where)
+	}
+	if !v.Trigger.Always && v.Trigger.ConfidenceAbove >= v.Trigger.ConfidenceBelow {
+		c.ds.warnf(fieldPos(v.Fields, "trigger", v.Pos), "%s: the verifier never runs: confidence_above %g is not below confidence_below %g", where, v.Trigger.ConfidenceAbove, v.Trigger.ConfidenceBelow)
+	}
+}
+
+// checkWhen parses a when: expression and checks what it refers to.
+func (c *checker) checkWhen(where, src string, at pipeline.Pos) {
+	if src == "" {
+		return
+	}
+	expr, err := when.Parse(src)
+	if err != nil {
+		var we *when.Error
+		if errors.As(err, &we) {
+			c.ds.errorf(c.f.TextPos(at, src, we.Offset), "%s: when: %s", where, we.Msg)
+		} else {
+			c.ds.errorf(at, "%s: when: %v", where, err)
+		}
+		return
+	}
+	for _, p := range when.Paths(expr) {
+		pos := c.f.TextPos(at, src, p.Offset)
+		if !c.scope[p.Root] {
+			c.ds.errorf(pos, "%s: when: unknown name %q: use steps.<name>, vars.<name>, labels.<name> or a context_template.include name%s", where, p.Root, didYouMean(p.Root, scopeNames(c.scope)))
+			continue
+		}
+		switch p.Root {
+		case "steps":
+			if len(p.Segments) > 0 {
+				c.checkStepRef(where, "when", p.Segments[0], pos)
+			}
+		case "vars":
+			if len(p.Segments) > 0 && !slices.ContainsFunc(c.p.Vars, func(v pipeline.Var) bool { return v.Name == p.Segments[0] }) {
+				c.ds.errorf(pos, "%s: when: vars.%s is not defined in vars", where, p.Segments[0])
+			}
+		}
+	}
+}
+
+func scopeNames(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checkStepRef checks that a template or when: reference names a step that
+// runs before the current one.
+func (c *checker) checkStepRef(where, field, ref string, pos pipeline.Pos) {
+	name := ref
+	if i := strings.IndexByte(ref, '/'); i >= 0 {
+		name = ref[:i] // fan-out items: steps['group/3']
+	}
+	if _, ok := c.seen[name]; ok {
+		return
+	}
+	if real, ok := c.later[name]; ok {
+		c.ds.errorf(pos, "%s: %s refers to step %q, which runs later", where, field, real)
+		return
+	}
+	if strings.Contains(where, fmt.Sprintf("%q", name)) {
+		c.ds.errorf(pos, "%s: %s refers to the step itself; a step sees only earlier steps (loop_until steps see loop.prior_output)", where, field)
+		return
+	}
+	c.ds.errorf(pos, "%s: %s refers to unknown step %q%s", where, field, ref, didYouMean(name, mapKeys(c.seen)))
+}
+
+func mapKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (c *checker) checkOver(where string, g *pipeline.FanOut) {
+	at := fieldPos(g.Fields, "over", g.Pos)
+	src, off := OverExpr(g.Over)
+	if src == "" {
+		return
+	}
+	expr, err := when.Parse(src)
+	if err != nil {
+		var we *when.Error
+		if errors.As(err, &we) {
+			c.ds.errorf(c.f.TextPos(at, g.Over, off+we.Offset), "%s: over: %s", where, we.Msg)
+		} else {
+			c.ds.errorf(at, "%s: over: %v", where, err)
+		}
+		return
+	}
+	paths := when.Paths(expr)
+	if !isPathOrList(expr) {
+		c.ds.errorf(at, "%s: over must name a list, such as steps.discover.services, not %q", where, src)
+		return
+	}
+	for _, p := range paths {
+		pos := c.f.TextPos(at, g.Over, off+p.Offset)
+		if !c.scope[p.Root] {
+			c.ds.errorf(pos, "%s: over: unknown name %q%s", where, p.Root, didYouMean(p.Root, scopeNames(c.scope)))
+			continue
+		}
+		if p.Root == "steps" && len(p.Segments) > 0 {
+			c.checkStepRef(where, "over", p.Segments[0], pos)
+		}
+	}
+}
+
+// OverExpr returns the expression of a fan_out over: value, without the
+// {{ }} the format allows around it, and the offset of the expression in
+// the value.
+func OverExpr(over string) (string, int) {
+	s := strings.TrimSpace(over)
+	off := strings.Index(over, s)
+	if strings.HasPrefix(s, "{{") && strings.HasSuffix(s, "}}") {
+		inner := s[2 : len(s)-2]
+		t := strings.TrimSpace(inner)
+		return t, off + 2 + strings.Index(inner, t)
+	}
+	return s, off
+}
+
+// checkTemplate parses a Liquid template and checks its step references.
+func (c *checker) checkTemplate(where, field, tpl string, at pipeline.Pos) {
+	if !strings.Contains(tpl, "{{") && !strings.Contains(tpl, "{%") {
+		return
+	}
+	if _, err := c.liquid.ParseString(tpl); err != nil {
+		c.ds.errorf(liquidErrorPos(c.f, at, tpl, err), "%s: %s: %s", where, field, liquidMessage(err))
+		return
+	}
+	for _, r := range templateRefs(tpl) {
+		c.checkStepRef(where, field, r.name, c.f.TextPos(at, tpl, r.offset))
+	}
+}
+
+// liquidErrorPos places a Liquid parse error: at the tag the message
+// quotes when it can be found (Liquid reports the line of the enclosing
+// block for unterminated tags), else at the line Liquid names.
+func liquidErrorPos(f *File, at pipeline.Pos, tpl string, err error) pipeline.Pos {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, " in {"); i >= 0 {
+		if j := strings.Index(tpl, msg[i+4:]); j >= 0 {
+			return f.TextPos(at, tpl, j)
+		}
+	}
+	var le interface{ LineNumber() int }
+	if errors.As(err, &le) && le.LineNumber() > 0 {
+		return f.TextPos(at, tpl, lineOffset(tpl, le.LineNumber()))
+	}
+	return at
+}
+
+func lineOffset(s string, line int) int {
+	off := 0
+	for i := 1; i < line; i++ {
+		j := strings.IndexByte(s[off:], '\n')
+		if j < 0 {
+			return off
+		}
+		off += j + 1
+	}
+	return off
+}
+
+func liquidMessage(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, "Liquid error") {
+		msg = msg[i+2:]
+	}
+	if i := strings.LastIndex(msg, " in {"); i >= 0 {
+		msg = msg[:i]
+	}
+	return lowerFirst(strings.TrimSpace(msg))
+}
+
+func (c *checker) checkConfigTemplates(where string, cfg map[string]any) {
+	c.checkValueTemplates(where, "executor_config", cfg, pipeline.Pos{}, false)
+}
+
+// checkValueTemplates checks the templates held in the strings of a
+// free-form value.
+func (c *checker) checkValueTemplates(where, field string, v any, at pipeline.Pos, _ bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, k := range sortedKeys(v) {
+			c.checkValueTemplates(where, field+"."+k, v[k], at, false)
+		}
+	case []any:
+		for i, e := range v {
+			c.checkValueTemplates(where, fmt.Sprintf("%s[%d]", field, i), e, at, false)
+		}
+	case string:
+		pos := at
+		if !pos.IsValid() {
+			pos = c.p.Pos
+		}
+		c.checkTemplate(where, field, v, pos)
+	}
+}
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (c *checker) checkPipeline() {
+	p := c.p
+	for _, v := range p.Vars {
+		if slices.Contains(builtinNames, v.Name) {
+			c.ds.warnf(v.Pos, "vars: %q hides the template name %q", v.Name, v.Name)
+		}
+	}
+	for _, inc := range p.ContextInclude {
+		root := strings.SplitN(inc.Path, ".", 2)[0]
+		if !slices.Contains(contextRoots, root) {
+			c.ds.errorf(inc.Pos, "context_template.include: unknown path %q: it starts with one of %s%s", inc.Path, strings.Join(contextRoots, ", "), didYouMean(root, contextRoots))
+		}
+	}
+	if t := p.Trigger; t != nil {
+		for _, m := range t.Match {
+			if m.Op != "regex" {
+				continue
+			}
+			s, _ := m.Value.(string)
+			if _, err := regexp.Compile(s); err != nil {
+				c.ds.errorf(m.Pos, "trigger.match.%s: invalid regex %q: %s", m.Field, s, regexMessage(err))
+			}
+		}
+	}
+	if s := p.Schedule; s != nil && s.Cron != "" {
+		if err := CheckCron(s.Cron); err != nil {
+			c.ds.errorf(fieldPos(s.Fields, "cron", s.Pos), "schedule.cron %q: %v", s.Cron, err)
+		}
+	}
+	for _, a := range p.Notifications {
+		for _, n := range a.Notices {
+			c.checkNotification(a.Name, n)
+		}
+	}
+	if b := p.Budget; b != nil && p.Fields.Has("budget") {
+		_ = b
+	}
+}
+
+func (c *checker) checkNotification(action string, n pipeline.Notification) {
+	where := fmt.Sprintf("notifications.%s", action)
+	if n.Template != "" {
+		if _, err := c.liquid.ParseString(n.Template); err != nil {
+			c.ds.errorf(n.Pos, "%s: template: %s", where, liquidMessage(err))
+		}
+	}
+	str := func(k string) string { s, _ := n.Config[k].(string); return s }
+	switch n.Channel {
+	case pipeline.ChannelWebhook, pipeline.ChannelSlack:
+		if str("url") == "" {
+			c.ds.errorf(n.Pos, "%s: channel %s needs config.url", where, n.Channel)
+		}
+	case pipeline.ChannelSNS:
+		if str("topic_arn") == "" {
+			c.ds.errorf(n.Pos, "%s: channel sns needs config.topic_arn", where)
+		}
+	}
+}
+
+func regexMessage(err error) string {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "error parsing regexp: ")
+	if strings.Contains(msg, "invalid or unsupported Perl syntax") {
+		msg += " (regexes use RE2 syntax: no lookaround or backreferences)"
+	}
+	return msg
+}
+
+// isPathOrList reports whether a fan_out over: expression can name a list:
+// a path or a list literal.
+func isPathOrList(e when.Expr) bool {
+	switch e := e.(type) {
+	case *when.Path:
+		return true
+	case *when.Literal:
+		_, ok := e.Value.([]any)
+		return ok
+	}
+	return false
+}

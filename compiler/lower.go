@@ -1,0 +1,1163 @@
+package compiler
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/stepline/stepline/compiler/when"
+	"github.com/stepline/stepline/shared/asl"
+	"github.com/stepline/stepline/shared/fault"
+	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/task"
+)
+
+// Limits and defaults of the lowering.
+const (
+	// MaxDefinitionBytes is Step Functions' limit on a definition, measured
+	// on its compact encoding (what the CDK stack deploys).
+	MaxDefinitionBytes = 1 << 20
+	// MaxPayloadBytes is Step Functions' limit on a state's input, output
+	// and a variable; the static part of a Task's payload must leave room
+	// for the run's data.
+	MaxPayloadBytes = 256 << 10
+	// payloadBudget is the share of MaxPayloadBytes the static part of a
+	// Task's payload may take.
+	payloadBudget = MaxPayloadBytes / 2
+	// DefaultHumanTimeoutSeconds bounds a human step without timeout_seconds.
+	DefaultHumanTimeoutSeconds = 300
+	// DefaultChildTimeoutSeconds bounds a sub-pipeline step without
+	// timeout_seconds.
+	DefaultChildTimeoutSeconds = 86400
+	// bookkeepingTimeoutSeconds bounds the Tasks that only record and
+	// decide (join, failure, decision).
+	bookkeepingTimeoutSeconds = 60
+	// reasks is how many model calls one attempt may make: the first and
+	// the structured-output runner's re-asks.
+	reasks = 3
+	// maxInlineRoutes caps the when: rules folded into one outcome Choice:
+	// the next step's condition is checked there (no extra transition
+	// when it runs); a skip goes on through a Choice of its own.
+	maxInlineRoutes = 1
+	// maxMapConcurrency is the most iterations an inline Map runs at once.
+	maxMapConcurrency = 40
+)
+
+// Names of the states every pipeline may end in.
+const (
+	StateStart     = "Start run"
+	StateEnded     = "Run ended"
+	StateRecord    = "Record failure"
+	StateCompleted = "Run completed"
+	StateStopped   = "Run stopped"
+	StateEscalated = "Run escalated"
+	StateAborted   = "Run aborted"
+	StateFailed    = "Run failed"
+)
+
+// ChildPlaceholder is the substitution placeholder of the state machine ARN
+// of the pipeline named name, used by sub-pipeline steps.
+func ChildPlaceholder(name string) string {
+	var b strings.Builder
+	b.WriteString("${Pipeline")
+	up := true
+	for _, r := range name {
+		if r == '-' || r == '_' {
+			up = true
+			continue
+		}
+		if up && r >= 'a' && r <= 'z' {
+			r -= 'a' - 'A'
+		}
+		up = false
+		b.WriteRune(r)
+	}
+	b.WriteString("Arn}")
+	return b.String()
+}
+
+// Compile parses, checks and lowers one pipeline source to a state
+// machine. The diagnostics hold every error and warning; the state machine
+// is nil when there is any error.
+func Compile(name string, src []byte) (*asl.StateMachine, Diagnostics) {
+	f, ds := Load(name, src)
+	if ds.HasErrors() {
+		return nil, ds
+	}
+	sm, lds := Lower(f)
+	ds = append(ds, lds...).Sort()
+	if ds.HasErrors() {
+		return nil, ds
+	}
+	return sm, ds
+}
+
+// Lower turns a checked pipeline into a state machine. See the package
+// documentation for the shape it emits.
+func Lower(f *File) (*asl.StateMachine, Diagnostics) {
+	l := &lowerer{f: f, p: f.Pipeline, sm: &asl.StateMachine{QueryLanguage: asl.JSONata}}
+	l.build()
+	if l.ds.HasErrors() {
+		return nil, l.ds
+	}
+	if def, err := MarshalCompact(l.sm); err != nil {
+		l.ds.errorf(l.p.Pos, "internal: encode state machine: %v", err)
+	} else if len(def) > MaxDefinitionBytes {
+		l.ds.errorf(l.p.Pos, "pipeline %q compiles to %d bytes of ASL, over Step Functions' %d-byte limit: move steps into a sub-pipeline (executor: pipeline)", l.p.Name, len(def), MaxDefinitionBytes)
+	}
+	if l.ds.HasErrors() {
+		return nil, l.ds
+	}
+	return l.sm, l.ds
+}
+
+type lowerer struct {
+	f      *File
+	p      *pipeline.Pipeline
+	sm     *asl.StateMachine
+	ds     Diagnostics
+	scope  when.Scope
+	alias  map[string]string // template name → step name
+	added  map[string]bool   // terminal and routing states already emitted
+	router map[int]string    // node index → name of its routing Choice
+}
+
+func (l *lowerer) add(states *asl.States, name string, st asl.State) {
+	if err := states.Add(name, st); err != nil {
+		l.ds.errorf(l.p.Pos, "internal: %v", err)
+	}
+}
+
+func (l *lowerer) build() {
+	l.added = map[string]bool{}
+	l.router = map[int]string{}
+	l.alias = map[string]string{}
+	for _, n := range l.p.Steps {
+		for _, name := range nodeNames(n) {
+			l.alias[name] = name
+			l.alias[pipeline.TemplateName(name)] = name
+		}
+	}
+	l.scope = l.buildScope()
+	l.sm.Comment = fmt.Sprintf("Stepline pipeline %q", l.p.Name)
+	if l.p.Description != "" {
+		l.sm.Comment += ": " + l.p.Description
+	}
+	l.sm.StartAt = StateStart
+	info := l.pipelineInfo()
+	if b, _ := json.Marshal(info); len(b) > payloadBudget {
+		l.ds.errorf(l.p.Pos, "pipeline %q: its vars, notifications and budget take %d bytes, more than the %d bytes a state payload can spare", l.p.Name, len(b), payloadBudget)
+	}
+	l.add(&l.sm.States, StateStart, &asl.Pass{
+		Comment: "Set the run's variables: every later state reads them.",
+		Assign: map[string]any{
+			"pipeline": encodeStatic(toPlain(info)),
+			"run": map[string]any{
+				"id":            "{% $states.context.Execution.Name %}",
+				"execution":     "{% $states.context.Execution.Id %}",
+				"started_at":    "{% $states.context.Execution.StartTime %}",
+				"parent_run_id": "{% $exists($states.input.parent_run_id) ? $string($states.input.parent_run_id) : '' %}",
+			},
+			"trigger": "{% $exists($states.input.trigger) ? $states.input.trigger : {} %}",
+			"steps":   map[string]any{},
+			"usage":   map[string]any{"input_tokens": 0, "output_tokens": 0, "cost_usd": 0},
+			"last":    nil,
+		},
+		Next: l.routeTo(0),
+	})
+	for i, n := range l.p.Steps {
+		switch n := n.(type) {
+		case *pipeline.Step:
+			l.lowerStep(i, n)
+		case *pipeline.Parallel:
+			l.lowerParallel(i, n)
+		case *pipeline.FanOut:
+			l.lowerFanOut(i, n)
+		}
+	}
+	l.addTerminals()
+}
+
+func (l *lowerer) pipelineInfo() task.Pipeline {
+	info := task.Pipeline{Name: l.p.Name, Stage: l.p.Stage, Budget: l.p.Budget, Notifications: l.p.Notifications}
+	if len(l.p.Vars) > 0 {
+		info.Vars = map[string]string{}
+		for _, v := range l.p.Vars {
+			info.Vars[v.Name] = v.Value
+		}
+	}
+	for _, inc := range l.p.ContextInclude {
+		info.Include = append(info.Include, inc.Path)
+	}
+	return info
+}
+
+// buildScope says where each name a when: expression may use lives in the
+// state machine's variables.
+func (l *lowerer) buildScope() when.Scope {
+	s := when.Scope{
+		"steps":           {Expr: "$steps", Keyed: 2},
+		"vars":            {Expr: "$pipeline.vars", Keyed: 1},
+		"labels":          {Expr: "$trigger.labels", Keyed: 1},
+		"pipeline_name":   {Expr: "$pipeline.name"},
+		"pipeline_run_id": {Expr: "$run.id"},
+	}
+	for _, v := range l.p.Vars {
+		s[v.Name] = when.Root{Expr: "$pipeline.vars." + jsonataName(v.Name)}
+	}
+	for _, inc := range l.p.ContextInclude {
+		parts := strings.Split(inc.Path, ".")
+		expr := "$trigger"
+		for _, p := range parts {
+			expr += "." + jsonataName(p)
+		}
+		keyed := 0
+		if len(parts) == 1 && (parts[0] == "labels" || parts[0] == "metadata") {
+			keyed = 1
+		}
+		s[inc.Leaf()] = when.Root{Expr: expr, Keyed: keyed}
+	}
+	return s
+}
+
+// jsonataName quotes a field name for a JSONata path when it is not a
+// plain identifier.
+func jsonataName(s string) string {
+	plain := s != ""
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return "`" + s + "`"
+}
+
+// jsonataString is s as a single-quoted JSONata string literal.
+func jsonataString(s string) string {
+	var b strings.Builder
+	b.WriteByte('\'')
+	for _, r := range s {
+		switch r {
+		case '\'':
+			b.WriteString(`\u0027`) // JSONata has no \' escape
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			if r < 0x20 {
+				fmt.Fprintf(&b, `\u%04x`, r)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
+}
+
+// encodeStatic makes static data safe to embed in a JSONata state: a
+// string that Step Functions would evaluate (it starts with {% and ends
+// with %}, as a Liquid template may) becomes a JSONata string literal that
+// evaluates to itself. Multi-line strings are written the same way, with
+// their newlines escaped, and the empty string as '', so that definition
+// validators that match string values line by line accept them.
+func encodeStatic(v any) any {
+	switch v := v.(type) {
+	case string:
+		if strings.HasPrefix(v, "{%") && strings.HasSuffix(v, "%}") || strings.ContainsAny(v, "\n\r") || v == "" {
+			return "{% " + jsonataString(v) + " %}"
+		}
+		return v
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = encodeStatic(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = encodeStatic(e)
+		}
+		return out
+	}
+	return v
+}
+
+// toPlain converts a value to the maps and slices its JSON would decode to.
+func toPlain(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+// entry is the first state of node i.
+func (l *lowerer) entry(i int) string {
+	switch n := l.p.Steps[i].(type) {
+	case *pipeline.FanOut:
+		return n.Name + ": items"
+	default:
+		return n.NodeName()
+	}
+}
+
+// route is one way on from a completed node: when cond holds (or always,
+// when cond is empty), go to next.
+type route struct {
+	cond string
+	next string
+}
+
+// routes lists how a run reaches node j and beyond: a guarded node is
+// entered when its when: holds, else the routes of the node after it.
+func (l *lowerer) routes(j, depth int) []route {
+	if j >= len(l.p.Steps) {
+		return []route{{next: l.terminal(StateCompleted)}}
+	}
+	cond := l.whenCond(l.p.Steps[j])
+	if cond == "" {
+		return []route{{next: l.entry(j)}}
+	}
+	if depth >= maxInlineRoutes {
+		return []route{{next: l.routeTo(j)}}
+	}
+	return append([]route{{cond: cond, next: l.entry(j)}}, l.routes(j+1, depth+1)...)
+}
+
+// routeTo returns a state that leads to node j: the node itself, or, when
+// it is guarded, a Choice that checks its when:.
+func (l *lowerer) routeTo(j int) string {
+	rs := l.routes(j, 0)
+	if len(rs) == 1 && rs[0].cond == "" {
+		return rs[0].next
+	}
+	if name, ok := l.router[j]; ok {
+		return name
+	}
+	name := "Check " + l.p.Steps[j].NodeName()
+	l.router[j] = name
+	ch := &asl.Choice{Comment: "when: " + nodeWhen(l.p.Steps[j])}
+	for _, r := range rs {
+		if r.cond == "" {
+			ch.Default = r.next
+			break
+		}
+		ch.Choices = append(ch.Choices, asl.ChoiceRule{Condition: "{% " + r.cond + " %}", Next: r.next})
+	}
+	l.add(&l.sm.States, name, ch)
+	return name
+}
+
+func nodeWhen(n pipeline.Node) string {
+	switch n := n.(type) {
+	case *pipeline.Step:
+		return n.When
+	case *pipeline.Parallel:
+		return n.When
+	case *pipeline.FanOut:
+		return n.When
+	}
+	return ""
+}
+
+// whenCond lowers a node's when: to JSONata, or "" when it has none.
+func (l *lowerer) whenCond(n pipeline.Node) string {
+	src := nodeWhen(n)
+	if src == "" {
+		return ""
+	}
+	expr, err := when.Parse(src)
+	if err != nil {
+		return "false" // Check reported it
+	}
+	l.realNames(expr)
+	code, err := when.JSONata(expr, l.scope)
+	if err != nil {
+		l.ds.errorf(n.Position(), "step %q: when: %v", n.NodeName(), err)
+		return "false"
+	}
+	return code
+}
+
+// realNames rewrites step references written with underscores for hyphens
+// to the step's real name, the key it has in $steps.
+func (l *lowerer) realNames(e when.Expr) {
+	when.Walk(e, func(n when.Expr) bool {
+		if p, ok := n.(*when.Path); ok && p.Root == "steps" && len(p.Segments) > 0 {
+			if real, ok := l.alias[p.Segments[0]]; ok {
+				p.Segments[0] = real
+			}
+		}
+		return true
+	})
+}
+
+// terminal returns the name of a terminal state; addTerminals emits the
+// ones used once every node is lowered.
+func (l *lowerer) terminal(name string) string {
+	l.added[name] = true
+	return name
+}
+
+func (l *lowerer) addTerminals() {
+	if l.added[StateRecord] {
+		l.addRecordFailure()
+	}
+	if l.added[StateEnded] {
+		l.addEnded()
+	}
+	for _, name := range []string{StateCompleted, StateStopped, StateEscalated, StateAborted, StateFailed} {
+		if l.added[name] {
+			l.addTerminal(name)
+		}
+	}
+}
+
+func (l *lowerer) addTerminal(name string) {
+	cause := "{% $exists($states.input.reason) ? $string($states.input.reason) : 'no reason was recorded' %}"
+	var st asl.State
+	switch name {
+	case StateCompleted:
+		st = &asl.Succeed{Output: map[string]any{
+			"status": task.StatusCompleted, "run_id": "{% $run.id %}", "output": "{% $last %}", "usage": "{% $usage %}",
+		}}
+	case StateStopped:
+		st = &asl.Succeed{Output: map[string]any{
+			"status": task.StatusStopped, "run_id": "{% $run.id %}", "step": "{% $states.input.step %}",
+			"reason": cause, "output": "{% $states.input.output %}", "usage": "{% $usage %}",
+		}}
+	case StateEscalated:
+		st = &asl.Fail{Error: task.ErrorEscalated, Cause: cause}
+	case StateAborted:
+		st = &asl.Fail{Error: task.ErrorAborted, Cause: cause}
+	case StateFailed:
+		st = &asl.Fail{Error: task.ErrorFailed, Cause: cause}
+	}
+	l.add(&l.sm.States, name, st)
+}
+
+// outcome emits the Choice that follows a node's deciding Task: completed
+// goes on (checking the next steps' when:); any other status goes to the
+// shared Choice that ends the run in the matching terminal state.
+func (l *lowerer) outcome(i int, name string) string {
+	state := name + ": outcome"
+	ch := &asl.Choice{}
+	for _, r := range l.routes(i+1, 0) {
+		cond := "$states.input.status = 'completed'"
+		if r.cond != "" {
+			cond += " and (" + r.cond + ")"
+		}
+		ch.Choices = append(ch.Choices, asl.ChoiceRule{
+			Condition: "{% " + cond + " %}",
+			Assign:    map[string]any{"last": "{% $states.input.output %}"},
+			Next:      r.next,
+		})
+	}
+	ch.Default = l.terminal(StateEnded)
+	l.add(&l.sm.States, state, ch)
+	return state
+}
+
+// addEnded emits the Choice every outcome shares for a run that does not go
+// on: the status picks the terminal state.
+func (l *lowerer) addEnded() {
+	ch := &asl.Choice{Comment: "A step did not complete: end the run with its status."}
+	for _, t := range []struct{ status, state string }{
+		{task.StatusStopped, StateStopped},
+		{task.StatusEscalated, StateEscalated},
+		{task.StatusAborted, StateAborted},
+	} {
+		ch.Choices = append(ch.Choices, asl.ChoiceRule{
+			Condition: "{% $states.input.status = '" + t.status + "' %}",
+			Next:      t.state,
+		})
+		l.added[t.state] = true
+	}
+	ch.Default = StateFailed
+	l.added[StateFailed] = true
+	l.add(&l.sm.States, StateEnded, ch)
+}
+
+// invoke is the Arguments of a Task that invokes function with payload.
+func invoke(function string, payload map[string]any) map[string]any {
+	return map[string]any{"FunctionName": function, "Payload": payload}
+}
+
+// payload is the common part of a Request.
+func (l *lowerer) payload(mode string, cfg any, refs []string) map[string]any {
+	step := toPlain(cfg)
+	if m, ok := step.(map[string]any); ok {
+		delete(m, "when") // decided by the state machine, not the function
+	}
+	return map[string]any{
+		"mode":     mode,
+		"step":     encodeStatic(step),
+		"pipeline": "{% $pipeline %}",
+		"run":      "{% $run %}",
+		"trigger":  "{% $trigger %}",
+		"steps":    stepsExpr(refs),
+		"usage":    "{% $usage %}",
+	}
+}
+
+// stepsExpr selects the earlier outputs a Task's templates read. refs nil
+// means the templates address steps dynamically: all are sent.
+func stepsExpr(refs []string) any {
+	if refs == nil {
+		return "{% $steps %}"
+	}
+	if len(refs) == 0 {
+		return map[string]any{}
+	}
+	quoted := make([]string, len(refs))
+	for i, r := range refs {
+		quoted[i] = jsonataString(r)
+	}
+	return "{% $merge([{}, $sift($steps, function($v, $k) { $k in [" + strings.Join(quoted, ", ") + "] })]) %}"
+}
+
+// assignResult is the Assign of a deciding Task: the step's entries go
+// into $steps and the run's usage is updated.
+func assignResult() map[string]any {
+	return map[string]any{
+		"steps": "{% $merge([$steps, $states.result.Payload.steps]) %}",
+		"usage": "{% $states.result.Payload.usage %}",
+	}
+}
+
+func lambdaRetrier() asl.Retrier {
+	return asl.Retrier{
+		ErrorEquals:     slices.Clone(fault.LambdaServiceErrors),
+		IntervalSeconds: 1,
+		MaxAttempts:     asl.Attempts(3),
+		BackoffRate:     2,
+		JitterStrategy:  asl.JitterFull,
+	}
+}
+
+// stepRetry is a step's Retry: the Lambda service retrier, then the
+// retry: policy over the retryable executor errors and Task timeouts.
+func stepRetry(r *pipeline.Retry) []asl.Retrier {
+	rs := []asl.Retrier{lambdaRetrier()}
+	if r == nil || r.Attempts <= 1 {
+		return rs
+	}
+	rate := 2.0
+	if r.Backoff == pipeline.BackoffFixed {
+		rate = 1
+	}
+	return append(rs, asl.Retrier{
+		ErrorEquals:     append(slices.Clone(fault.Retryable), asl.StatesTimeout),
+		IntervalSeconds: retryInterval(r.DelaySeconds),
+		MaxAttempts:     asl.Attempts(r.Attempts - 1),
+		BackoffRate:     rate,
+	})
+}
+
+// taskTimeout bounds one attempt of a model step: every call it may make
+// (re-asks, the verifier, loop iterations) at timeout_seconds each, within
+// Lambda's 900 s.
+func taskTimeout(timeout, calls int) int {
+	if timeout <= 0 {
+		return MaxSyncTimeoutSeconds
+	}
+	return min(MaxSyncTimeoutSeconds, timeout*calls+15)
+}
+
+// refs lists the steps a node's templates read, by real name; nil when a
+// template reads steps in a way that cannot be listed.
+func (l *lowerer) refs(templates ...any) []string {
+	out := []string{}
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		switch v := v.(type) {
+		case string:
+			if dynamicSteps(v) {
+				return false
+			}
+			for _, r := range templateRefs(v) {
+				name, _, _ := strings.Cut(r.name, "/")
+				if real, ok := l.alias[name]; ok {
+					name = real
+				}
+				if r.name != name && strings.Contains(r.name, "/") {
+					name = r.name // a fan-out item: its own entry
+				}
+				if !slices.Contains(out, name) {
+					out = append(out, name)
+				}
+			}
+		case map[string]any:
+			for _, e := range v {
+				if !walk(e) {
+					return false
+				}
+			}
+		case map[string]string:
+			for _, e := range v {
+				if !walk(e) {
+					return false
+				}
+			}
+		case []any:
+			for _, e := range v {
+				if !walk(e) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for _, t := range templates {
+		if !walk(t) {
+			return nil
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// dynamicSteps reports whether a template uses steps other than through
+// steps.NAME or steps['NAME'].
+func dynamicSteps(tpl string) bool {
+	for i := 0; ; {
+		j := strings.Index(tpl[i:], "steps")
+		if j < 0 {
+			return false
+		}
+		at := i + j
+		end := at + len("steps")
+		i = end
+		if at > 0 && isIdentByte(tpl[at-1]) || end < len(tpl) && isIdentByte(tpl[end]) {
+			continue
+		}
+		rest := strings.TrimLeft(tpl[end:], " ")
+		switch {
+		case strings.HasPrefix(rest, "."):
+		case strings.HasPrefix(rest, "['"), strings.HasPrefix(rest, `["`):
+		default:
+			if strings.Contains(tpl[:at], "{{") || strings.Contains(tpl[:at], "{%") {
+				return true
+			}
+		}
+	}
+}
+
+func (l *lowerer) checkPayload(name string, args any) {
+	b, _ := json.Marshal(args)
+	if len(b) > payloadBudget {
+		l.ds.errorf(l.p.Pos, "step %q: its configuration and templates take %d bytes, more than the %d bytes a Task payload can spare (Step Functions allows %d): move large text to an artifact or a file the executor reads", name, len(b), payloadBudget, MaxPayloadBytes)
+	}
+}
+
+// failureCatch is the Catch of a node's Tasks. With on_failure: abort it
+// hands the failure to the shared Record failure Task, which ends the run
+// failed; with continue, to the node's own failure Task (addFailureTask).
+func (l *lowerer) failureCatch(name string, cfg any, policy string) []asl.Catcher {
+	if policy == pipeline.FailureContinue {
+		return catchAll(name + ": failed")
+	}
+	return []asl.Catcher{{
+		ErrorEquals: []string{asl.StatesALL},
+		Output:      map[string]any{"error": "{% $states.errorOutput %}", "step": encodeStatic(failureConfig(cfg))},
+		Next:        l.terminal(StateRecord),
+	}}
+}
+
+// addFailureTask emits the Task of an on_failure: continue step: it
+// records the failure, sends the failure webhook and goes on with the step
+// in steps at confidence 0.
+func (l *lowerer) addFailureTask(i int, name string, cfg any, refs []string) {
+	p := l.payload(task.ModeFailure, failureConfig(cfg), refs)
+	p["error"] = "{% $states.input %}"
+	l.add(&l.sm.States, name+": failed", &asl.Task{
+		Comment:        "Record the failure, send the failure webhook and go on (on_failure: continue).",
+		Resource:       asl.ResourceLambdaInvoke,
+		Arguments:      invoke(task.StepFunctionPlaceholder, p),
+		TimeoutSeconds: bookkeepingTimeoutSeconds,
+		Retry:          []asl.Retrier{lambdaRetrier()},
+		Catch:          recordLost(),
+		Assign:         assignResult(),
+		Output:         "{% $states.result.Payload %}",
+		Next:           l.routeTo(i + 1),
+	})
+}
+
+// recordLost ends the run failed when recording a failure itself fails.
+func recordLost() []asl.Catcher {
+	return []asl.Catcher{{
+		ErrorEquals: []string{asl.StatesALL},
+		Output:      map[string]any{"reason": "{% 'a step failed and the failure could not be recorded: ' & $string($states.errorOutput.Cause) %}"},
+		Next:        StateFailed,
+	}}
+}
+
+// addRecordFailure emits the Task every on_failure: abort step shares: it
+// records the failure the Catch passed on, sends the failure webhook and
+// ends the run failed.
+func (l *lowerer) addRecordFailure() {
+	p := l.payload(task.ModeFailure, nil, nil)
+	p["step"] = "{% $states.input.step %}"
+	p["error"] = "{% $states.input.error %}"
+	l.added[StateFailed] = true
+	l.add(&l.sm.States, StateRecord, &asl.Task{
+		Comment:        "A step failed (on_failure: abort): record it, send its failure webhook, end the run failed.",
+		Resource:       asl.ResourceLambdaInvoke,
+		Arguments:      invoke(task.StepFunctionPlaceholder, p),
+		TimeoutSeconds: bookkeepingTimeoutSeconds,
+		Retry:          []asl.Retrier{lambdaRetrier()},
+		Catch:          recordLost(),
+		Output:         "{% $states.result.Payload %}",
+		Next:           StateFailed,
+	})
+}
+
+// failureConfig keeps of a node's config what recording its failure
+// needs: the name, the executor and the failure webhook.
+func failureConfig(cfg any) any {
+	m, _ := toPlain(cfg).(map[string]any)
+	out := map[string]any{}
+	for _, k := range []string{"name", "executor", "on_failure", "on_abort"} {
+		if v, ok := m[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func catchAll(next string) []asl.Catcher {
+	return []asl.Catcher{{ErrorEquals: []string{asl.StatesALL}, Output: "{% $states.errorOutput %}", Next: next}}
+}
+
+func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
+	var refs []string
+	if s.OnFailure.Webhook != nil {
+		refs = l.refs(s.PromptTemplate, s.ExecutorConfig, s.OnFailure.Webhook.URL, s.OnFailure.Webhook.Headers, s.OnFailure.Webhook.Payload)
+	} else {
+		refs = l.refs(s.PromptTemplate, s.ExecutorConfig)
+	}
+	failed := l.failureCatch(s.Name, s, s.OnFailure.Policy)
+	if s.OnFailure.Policy == pipeline.FailureContinue {
+		defer l.addFailureTask(i, s.Name, s, refs)
+	}
+	switch s.Executor {
+	case pipeline.ExecHuman:
+		l.lowerHuman(i, s, refs, failed)
+		return
+	case pipeline.ExecPipeline:
+		l.lowerChild(i, s, failed)
+		return
+	}
+	calls := reasks
+	if s.Verifier != nil {
+		calls *= 2
+	}
+	if s.LoopUntil != nil {
+		calls *= s.LoopUntil.MaxIterations
+	}
+	p := l.payload(task.ModeStep, s, refs)
+	p["attempt"] = "{% $states.context.State.RetryCount + 1 %}"
+	args := invoke(task.StepFunctionPlaceholder, p)
+	l.checkPayload(s.Name, args)
+	l.add(&l.sm.States, s.Name, &asl.Task{
+		Comment:        fmt.Sprintf("%s step: execute, verify, decide, record.", s.Executor),
+		Resource:       asl.ResourceLambdaInvoke,
+		Arguments:      args,
+		TimeoutSeconds: taskTimeout(s.TimeoutSeconds, calls),
+		Retry:          stepRetry(s.Retry),
+		Catch:          failed,
+		Assign:         assignResult(),
+		Output:         "{% $states.result.Payload %}",
+		Next:           s.Name + ": outcome",
+	})
+	l.outcome(i, s.Name)
+}
+
+func (l *lowerer) lowerHuman(i int, s *pipeline.Step, refs []string, failed []asl.Catcher) {
+	timeout := s.TimeoutSeconds
+	if timeout <= 0 {
+		timeout = DefaultHumanTimeoutSeconds
+	}
+	p := l.payload(task.ModeApproval, s, refs)
+	p["task_token"] = "{% $states.context.Task.Token %}"
+	args := invoke(task.ApprovalFunctionPlaceholder, p)
+	l.checkPayload(s.Name, args)
+	decision := s.Name + ": decision"
+	l.add(&l.sm.States, s.Name, &asl.Task{
+		Comment:        "Ask for approval and wait for the decision (task token).",
+		Resource:       asl.ResourceLambdaInvokeWaitForTaskToken,
+		Arguments:      args,
+		TimeoutSeconds: timeout,
+		Retry:          stepRetry(s.Retry),
+		Catch:          failed,
+		Output:         "{% $states.result %}",
+		Next:           decision,
+	})
+	dp := l.payload(task.ModeHuman, s, []string{})
+	dp["decision"] = "{% $states.input %}"
+	l.add(&l.sm.States, decision, &asl.Task{
+		Comment:        "Turn the decision into the step's output, decide and record.",
+		Resource:       asl.ResourceLambdaInvoke,
+		Arguments:      invoke(task.StepFunctionPlaceholder, dp),
+		TimeoutSeconds: bookkeepingTimeoutSeconds,
+		Retry:          []asl.Retrier{lambdaRetrier()},
+		Catch:          failed,
+		Assign:         assignResult(),
+		Output:         "{% $states.result.Payload %}",
+		Next:           s.Name + ": outcome",
+	})
+	l.outcome(i, s.Name)
+}
+
+func (l *lowerer) lowerChild(i int, s *pipeline.Step, failed []asl.Catcher) {
+	child, _ := s.ExecutorConfig["pipeline"].(string)
+	timeout := s.TimeoutSeconds
+	if timeout <= 0 {
+		timeout = DefaultChildTimeoutSeconds
+	}
+	decision := s.Name + ": decision"
+	l.add(&l.sm.States, s.Name, &asl.Task{
+		Comment:  fmt.Sprintf("Run pipeline %q as a run of its own and wait for it.", child),
+		Resource: asl.ResourceStartExecutionSync,
+		Arguments: map[string]any{
+			"StateMachineArn": ChildPlaceholder(child),
+			"Input": map[string]any{
+				"trigger":       "{% $merge([$trigger, {'pipeline': " + jsonataString(child) + ", 'source': 'sub-pipeline', 'fingerprint': null}]) %}",
+				"parent_run_id": "{% $run.id %}",
+				"AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID": "{% $states.context.Execution.Id %}",
+			},
+		},
+		TimeoutSeconds: timeout,
+		Retry:          stepRetry(s.Retry),
+		Catch: []asl.Catcher{{
+			ErrorEquals: []string{asl.StatesALL},
+			Output:      map[string]any{"error": "{% $states.errorOutput %}"},
+			Next:        decision,
+		}},
+		Output: map[string]any{"child": "{% $states.result.Output %}"},
+		Next:   decision,
+	})
+	dp := l.payload(task.ModeChild, s, []string{})
+	dp["child"] = "{% $exists($states.input.child) ? $states.input.child : null %}"
+	dp["error"] = "{% $exists($states.input.error) ? $states.input.error : null %}"
+	l.add(&l.sm.States, decision, &asl.Task{
+		Comment:        "Turn the sub-pipeline's outcome into the step's output, decide and record.",
+		Resource:       asl.ResourceLambdaInvoke,
+		Arguments:      invoke(task.StepFunctionPlaceholder, dp),
+		TimeoutSeconds: bookkeepingTimeoutSeconds,
+		Retry:          []asl.Retrier{lambdaRetrier()},
+		Catch:          failed,
+		Assign:         assignResult(),
+		Output:         "{% $states.result.Payload %}",
+		Next:           s.Name + ": outcome",
+	})
+	l.outcome(i, s.Name)
+}
+
+// lostBranch is the output of a branch whose Task failed outside the step
+// function (a timeout, a Lambda fault): confidence 0, as any failed branch.
+func lostBranch(step string) map[string]any {
+	return map[string]any{
+		"status": task.StatusFailed,
+		"step":   step,
+		"output": map[string]any{
+			"confidence":        0,
+			"summary":           "{% $string($states.errorOutput.Error) & ': ' & $string($states.errorOutput.Cause) %}",
+			"next_step_context": "{% '' %}",
+			"failed":            true,
+		},
+		"usage": map[string]any{"input_tokens": 0, "output_tokens": 0, "cost_usd": 0},
+	}
+}
+
+// branchStates emits the Task (and its fallback) that runs one branch.
+func (l *lowerer) branchStates(states *asl.States, state, step string, payload map[string]any, timeout int) {
+	lost := state + ": lost"
+	l.add(states, state, &asl.Task{
+		Comment:        "Run the branch; its confidence feeds the join.",
+		Resource:       asl.ResourceLambdaInvoke,
+		Arguments:      invoke(task.StepFunctionPlaceholder, payload),
+		TimeoutSeconds: timeout,
+		Retry:          []asl.Retrier{lambdaRetrier()},
+		Catch:          []asl.Catcher{{ErrorEquals: []string{asl.StatesALL}, Output: lostBranch(step), Next: lost}},
+		Output:         "{% $states.result.Payload %}",
+		End:            true,
+	})
+	l.add(states, lost, &asl.Pass{Comment: "A branch that could not answer counts as failed, confidence 0.", End: true})
+}
+
+func (l *lowerer) join(i int, name string, cfg any, branches string) {
+	p := l.payload(task.ModeJoin, cfg, []string{})
+	p["group"] = name
+	p["branches"] = branches
+	p["error"] = "{% $exists($states.input.error) ? $states.input.error : null %}"
+	l.add(&l.sm.States, name+": join", &asl.Task{
+		Comment:        "Join the branches' confidences, decide and record the group.",
+		Resource:       asl.ResourceLambdaInvoke,
+		Arguments:      invoke(task.StepFunctionPlaceholder, p),
+		TimeoutSeconds: bookkeepingTimeoutSeconds,
+		Retry:          []asl.Retrier{lambdaRetrier()},
+		Catch:          l.failureCatch(name, cfg, pipeline.FailureAbort),
+		Assign:         assignResult(),
+		Output:         "{% $states.result.Payload %}",
+		Next:           name + ": outcome",
+	})
+	l.outcome(i, name)
+}
+
+func (l *lowerer) lowerParallel(i int, g *pipeline.Parallel) {
+	par := &asl.Parallel{
+		Comment: fmt.Sprintf("Run %d branches at once; join: %s.", len(g.Branches), g.Join),
+		Output:  "{% $states.result %}",
+		Catch:   l.failureCatch(g.Name, g, pipeline.FailureAbort),
+		Next:    g.Name + ": join",
+	}
+	for _, b := range g.Branches {
+		refs := l.refs(b.PromptTemplate, b.ExecutorConfig)
+		p := l.payload(task.ModeBranch, b, refs)
+		p["group"] = g.Name
+		l.checkPayload(b.Name, p)
+		calls := reasks
+		if b.Verifier != nil {
+			calls *= 2
+		}
+		timeout := taskTimeout(b.TimeoutSeconds, calls)
+		if g.TimeoutSeconds > 0 {
+			timeout = min(timeout, g.TimeoutSeconds)
+		}
+		var br asl.Branch
+		state := g.Name + "/" + b.Name
+		br.StartAt = state
+		l.branchStates(&br.States, state, b.Name, p, timeout)
+		par.Branches = append(par.Branches, br)
+	}
+	l.add(&l.sm.States, g.Name, par)
+	l.join(i, g.Name, g, "{% $states.input %}")
+}
+
+// overExpr lowers a fan_out over: to the JSONata of the list it names.
+func (l *lowerer) overExpr(g *pipeline.FanOut) string {
+	src, _ := OverExpr(g.Over)
+	expr, err := when.Parse(src)
+	if err != nil {
+		return "[]"
+	}
+	switch e := expr.(type) {
+	case *when.Literal:
+		b, _ := json.Marshal(e.Value)
+		return string(b)
+	case *when.Path:
+		l.realNames(e)
+		root, ok := l.scope[e.Root]
+		if !ok {
+			return "[]"
+		}
+		fields := strings.Split(root.Expr, ".")
+		for _, seg := range e.Segments {
+			fields = append(fields, jsonataName(seg))
+		}
+		return listAt(fields)
+	}
+	return "[]"
+}
+
+// listAt reads the value at a path (a variable and its fields) so that a
+// list stays a list in both JSONata evaluators: the Go one reads a path
+// that ends at an empty list as nothing, so a key that is present but
+// reads as nothing holds []. Step outputs hold no nulls (the step function
+// drops them), so that case cannot be a null.
+func listAt(fields []string) string {
+	if len(fields) == 1 {
+		return fields[0]
+	}
+	parent := strings.Join(fields[:len(fields)-1], ".")
+	last := fields[len(fields)-1]
+	key := strings.Trim(last, "`")
+	return "($p := " + parent + "; $exists($p." + last + ") ? $p." + last +
+		" : ($exists($p) and " + jsonataString(key) + " in $keys($p)) ? [] : undefined)"
+}
+
+func (l *lowerer) lowerFanOut(i int, g *pipeline.FanOut) {
+	items := l.overExpr(g)
+	// Guarded forms: the Go evaluator the local engine uses fails on
+	// $type() of nothing and counts nothing as 1.
+	notList := "($i := " + items + "; $exists($i) ? $type($i) != 'array' : true)"
+	count := "($i := " + items + "; $exists($i) ? $count($i) : 0)"
+	join := g.Name + ": join"
+	l.add(&l.sm.States, g.Name+": items", &asl.Choice{
+		Comment: "over: " + g.Over,
+		Choices: []asl.ChoiceRule{
+			{
+				Condition: "{% " + notList + " %}",
+				Output:    map[string]any{"error": map[string]any{"Error": "Stepline.NotAList", "Cause": "over: " + g.Over + " is not a list"}},
+				Next:      join,
+			},
+			{
+				Condition: "{% " + count + " > " + strconv.Itoa(g.MaxItems) + " %}",
+				Output: map[string]any{"error": map[string]any{
+					"Error": "Stepline.TooManyItems",
+					"Cause": "{% $string(" + count + ") & ' items, more than max_items " + strconv.Itoa(g.MaxItems) + "' %}",
+				}},
+				Next: join,
+			},
+			{
+				Condition: "{% " + count + " = 0 %}",
+				Output:    map[string]any{"results": []any{}},
+				Next:      join,
+			},
+		},
+		Default: g.Name,
+	})
+	refs := l.refs(g.PromptTemplate, g.ExecutorConfig)
+	p := l.payload(task.ModeBranch, g, refs)
+	p["group"] = g.Name
+	p["item"] = "{% $states.input.item %}"
+	p["index"] = "{% $states.input.index %}"
+	p["total"] = "{% " + count + " %}"
+	l.checkPayload(g.Name, p)
+	calls := reasks
+	if g.Verifier != nil {
+		calls *= 2
+	}
+	m := &asl.Map{
+		Comment: fmt.Sprintf("One branch per item, up to %d; join: %s.", g.MaxItems, g.Join),
+		Items:   "{% " + items + " %}",
+		ItemSelector: map[string]any{
+			"item":  "{% $states.context.Map.Item.Value %}",
+			"index": "{% $states.context.Map.Item.Index %}",
+		},
+		MaxConcurrency: min(g.MaxItems, maxMapConcurrency),
+		Output:         map[string]any{"results": "{% $states.result %}"},
+		Catch:          l.failureCatch(g.Name, g, pipeline.FailureAbort),
+		Next:           join,
+	}
+	m.ItemProcessor.ProcessorConfig = &asl.ProcessorConfig{Mode: asl.ModeInline}
+	state := g.Name + " item"
+	m.ItemProcessor.StartAt = state
+	l.branchStates(&m.ItemProcessor.States, state, g.Name, p, taskTimeout(g.TimeoutSeconds, calls))
+	l.add(&l.sm.States, g.Name, m)
+	l.join(i, g.Name, g, "{% $exists($states.input.results) ? $states.input.results : [] %}")
+}
+
+// Marshal encodes a state machine as indented JSON in a stable order. A
+// ${NAME} that is not one of Stepline's resource placeholders (a secret
+// reference in an executor config) is written with its brace escaped, so
+// CloudFormation's definition substitutions leave it for run time.
+func Marshal(sm *asl.StateMachine) ([]byte, error) {
+	b, err := json.MarshalIndent(sm, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return escapePlaceholders(unescapeHTML(b)), nil
+}
+
+// MarshalCompact is Marshal without indentation: what is deployed and what
+// the definition size limit applies to.
+func MarshalCompact(sm *asl.StateMachine) ([]byte, error) {
+	b, err := json.Marshal(sm)
+	if err != nil {
+		return nil, err
+	}
+	return escapePlaceholders(unescapeHTML(b)), nil
+}
+
+// unescapeHTML undoes encoding/json's \u003c, \u003e and \u0026 escapes in
+// JSON text, which make JSONata comparisons hard to read.
+func unescapeHTML(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if b[i+1] == 'u' && i+5 < len(b) {
+			switch string(b[i+2 : i+6]) {
+			case "003c":
+				out = append(out, '<')
+				i += 5
+				continue
+			case "003e":
+				out = append(out, '>')
+				i += 5
+				continue
+			case "0026":
+				out = append(out, '&')
+				i += 5
+				continue
+			}
+		}
+		out = append(out, b[i], b[i+1]) // any other escape, kept whole
+		i++
+	}
+	return out
+}
+
+// escapePlaceholders rewrites ${NAME} as $\u007bNAME} unless NAME is a
+// resource placeholder (an ARN substitution). JSON decodes both the same.
+func escapePlaceholders(b []byte) []byte {
+	s := string(b)
+	var out strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			out.WriteString(s)
+			break
+		}
+		j := strings.IndexByte(s[i:], '}')
+		if j > 0 && isResourcePlaceholder(s[i:i+j+1]) {
+			out.WriteString(s[:i+j+1])
+			s = s[i+j+1:]
+			continue
+		}
+		out.WriteString(s[:i])
+		out.WriteString(`$\u007b`)
+		s = s[i+2:]
+	}
+	return []byte(out.String())
+}
+
+func isResourcePlaceholder(p string) bool {
+	if p == task.StepFunctionPlaceholder || p == task.ApprovalFunctionPlaceholder {
+		return true
+	}
+	return strings.HasPrefix(p, "${Pipeline") && strings.HasSuffix(p, "Arn}") && !strings.ContainsAny(p[2:len(p)-1], "{}$ -")
+}
+
+// Placeholders lists the resource placeholders a definition uses, sorted:
+// what CDK must substitute and the local engine must resolve.
+func Placeholders(def []byte) []string {
+	var out []string
+	s := string(def)
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			break
+		}
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			break
+		}
+		p := s[i : i+j+1]
+		if isResourcePlaceholder(p) && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+		s = s[i+j+1:]
+	}
+	slices.Sort(out)
+	return out
+}

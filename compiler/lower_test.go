@@ -1,0 +1,438 @@
+package compiler
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	jsonata "github.com/blues/jsonata-go"
+
+	"github.com/stepline/stepline/shared/asl"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden ASL files")
+
+// compileSources returns the compiled definition of every example
+// pipeline and every lowering test pipeline, by golden file name.
+func compileSources(t *testing.T) map[string][]byte {
+	t.Helper()
+	files, _ := filepath.Glob("../pipelines/*.yaml")
+	more, _ := filepath.Glob("testdata/lower/*.yaml")
+	files = append(files, more...)
+	out := map[string][]byte{}
+	for _, path := range files {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sm, ds := Compile(path, src)
+		if sm == nil {
+			t.Fatalf("%s does not compile:\n%s", path, ds)
+		}
+		def, err := Marshal(sm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimSuffix(filepath.Base(path), ".yaml") + ".asl.json"
+		if strings.HasPrefix(path, "testdata/lower") {
+			name = "lower-" + name
+		}
+		out[name] = def
+	}
+	return out
+}
+
+// TestGolden compares every compiled definition with its golden file and
+// re-parses it with the ASL model.
+func TestGolden(t *testing.T) {
+	for name, def := range compileSources(t) {
+		t.Run(name, func(t *testing.T) {
+			golden := filepath.Join("testdata", "golden", name)
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, append(def, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./compiler -update)", err)
+			}
+			if !bytes.Equal(bytes.TrimSpace(want), def) {
+				t.Errorf("definition differs from %s (run go test ./compiler -update and review the diff)", golden)
+			}
+			var sm asl.StateMachine
+			if err := json.Unmarshal(def, &sm); err != nil {
+				t.Fatalf("emitted definition does not re-parse: %v", err)
+			}
+			if err := sm.Validate(); err != nil {
+				t.Errorf("emitted definition is not valid ASL: %v", err)
+			}
+			if sm.QueryLanguage != asl.JSONata || sm.StartAt != StateStart {
+				t.Errorf("QueryLanguage %q, StartAt %q", sm.QueryLanguage, sm.StartAt)
+			}
+		})
+	}
+}
+
+var exprRE = regexp.MustCompile(`^\{% (.*) %\}$`)
+
+// expressions collects every JSONata expression in a decoded definition.
+func expressions(v any, out *[]string) {
+	switch v := v.(type) {
+	case string:
+		if m := exprRE.FindStringSubmatch(v); m != nil {
+			*out = append(*out, m[1])
+		}
+	case map[string]any:
+		for _, e := range v {
+			expressions(e, out)
+		}
+	case []any:
+		for _, e := range v {
+			expressions(e, out)
+		}
+	}
+}
+
+// TestExpressionsCompile: every JSONata expression the compiler emits
+// compiles in the Go evaluator and in the reference jsonata@2.0.6.
+func TestExpressionsCompile(t *testing.T) {
+	var all []string
+	for _, def := range compileSources(t) {
+		var v any
+		if err := json.Unmarshal(def, &v); err != nil {
+			t.Fatal(err)
+		}
+		expressions(v, &all)
+	}
+	if len(all) < 100 {
+		t.Fatalf("only %d expressions found", len(all))
+	}
+	for _, e := range all {
+		if _, err := jsonata.Compile(e); err != nil {
+			t.Errorf("jsonata-go rejects %q: %v", e, err)
+		}
+	}
+	node := nodeTool(t, "jsonata")
+	if node == "" {
+		return
+	}
+	in, _ := json.Marshal(all)
+	script := `const j = require(process.argv[1]); const exprs = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+let bad = 0; for (const e of exprs) { try { j(e) } catch (x) { bad++; console.log(e + ' :: ' + x.message) } } process.exit(bad ? 1 : 0)`
+	cmd := exec.Command("node", "-e", script, node)
+	cmd.Stdin = bytes.NewReader(in)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("reference jsonata rejects expressions:\n%s", out)
+	}
+}
+
+// nodeTool returns the path of a pinned node package, or "" (skipping the
+// test) when node_modules is not installed outside CI.
+func nodeTool(t *testing.T, pkg string) string {
+	t.Helper()
+	dir, _ := filepath.Abs(filepath.Join("..", "node_modules", pkg))
+	if _, err := os.Stat(dir); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not installed: run npm ci (make tools)", pkg)
+		}
+		t.Skipf("%s is not installed: run npm ci (make tools)", pkg)
+		return ""
+	}
+	return dir
+}
+
+// TestASLValidator runs the pinned asl-validator on every definition.
+func TestASLValidator(t *testing.T) {
+	dir := nodeTool(t, "asl-validator")
+	bin := filepath.Join(dir, "..", ".bin", "asl-validator")
+	tmp := t.TempDir()
+	var args []string
+	for name, def := range compileSources(t) {
+		p := filepath.Join(tmp, name)
+		if err := os.WriteFile(p, def, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--json-path", p)
+	}
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("asl-validator: %v\n%s", err, out)
+	}
+	if n := strings.Count(string(out), "is valid"); n != len(args)/2 {
+		t.Fatalf("asl-validator judged %d of %d definitions valid:\n%s", n, len(args)/2, out)
+	}
+}
+
+func compileString(t *testing.T, src string) (*asl.StateMachine, map[string]any) {
+	t.Helper()
+	sm, ds := Compile("p.yaml", []byte(src))
+	if sm == nil {
+		t.Fatalf("compile:\n%s", ds)
+	}
+	def, err := Marshal(sm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(def, &v); err != nil {
+		t.Fatal(err)
+	}
+	return sm, v["States"].(map[string]any)
+}
+
+func TestRetryLowering(t *testing.T) {
+	cases := []struct {
+		retry    string
+		interval int
+		attempts int
+		rate     float64
+		none     bool
+	}{
+		{"{attempts: 3}", 1, 2, 2, false},
+		{"{attempts: 4, backoff: fixed, delay_seconds: 5}", 5, 3, 1, false},
+		{"{attempts: 2, delay_seconds: 0.5}", 1, 1, 2, false},
+		{"{attempts: 2, delay_seconds: 2.2}", 3, 1, 2, false},
+		{"{attempts: 1}", 0, 0, 0, true},
+	}
+	for _, c := range cases {
+		t.Run(c.retry, func(t *testing.T) {
+			sm, _ := compileString(t, "name: p\nsteps:\n  - {name: s, executor: scripted, retry: "+c.retry+"}\n")
+			st, _ := sm.States.Get("s")
+			task := st.(*asl.Task)
+			if task.Retry[0].ErrorEquals[0] != "Lambda.ServiceException" {
+				t.Errorf("first retrier must be the Lambda service retrier: %+v", task.Retry[0])
+			}
+			if c.none {
+				if len(task.Retry) != 1 {
+					t.Errorf("attempts 1 must not add a retrier: %+v", task.Retry)
+				}
+				return
+			}
+			r := task.Retry[1]
+			if r.IntervalSeconds != c.interval || *r.MaxAttempts != c.attempts || r.BackoffRate != c.rate {
+				t.Errorf("retrier = interval %d attempts %d rate %g, want %d %d %g", r.IntervalSeconds, *r.MaxAttempts, r.BackoffRate, c.interval, c.attempts, c.rate)
+			}
+			want := "ExecutorTimeout,ExecutorUnavailable,RateLimited,InvalidOutput,States.Timeout"
+			if got := strings.Join(r.ErrorEquals, ","); got != want {
+				t.Errorf("retried errors = %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+// TestEveryTaskIsBounded: every Task has an explicit TimeoutSeconds and a
+// Lambda service retrier, and every model step a Catch.
+func TestEveryTaskIsBounded(t *testing.T) {
+	for name, def := range compileSources(t) {
+		var sm asl.StateMachine
+		if err := json.Unmarshal(def, &sm); err != nil {
+			t.Fatal(err)
+		}
+		var visit func(states asl.States)
+		visit = func(states asl.States) {
+			for sn, st := range states.All() {
+				switch st := st.(type) {
+				case *asl.Task:
+					if secs, ok := st.TimeoutSeconds.(float64); !ok || secs < 1 {
+						t.Errorf("%s: task %q has no TimeoutSeconds (%v)", name, sn, st.TimeoutSeconds)
+					}
+					if len(st.Retry) == 0 || len(st.Catch) == 0 {
+						t.Errorf("%s: task %q lacks Retry or Catch", name, sn)
+					}
+				case *asl.Parallel:
+					for _, b := range st.Branches {
+						visit(b.States)
+					}
+				case *asl.Map:
+					visit(st.ItemProcessor.States)
+				}
+			}
+		}
+		visit(sm.States)
+	}
+}
+
+func TestWhenFoldsIntoOutcome(t *testing.T) {
+	_, states := compileString(t, `
+name: p
+steps:
+  - {name: a, executor: scripted}
+  - {name: b, executor: scripted, when: "steps.a.proceed"}
+  - {name: c, executor: scripted}
+`)
+	rules := states["a: outcome"].(map[string]any)["Choices"].([]any)
+	first := rules[0].(map[string]any)
+	second := rules[1].(map[string]any)
+	if first["Next"] != "b" || !strings.Contains(first["Condition"].(string), "status = 'completed' and (") {
+		t.Errorf("first rule = %v", first)
+	}
+	if second["Next"] != "c" || second["Condition"] != "{% $states.input.status = 'completed' %}" {
+		t.Errorf("second rule (b skipped) = %v", second)
+	}
+	if _, ok := states["Check b"]; ok {
+		t.Error("a when: reached only from the previous step needs no Choice of its own")
+	}
+}
+
+func TestFirstGuardedStepGetsARouter(t *testing.T) {
+	_, states := compileString(t, "name: p\nvars: {x: \"1\"}\nsteps:\n  - {name: a, executor: scripted, when: 'vars.x == \"1\"'}\n")
+	if states["Start run"].(map[string]any)["Next"] != "Check a" {
+		t.Fatalf("Start run goes to %v", states["Start run"].(map[string]any)["Next"])
+	}
+	ch := states["Check a"].(map[string]any)
+	if ch["Default"] != "Run completed" || ch["Choices"].([]any)[0].(map[string]any)["Next"] != "a" {
+		t.Errorf("router = %v", ch)
+	}
+}
+
+func TestStaticStringsAreEncoded(t *testing.T) {
+	_, ds := Compile("p.yaml", []byte("name: p\nsteps:\n  - {name: a, executor: scripted, prompt_template: \"{% if x %}it's{% endif %}\", executor_config: {key: \"Bearer ${TOKEN}\"}}\n"))
+	sm, _ := Compile("p.yaml", []byte("name: p\nsteps:\n  - {name: a, executor: scripted, prompt_template: \"{% if x %}it's{% endif %}\", executor_config: {key: \"Bearer ${TOKEN}\"}}\n"))
+	if sm == nil {
+		t.Fatal(ds)
+	}
+	def, _ := Marshal(sm)
+	s := string(def)
+	if !strings.Contains(s, `"prompt_template": "{% '{% if x %}it\\u0027s{% endif %}' %}"`) {
+		t.Errorf("Liquid tag template not encoded as a JSONata literal:\n%s", s)
+	}
+	if strings.Contains(s, "${TOKEN}") || !strings.Contains(s, `Bearer $\u007bTOKEN}`) {
+		t.Errorf("secret placeholder must be escaped against substitution")
+	}
+	if got := Placeholders(def); strings.Join(got, ",") != "${StepFunctionArn}" {
+		t.Errorf("placeholders = %v", got)
+	}
+	// The literal evaluates back to the template.
+	e, err := jsonata.Compile(`'{% if x %}it\u0027s{% endif %}'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := e.Eval(nil); v != "{% if x %}it's{% endif %}" {
+		t.Errorf("literal evaluates to %q", v)
+	}
+}
+
+func TestChildPlaceholder(t *testing.T) {
+	if got := ChildPlaceholder("order-intake"); got != "${PipelineOrderIntakeArn}" {
+		t.Errorf("ChildPlaceholder = %s", got)
+	}
+	def := compileSources(t)["lower-human-child.asl.json"]
+	if got := strings.Join(Placeholders(def), ","); got != "${ApprovalFunctionArn},${PipelineOrderIntakeArn},${StepFunctionArn}" {
+		t.Errorf("placeholders = %s", got)
+	}
+}
+
+// TestHappyPathTransitions counts the states a run enters when every step
+// completes: 2 per sequential step (Task, outcome Choice), plus the start
+// and the end.
+func TestHappyPathTransitions(t *testing.T) {
+	for _, n := range []int{1, 10, 100} {
+		var b strings.Builder
+		b.WriteString("name: p\nsteps:\n")
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, "  - {name: s%d, executor: scripted}\n", i)
+		}
+		sm, _ := compileString(t, b.String())
+		count, state := 0, sm.StartAt
+		for state != "" {
+			count++
+			st, _ := sm.States.Get(state)
+			switch st := st.(type) {
+			case *asl.Pass:
+				state = st.Next
+			case *asl.Task:
+				state = st.Next
+			case *asl.Choice:
+				state = st.Choices[0].Next
+			default:
+				state = ""
+			}
+		}
+		if want := 2*n + 2; count != want {
+			t.Errorf("%d steps: %d transitions on the happy path, want %d", n, count, want)
+		}
+	}
+}
+
+func TestDefinitionLimit(t *testing.T) {
+	big := strings.Repeat("x", 200)
+	var b strings.Builder
+	b.WriteString("name: huge\nsteps:\n")
+	for i := 0; i < 1500; i++ {
+		fmt.Fprintf(&b, "  - {name: s%d, executor: scripted, prompt_template: %q}\n", i, big)
+	}
+	_, ds := Compile("huge.yaml", []byte(b.String()))
+	if !ds.HasErrors() || !strings.Contains(ds.String(), "over Step Functions' 1048576-byte limit") {
+		t.Fatalf("diagnostics: %.300s", ds)
+	}
+}
+
+func TestPayloadLimit(t *testing.T) {
+	big := strings.Repeat("y", 140<<10)
+	_, ds := Compile("big.yaml", []byte(fmt.Sprintf("name: big\nsteps:\n  - {name: s, executor: scripted, prompt_template: %q}\n", big)))
+	if !ds.HasErrors() || !strings.Contains(ds.String(), `step "s": its configuration and templates take`) {
+		t.Fatalf("diagnostics: %.300s", ds)
+	}
+}
+
+// BenchmarkCompile measures compiling generated pipelines (every step
+// guarded, retried and templated: the heavy case) and reports the deployed
+// (compact) ASL bytes per step. 1,000 such steps do not fit in one state
+// machine: TestLargestPipeline finds how many do.
+func BenchmarkCompile(b *testing.B) {
+	for _, n := range []int{100, 400} {
+		src := genPipeline(n)
+		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
+			var size int
+			for b.Loop() {
+				f, _ := Load("gen.yaml", src)
+				sm, ds := Lower(f)
+				if sm == nil {
+					b.Fatal(ds)
+				}
+				def, _ := MarshalCompact(sm)
+				size = len(def)
+			}
+			b.ReportMetric(float64(size)/float64(n), "ASL-bytes/step")
+		})
+	}
+}
+
+// TestLargestPipeline finds the most generated steps that compile within
+// the definition limit and logs it (go test -v -run TestLargestPipeline).
+func TestLargestPipeline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles many large pipelines")
+	}
+	fits := func(n int) bool {
+		_, ds := Compile("gen.yaml", genPipeline(n))
+		return !ds.HasErrors()
+	}
+	lo, hi := 100, 1000
+	if !fits(lo) || fits(hi) {
+		t.Fatalf("expected 100 steps to fit and 1000 not to")
+	}
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	t.Logf("largest generated pipeline that fits: %d steps", lo)
+	if lo < 300 {
+		t.Errorf("only %d steps fit; the definition grew", lo)
+	}
+}

@@ -1,0 +1,404 @@
+package asl
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+)
+
+// States is the "States" object of a state machine, a branch or an item
+// processor: states by name, kept in the order they were added (or parsed),
+// which is the order they are written in.
+type States struct {
+	names  []string
+	byName map[string]State
+}
+
+// Add appends a state. It fails if the name is empty, already present, or the
+// state is nil.
+func (s *States) Add(name string, st State) error {
+	if name == "" {
+		return errors.New("add state: empty name")
+	}
+	if st == nil {
+		return fmt.Errorf("add state %q: nil state", name)
+	}
+	if _, dup := s.byName[name]; dup {
+		return fmt.Errorf("add state %q: name already used", name)
+	}
+	if s.byName == nil {
+		s.byName = make(map[string]State)
+	}
+	s.names = append(s.names, name)
+	s.byName[name] = st
+	return nil
+}
+
+// Replace swaps the state stored under an existing name, keeping its place.
+func (s *States) Replace(name string, st State) error {
+	if _, ok := s.byName[name]; !ok || st == nil {
+		return fmt.Errorf("replace state %q: no such state", name)
+	}
+	s.byName[name] = st
+	return nil
+}
+
+// Get returns the state named name.
+func (s States) Get(name string) (State, bool) {
+	st, ok := s.byName[name]
+	return st, ok
+}
+
+// Names returns the state names in order. The slice is a copy.
+func (s States) Names() []string { return append([]string(nil), s.names...) }
+
+// Len returns the number of states.
+func (s States) Len() int { return len(s.names) }
+
+// All iterates over the states in order.
+func (s States) All() iter.Seq2[string, State] {
+	return func(yield func(string, State) bool) {
+		for _, n := range s.names {
+			if !yield(n, s.byName[n]) {
+				return
+			}
+		}
+	}
+}
+
+// MarshalJSON writes the states as an object in order.
+func (s States) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, n := range s.names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := encode(n)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		v, err := encodeState(s.byName[n])
+		if err != nil {
+			return nil, fmt.Errorf("state %q: %w", n, err)
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads a States object, keeping the document's order. Errors
+// name the state they are about.
+func (s *States) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return errors.New("States must be an object")
+	}
+	*s = States{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		name := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return fmt.Errorf("state %q: %w", name, err)
+		}
+		if _, dup := s.byName[name]; dup {
+			return fmt.Errorf("state %q: defined twice", name)
+		}
+		st, err := decodeState(raw)
+		if err != nil {
+			var se *stateError
+			if errors.As(err, &se) {
+				return err
+			}
+			return &stateError{name: name, err: err}
+		}
+		if err := s.Add(name, st); err != nil {
+			return err
+		}
+	}
+	_, err = dec.Token()
+	return err
+}
+
+// stateError names the state a decoding error is about. Nested states wrap
+// their own, so the innermost name wins.
+type stateError struct {
+	name string
+	err  error
+}
+
+func (e *stateError) Error() string { return fmt.Sprintf("state %q: %v", e.name, e.err) }
+func (e *stateError) Unwrap() error { return e.err }
+
+func decodeState(raw json.RawMessage) (State, error) {
+	var head struct{ Type string }
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return nil, cleanJSONError(err)
+	}
+	var st State
+	switch head.Type {
+	case TypePass:
+		st = &Pass{}
+	case TypeTask:
+		st = &Task{}
+	case TypeChoice:
+		st = &Choice{}
+	case TypeParallel:
+		st = &Parallel{}
+	case TypeMap:
+		st = &Map{}
+	case TypeWait:
+		st = &Wait{}
+	case TypeSucceed:
+		st = &Succeed{}
+	case TypeFail:
+		st = &Fail{}
+	case "":
+		return nil, errors.New("missing Type")
+	default:
+		return nil, fmt.Errorf("unknown Type %q", head.Type)
+	}
+	// Decode into the concrete struct with Type accepted and any other
+	// unknown field rejected.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var err error
+	switch v := st.(type) {
+	case *Pass:
+		type alias Pass
+		err = dec.Decode(&struct {
+			Type string
+			*alias
+		}{alias: (*alias)(v)})
+	case *Task:
+		type alias Task
+		err = dec.Decode(&struct {
+			Type string
+			*alias
+		}{alias: (*alias)(v)})
+	case *Choice:
+		type alias Choice
+		err = dec.Decode(&struct {
+			Type string
+			*alias
+		}{alias: (*alias)(v)})
+	case *Parallel:
+		type alias Parallel
+		err = dec.Decode(&struct {
+			Type string
+			*alias
+		}{alias: (*alias)(v)})
+	case *Map:
+		type alias Map
+		err = dec.Decode(&struct {
+			Type string
+			*alias
+		}{alias: (*alias)(v)})
+	case *Wait:
+		type alias Wait
+		err = dec.Decode(&struct {
+			Type string
+			*alias
+		}{alias: (*alias)(v)})
+	case *Succeed:
+		type alias Succeed
+		err = dec.Decode(&struct {
+			Type string
+			*alias
+		}{alias: (*alias)(v)})
+	case *Fail:
+		type alias Fail
+		err = dec.Decode(&struct {
+			Type string
+			*alias
+		}{alias: (*alias)(v)})
+	}
+	if err != nil {
+		return nil, cleanJSONError(err)
+	}
+	return st, nil
+}
+
+// cleanJSONError rewrites encoding/json's messages into ones about the
+// definition rather than Go types.
+func cleanJSONError(err error) error {
+	var se *stateError
+	if errors.As(err, &se) {
+		return err
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := strings.TrimPrefix(te.Field, "alias.")
+		if field == "" {
+			field = "value"
+		}
+		return fmt.Errorf("%s: %s is not a valid %s", field, te.Value, jsonKind(te.Type.Kind().String()))
+	}
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return fmt.Errorf("unknown field %s", rest)
+	}
+	return errors.New(strings.TrimPrefix(msg, "json: "))
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "int", "int64", "float64":
+		return "number"
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "slice":
+		return "array"
+	case "struct", "map":
+		return "object"
+	}
+	return goKind
+}
+
+// encode marshals v without escaping <, > and &, which JSONata uses.
+func encode(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// encodeState writes a state with "Type" first and its other fields in the
+// order its struct declares them.
+func encodeState(st State) ([]byte, error) {
+	switch v := st.(type) {
+	case *Pass:
+		type alias Pass
+		return encode(struct {
+			Type string
+			*alias
+		}{v.Type(), (*alias)(v)})
+	case *Task:
+		type alias Task
+		return encode(struct {
+			Type string
+			*alias
+		}{v.Type(), (*alias)(v)})
+	case *Choice:
+		type alias Choice
+		return encode(struct {
+			Type string
+			*alias
+		}{v.Type(), (*alias)(v)})
+	case *Parallel:
+		type alias Parallel
+		return encode(struct {
+			Type string
+			*alias
+		}{v.Type(), (*alias)(v)})
+	case *Map:
+		type alias Map
+		return encode(struct {
+			Type string
+			*alias
+		}{v.Type(), (*alias)(v)})
+	case *Wait:
+		type alias Wait
+		return encode(struct {
+			Type string
+			*alias
+		}{v.Type(), (*alias)(v)})
+	case *Succeed:
+		type alias Succeed
+		return encode(struct {
+			Type string
+			*alias
+		}{v.Type(), (*alias)(v)})
+	case *Fail:
+		type alias Fail
+		return encode(struct {
+			Type string
+			*alias
+		}{v.Type(), (*alias)(v)})
+	case nil:
+		return nil, errors.New("nil state")
+	}
+	return nil, fmt.Errorf("unsupported state type %T", st)
+}
+
+// MarshalJSON writes the machine's fields in a fixed order.
+func (m *StateMachine) MarshalJSON() ([]byte, error) {
+	return encode(struct {
+		Comment        string `json:",omitempty"`
+		QueryLanguage  string `json:",omitempty"`
+		StartAt        string
+		TimeoutSeconds int `json:",omitempty"`
+		States         States
+	}{m.Comment, m.QueryLanguage, m.StartAt, m.TimeoutSeconds, m.States})
+}
+
+// UnmarshalJSON reads a definition without validating it; see Parse.
+func (m *StateMachine) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var v struct {
+		Comment        string
+		QueryLanguage  string
+		StartAt        string
+		TimeoutSeconds int
+		Version        string
+		States         States
+	}
+	if err := dec.Decode(&v); err != nil {
+		return cleanJSONError(err)
+	}
+	*m = StateMachine{Comment: v.Comment, QueryLanguage: v.QueryLanguage, StartAt: v.StartAt,
+		TimeoutSeconds: v.TimeoutSeconds, States: v.States}
+	return nil
+}
+
+// Marshal returns the definition as indented JSON (two spaces), states in
+// the order they were added and each state's fields in a fixed order, so the
+// same machine always yields the same bytes. It does not validate.
+func Marshal(m *StateMachine) ([]byte, error) {
+	compact, err := encode(m)
+	if err != nil {
+		return nil, fmt.Errorf("marshal state machine: %w", err)
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, compact, "", "  "); err != nil {
+		return nil, fmt.Errorf("marshal state machine: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// Parse decodes and validates a definition. The error is an ErrorList when
+// the definition decodes but breaks the rules Validate checks.
+func Parse(data []byte) (*StateMachine, error) {
+	var m StateMachine
+	if err := json.Unmarshal(data, &m); err != nil {
+		var se *stateError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("parse state machine: %w", err)
+		}
+		return nil, fmt.Errorf("parse state machine: %w", cleanJSONError(err))
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}

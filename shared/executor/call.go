@@ -1,0 +1,80 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/stepline/stepline/shared/llmoutput"
+	"github.com/stepline/stepline/shared/secret"
+)
+
+// attempt is one Complete in progress: its bounded context, its resolved
+// configuration and the redactor that knows the secrets it resolved.
+type attempt struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	limit  time.Duration
+	cfg    *reader
+	red    *secret.Redactor
+}
+
+// begin bounds ctx by the step's timeout and the executor's
+// timeout_seconds (def when unset), then resolves the call's secrets
+// within that bound.
+func (r *Registry) begin(ctx context.Context, call Call, def time.Duration) (*attempt, error) {
+	own := newReader(call.Config, modeBuild).seconds("timeout_seconds")
+	if own <= 0 {
+		own = def
+	}
+	a := &attempt{red: secret.NewRedactor(r.deps.Secrets)}
+	a.ctx, a.cancel, a.limit = callContext(ctx, call.Timeout, own)
+	resolved, err := secret.ExpandAll(a.ctx, a.red, call.Config)
+	if err != nil {
+		a.cancel()
+		return nil, fmt.Errorf("%s: executor_config.%w", call.Executor, err)
+	}
+	cfg, _ := resolved.(map[string]any)
+	a.cfg = newReader(cfg, modeCall)
+	return a, nil
+}
+
+// finish scrubs resolved secrets from what a Complete returns: the error,
+// or the recorded raw response.
+func finish(red *secret.Redactor, c llmoutput.Completion, err error) (llmoutput.Completion, error) {
+	if err != nil {
+		return llmoutput.Completion{}, red.Error(err)
+	}
+	c.Raw = red.RedactJSON(c.Raw)
+	return c, nil
+}
+
+// messagesOf splits a request into its system text and its conversation,
+// merging consecutive turns of one role (Anthropic and Bedrock require
+// alternating roles).
+func messagesOf(req llmoutput.Request, extraSystem string) (system string, turns []llmoutput.Message) {
+	sys := []string{}
+	if extraSystem != "" {
+		sys = append(sys, extraSystem)
+	}
+	for _, m := range req.Messages {
+		if m.Role == llmoutput.RoleSystem {
+			if m.Content != "" {
+				sys = append(sys, m.Content)
+			}
+			continue
+		}
+		if n := len(turns); n > 0 && turns[n-1].Role == m.Role {
+			turns[n-1].Content += "\n\n" + m.Content
+			continue
+		}
+		turns = append(turns, m)
+	}
+	for i, s := range sys {
+		if i > 0 {
+			system += "\n\n"
+		}
+		system += s
+	}
+	return system, turns
+}

@@ -1,0 +1,429 @@
+package executor
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stepline/stepline/shared/fault"
+)
+
+// ConfigIssue is one problem in an executor_config. Key is the offending
+// key ("" for the config as a whole), so the compiler can point at it.
+// Warnings (unknown keys) do not stop a pipeline from compiling or running.
+type ConfigIssue struct {
+	Key     string
+	Msg     string
+	Warning bool
+}
+
+func (e *ConfigIssue) Error() string {
+	if e.Key == "" {
+		return "executor_config: " + e.Msg
+	}
+	return "executor_config." + e.Key + ": " + e.Msg
+}
+
+// CheckConfig checks an executor_config as written in a pipeline file,
+// without network: required keys, value types and ranges, URL syntax. A
+// string holding a Liquid tag or a ${NAME} reference stands for any type;
+// it is checked when the step runs. Every returned error is a
+// *ConfigIssue; those with Warning set name keys the executor ignores.
+func CheckConfig(executor string, cfg map[string]any) []error {
+	if !Known(executor) {
+		return []error{&ConfigIssue{Msg: fmt.Sprintf("unknown executor %q (known: %s)", executor, strings.Join(Names(), ", "))}}
+	}
+	var out []error
+	for _, is := range check(executor, cfg, modeCompile) {
+		out = append(out, is)
+	}
+	return out
+}
+
+// mode says which values may still be unresolved when a config is read.
+type mode int
+
+const (
+	modeCompile mode = iota // Liquid and ${NAME} unresolved
+	modeBuild               // ${NAME} unresolved
+	modeCall                // everything resolved
+)
+
+// check reads cfg as executor's configuration and returns its issues.
+func check(executor string, cfg map[string]any, m mode) []*ConfigIssue {
+	r := newReader(cfg, m)
+	switch executor {
+	case Gateway:
+		readGateway(r)
+	case Anthropic:
+		readAnthropic(r)
+	case Bedrock:
+		readBedrock(r)
+	case Webhook:
+		readWebhook(r)
+	case Notify:
+		readNotify(r)
+	case Pipeline:
+		r.str("pipeline", true)
+		r.object("context")
+	case Human:
+		// The human step's keys belong to the approval flow, which reads
+		// and checks them; here every key is accepted.
+		return nil
+	case OpenClaw:
+		return []*ConfigIssue{{Msg: `executor "openclaw" is not supported`}}
+	}
+	return r.done()
+}
+
+// configError joins the errors (not warnings) among issues into one
+// ConfigError, or returns nil.
+func configError(executor string, issues []*ConfigIssue) error {
+	var msgs []string
+	for _, is := range issues {
+		if !is.Warning {
+			msgs = append(msgs, is.Error())
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return fault.Errorf[fault.ConfigError]("%s: %s", executor, strings.Join(msgs, "; "))
+}
+
+// reader reads typed values out of a config map, collecting issues.
+type reader struct {
+	cfg    map[string]any
+	mode   mode
+	read   map[string]bool
+	issues []*ConfigIssue
+}
+
+func newReader(cfg map[string]any, m mode) *reader {
+	return &reader{cfg: cfg, mode: m, read: map[string]bool{}}
+}
+
+func (r *reader) fail(key, format string, args ...any) {
+	r.issues = append(r.issues, &ConfigIssue{Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// done adds warnings for keys nobody read and returns the issues, errors
+// first, each group sorted by key.
+func (r *reader) done() []*ConfigIssue {
+	for k := range r.cfg {
+		if !r.read[k] {
+			r.issues = append(r.issues, &ConfigIssue{Key: k, Msg: "unknown key, ignored", Warning: true})
+		}
+	}
+	sort.SliceStable(r.issues, func(i, j int) bool {
+		a, b := r.issues[i], r.issues[j]
+		if a.Warning != b.Warning {
+			return !a.Warning
+		}
+		return a.Key < b.Key
+	})
+	return r.issues
+}
+
+// get returns the value of key, or nil when it is absent or null.
+func (r *reader) get(key string) any {
+	r.read[key] = true
+	return r.cfg[key]
+}
+
+// pending reports whether v is a string that will only take its final
+// value later: a Liquid template at compile time, a ${NAME} before a call.
+func (r *reader) pending(v any) bool {
+	s, ok := v.(string)
+	if !ok {
+		return false
+	}
+	switch r.mode {
+	case modeCompile:
+		return strings.Contains(s, "{{") || strings.Contains(s, "{%") || strings.Contains(s, "${")
+	case modeBuild:
+		return strings.Contains(s, "${")
+	}
+	return false
+}
+
+// str reads a string. Numbers and booleans are accepted as their text.
+func (r *reader) str(key string, required bool) string {
+	v := r.get(key)
+	switch x := v.(type) {
+	case nil:
+		if required {
+			r.fail(key, "required")
+		}
+		return ""
+	case string:
+		if required && strings.TrimSpace(x) == "" {
+			r.fail(key, "must not be empty")
+		}
+		return x
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	if f, ok := number(v); ok {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	r.fail(key, "want a string, got %s", typeName(v))
+	return ""
+}
+
+// num reads a number within [lo, hi]. Numeric strings are accepted (a
+// rendered template is a string).
+func (r *reader) num(key string, lo, hi float64) (float64, bool) {
+	v := r.get(key)
+	if v == nil || r.pending(v) {
+		return 0, false
+	}
+	f, ok := number(v)
+	if s, isStr := v.(string); isStr {
+		p, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		f, ok = p, err == nil
+	}
+	if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
+		r.fail(key, "want a number, got %s", r.describe(v))
+		return 0, false
+	}
+	if f < lo || f > hi {
+		r.fail(key, "must be between %v and %v, got %v", lo, hi, f)
+		return 0, false
+	}
+	return f, true
+}
+
+// integer reads a whole number of at least lo.
+func (r *reader) integer(key string, lo int64) (int64, bool) {
+	f, ok := r.num(key, float64(lo), math.MaxInt32)
+	if !ok {
+		return 0, false
+	}
+	if f != math.Trunc(f) {
+		r.fail(key, "want a whole number, got %v", f)
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// boolean reads true or false (also as the strings "true" and "false").
+func (r *reader) boolean(key string, def bool) bool {
+	v := r.get(key)
+	if v == nil || r.pending(v) {
+		return def
+	}
+	switch x := v.(type) {
+	case bool:
+		return x
+	case string:
+		if b, err := strconv.ParseBool(strings.TrimSpace(x)); err == nil {
+			return b
+		}
+	}
+	r.fail(key, "want true or false, got %s", r.describe(v))
+	return def
+}
+
+// seconds reads timeout_seconds-like keys: a positive number of seconds.
+func (r *reader) seconds(key string) time.Duration {
+	f, ok := r.num(key, 0, 7*24*3600)
+	if !ok {
+		return 0
+	}
+	if f <= 0 {
+		r.fail(key, "must be positive")
+		return 0
+	}
+	return time.Duration(f * float64(time.Second))
+}
+
+// headers reads a map of header names to string values.
+func (r *reader) headers(key string) map[string]string {
+	v := r.get(key)
+	if v == nil || r.pending(v) {
+		return nil
+	}
+	m, ok := stringMap(v)
+	if !ok {
+		r.fail(key, "want a mapping of header names to strings, got %s", typeName(v))
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, val := range m {
+		if !validHeaderName(k) {
+			r.fail(key, "%q is not a valid header name", k)
+			continue
+		}
+		switch x := val.(type) {
+		case string:
+			if strings.ContainsAny(x, "\r\n") {
+				r.fail(key+"."+k, "must not contain line breaks")
+				continue
+			}
+			out[k] = x
+		case bool:
+			out[k] = strconv.FormatBool(x)
+		default:
+			if f, ok := number(x); ok {
+				out[k] = strconv.FormatFloat(f, 'f', -1, 64)
+				continue
+			}
+			r.fail(key+"."+k, "want a string, got %s", typeName(val))
+		}
+	}
+	return out
+}
+
+// object reads a mapping.
+func (r *reader) object(key string) map[string]any {
+	v := r.get(key)
+	if v == nil || r.pending(v) {
+		return nil
+	}
+	m, ok := stringMap(v)
+	if !ok {
+		r.fail(key, "want a mapping, got %s", typeName(v))
+		return nil
+	}
+	return m
+}
+
+// url reads an absolute http or https URL.
+func (r *reader) url(key string, required bool) string {
+	s := r.str(key, required)
+	if s == "" || r.pending(s) {
+		return s
+	}
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		// The value may hold a resolved secret: never quote it.
+		r.fail(key, "want an absolute http or https URL")
+		return ""
+	}
+	return strings.TrimSpace(s)
+}
+
+// method reads an HTTP method, POST by default.
+func (r *reader) method(key string) string {
+	s := strings.ToUpper(strings.TrimSpace(r.str(key, false)))
+	if s == "" || r.pending(s) {
+		return http.MethodPost
+	}
+	switch s {
+	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return s
+	}
+	r.fail(key, "want one of GET, POST, PUT, PATCH, DELETE, got %q", s)
+	return http.MethodPost
+}
+
+// oneOf reads a string that must be one of choices.
+func (r *reader) oneOf(key string, choices ...string) string {
+	s := strings.TrimSpace(r.str(key, false))
+	if s == "" || r.pending(s) {
+		return ""
+	}
+	for _, c := range choices {
+		if strings.EqualFold(s, c) {
+			return c
+		}
+	}
+	r.fail(key, "want one of %s, got %q", strings.Join(choices, ", "), s)
+	return ""
+}
+
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), true
+	case int8:
+		return float64(x), true
+	case int16:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case uint:
+		return float64(x), true
+	case uint8:
+		return float64(x), true
+	case uint16:
+		return float64(x), true
+	case uint32:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	case float32:
+		return float64(x), true
+	case float64:
+		return x, true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func stringMap(v any) (map[string]any, bool) {
+	switch m := v.(type) {
+	case map[string]any:
+		return m, true
+	case map[string]string:
+		out := make(map[string]any, len(m))
+		for k, s := range m {
+			out[k] = s
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case map[string]any, map[string]string:
+		return "a mapping"
+	case []any, []string:
+		return "a list"
+	}
+	if _, ok := number(v); ok {
+		return "a number"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// describe names v's type, quoting a short string as written in the
+// pipeline file; once secrets are resolved, a string may hold one and is
+// never quoted.
+func (r *reader) describe(v any) string {
+	if s, ok := v.(string); ok && r.mode != modeCall && len(s) <= 20 {
+		return strconv.Quote(s)
+	}
+	return typeName(v)
+}
+
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`()<>@,;:\"/[]?={}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,44 @@
+// Package executor calls the services a pipeline step runs on: models behind
+// OpenAI-compatible gateways, the Anthropic Messages API, Amazon Bedrock's
+// Converse API, outgoing webhooks and notifications, and scripted replies
+// for offline runs.
+//
+// Every executor a step can call is an llmoutput.Provider: it turns a
+// Request (the rendered prompt, and the JSON schema of the answer) into a
+// Completion (the raw reply, finish reason, model, provider, token usage and
+// the response body for audit). Judging the reply is the structured-output
+// runner's job (package llmoutput), not the executor's. Webhook and notify
+// steps answer with the JSON text of an LLMOutput: the server's own when its
+// body is one, else a synthesised "delivered" answer.
+//
+// A [Registry] is built once per process from [Deps] (HTTP client, secret
+// resolver, Bedrock client, scripted replies) and hands out a Provider per
+// step call. The human and pipeline executors are driven by the state
+// machine (task tokens, child runs); they are registered so that
+// configurations naming them validate, but have no Provider. [CheckConfig]
+// validates an executor_config without any network, for the compiler.
+//
+// # Behaviour every executor shares
+//
+// Secrets: ${NAME} anywhere in executor_config (URLs, headers, keys,
+// payloads) is resolved at call time through Deps.Secrets (see package
+// secret); the rendered prompt is never expanded, so no secret is ever sent
+// to a model. Resolved values are scrubbed from errors and from the
+// recorded raw response.
+//
+// Deadlines: a call ends at the earlier of the step's timeout (Call.Timeout)
+// and the executor's own timeout_seconds (defaults: [DefaultModelTimeout],
+// [DefaultDeliveryTimeout]). A slow server never hangs a run.
+//
+// Errors are typed with package fault, whose type names are the ASL error
+// names Retry and Catch match: a deadline is ExecutorTimeout; a transport
+// failure, a truncated or malformed body or HTTP 5xx/408 is
+// ExecutorUnavailable; HTTP 429 is RateLimited with the server's Retry-After
+// (a wait that fits the deadline, up to Deps.MaxRetryWait, is taken once
+// inside the call); other 4xx and unknown models are ExecutorRejected; a bad
+// executor_config or a missing secret is ConfigError. A caller that cancels
+// ctx gets an error wrapping context.Canceled.
+//
+// Bodies are read up to [MaxBodyBytes]; the response kept for audit in
+// Completion.Raw is capped at [MaxRawBytes] and is always valid JSON.
+package executor

@@ -1,0 +1,227 @@
+package executor
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+
+	"github.com/stepline/stepline/shared/fault"
+	"github.com/stepline/stepline/shared/llmoutput"
+	"github.com/stepline/stepline/shared/secret"
+)
+
+// Executor names, as pipelines write them.
+const (
+	Gateway   = "gateway"
+	Anthropic = "anthropic"
+	Bedrock   = "bedrock"
+	Webhook   = "webhook"
+	Notify    = "notify"
+	Scripted  = "scripted"
+	Human     = "human"
+	Pipeline  = "pipeline"
+	OpenClaw  = "openclaw"
+)
+
+// Stages a pipeline runs in.
+const (
+	StageTesting    = "testing"
+	StageProduction = "production"
+)
+
+// Defaults and limits.
+const (
+	DefaultModelTimeout    = 10 * time.Minute // gateway, anthropic, bedrock without timeout_seconds
+	DefaultDeliveryTimeout = 30 * time.Second // webhook, notify without timeout_seconds
+	DefaultMaxRetryWait    = 20 * time.Second // longest Retry-After waited inside one call
+	MaxBodyBytes           = 8 << 20          // response bytes read
+	MaxRawBytes            = 64 << 10         // response bytes kept for audit
+)
+
+// Names returns every executor name a pipeline may use, sorted. Some of
+// them have no Provider: human and pipeline are run by the state machine,
+// openclaw is reserved.
+func Names() []string {
+	n := []string{Anthropic, Bedrock, Gateway, Human, Notify, OpenClaw, Pipeline, Scripted, Webhook}
+	sort.Strings(n)
+	return n
+}
+
+// Known reports whether name is an executor a pipeline may use.
+func Known(name string) bool {
+	switch name {
+	case Gateway, Anthropic, Bedrock, Webhook, Notify, Scripted, Human, Pipeline, OpenClaw:
+		return true
+	}
+	return false
+}
+
+// scripts reports whether the executor is answered from scripted replies
+// when a registry has them.
+func scripts(name string) bool {
+	switch name {
+	case Gateway, Anthropic, Bedrock, Webhook, Notify, Scripted:
+		return true
+	}
+	return false
+}
+
+// ConverseAPI is the part of the Bedrock runtime client the bedrock
+// executor calls (satisfied by *bedrockruntime.Client).
+type ConverseAPI interface {
+	Converse(ctx context.Context, in *bedrockruntime.ConverseInput, opts ...func(*bedrockruntime.Options)) (*bedrockruntime.ConverseOutput, error)
+}
+
+var _ ConverseAPI = (*bedrockruntime.Client)(nil)
+
+// Every executor with a provider is an llmoutput.Provider.
+var (
+	_ llmoutput.Provider = (*gateway)(nil)
+	_ llmoutput.Provider = (*anthropic)(nil)
+	_ llmoutput.Provider = (*bedrock)(nil)
+	_ llmoutput.Provider = (*webhook)(nil)
+	_ llmoutput.Provider = (*notify)(nil)
+	_ llmoutput.Provider = (*scripted)(nil)
+)
+
+// Deps is what a Registry needs from its process. Every field is optional.
+type Deps struct {
+	// HTTP sends every HTTP executor's requests. Nil: a fresh client
+	// without an overall timeout (calls have their own deadlines).
+	HTTP *http.Client
+	// Secrets resolves ${NAME}. Nil: every reference is a missing secret.
+	Secrets secret.Resolver
+	// Bedrock is the Bedrock runtime client. Nil: bedrock steps fail with
+	// a ConfigError.
+	Bedrock ConverseAPI
+	// Responses, when set, answers every model, webhook and notify call
+	// from scripted replies instead of the network (offline runs).
+	Responses *Responses
+	// Logger receives one debug line per call. Nil: nothing is logged.
+	Logger *slog.Logger
+	// MaxRetryWait is the longest Retry-After a call waits out itself
+	// before retrying once. Zero: DefaultMaxRetryWait; negative: never.
+	MaxRetryWait time.Duration
+	// Now and Sleep are the clock (for Retry-After dates) and the wait
+	// (for Retry-After); nil: the real ones.
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Call is one step's use of an executor.
+type Call struct {
+	Executor string         // executor name
+	Step     string         // the step's key: "triage", "triage:verifier", "fan/0"
+	Config   map[string]any // executor_config, Liquid rendered, ${NAME} unresolved
+	Stage    string         // StageProduction, or StageTesting (the default: any other value counts as testing)
+	Timeout  time.Duration  // the step's timeout; 0: none
+}
+
+// Registry hands out a Provider per call. Build one per process; it is safe
+// for concurrent use.
+type Registry struct {
+	deps Deps
+	log  *slog.Logger
+}
+
+// NewRegistry returns a registry over deps.
+func NewRegistry(deps Deps) *Registry {
+	if deps.HTTP == nil {
+		deps.HTTP = &http.Client{}
+	}
+	if deps.MaxRetryWait == 0 {
+		deps.MaxRetryWait = DefaultMaxRetryWait
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if deps.Sleep == nil {
+		deps.Sleep = sleep
+	}
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Registry{deps: deps, log: log}
+}
+
+// Known reports whether name is an executor a pipeline may use; see the
+// package function Known.
+func (r *Registry) Known(name string) bool { return Known(name) }
+
+// Names returns every executor name a pipeline may use; see the package
+// function Names.
+func (r *Registry) Names() []string { return Names() }
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Provider returns the Provider for call. The configuration is checked
+// here (secrets are resolved later, at each Complete); a bad one is a
+// *fault.ConfigError, as are an unknown executor and one with no Provider
+// (human, pipeline, openclaw).
+func (r *Registry) Provider(call Call) (llmoutput.Provider, error) {
+	if !Known(call.Executor) {
+		return nil, fault.Errorf[fault.ConfigError]("unknown executor %q (known: %v)", call.Executor, Names())
+	}
+	switch call.Executor {
+	case Human:
+		return nil, fault.Errorf[fault.ConfigError]("executor %q waits for a decision through the state machine (task token); it has no provider", call.Executor)
+	case Pipeline:
+		return nil, fault.Errorf[fault.ConfigError]("executor %q runs a child pipeline through the state machine; it has no provider", call.Executor)
+	case OpenClaw:
+		return nil, fault.Errorf[fault.ConfigError]("executor %q is not supported", call.Executor)
+	}
+	if err := configError(call.Executor, check(call.Executor, call.Config, modeBuild)); err != nil {
+		return nil, err
+	}
+	if r.deps.Responses != nil && scripts(call.Executor) {
+		return &scripted{reg: r, call: call, replies: r.deps.Responses}, nil
+	}
+	switch call.Executor {
+	case Gateway:
+		return &gateway{reg: r, call: call}, nil
+	case Anthropic:
+		return &anthropic{reg: r, call: call}, nil
+	case Bedrock:
+		if r.deps.Bedrock == nil {
+			return nil, fault.Errorf[fault.ConfigError]("bedrock: no Bedrock client is configured")
+		}
+		return &bedrock{reg: r, call: call, client: r.deps.Bedrock}, nil
+	case Webhook:
+		return &webhook{reg: r, call: call}, nil
+	case Notify:
+		return &notify{reg: r, call: call}, nil
+	case Scripted:
+		return nil, fault.Errorf[fault.ConfigError]("scripted: step %q has executor scripted but no scripted replies were given (--responses)", call.Step)
+	}
+	return nil, fault.Errorf[fault.ConfigError]("unknown executor %q", call.Executor)
+}
+
+// callContext bounds ctx by the step's timeout and the executor's own, and
+// returns the bound that applies, for messages.
+func callContext(ctx context.Context, step, own time.Duration) (context.Context, context.CancelFunc, time.Duration) {
+	limit := own
+	if step > 0 && (limit <= 0 || step < limit) {
+		limit = step
+	}
+	if limit <= 0 {
+		ctx, cancel := context.WithCancel(ctx)
+		return ctx, cancel, 0
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	return ctx, cancel, limit
+}

@@ -1,0 +1,362 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/stepline/stepline/shared/fault"
+	"github.com/stepline/stepline/shared/llmoutput"
+)
+
+// Responses holds scripted replies: for each step key, the replies its
+// executor gives, consumed in order, one per call (re-asks and retries
+// consume the next one). Safe for concurrent use.
+//
+// The file is YAML mapping a step key to a list of replies:
+//
+//	triage:
+//	  - "not json"                          # a raw model reply, parsed like any reply
+//	  - {confidence: 0.9, summary: ok, next_step_context: ""}   # a mapping is sent as its JSON
+//	  - {error: timeout}                    # the call fails: ExecutorTimeout
+//	  - {error: "http 500"}                 # any other message: ExecutorUnavailable
+//	triage:verifier: ['{"confidence": 0.8, "summary": "agrees", "next_step_context": ""}']
+//	fan/0: [...]                            # fan-out item 0 of step "fan"
+//	approve-deploy: [approve, {decision: reject, by: alice, comment: too risky}]
+//
+// Verifier calls use "<step>:verifier", fan-out items "<fan_out>/<i>",
+// parallel branches their own names. A single reply may stand without the
+// list. Human steps read decisions with [Responses.Decision].
+type Responses struct {
+	name string
+
+	mu      sync.Mutex
+	replies map[string][]scriptedReply
+	used    map[string]int
+}
+
+type replyKind int
+
+const (
+	replyText replyKind = iota
+	replyError
+	replyDecision
+)
+
+type scriptedReply struct {
+	kind      replyKind
+	text      string // the reply, or the error message
+	approved  bool
+	by        string
+	comment   string
+	line, col int
+}
+
+func (r scriptedReply) pos(name string) string {
+	return fmt.Sprintf("%s:%d:%d", name, r.line, r.col)
+}
+
+// Decision is a human step's scripted decision.
+type Decision struct {
+	Approved bool
+	By       string // who decided; "" when the file does not say
+	Comment  string
+}
+
+// LoadResponses reads a responses file.
+func LoadResponses(path string) (*Responses, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read responses: %w", err)
+	}
+	return ParseResponses(path, data)
+}
+
+// ParseResponses reads responses from data; name (a file path) prefixes
+// positions in errors, "name:line:col: message" (syntax errors, for which
+// the YAML parser gives no column, read "name:line: message").
+func ParseResponses(name string, data []byte) (*Responses, error) {
+	r := &Responses{name: name, replies: map[string][]scriptedReply{}, used: map[string]int{}}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		if rest, ok := strings.CutPrefix(msg, "line "); ok {
+			if n, tail, ok := strings.Cut(rest, ": "); ok {
+				return nil, fmt.Errorf("%s:%s: %s", name, n, tail)
+			}
+		}
+		return nil, fmt.Errorf("%s: %s", name, msg)
+	}
+	if len(doc.Content) == 0 {
+		return r, nil
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%s:%d:%d: want a mapping from step names to lists of replies", name, root.Line, root.Column)
+	}
+	seen := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if k.Kind != yaml.ScalarNode || strings.TrimSpace(k.Value) == "" {
+			return nil, fmt.Errorf("%s:%d:%d: want a step name", name, k.Line, k.Column)
+		}
+		if prev, dup := seen[k.Value]; dup {
+			return nil, fmt.Errorf("%s:%d:%d: step %q already listed at line %d", name, k.Line, k.Column, k.Value, prev.Line)
+		}
+		seen[k.Value] = k
+		items := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode {
+			items = v.Content
+		}
+		list := make([]scriptedReply, 0, len(items))
+		for _, it := range items {
+			rep, err := parseReply(name, it)
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, rep)
+		}
+		r.replies[k.Value] = list
+	}
+	return r, nil
+}
+
+func parseReply(name string, n *yaml.Node) (scriptedReply, error) {
+	rep := scriptedReply{line: n.Line, col: n.Column}
+	fail := func(node *yaml.Node, format string, args ...any) (scriptedReply, error) {
+		return scriptedReply{}, fmt.Errorf("%s:%d:%d: %s", name, node.Line, node.Column, fmt.Sprintf(format, args...))
+	}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Tag != "!!null" {
+			rep.text = n.Value
+		}
+		return rep, nil
+	case yaml.SequenceNode:
+		return fail(n, "want a reply (a string or a mapping), got a list")
+	case yaml.MappingNode:
+	default:
+		return fail(n, "want a reply (a string or a mapping)")
+	}
+	fields := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		fields[n.Content[i].Value] = n.Content[i+1]
+	}
+	if ev, ok := fields["error"]; ok {
+		if len(fields) != 1 {
+			return fail(n, "an error reply has only the key error")
+		}
+		if ev.Kind != yaml.ScalarNode || strings.TrimSpace(ev.Value) == "" {
+			return fail(ev, "error: want a message such as timeout or \"http 500\"")
+		}
+		rep.kind, rep.text = replyError, ev.Value
+		return rep, nil
+	}
+	if dv, ok := fields["decision"]; ok {
+		for k, v := range fields {
+			if k != "decision" && k != "by" && k != "comment" {
+				return fail(n, "unknown key %q in a decision (want decision, by, comment)", k)
+			}
+			if v.Kind != yaml.ScalarNode {
+				return fail(v, "%s: want a string", k)
+			}
+		}
+		approved, ok := decisionWord(dv.Value)
+		if !ok {
+			return fail(dv, "decision: want approve or reject, got %q", dv.Value)
+		}
+		rep.kind, rep.approved = replyDecision, approved
+		if by := fields["by"]; by != nil {
+			rep.by = by.Value
+		}
+		if c := fields["comment"]; c != nil {
+			rep.comment = c.Value
+		}
+		return rep, nil
+	}
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return fail(n, "cannot read the reply: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fail(n, "the reply cannot be written as JSON (keys must be strings)")
+	}
+	rep.text = string(b)
+	return rep, nil
+}
+
+// decisionWord reads approve/approved or reject/rejected, in any case.
+func decisionWord(s string) (approved, ok bool) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "approve", "approved":
+		return true, true
+	case "reject", "rejected":
+		return false, true
+	}
+	return false, false
+}
+
+// Name returns the file name the responses were read from.
+func (r *Responses) Name() string { return r.name }
+
+// Steps returns the step keys that have replies, sorted.
+func (r *Responses) Steps() []string {
+	keys := make([]string, 0, len(r.replies))
+	for k := range r.replies {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// take consumes the next reply of step.
+func (r *Responses) take(step string) (scriptedReply, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	list, ok := r.replies[step]
+	if !ok {
+		return scriptedReply{}, fault.Errorf[fault.ConfigError]("%s: no scripted replies for step %q", r.name, step)
+	}
+	i := r.used[step]
+	if i >= len(list) {
+		return scriptedReply{}, fault.Errorf[fault.ConfigError]("%s: step %q has no scripted reply left (all %d used)", r.name, step, len(list))
+	}
+	r.used[step] = i + 1
+	return list[i], nil
+}
+
+// failure is the error a scripted {error: ...} reply makes a call fail
+// with: ExecutorTimeout for "timeout…", ExecutorUnavailable otherwise.
+func (r *Responses) failure(step string, rep scriptedReply) error {
+	if strings.HasPrefix(strings.ToLower(strings.TrimSpace(rep.text)), "timeout") {
+		return fault.Errorf[fault.ExecutorTimeout]("step %q: scripted %s (%s)", step, rep.text, rep.pos(r.name))
+	}
+	return fault.Errorf[fault.ExecutorUnavailable]("step %q: scripted error %q (%s)", step, rep.text, rep.pos(r.name))
+}
+
+// Next consumes step's next reply and returns its text, or the error it
+// scripts. A step with no reply left, or whose next reply is a human
+// decision, is a ConfigError naming the step.
+func (r *Responses) Next(step string) (string, error) {
+	rep, err := r.take(step)
+	if err != nil {
+		return "", err
+	}
+	switch rep.kind {
+	case replyError:
+		return "", r.failure(step, rep)
+	case replyDecision:
+		return "", fault.Errorf[fault.ConfigError]("%s: step %q: a decision is not a model reply", rep.pos(r.name), step)
+	}
+	return rep.text, nil
+}
+
+// Decision consumes step's next reply as a human decision: approve,
+// reject, or {decision, by, comment}. An {error: ...} reply fails as in
+// Next.
+func (r *Responses) Decision(step string) (Decision, error) {
+	rep, err := r.take(step)
+	if err != nil {
+		return Decision{}, err
+	}
+	switch rep.kind {
+	case replyError:
+		return Decision{}, r.failure(step, rep)
+	case replyDecision:
+		return Decision{Approved: rep.approved, By: rep.by, Comment: rep.comment}, nil
+	}
+	approved, ok := decisionWord(rep.text)
+	if !ok {
+		return Decision{}, fault.Errorf[fault.ConfigError]("%s: step %q: want a decision (approve or reject)", rep.pos(r.name), step)
+	}
+	return Decision{Approved: approved}, nil
+}
+
+// Remaining returns how many replies step has left.
+func (r *Responses) Remaining(step string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return max(len(r.replies[step])-r.used[step], 0)
+}
+
+// Consumed returns how many replies each step has used, for steps that
+// used any. A resumed run passes it to Restore so answers are not replayed.
+func (r *Responses) Consumed() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int, len(r.used))
+	for k, n := range r.used {
+		if n > 0 {
+			out[k] = n
+		}
+	}
+	return out
+}
+
+// Restore sets the consumed counts to counts (steps absent from it start
+// from their first reply).
+func (r *Responses) Restore(counts map[string]int) error {
+	for k, n := range counts {
+		if n < 0 {
+			return fmt.Errorf("restore scripted replies: step %q: negative count %d", k, n)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.used = make(map[string]int, len(counts))
+	for k, n := range counts {
+		r.used[k] = n
+	}
+	return nil
+}
+
+// scripted answers a call from Responses, in place of the executor the
+// step names: a model reply for model executors, the response body of a
+// 200 for webhook and notify (a notify outside production is muted and
+// consumes nothing).
+type scripted struct {
+	reg     *Registry
+	call    Call
+	replies *Responses
+}
+
+// Complete returns the step's next scripted reply.
+func (s *scripted) Complete(ctx context.Context, _ llmoutput.Request) (llmoutput.Completion, error) {
+	if err := ctx.Err(); err != nil {
+		return llmoutput.Completion{}, fmt.Errorf("%s: step %q: %w", s.call.Executor, s.call.Step, err)
+	}
+	if s.call.Executor == Notify && s.call.Stage != StageProduction {
+		return mutedAnswer(), nil
+	}
+	if s.call.Step == "" {
+		return llmoutput.Completion{}, fault.Errorf[fault.ConfigError]("%s: scripted replies need the step's key", s.call.Executor)
+	}
+	text, err := s.replies.Next(s.call.Step)
+	if err != nil {
+		return llmoutput.Completion{}, err
+	}
+	switch s.call.Executor {
+	case Webhook:
+		return webhookAnswer(200, []byte(text), false), nil
+	case Notify:
+		return notifyAnswer(200, []byte(text), false), nil
+	}
+	raw, _ := json.Marshal(text)
+	return llmoutput.Completion{
+		Content:      text,
+		FinishReason: llmoutput.FinishStop,
+		Model:        Scripted,
+		Provider:     Scripted,
+		Raw:          auditRaw(raw, false),
+	}, nil
+}

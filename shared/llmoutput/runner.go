@@ -1,0 +1,153 @@
+package llmoutput
+
+import (
+	"context"
+	"strings"
+
+	"github.com/stepline/stepline/shared/fault"
+)
+
+// Runner asks a model for a structured answer and re-asks, with precise
+// feedback, until the answer is valid or the schema's retries are spent.
+// The zero Runner is ready to use; a Runner holds no state between calls
+// and is safe for concurrent use.
+type Runner[T any] struct {
+	// Limits bounds every reply (MaxBytes, MaxDepth); FinishReason and
+	// Refusal are taken from each Completion.
+	Limits ParseOptions
+	// SkipInstruction leaves the caller's messages unchanged. By default
+	// the schema's Instruction is appended to the first system message
+	// (or sent as a new one first).
+	SkipInstruction bool
+}
+
+// RunResult is the outcome of Runner.Complete. On failure it holds the
+// last attempt: its reply, its errors and the feedback it earned.
+type RunResult[T any] struct {
+	Success          bool
+	Data             T // the answer, when Success
+	RawContent       string
+	ValidationErrors []FieldError
+	Attempts         int // calls made to the provider
+	Outcome          Outcome
+	Flags            []string   // repairs applied to the accepted reply
+	Feedback         string     // the re-ask message of the last rejected reply
+	Completion       Completion // the last completion: model, provider, finish reason, body
+	Usage            Usage      // tokens summed over every call
+}
+
+// Err returns nil on success, a *fault.ModelRefused when the model
+// refused or a content filter stopped it, and a *fault.InvalidOutput when
+// no valid answer came within the retries.
+func (r RunResult[T]) Err() error {
+	if r.Success {
+		return nil
+	}
+	if r.Outcome == "" {
+		return &fault.InvalidOutput{Msg: "model output missing: no reply was judged"}
+	}
+	return verdictErr(r.Outcome, r.ValidationErrors, r.Attempts)
+}
+
+// Complete asks p for an answer matching schema. Each request carries the
+// schema's SchemaSpec, for providers with native structured output; every
+// reply is validated whatever the provider did with it. A rejected reply
+// is appended to the conversation as an assistant message, followed by
+// the feedback as a user message, and the model is asked again, up to
+// schema.MaxRetries times. A refusal or content-filter stop ends the run
+// at once.
+//
+// The error is non-nil only when the run could not finish: a provider
+// error (returned as is: it is already a typed fault and is not re-asked),
+// a cancelled context, or a schema that was not built by a constructor
+// (*fault.ConfigError). An invalid answer is not an error of Complete:
+// see RunResult.Success and RunResult.Err.
+func (r *Runner[T]) Complete(ctx context.Context, p Provider, msgs []Message, schema *OutputSchema[T]) (RunResult[T], error) {
+	var res RunResult[T]
+	if schema == nil || schema.check == nil {
+		return res, &fault.ConfigError{Msg: "structured output: the output schema was not built by a constructor"}
+	}
+	if p == nil {
+		return res, &fault.ConfigError{Msg: "structured output: no provider"}
+	}
+	conv := make([]Message, 0, len(msgs)+1+2*max(schema.MaxRetries, 0))
+	if r.SkipInstruction {
+		conv = append(conv, msgs...)
+	} else {
+		conv = withInstruction(conv, msgs, schema.Instruction())
+	}
+	limits := r.Limits
+	calls := max(schema.MaxRetries, 0) + 1
+	for attempt := 1; attempt <= calls; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		spec := schema.Spec()
+		c, err := p.Complete(ctx, Request{Messages: conv[:len(conv):len(conv)], Schema: &spec})
+		res.Attempts = attempt
+		if err != nil {
+			return res, err
+		}
+		res.Completion = c
+		res.RawContent = c.Content
+		res.Usage.InputTokens += c.Usage.InputTokens
+		res.Usage.OutputTokens += c.Usage.OutputTokens
+		opts := limits
+		opts.FinishReason, opts.Refusal = c.FinishReason, c.Refusal
+		data, v := schema.check(c.Content, opts)
+		res.Outcome, res.Flags, res.ValidationErrors = v.Outcome, v.Flags, v.Errors
+		if v.OK {
+			if o, ok := any(&data).(*Output); ok {
+				o.Model, o.Provider, o.RawResponse = c.Model, c.Provider, c.Content
+			}
+			res.Success, res.Data, res.Feedback = true, data, ""
+			return res, nil
+		}
+		res.Feedback = v.Feedback()
+		if v.Outcome == Refused {
+			break
+		}
+		conv = append(conv,
+			Message{Role: RoleAssistant, Content: replayable(c.Content, limits)},
+			Message{Role: RoleUser, Content: res.Feedback})
+	}
+	return res, nil
+}
+
+// Complete runs a zero Runner: the common case, with T inferred.
+func Complete[T any](ctx context.Context, p Provider, msgs []Message, schema *OutputSchema[T]) (RunResult[T], error) {
+	var r Runner[T]
+	return r.Complete(ctx, p, msgs, schema)
+}
+
+// withInstruction appends msgs to dst with the instruction added to the
+// first system message, or sent first as a system message of its own.
+func withInstruction(dst, msgs []Message, instruction string) []Message {
+	for i, m := range msgs {
+		if m.Role == RoleSystem {
+			dst = append(dst, msgs...)
+			sys := strings.TrimRight(dst[i].Content, "\n")
+			if sys != "" {
+				sys += "\n\n"
+			}
+			dst[i].Content = sys + instruction
+			return dst
+		}
+	}
+	dst = append(dst, Message{Role: RoleSystem, Content: instruction})
+	return append(dst, msgs...)
+}
+
+// replayable is the rejected reply as it goes back to the model: as it
+// was, except an empty reply (some APIs refuse empty turns) and a reply
+// over the size limit, which is cut.
+func replayable(content string, limits ParseOptions) string {
+	if strings.TrimSpace(content) == "" {
+		return "(empty reply)"
+	}
+	maxBytes, _ := limits.limits()
+	if len(content) > maxBytes {
+		return capText(content, feedbackEchoBytes)
+	}
+	return content
+}

@@ -1,0 +1,343 @@
+package secret
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/smithy-go"
+
+	"github.com/stepline/stepline/shared/fault"
+)
+
+// SecretsManagerAPI is the part of the Secrets Manager client the AWS
+// resolver calls (satisfied by *secretsmanager.Client).
+type SecretsManagerAPI interface {
+	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, opts ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+}
+
+// ParameterStoreAPI is the part of the SSM client the AWS resolver calls
+// (satisfied by *ssm.Client).
+type ParameterStoreAPI interface {
+	GetParameter(ctx context.Context, in *ssm.GetParameterInput, opts ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+}
+
+var (
+	_ SecretsManagerAPI = (*secretsmanager.Client)(nil)
+	_ ParameterStoreAPI = (*ssm.Client)(nil)
+)
+
+// Stores a Ref can point into.
+const (
+	SourceSecretsManager = "secretsmanager"
+	SourceSSM            = "ssm"
+)
+
+// DefaultTTL is how long the AWS resolver keeps a fetched value.
+const DefaultTTL = 5 * time.Minute
+
+// Ref locates a secret in AWS: "secretsmanager:<secret-id>[#json-key]" or
+// "ssm:<parameter-name>[#json-key]". With a key, the stored value is a JSON
+// object and the secret is that key's value.
+type Ref struct {
+	Source string // SourceSecretsManager or SourceSSM
+	ID     string // secret name or ARN; parameter name or ARN
+	Key    string // JSON key inside the value, "" for the whole value
+}
+
+// String returns the reference in the form ParseRef reads.
+func (r Ref) String() string {
+	s := r.Source + ":" + r.ID
+	if r.Key != "" {
+		s += "#" + r.Key
+	}
+	return s
+}
+
+// ParseRef reads "secretsmanager:<id>[#key]" or "ssm:<name>[#key]".
+func ParseRef(s string) (Ref, error) {
+	src, rest, ok := strings.Cut(strings.TrimSpace(s), ":")
+	if !ok {
+		return Ref{}, fmt.Errorf("secret reference %q: want secretsmanager:<id> or ssm:<name>", s)
+	}
+	if src != SourceSecretsManager && src != SourceSSM {
+		return Ref{}, fmt.Errorf("secret reference %q: unknown store %q (want secretsmanager or ssm)", s, src)
+	}
+	id, key, hasKey := strings.Cut(rest, "#")
+	if id == "" {
+		return Ref{}, fmt.Errorf("secret reference %q: empty id", s)
+	}
+	if hasKey && key == "" {
+		return Ref{}, fmt.Errorf("secret reference %q: empty key after #", s)
+	}
+	return Ref{Source: src, ID: id, Key: key}, nil
+}
+
+// ParseRefs reads a mapping from secret names to references, written as
+// NAME=ref pairs separated by commas or newlines, e.g.
+//
+//	OPENAI_API_KEY=secretsmanager:prod/openai#api_key, SLACK_URL=ssm:/stepline/slack
+//
+// Blank entries are ignored; a name given twice is an error.
+func ParseRefs(s string) (map[string]Ref, error) {
+	out := map[string]Ref{}
+	for _, part := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '\n' }) {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, ref, ok := strings.Cut(part, "=")
+		name = strings.TrimSpace(name)
+		if !ok {
+			return nil, fmt.Errorf("secret mapping %q: want NAME=ref", part)
+		}
+		if !ValidName(name) {
+			return nil, fmt.Errorf("secret mapping %q: %q is not a valid secret name", part, name)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("secret mapping: %q given twice", name)
+		}
+		r, err := ParseRef(ref)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = r
+	}
+	return out, nil
+}
+
+// AWSConfig configures an AWS resolver.
+type AWSConfig struct {
+	SecretsManager SecretsManagerAPI // needed when a Ref points into Secrets Manager
+	SSM            ParameterStoreAPI // needed when a Ref points into Parameter Store
+	Refs           map[string]Ref    // secret name → where it is stored
+	TTL            time.Duration     // cache lifetime; 0 → DefaultTTL, negative → no cache
+	Now            func() time.Time  // clock for the cache; nil → time.Now
+	Fallback       Resolver          // resolves names not in Refs; nil → they are missing
+}
+
+// AWS resolves secrets from Secrets Manager and Parameter Store. Values
+// are cached per container (per process) for the TTL; concurrent lookups
+// of one secret share one request. Safe for concurrent use.
+type AWS struct {
+	cfg AWSConfig
+
+	mu       sync.Mutex
+	cache    map[string]cached
+	inflight map[string]*fetch
+}
+
+type cached struct {
+	value   string
+	fetched time.Time
+}
+
+type fetch struct {
+	done  chan struct{}
+	value string
+	err   error
+}
+
+var _ Resolver = (*AWS)(nil)
+
+// NewAWS returns an AWS resolver. It fails when a Ref needs a client that
+// cfg lacks.
+func NewAWS(cfg AWSConfig) (*AWS, error) {
+	names := make([]string, 0, len(cfg.Refs))
+	for n := range cfg.Refs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		r := cfg.Refs[n]
+		switch {
+		case !ValidName(n):
+			return nil, fmt.Errorf("secret mapping: %q is not a valid secret name", n)
+		case r.Source == SourceSecretsManager && cfg.SecretsManager == nil:
+			return nil, fmt.Errorf("secret %q is in Secrets Manager but no Secrets Manager client was given", n)
+		case r.Source == SourceSSM && cfg.SSM == nil:
+			return nil, fmt.Errorf("secret %q is in Parameter Store but no SSM client was given", n)
+		case r.Source != SourceSecretsManager && r.Source != SourceSSM:
+			return nil, fmt.Errorf("secret %q: unknown store %q", n, r.Source)
+		case r.ID == "":
+			return nil, fmt.Errorf("secret %q: empty id", n)
+		}
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &AWS{cfg: cfg, cache: map[string]cached{}, inflight: map[string]*fetch{}}, nil
+}
+
+// Resolve returns the value of the named secret.
+func (a *AWS) Resolve(ctx context.Context, name string) (string, error) {
+	ref, ok := a.cfg.Refs[name]
+	if !ok {
+		if a.cfg.Fallback != nil {
+			return a.cfg.Fallback.Resolve(ctx, name)
+		}
+		return "", fault.Errorf[fault.ConfigError]("secret %q is not set (no secretsmanager: or ssm: mapping for it)", name)
+	}
+	raw, err := a.stored(ctx, name, ref)
+	if err != nil {
+		return "", err
+	}
+	if ref.Key == "" {
+		if raw == "" {
+			return "", fault.Errorf[fault.ConfigError]("secret %q: %s:%s is empty", name, ref.Source, ref.ID)
+		}
+		return raw, nil
+	}
+	return jsonKey(name, ref, raw)
+}
+
+// jsonKey extracts ref.Key from a JSON object. Parse errors are reported
+// without the parser's text, which quotes the offending input.
+func jsonKey(name string, ref Ref, raw string) (string, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &obj); err != nil {
+		return "", fault.Errorf[fault.ConfigError]("secret %q: %s:%s is not a JSON object, so key %q cannot be read", name, ref.Source, ref.ID, ref.Key)
+	}
+	v, ok := obj[ref.Key]
+	if !ok {
+		return "", fault.Errorf[fault.ConfigError]("secret %q: key %q not found in %s:%s", name, ref.Key, ref.Source, ref.ID)
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err == nil {
+		if s == "" {
+			return "", fault.Errorf[fault.ConfigError]("secret %q: key %q of %s:%s is empty", name, ref.Key, ref.Source, ref.ID)
+		}
+		return s, nil
+	}
+	t := strings.TrimSpace(string(v))
+	if t == "null" || strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+		return "", fault.Errorf[fault.ConfigError]("secret %q: key %q of %s:%s is not a string, number or boolean", name, ref.Key, ref.Source, ref.ID)
+	}
+	return t, nil
+}
+
+// stored returns the whole stored value of ref, from the cache when fresh.
+func (a *AWS) stored(ctx context.Context, name string, ref Ref) (string, error) {
+	key := ref.Source + ":" + ref.ID
+	a.mu.Lock()
+	if c, ok := a.cache[key]; ok && a.cfg.TTL > 0 && a.cfg.Now().Sub(c.fetched) < a.cfg.TTL {
+		a.mu.Unlock()
+		return c.value, nil
+	}
+	if f, ok := a.inflight[key]; ok {
+		a.mu.Unlock()
+		select {
+		case <-f.done:
+			if f.err != nil {
+				return "", a.describe(name, ref, f.err)
+			}
+			return f.value, nil
+		case <-ctx.Done():
+			return "", a.describe(name, ref, ctx.Err())
+		}
+	}
+	f := &fetch{done: make(chan struct{})}
+	a.inflight[key] = f
+	a.mu.Unlock()
+
+	f.value, f.err = a.get(ctx, ref)
+
+	a.mu.Lock()
+	delete(a.inflight, key)
+	if f.err == nil && a.cfg.TTL > 0 {
+		a.cache[key] = cached{value: f.value, fetched: a.cfg.Now()}
+	}
+	a.mu.Unlock()
+	close(f.done)
+	if f.err != nil {
+		return "", a.describe(name, ref, f.err)
+	}
+	return f.value, nil
+}
+
+// get fetches ref from its store.
+func (a *AWS) get(ctx context.Context, ref Ref) (string, error) {
+	switch ref.Source {
+	case SourceSecretsManager:
+		out, err := a.cfg.SecretsManager.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &ref.ID})
+		if err != nil {
+			return "", err
+		}
+		if out.SecretString != nil {
+			return *out.SecretString, nil
+		}
+		if out.SecretBinary != nil && utf8.Valid(out.SecretBinary) {
+			return string(out.SecretBinary), nil
+		}
+		return "", errNotText
+	case SourceSSM:
+		decrypt := true
+		out, err := a.cfg.SSM.GetParameter(ctx, &ssm.GetParameterInput{Name: &ref.ID, WithDecryption: &decrypt})
+		if err != nil {
+			return "", err
+		}
+		if out.Parameter == nil || out.Parameter.Value == nil {
+			return "", errNotText
+		}
+		return *out.Parameter.Value, nil
+	}
+	return "", fmt.Errorf("unknown store %q", ref.Source)
+}
+
+var errNotText = errors.New("no text value")
+
+// permanent reports whether a Secrets Manager or SSM error code is one a
+// retry cannot fix.
+func permanent(code string) bool {
+	switch code {
+	case "ResourceNotFoundException", "ParameterNotFound", "ParameterVersionNotFound",
+		"AccessDeniedException", "UnrecognizedClientException", "InvalidParameterException",
+		"InvalidRequestException", "DecryptionFailure", "InvalidKeyId", "ValidationException":
+		return true
+	}
+	return false
+}
+
+// describe turns a store error into a fault naming the secret. SDK error
+// messages name the secret id, never its value, so they may be kept.
+func (a *AWS) describe(name string, ref Ref, err error) error {
+	where := ref.Source + ":" + ref.ID
+	if errors.Is(err, errNotText) {
+		return fault.Errorf[fault.ConfigError]("secret %q: %s holds no text value", name, where)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fault.Errorf[fault.ExecutorTimeout]("secret %q: %s: no answer before the deadline", name, where)
+	}
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("secret %q: %s: %w", name, where, err)
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		code := api.ErrorCode()
+		if permanent(code) {
+			return fault.Errorf[fault.ConfigError]("secret %q: %s: %s", name, where, code)
+		}
+		if strings.Contains(code, "Throttl") || code == "TooManyUpdates" {
+			return &fault.RateLimited{Msg: fmt.Sprintf("secret %q: %s: %s", name, where, code)}
+		}
+		return fault.Errorf[fault.ExecutorUnavailable]("secret %q: %s: %s", name, where, code)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fault.Errorf[fault.ExecutorTimeout]("secret %q: %s: timed out", name, where)
+	}
+	// The value was never fetched, so the transport error cannot hold it.
+	return fault.Errorf[fault.ExecutorUnavailable]("secret %q: %s: store unreachable: %v", name, where, err)
+}

@@ -1,0 +1,36 @@
+// Package store defines what Stepline records about its runs — runs, step
+// records, approvals, dedup claims, and the local engine's checkpoints — and
+// the Store interface both backends implement:
+//
+//   - package store/dynamo: one DynamoDB table, used by the Lambda functions;
+//   - package store/sqlite: an embedded SQLite file (pure Go, WAL), used by
+//     the local engine and the CLI, which also implements Checkpointer.
+//
+// Package store/storetest holds the conformance suite both run.
+//
+// # Contracts
+//
+// Every write is conditional, so a repeated call — a Lambda retried after
+// its write went through — neither duplicates nor overwrites a record:
+//
+//   - CreateRun and CreateApproval refuse an existing ID (ErrExists).
+//   - PutStep is keyed by (run, step name, attempt): the same record again is
+//     a no-op, a different one is ErrConflict.
+//   - UpdateRun never changes a terminal run: the same terminal status again
+//     is a no-op, another status is ErrConflict.
+//   - AddUsage takes a contribution key and counts each key once per run.
+//   - DecideApproval succeeds once, before ExpiresAt.
+//   - ClaimDedup hands a (pipeline, fingerprint) key to exactly one run.
+//
+// Records are checked and normalized the same way by every store
+// (NormalizeRun, NormalizeStep, NormalizeApproval): the size limits keep a
+// record inside one DynamoDB item, so what runs locally also fits on AWS.
+// Times are stored in UTC with nanoseconds.
+//
+// # Writes per step on DynamoDB
+//
+// Recording one attempt of a step is one PutItem (PutStep); adding its
+// tokens and cost to the run is one UpdateItem (AddUsage). The run item's
+// index projections leave the usage attributes out, so AddUsage does not
+// write to the indexes either.
+package store

@@ -1,0 +1,78 @@
+// Package dynamo is the store the Lambda functions use: one DynamoDB table
+// (single-table design) holding runs, step records, approvals and dedup
+// claims, written with conditional requests so that a retried Lambda never
+// duplicates or overwrites a record. It implements store.Store; the local
+// engine's checkpoints have no counterpart here (Step Functions keeps that
+// state).
+//
+// # Table
+//
+// Keys are strings: partition key PK, sort key SK. Billing on demand. TTL on
+// the number attribute "ttl" (epoch seconds). Two global secondary indexes,
+// both projecting INCLUDE ProjectedAttributes() (a run summary without the
+// usage counters, trigger and final output):
+//
+//	index GSI1 (IndexByPipeline)  GSI1PK (S) hash, GSI1SK (S) range
+//	index GSI2 (IndexByStatus)    GSI2PK (S) hash, GSI2SK (S) range
+//
+// Items (key parts are escaped: '%' → %25, '#' → %23, so '#' only separates):
+//
+//	run       PK=RUN#<id>                        SK=RUN
+//	          GSI1PK=PIPELINE#<pipeline>         GSI1SK=<startedAt>#<id>
+//	          GSI2PK=STATUS#<status>             GSI2SK=<startedAt>#<id>
+//	          id pipeline status reason stage source team trigger fingerprint
+//	          parentRunId configFingerprint inputTokens outputTokens costUsd
+//	          startedAt completedAt resumedAt finalOutput usageKeys (SS)
+//	step      PK=RUN#<runId>                     SK=STEP#<name>#<attempt, 4 digits>
+//	          runId name index attempt executor status error primaryConfidence
+//	          verifierConfidence effectiveConfidence output verifierOutput
+//	          rawResponse prompt model provider inputTokens outputTokens costUsd
+//	          flags (L) startedAt finishedAt durationMs digest
+//	approval  PK=APPROVAL#<id>                   SK=APPROVAL   ttl = expiresAt + ApprovalRetention
+//	          id runId step pipeline message taskToken createdAt expiresAt
+//	          decision decidedBy decidedAt
+//	dedup     PK=DEDUP#<pipeline>#<fingerprint>  SK=DEDUP      ttl = claimedAt + window + DedupRetention
+//	          pipeline fingerprint runId claimedAt
+//
+// Timestamps are UTC text with nanoseconds and fixed width
+// (2006-01-02T15:04:05.000000000Z), so text order is time order in sort keys
+// and condition expressions. JSON fields are stored as string attributes
+// holding the JSON text. Empty optional attributes are left out.
+//
+// # Reads
+//
+//	a run                     GetItem RUN#id / RUN (strongly consistent)
+//	a run with its steps      one Query on PK=RUN#id (the run item and its step items)
+//	a run's steps             Query PK=RUN#id, SK begins_with STEP#
+//	runs of a pipeline        Query GSI1, newest first
+//	runs in a status          Query GSI2, newest first
+//	pipeline and status       GSI2 with a pipeline filter for running, waiting and
+//	                          interrupted (few runs); GSI1 with a status filter otherwise
+//	all runs                  one GSI2 query per status, merged
+//	an approval               GetItem APPROVAL#id
+//
+// Index reads are eventually consistent: a list may trail a write by a
+// moment.
+//
+// # Writes
+//
+//	CreateRun       PutItem if attribute_not_exists(PK)
+//	UpdateRun       UpdateItem if the run exists and its status is not terminal
+//	                (moves GSI2PK with the status); a failed condition is
+//	                explained by a projected GetItem of the status
+//	PutStep         PutItem if attribute_not_exists(PK) OR digest = :digest
+//	AddUsage        UpdateItem ADD the counters and the key to usageKeys
+//	                if the run exists and usageKeys does not contain the key
+//	CreateApproval  PutItem if attribute_not_exists(PK)
+//	DecideApproval  UpdateItem if it exists, decision is absent and expiresAt > now
+//	ClaimDedup      PutItem if absent; else GetItem of the holder's run status and,
+//	                when the claim lapsed, PutItem if runId and claimedAt are
+//	                still the ones judged (compare-and-swap)
+//
+// Recording a step costs two writes: PutStep (one PutItem) and AddUsage (one
+// UpdateItem). Step items carry no index keys and the indexes do not project
+// the usage attributes, so neither write touches an index: each is one write
+// unit per KB of item (TestRequestsPerStep pins this). A run costs one
+// PutItem to create (plus one unit per index) and one UpdateItem per status
+// change (plus the index moves).
+package dynamo

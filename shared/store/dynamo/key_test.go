@@ -1,0 +1,63 @@
+package dynamo
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestEscape(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"disk-full", "disk-full"},
+		{"a#b", "a%23b"},
+		{"50%", "50%25"},
+		{"%23", "%2523"},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := escape(tt.in); got != tt.want {
+			t.Errorf("escape(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestKeysDoNotCollide(t *testing.T) {
+	dedup := func(p, f string) string { return prefixDedup + escape(p) + "#" + escape(f) }
+	tests := []struct {
+		name string
+		a, b string
+	}{
+		{"dedup: '#' moved between parts", dedup("p#q", "r"), dedup("p", "q#r")},
+		{"dedup: escaped text vs escape", dedup("p%23q", "r"), dedup("p#q", "r")},
+		{"step: name ending in a number", stepSK("fan#1", 2), stepSK("fan", 12)},
+		{"step: slash names", stepSK("group/a", 1), stepSK("group", 1)},
+		{"run: escaped ID", runPK("a#b"), runPK("a%23b")},
+	}
+	for _, tt := range tests {
+		if tt.a == tt.b {
+			t.Errorf("%s: both are %q", tt.name, tt.a)
+		}
+	}
+}
+
+func TestTableDefinition(t *testing.T) {
+	def := TableDefinition("runs")
+	if got := *def.TableName; got != "runs" {
+		t.Errorf("table name %q", got)
+	}
+	if len(def.GlobalSecondaryIndexes) != 2 {
+		t.Fatalf("%d indexes, want 2", len(def.GlobalSecondaryIndexes))
+	}
+	for _, g := range def.GlobalSecondaryIndexes {
+		proj := g.Projection.NonKeyAttributes
+		for _, usage := range []string{aInputTokens, aOutputTokens, aCostUSD, aUsageKeys, aTrigger, aFinalOutput} {
+			if slices.Contains(proj, usage) {
+				t.Errorf("index %s projects %q: AddUsage and big fields must not reach the indexes", *g.IndexName, usage)
+			}
+		}
+		for _, need := range []string{aID, aPipeline, aStatus, aStartedAt} {
+			if !slices.Contains(proj, need) {
+				t.Errorf("index %s does not project %q", *g.IndexName, need)
+			}
+		}
+	}
+}

@@ -1,0 +1,247 @@
+package dynamo_test
+
+// The DynamoDB tests run against DynamoDB Local, which this file finds and
+// starts (a JVM on a free loopback port) when the first test needs it, and
+// stops when the tests end:
+//
+//   - STEPLINE_DYNAMODB_LOCAL=http://host:port uses a running instance;
+//   - STEPLINE_DYNAMODB_LOCAL=/dir uses the jar unpacked in /dir (as
+//     scripts/dynamodb-local.sh install leaves it);
+//   - otherwise the jar is looked for in <repo>/.cache/dynamodb-local,
+//     $XDG_CACHE_HOME/stepline/dynamodb-local and ~/.cache/stepline/dynamodb-local.
+//
+// When none is found the tests skip, except with CI set, where they fail.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// local is DynamoDB Local as the first test that needs it found it: an
+// endpoint, or why there is none. TestMain stops the emulator at the end.
+var local struct {
+	once     sync.Once
+	endpoint string
+	missing  string
+	proc     *process
+}
+
+var tableSeq atomic.Int64
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if local.proc != nil {
+		local.proc.stop()
+	}
+	os.Exit(code)
+}
+
+func findLocal() {
+	endpoint, jar, err := locate()
+	switch {
+	case err != nil:
+		local.missing = err.Error()
+	case endpoint != "":
+		local.endpoint = endpoint
+	default:
+		proc, err := start(jar)
+		if err != nil {
+			local.missing = err.Error()
+			return
+		}
+		local.proc = proc
+		local.endpoint = proc.endpoint
+	}
+}
+
+// inCI reports whether the CI environment variable is set to a true value.
+func inCI() bool {
+	switch strings.ToLower(os.Getenv("CI")) {
+	case "", "0", "false", "no":
+		return false
+	}
+	return true
+}
+
+// newClient returns a client for DynamoDB Local, or skips the test (fails it
+// in CI) when there is none.
+func newClient(t testing.TB) *dynamodb.Client {
+	t.Helper()
+	local.once.Do(findLocal)
+	if local.endpoint == "" {
+		if inCI() {
+			t.Fatalf("DynamoDB Local is required in CI: %s", local.missing)
+		}
+		t.Skipf("DynamoDB Local not available (%s); run scripts/dynamodb-local.sh install", local.missing)
+	}
+	return dynamodb.New(dynamodb.Options{
+		Region:                          "us-east-1",
+		BaseEndpoint:                    aws.String(local.endpoint),
+		Credentials:                     credentials.NewStaticCredentialsProvider("local", "local", ""),
+		DisableValidateResponseChecksum: true,
+	})
+}
+
+// newTable creates a fresh table and deletes it when the test ends.
+func newTable(t testing.TB, c *dynamodb.Client) string {
+	t.Helper()
+	name := fmt.Sprintf("stepline-test-%d", tableSeq.Add(1))
+	ctx := context.Background()
+	if err := createTable(ctx, c, name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
+			t.Errorf("delete table %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+func locate() (endpoint, jar string, err error) {
+	if v := os.Getenv("STEPLINE_DYNAMODB_LOCAL"); v != "" {
+		if strings.HasPrefix(v, "http://") || strings.HasPrefix(v, "https://") {
+			return v, "", nil
+		}
+		if jar := findJar(v); jar != "" {
+			return "", jar, nil
+		}
+		return "", "", fmt.Errorf("STEPLINE_DYNAMODB_LOCAL=%s holds no DynamoDBLocal.jar", v)
+	}
+	var dirs []string
+	if root := repoRoot(); root != "" {
+		dirs = append(dirs, filepath.Join(root, ".cache", "dynamodb-local"))
+	}
+	if x := os.Getenv("XDG_CACHE_HOME"); x != "" {
+		dirs = append(dirs, filepath.Join(x, "stepline", "dynamodb-local"))
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(h, ".cache", "stepline", "dynamodb-local"))
+	}
+	for _, d := range dirs {
+		if jar := findJar(d); jar != "" {
+			return "", jar, nil
+		}
+	}
+	return "", "", fmt.Errorf("no DynamoDBLocal.jar in %s and STEPLINE_DYNAMODB_LOCAL is unset", strings.Join(dirs, ", "))
+}
+
+func findJar(dir string) string {
+	for _, p := range []string{"DynamoDBLocal.jar", "emulator/DynamoDBLocal.jar", "package/emulator/DynamoDBLocal.jar"} {
+		if fi, err := os.Stat(filepath.Join(dir, p)); err == nil && !fi.IsDir() {
+			return filepath.Join(dir, p)
+		}
+	}
+	return ""
+}
+
+func repoRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+type process struct {
+	cmd      *exec.Cmd
+	endpoint string
+	done     chan struct{}
+	once     sync.Once
+}
+
+// start runs DynamoDB Local in memory on a free port and waits until it
+// answers. A port taken between choosing and binding is retried.
+func start(jar string) (*process, error) {
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return nil, fmt.Errorf("java is not on PATH: %w", err)
+	}
+	var errs []error
+	for range 3 {
+		p, err := startOnce(java, jar)
+		if err == nil {
+			return p, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
+func startOnce(java, jar string) (*process, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(jar)
+	cmd := exec.Command(java, "-XX:-UsePerfData", "-Xmx256m",
+		"-Djava.library.path="+filepath.Join(dir, "DynamoDBLocal_lib"),
+		"-jar", jar, "-inMemory", "-port", fmt.Sprint(port), "-disableTelemetry")
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	setParentDeathSignal(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start DynamoDB Local: %w", err)
+	}
+	p := &process{cmd: cmd, endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), done: make(chan struct{})}
+	go func() { cmd.Wait(); close(p.done) }()
+
+	deadline := time.Now().Add(60 * time.Second)
+	hc := &http.Client{Timeout: time.Second}
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.done:
+			return nil, fmt.Errorf("DynamoDB Local exited during start-up: %s", strings.TrimSpace(out.String()))
+		case <-time.After(100 * time.Millisecond):
+		}
+		// Any HTTP answer means it is serving (it answers 400 to a bare GET).
+		if resp, err := hc.Get(p.endpoint); err == nil {
+			resp.Body.Close()
+			return p, nil
+		}
+	}
+	p.stop()
+	return nil, fmt.Errorf("DynamoDB Local did not answer on %s within 60 s", p.endpoint)
+}
+
+func (p *process) stop() {
+	p.once.Do(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+	})
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,60 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/store/internal/record"
+)
+
+// PutStep implements store.Store: one PutItem, conditional on the key being
+// free or holding a record with the same digest. A repeat rewrites identical
+// content; a different record fails the condition and changes nothing.
+func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
+	rec, err := store.NormalizeStep(rec)
+	if err != nil {
+		return fmt.Errorf("put step: %w", err)
+	}
+	digest, err := record.StepDigest(rec)
+	if err != nil {
+		return fmt.Errorf("put step %q: %w", rec.Name, err)
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 aws.String(s.table),
+		Item:                      stepItem(rec, digest),
+		ConditionExpression:       aws.String("attribute_not_exists(#pk) OR #digest = :digest"),
+		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#digest": aDigest},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":digest": str(digest)},
+	})
+	if _, ok := conditionFailed(err); ok {
+		return fmt.Errorf("put step %q attempt %d of run %q: %w: a different record is stored", rec.Name, rec.Attempt, rec.RunID, store.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("put step %q attempt %d of run %q: %w", rec.Name, rec.Attempt, rec.RunID, err)
+	}
+	return nil
+}
+
+// ListSteps implements store.Store: one strongly consistent Query of the
+// run's step items, sorted into execution order.
+func (s *Store) ListSteps(ctx context.Context, runID string) ([]store.StepRecord, error) {
+	var recs []store.StepRecord
+	err := s.queryPartition(ctx, runID, true, func(m map[string]types.AttributeValue) error {
+		rec, err := decodeStep(m)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, rec)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list steps of run %q: %w", runID, err)
+	}
+	store.SortSteps(recs)
+	return recs, nil
+}

@@ -1,0 +1,106 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/store/internal/record"
+)
+
+const approvalColumns = `id, run_id, step, pipeline, message, task_token, created_at, expires_at,
+	decision, decided_by, decided_at`
+
+// CreateApproval implements store.Store.
+func (s *Store) CreateApproval(ctx context.Context, a store.Approval) error {
+	a, err := store.NormalizeApproval(a)
+	if err != nil {
+		return fmt.Errorf("create approval: %w", err)
+	}
+	res, err := s.w.ExecContext(ctx, `INSERT INTO approvals (`+approvalColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', '', NULL) ON CONFLICT (id) DO NOTHING`,
+		a.ID, a.RunID, a.Step, a.Pipeline, a.Message, a.TaskToken,
+		record.FormatTime(a.CreatedAt), record.FormatTime(a.ExpiresAt))
+	if err != nil {
+		return fmt.Errorf("create approval for run %q step %q: %w", a.RunID, a.Step, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("create approval for run %q step %q: %w", a.RunID, a.Step, err)
+	} else if n == 0 {
+		return fmt.Errorf("create approval for run %q step %q: %w", a.RunID, a.Step, store.ErrExists)
+	}
+	return nil
+}
+
+// GetApproval implements store.Store.
+func (s *Store) GetApproval(ctx context.Context, id string) (store.Approval, error) {
+	a, err := scanApproval(s.r.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Approval{}, fmt.Errorf("get approval: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Approval{}, fmt.Errorf("get approval: %w", err)
+	}
+	return a, nil
+}
+
+// DecideApproval implements store.Store.
+func (s *Store) DecideApproval(ctx context.Context, id string, d store.Decision, by string, now time.Time) (store.Approval, error) {
+	if err := store.CheckDecision(id, d, by); err != nil {
+		return store.Approval{}, fmt.Errorf("decide approval: %w", err)
+	}
+	var a store.Approval
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		a, err = scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if a.Decision != store.DecisionPending {
+			return fmt.Errorf("%w: already %s", store.ErrConflict, a.Decision)
+		}
+		if !now.Before(a.ExpiresAt) {
+			return fmt.Errorf("%w: expired at %s", store.ErrExpired, a.ExpiresAt.Format(time.RFC3339))
+		}
+		at := now.UTC()
+		_, err = tx.ExecContext(ctx, `UPDATE approvals SET decision = ?, decided_by = ?, decided_at = ? WHERE id = ?`,
+			string(d), by, record.FormatTime(at), id)
+		if err != nil {
+			return err
+		}
+		a.Decision, a.DecidedBy, a.DecidedAt = d, by, &at
+		return nil
+	})
+	if err != nil {
+		return a, fmt.Errorf("decide approval: %w", err)
+	}
+	return a, nil
+}
+
+func scanApproval(row scanner) (store.Approval, error) {
+	var a store.Approval
+	var created, expires, decision string
+	var decided sql.NullString
+	err := row.Scan(&a.ID, &a.RunID, &a.Step, &a.Pipeline, &a.Message, &a.TaskToken, &created, &expires,
+		&decision, &a.DecidedBy, &decided)
+	if err != nil {
+		return store.Approval{}, err
+	}
+	a.Decision = store.Decision(decision)
+	if a.CreatedAt, err = record.ParseTime(created); err != nil {
+		return store.Approval{}, err
+	}
+	if a.ExpiresAt, err = record.ParseTime(expires); err != nil {
+		return store.Approval{}, err
+	}
+	if a.DecidedAt, err = timePtr(decided); err != nil {
+		return store.Approval{}, err
+	}
+	return a, nil
+}

@@ -1,0 +1,42 @@
+// Package sqlite is the embedded store: one SQLite file (modernc.org/sqlite,
+// pure Go) that the local engine and the CLI share. It implements
+// store.Store and store.Checkpointer.
+//
+// # Concurrency
+//
+// The file runs in WAL mode with synchronous=NORMAL: a killed process loses
+// nothing it committed (a power cut may lose the last transactions). Each
+// Store writes through a single connection, so its own writers queue in Go
+// and never see "database is locked"; every write transaction begins
+// IMMEDIATE, so a writer in another process (the CLI deciding an approval
+// while the engine runs) makes it wait up to BusyTimeout rather than fail
+// half-way. Reads use a small pool of query-only connections and are not
+// blocked by writes. ClaimDedup, UpdateRun, AddUsage, DecideApproval and
+// SaveCheckpoint read and write inside one such transaction, which is what
+// makes them atomic.
+//
+// # Schema (version 1; PRAGMA user_version holds the version)
+//
+//	runs        id PK, pipeline, status, reason, stage, source, team, trigger (JSON),
+//	            fingerprint, parent_run_id, config_fingerprint, input_tokens,
+//	            output_tokens, cost_usd (NULL = unpriced), started_at, completed_at,
+//	            resumed_at, final_output (JSON)
+//	            indexes (started_at, id), (pipeline, started_at, id), (status, started_at, id)
+//	run_usage   (run_id, key) PK — the AddUsage contributions already counted
+//	steps       UNIQUE (run_id, name, attempt), step_index, executor, status, error,
+//	            primary/verifier/effective_confidence, output, verifier_output (JSON),
+//	            raw_response, prompt, model, provider, input_tokens, output_tokens,
+//	            cost_usd, flags (JSON array), started_at, finished_at, duration_ms,
+//	            digest (SHA-256 of the normalized record: repeat or conflict)
+//	            index (run_id, step_index, name, attempt) — execution order
+//	approvals   id PK, run_id, step, pipeline, message, task_token, created_at,
+//	            expires_at, decision ('' = pending), decided_by, decided_at
+//	dedup       (pipeline, fingerprint) PK, run_id, claimed_at
+//	checkpoints run_id PK, seq, snapshot (JSON), updated_at
+//	history     (run_id, seq) PK, time, type, state, detail (JSON)
+//
+// Timestamps are UTC text with nanoseconds and fixed width
+// (2006-01-02T15:04:05.000000000Z), so text order is time order. JSON columns
+// hold the JSON text as given. Migrations are append-only; Open applies the
+// missing ones in one transaction and refuses a file from a newer version.
+package sqlite

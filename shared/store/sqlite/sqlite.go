@@ -1,0 +1,273 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strconv"
+
+	"modernc.org/sqlite"
+
+	"github.com/stepline/stepline/shared/store"
+)
+
+// BusyTimeout is how long a write waits for another process's write
+// transaction on the same file before it fails (milliseconds).
+const BusyTimeout = 30_000
+
+// readers is the size of the read connection pool.
+const readers = 4
+
+// Store is the SQLite store. It holds one writer connection, which
+// serializes this process's writes, and a pool of readers, which WAL lets
+// read while a write is in progress.
+type Store struct {
+	w *sql.DB
+	r *sql.DB
+}
+
+var (
+	_ store.Store        = (*Store)(nil)
+	_ store.Checkpointer = (*Store)(nil)
+)
+
+// Open opens (creating it if needed) the database at path and brings its
+// schema up to date. path ":memory:" opens a private in-memory database on a
+// single connection, for tests.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, fmt.Errorf("open store: %w: empty path", store.ErrInvalid)
+	}
+	s, err := open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func open(path string) (*Store, error) {
+	if path == ":memory:" {
+		db, err := connect("file::memory:", url.Values{"_txlock": {"immediate"}})
+		if err != nil {
+			return nil, err
+		}
+		// One connection for everything, kept open: each connection to
+		// :memory: is a database of its own.
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		db.SetConnMaxLifetime(0)
+		db.SetConnMaxIdleTime(0)
+		return &Store{w: db, r: db}, nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	name := "file:" + (&url.URL{Path: abs}).EscapedPath()
+	busy := strconv.Itoa(BusyTimeout)
+	w, err := connect(name, url.Values{
+		"_busy_timeout": {busy},
+		"_journal_mode": {"WAL"},
+		"_synchronous":  {"NORMAL"},
+		"_txlock":       {"immediate"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxIdleTime(0)
+	w.SetConnMaxLifetime(0)
+	r, err := connect(name, url.Values{
+		"_busy_timeout": {busy},
+		"_query_only":   {"1"},
+	})
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers)
+	return &Store{w: w, r: r}, nil
+}
+
+func connect(name string, q url.Values) (*sql.DB, error) {
+	c, err := sqlite.NewConnector(name + "?" + q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(c), nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	err := s.w.Close()
+	if s.r != s.w {
+		err = errors.Join(err, s.r.Close())
+	}
+	return err
+}
+
+// write runs fn in a write transaction. Transactions begin IMMEDIATE, so
+// another process's writer makes this one wait (up to BusyTimeout) instead
+// of failing half-way.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// migrate applies the schema migrations the file lacks, in one transaction.
+// PRAGMA user_version holds the number applied.
+func (s *Store) migrate(ctx context.Context) error {
+	steps := migrations()
+	return s.write(ctx, func(tx *sql.Tx) error {
+		var v int
+		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		if v > len(steps) {
+			return fmt.Errorf("schema version %d is newer than this program knows (%d)", v, len(steps))
+		}
+		for i := v; i < len(steps); i++ {
+			if _, err := tx.ExecContext(ctx, steps[i]); err != nil {
+				return fmt.Errorf("migrate schema to version %d: %w", i+1, err)
+			}
+		}
+		if v == len(steps) {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(steps)))
+		return err
+	})
+}
+
+// SchemaVersion returns the schema version of the open database.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	if err := s.r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return 0, fmt.Errorf("schema version: %w", err)
+	}
+	return v, nil
+}
+
+// migrations returns the schema migrations in order; migration i brings the
+// schema from version i to i+1. Append only: a released migration never
+// changes.
+func migrations() []string {
+	return []string{schemaV1}
+}
+
+const schemaV1 = `
+CREATE TABLE runs (
+	id                 TEXT PRIMARY KEY,
+	pipeline           TEXT NOT NULL,
+	status             TEXT NOT NULL,
+	reason             TEXT NOT NULL DEFAULT '',
+	stage              TEXT NOT NULL DEFAULT '',
+	source             TEXT NOT NULL DEFAULT '',
+	team               TEXT NOT NULL DEFAULT '',
+	trigger            TEXT,
+	fingerprint        TEXT NOT NULL DEFAULT '',
+	parent_run_id      TEXT NOT NULL DEFAULT '',
+	config_fingerprint TEXT NOT NULL DEFAULT '',
+	input_tokens       INTEGER NOT NULL DEFAULT 0,
+	output_tokens      INTEGER NOT NULL DEFAULT 0,
+	cost_usd           REAL,
+	started_at         TEXT NOT NULL,
+	completed_at       TEXT,
+	resumed_at         TEXT,
+	final_output       TEXT
+);
+CREATE INDEX runs_by_started ON runs (started_at, id);
+CREATE INDEX runs_by_pipeline ON runs (pipeline, started_at, id);
+CREATE INDEX runs_by_status ON runs (status, started_at, id);
+
+CREATE TABLE run_usage (
+	run_id TEXT NOT NULL,
+	key    TEXT NOT NULL,
+	PRIMARY KEY (run_id, key)
+) WITHOUT ROWID;
+
+CREATE TABLE steps (
+	run_id               TEXT NOT NULL,
+	name                 TEXT NOT NULL,
+	attempt              INTEGER NOT NULL,
+	step_index           INTEGER NOT NULL,
+	executor             TEXT NOT NULL DEFAULT '',
+	status               TEXT NOT NULL,
+	error                TEXT NOT NULL DEFAULT '',
+	primary_confidence   REAL,
+	verifier_confidence  REAL,
+	effective_confidence REAL,
+	output               TEXT,
+	verifier_output      TEXT,
+	raw_response         TEXT NOT NULL DEFAULT '',
+	prompt               TEXT NOT NULL DEFAULT '',
+	model                TEXT NOT NULL DEFAULT '',
+	provider             TEXT NOT NULL DEFAULT '',
+	input_tokens         INTEGER NOT NULL DEFAULT 0,
+	output_tokens        INTEGER NOT NULL DEFAULT 0,
+	cost_usd             REAL,
+	flags                TEXT,
+	started_at           TEXT NOT NULL,
+	finished_at          TEXT NOT NULL,
+	duration_ms          INTEGER NOT NULL DEFAULT 0,
+	digest               TEXT NOT NULL,
+	UNIQUE (run_id, name, attempt)
+);
+CREATE INDEX steps_in_order ON steps (run_id, step_index, name, attempt);
+
+CREATE TABLE approvals (
+	id          TEXT PRIMARY KEY,
+	run_id      TEXT NOT NULL,
+	step        TEXT NOT NULL,
+	pipeline    TEXT NOT NULL DEFAULT '',
+	message     TEXT NOT NULL DEFAULT '',
+	task_token  TEXT NOT NULL,
+	created_at  TEXT NOT NULL,
+	expires_at  TEXT NOT NULL,
+	decision    TEXT NOT NULL DEFAULT '',
+	decided_by  TEXT NOT NULL DEFAULT '',
+	decided_at  TEXT
+);
+CREATE INDEX approvals_by_run ON approvals (run_id);
+
+CREATE TABLE dedup (
+	pipeline    TEXT NOT NULL,
+	fingerprint TEXT NOT NULL,
+	run_id      TEXT NOT NULL,
+	claimed_at  TEXT NOT NULL,
+	PRIMARY KEY (pipeline, fingerprint)
+) WITHOUT ROWID;
+
+CREATE TABLE checkpoints (
+	run_id     TEXT PRIMARY KEY,
+	seq        INTEGER NOT NULL,
+	snapshot   TEXT NOT NULL,
+	updated_at TEXT NOT NULL
+);
+
+CREATE TABLE history (
+	run_id TEXT NOT NULL,
+	seq    INTEGER NOT NULL,
+	time   TEXT NOT NULL,
+	type   TEXT NOT NULL,
+	state  TEXT NOT NULL DEFAULT '',
+	detail TEXT,
+	PRIMARY KEY (run_id, seq)
+);
+`

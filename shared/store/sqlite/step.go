@@ -1,0 +1,121 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/store/internal/record"
+)
+
+const stepColumns = `run_id, name, attempt, step_index, executor, status, error,
+	primary_confidence, verifier_confidence, effective_confidence, output, verifier_output,
+	raw_response, prompt, model, provider, input_tokens, output_tokens, cost_usd, flags,
+	started_at, finished_at, duration_ms`
+
+// PutStep implements store.Store. The insert is skipped when the key is
+// taken; the stored record's digest then tells a repeat from a conflict.
+// Records never change once written, so reading the digest afterwards is
+// safe outside a transaction.
+func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
+	rec, err := store.NormalizeStep(rec)
+	if err != nil {
+		return fmt.Errorf("put step: %w", err)
+	}
+	digest, err := record.StepDigest(rec)
+	if err != nil {
+		return fmt.Errorf("put step %q: %w", rec.Name, err)
+	}
+	var flags any
+	if len(rec.Flags) > 0 {
+		b, err := json.Marshal(rec.Flags)
+		if err != nil {
+			return fmt.Errorf("put step %q: %w", rec.Name, err)
+		}
+		flags = string(b)
+	}
+	res, err := s.w.ExecContext(ctx, `INSERT INTO steps (`+stepColumns+`, digest)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (run_id, name, attempt) DO NOTHING`,
+		rec.RunID, rec.Name, rec.Attempt, rec.Index, rec.Executor, string(rec.Status), rec.Error,
+		nullFloat(rec.PrimaryConfidence), nullFloat(rec.VerifierConfidence), nullFloat(rec.EffectiveConfidence),
+		jsonText(rec.Output), jsonText(rec.VerifierOutput), rec.RawResponse, rec.Prompt, rec.Model, rec.Provider,
+		rec.InputTokens, rec.OutputTokens, nullFloat(rec.CostUSD), flags,
+		record.FormatTime(rec.StartedAt), record.FormatTime(rec.FinishedAt), rec.DurationMS, digest)
+	if err != nil {
+		return fmt.Errorf("put step %q attempt %d of run %q: %w", rec.Name, rec.Attempt, rec.RunID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("put step %q attempt %d of run %q: %w", rec.Name, rec.Attempt, rec.RunID, err)
+	}
+	if n == 1 {
+		return nil
+	}
+	var stored string
+	err = s.w.QueryRowContext(ctx, `SELECT digest FROM steps WHERE run_id = ? AND name = ? AND attempt = ?`,
+		rec.RunID, rec.Name, rec.Attempt).Scan(&stored)
+	if err != nil {
+		return fmt.Errorf("put step %q attempt %d of run %q: %w", rec.Name, rec.Attempt, rec.RunID, err)
+	}
+	if stored != digest {
+		return fmt.Errorf("put step %q attempt %d of run %q: %w: a different record is stored", rec.Name, rec.Attempt, rec.RunID, store.ErrConflict)
+	}
+	return nil
+}
+
+// ListSteps implements store.Store.
+func (s *Store) ListSteps(ctx context.Context, runID string) ([]store.StepRecord, error) {
+	recs, err := listSteps(ctx, s.r, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list steps of run %q: %w", runID, err)
+	}
+	return recs, nil
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func listSteps(ctx context.Context, q querier, runID string) ([]store.StepRecord, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+stepColumns+` FROM steps WHERE run_id = ?
+		ORDER BY step_index, name, attempt`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var recs []store.StepRecord
+	for rows.Next() {
+		var r store.StepRecord
+		var status, started, finished string
+		var pc, vc, ec, cost sql.NullFloat64
+		var out, vout, flags sql.NullString
+		if err := rows.Scan(&r.RunID, &r.Name, &r.Attempt, &r.Index, &r.Executor, &status, &r.Error,
+			&pc, &vc, &ec, &out, &vout, &r.RawResponse, &r.Prompt, &r.Model, &r.Provider,
+			&r.InputTokens, &r.OutputTokens, &cost, &flags, &started, &finished, &r.DurationMS); err != nil {
+			return nil, err
+		}
+		r.Status = store.StepStatus(status)
+		r.PrimaryConfidence, r.VerifierConfidence, r.EffectiveConfidence = floatPtr(pc), floatPtr(vc), floatPtr(ec)
+		r.CostUSD = floatPtr(cost)
+		r.Output, r.VerifierOutput = rawJSON(out), rawJSON(vout)
+		if flags.Valid {
+			if err := json.Unmarshal([]byte(flags.String), &r.Flags); err != nil {
+				return nil, fmt.Errorf("step %q flags: %w", r.Name, err)
+			}
+		}
+		if r.StartedAt, err = record.ParseTime(started); err != nil {
+			return nil, err
+		}
+		if r.FinishedAt, err = record.ParseTime(finished); err != nil {
+			return nil, err
+		}
+		recs = append(recs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
