@@ -270,7 +270,7 @@ func jsonataString(s string) string {
 // string that Step Functions would evaluate (it starts with {% and ends
 // with %}, as a Liquid template may) becomes a JSONata string literal that
 // evaluates to itself. Multi-line strings are written the same way, with
-// their newlines escaped, and the empty string as '', so that definition
+// their newlines escaped, and the empty string as an empty literal, so that definition
 // validators that match string values line by line accept them.
 func encodeStatic(v any) any {
 	switch v := v.(type) {

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -35,7 +36,7 @@ var fieldSets = sync.OnceValue(func() map[string][]string {
 			Properties map[string]any `json:"properties"`
 		} `json:"definitions"`
 	}
-	_ = jsonUnmarshal(schemaJSON, &s)
+	_ = json.Unmarshal(schemaJSON, &s)
 	out := map[string][]string{"": keys(s.Properties)}
 	for name, def := range s.Definitions {
 		out[name] = keys(def.Properties)

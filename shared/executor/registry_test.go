@@ -49,7 +49,7 @@ func TestProviderRefusals(t *testing.T) {
 	}
 	// Human and pipeline steps are run by the state machine, yet their
 	// configurations validate.
-	if errs := CheckConfig(Human, map[string]any{"timeout_seconds": 300, "approvers": []any{"alice"}}); len(errs) != 0 {
+	if errs := CheckConfig(Human, map[string]any{"timeout_seconds": 300, "approvers": []any{"oncall-lead"}}); len(errs) != 0 {
 		t.Errorf("human config: %v", errs)
 	}
 	if errs := CheckConfig(Pipeline, map[string]any{"pipeline": "child", "context": map[string]any{"summary": "x"}}); len(errs) != 0 {

@@ -28,7 +28,7 @@ import (
 //	  - {error: "http 500"}                 # any other message: ExecutorUnavailable
 //	triage:verifier: ['{"confidence": 0.8, "summary": "agrees", "next_step_context": ""}']
 //	fan/0: [...]                            # fan-out item 0 of step "fan"
-//	approve-deploy: [approve, {decision: reject, by: alice, comment: too risky}]
+//	approve-deploy: [approve, {decision: reject, by: oncall-lead, comment: too risky}]
 //
 // Verifier calls use "<step>:verifier", fan-out items "<fan_out>/<i>",
 // parallel branches their own names. A single reply may stand without the

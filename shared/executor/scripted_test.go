@@ -25,7 +25,7 @@ triage:verifier: '{"confidence": 0.8, "summary": "agrees", "next_step_context": 
 fan/0: ['{"confidence":1,"summary":"item 0","next_step_context":""}']
 approve-deploy:
   - approve
-  - {decision: reject, by: alice, comment: too risky}
+  - {decision: reject, by: oncall-lead, comment: too risky}
   - Rejected
   - maybe
   - {error: timeout}
@@ -84,7 +84,7 @@ func TestResponsesDecision(t *testing.T) {
 		fault string
 	}{
 		{d: Decision{Approved: true}},
-		{d: Decision{Approved: false, By: "alice", Comment: "too risky"}},
+		{d: Decision{Approved: false, By: "oncall-lead", Comment: "too risky"}},
 		{d: Decision{Approved: false}},
 		{fault: fault.NameConfigError},
 		{fault: fault.NameExecutorTimeout},
@@ -178,7 +178,7 @@ func TestParseResponsesErrors(t *testing.T) {
 		{"error with extra keys", "a:\n  - {error: timeout, after: 3}\n", "responses.yaml:2:5: an error reply has only the key error"},
 		{"empty error", "a:\n  - {error: \"\"}\n", "responses.yaml:2:13: error: want a message"},
 		{"bad decision", "a:\n  - {decision: maybe}\n", `responses.yaml:2:16: decision: want approve or reject, got "maybe"`},
-		{"decision with unknown key", "a:\n  - {decision: approve, who: bob}\n", `responses.yaml:2:5: unknown key "who" in a decision`},
+		{"decision with unknown key", "a:\n  - {decision: approve, who: reviewer}\n", `responses.yaml:2:5: unknown key "who" in a decision`},
 		{"syntax error", "a:\n  - \"unterminated\n", "responses.yaml:2: found unexpected end of stream"},
 		{"bad indentation", "a:\n  - x\n - y\n", "responses.yaml:2: did not find expected key"},
 		{"empty step name", "\"\": [x]\n", "responses.yaml:1:1: want a step name"},

@@ -104,3 +104,22 @@ func scanApproval(row scanner) (store.Approval, error) {
 	}
 	return a, nil
 }
+
+// RunApprovals returns the approvals of a run, oldest first: the local
+// CLI finds the one to decide by run and step.
+func (s *Store) RunApprovals(ctx context.Context, runID string) ([]store.Approval, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE run_id = ? ORDER BY created_at, id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list approvals of run %q: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []store.Approval
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list approvals of run %q: %w", runID, err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}

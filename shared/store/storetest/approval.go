@@ -66,17 +66,17 @@ func testDecideSingleUse(t *testing.T, s store.Store) {
 	a := approval("appr-1", t0, time.Hour)
 	must(t, s.CreateApproval(ctx, a))
 	now := t0.Add(10 * time.Minute).In(elsewhere)
-	got, err := s.DecideApproval(ctx, "appr-1", store.DecisionApproved, "alice@example.com", now)
+	got, err := s.DecideApproval(ctx, "appr-1", store.DecisionApproved, "lead@example.com", now)
 	must(t, err)
 	want := a
-	want.Decision, want.DecidedBy, want.DecidedAt = store.DecisionApproved, "alice@example.com", tp(now)
+	want.Decision, want.DecidedBy, want.DecidedAt = store.DecisionApproved, "lead@example.com", tp(now)
 	sameApproval(t, got, want)
 	stored, err := s.GetApproval(ctx, "appr-1")
 	must(t, err)
 	sameApproval(t, stored, want)
 
 	for _, d := range []store.Decision{store.DecisionApproved, store.DecisionRejected} {
-		got, err := s.DecideApproval(ctx, "appr-1", d, "bob@example.com", now.Add(time.Minute))
+		got, err := s.DecideApproval(ctx, "appr-1", d, "reviewer@example.com", now.Add(time.Minute))
 		mustErr(t, err, store.ErrConflict)
 		sameApproval(t, got, want) // the stored decision comes back
 	}
