@@ -44,9 +44,13 @@ lint:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
-## run: validate the example pipelines
+## run: the main job: run the SRE triage example offline, scripted replies
+## standing in for the models and the approver, on the embedded SQLite store
 run: cli
-	$(BIN)/stepline validate pipelines/*.yaml
+	$(BIN)/stepline run \
+		--event events/checkout-latency.trigger.json \
+		--responses pipelines/responses/sre-alert-triage.yaml \
+		pipelines/sre-alert-triage.yaml
 
 clean:
 	rm -rf $(BIN) cdk.out

@@ -42,6 +42,12 @@ const (
 func commands() map[string]command {
 	return map[string]command{
 		"compile":  {"compile a pipeline to a Step Functions state machine (ASL)", cmdCompile},
+		"run":      {"compile and run a pipeline locally (SQLite, offline with --responses)", cmdRun},
+		"runs":     {"list local runs", cmdRuns},
+		"show":     {"show a local run: steps and execution history", cmdShow},
+		"resume":   {"continue an interrupted local run from its last checkpoint", cmdResume},
+		"approve":  {"approve a waiting human step of a local run", cmdApprove},
+		"reject":   {"reject a waiting human step of a local run", cmdReject},
 		"validate": {"check pipeline files and report every problem with its position", cmdValidate},
 		"graph":    {"draw a pipeline's state machine (Mermaid or Graphviz)", cmdGraph},
 		"schema":   {"print the JSON Schema of the pipeline format", cmdSchema},

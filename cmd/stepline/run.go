@@ -1,0 +1,327 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/local"
+	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/task"
+)
+
+// stateFlags are the flags every command over the local state shares.
+type stateFlags struct {
+	dir string
+	db  string
+}
+
+func (s *stateFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.dir, "dir", local.DefaultDir, "state directory (runs database and compiled definitions)")
+	fs.StringVar(&s.db, "db", "", "SQLite database file (default <dir>/stepline.db)")
+}
+
+// progress prints steps as they start and finish.
+type progress struct {
+	mu      sync.Mutex
+	w       io.Writer
+	started map[string]time.Time
+}
+
+func newProgress(w io.Writer) *progress { return &progress{w: w, started: map[string]time.Time{}} }
+
+func (p *progress) event(_ string, e store.HistoryEvent) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var where struct {
+		Path string `json:"path"`
+	}
+	_ = json.Unmarshal(e.Detail, &where)
+	key := e.State + "\x00" + where.Path // Map iterations share state names
+	switch e.Type {
+	case "TaskScheduled":
+		if _, seen := p.started[key]; !seen {
+			p.started[key] = e.Time
+		}
+	case "TaskSucceeded":
+		var d struct {
+			Output struct {
+				Payload task.Response `json:"Payload"`
+			} `json:"output"`
+		}
+		if json.Unmarshal(e.Detail, &d) != nil || d.Output.Payload.Status == "" {
+			return
+		}
+		r := d.Output.Payload
+		var out struct {
+			Confidence *float64 `json:"confidence"`
+			Summary    string   `json:"summary"`
+		}
+		_ = json.Unmarshal(r.Output, &out)
+		conf := "   -"
+		if out.Confidence != nil {
+			conf = fmt.Sprintf("%.2f", *out.Confidence)
+		}
+		var dur time.Duration
+		if t, ok := p.started[key]; ok {
+			dur = e.Time.Sub(t)
+		}
+		delete(p.started, key)
+		fmt.Fprintf(p.w, "  %-28s %-10s confidence %s  %6s  %s\n", r.Step, r.Status, conf, dur.Round(time.Millisecond), oneLine(out.Summary, 60))
+	case "TaskFailed", "TaskTimedOut":
+		var d struct{ Error, Cause string }
+		_ = json.Unmarshal(e.Detail, &d)
+		var lambda struct {
+			ErrorMessage string `json:"errorMessage"`
+		}
+		if json.Unmarshal([]byte(d.Cause), &lambda) == nil && lambda.ErrorMessage != "" {
+			d.Cause = lambda.ErrorMessage
+		}
+		fmt.Fprintf(p.w, "  %-28s attempt failed: %s\n", e.State, oneLine(d.Error+": "+d.Cause, 90))
+	}
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len([]rune(s)) > n {
+		return string([]rune(s)[:n-1]) + "…"
+	}
+	return s
+}
+
+// openRunner opens the local state with the step function wired.
+func openRunner(ctx context.Context, e env, sf stateFlags, responses *executor.Responses, prog *progress) (*local.Runner, error) {
+	dir := sf.dir
+	if dir == "" {
+		dir = local.DefaultDir
+	}
+	cfg := local.Config{Dir: dir, DBPath: sf.db, Handler: stepHandler(e, responses, dir)}
+	if prog != nil {
+		cfg.OnEvent = prog.event
+	}
+	return local.Open(ctx, cfg)
+}
+
+// cmdRun compiles and runs a pipeline locally.
+func cmdRun(ctx context.Context, e env) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var sf stateFlags
+	sf.register(fs)
+	eventPath := fs.String("event", "", "JSON file with the event that starts the run")
+	responsesPath := fs.String("responses", "", "YAML file of scripted replies that stand in for the executors")
+	asJSON := fs.Bool("json", false, "print the outcome as one JSON object")
+	by := fs.String("by", "", "name recorded for interactive approvals (default $USER)")
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "usage: stepline run [flags] FILE")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(e.args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	var trigger json.RawMessage
+	if *eventPath != "" {
+		b, err := os.ReadFile(*eventPath)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "stepline: read event: %v\n", err)
+			return exitFailed
+		}
+		if trigger, err = eventTrigger(b); err != nil {
+			fmt.Fprintf(e.stderr, "%s: %v\n", *eventPath, err)
+			return exitFailed
+		}
+	}
+	var responses *executor.Responses
+	if *responsesPath != "" {
+		var err error
+		if responses, err = executor.LoadResponses(*responsesPath); err != nil {
+			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+			return exitFailed
+		}
+	}
+	var prog *progress
+	if !*asJSON {
+		prog = newProgress(e.stdout)
+	}
+	r, err := openRunner(ctx, e, sf, responses, prog)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		return exitFailed
+	}
+	defer r.Close()
+	path := fs.Arg(0)
+	if !*asJSON {
+		fmt.Fprintf(e.stdout, "running %s\n", path)
+	}
+	o, err := r.Run(ctx, path, trigger, "")
+	if err != nil {
+		fmt.Fprintf(e.stderr, "%v\n", err)
+		return exitFailed
+	}
+	o, err = answerApprovals(ctx, e, r, o, responses, *by, !*asJSON)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		return exitFailed
+	}
+	return report(ctx, e, r, o, *asJSON)
+}
+
+// eventTrigger turns an event file into the run's trigger: a file with a
+// top-level "trigger" is used as it is, any other JSON object is the
+// trigger itself.
+func eventTrigger(b []byte) (json.RawMessage, error) {
+	var v map[string]json.RawMessage
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("an event must be a JSON object: %v", err)
+	}
+	if t, ok := v["trigger"]; ok {
+		return t, nil
+	}
+	return b, nil
+}
+
+// answerApprovals decides the approvals a run waits for: from the
+// responses file when it scripts them, else by asking on the terminal.
+func answerApprovals(ctx context.Context, e env, r *local.Runner, o local.Outcome, responses *executor.Responses, by string, interactive bool) (local.Outcome, error) {
+	for o.Status == store.RunWaiting && len(o.Waiting) > 0 {
+		a := o.Waiting[0]
+		decision, who, ok := "", by, false
+		if responses != nil {
+			if d, err := responses.Decision(a.Step); err == nil {
+				decision, ok = task.Reject, true
+				if d.Approved {
+					decision = task.Approve
+				}
+				if d.By != "" {
+					who = d.By
+				}
+			}
+		}
+		if !ok && interactive && isTerminal(e.stdin) {
+			decision, ok = ask(e, a)
+		}
+		if !ok {
+			return o, nil
+		}
+		if who == "" {
+			who = e.getenv("USER")
+		}
+		if who == "" {
+			who = "local operator"
+		}
+		if interactive {
+			fmt.Fprintf(e.stdout, "  %-28s %s by %s\n", a.Step, decision+"d", who)
+		}
+		var err error
+		if o, err = r.Decide(ctx, o.RunID, a.Step, decision, who); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func ask(e env, a store.Approval) (string, bool) {
+	fmt.Fprintf(e.stdout, "\napproval needed for step %q:\n%s\napprove? [y/n] ", a.Step, a.Message)
+	line, err := bufio.NewReader(e.stdin).ReadString('\n')
+	if err != nil {
+		return "", false
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return task.Approve, true
+	case "n", "no":
+		return task.Reject, true
+	}
+	return "", false
+}
+
+// runReport is the --json form of a run's outcome.
+type runReport struct {
+	RunID    string       `json:"run_id"`
+	Pipeline string       `json:"pipeline"`
+	Status   string       `json:"status"`
+	Reason   string       `json:"reason,omitempty"`
+	Steps    []stepReport `json:"steps"`
+	Waiting  []string     `json:"waiting_for,omitempty"`
+}
+
+type stepReport struct {
+	Name       string          `json:"name"`
+	Status     string          `json:"status"`
+	Confidence *float64        `json:"confidence"`
+	Attempts   int             `json:"attempts"`
+	Output     json.RawMessage `json:"output,omitempty"`
+}
+
+// buildReport reads the run's step records: one entry per step, its last
+// attempt's outcome and its attempt count.
+func buildReport(ctx context.Context, r *local.Runner, o local.Outcome) (runReport, error) {
+	rep := runReport{RunID: o.RunID, Pipeline: o.Pipeline, Status: string(o.Status), Reason: o.Reason, Steps: []stepReport{}}
+	for _, a := range o.Waiting {
+		rep.Waiting = append(rep.Waiting, a.Step)
+	}
+	steps, err := r.Store.ListSteps(ctx, o.RunID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return rep, err
+	}
+	index := map[string]int{}
+	for _, s := range steps {
+		i, ok := index[s.Name]
+		if !ok {
+			i = len(rep.Steps)
+			index[s.Name] = i
+			rep.Steps = append(rep.Steps, stepReport{Name: s.Name})
+		}
+		sr := &rep.Steps[i]
+		sr.Attempts = max(sr.Attempts, s.Attempt)
+		sr.Status = string(s.Status)
+		sr.Confidence = s.EffectiveConfidence
+		sr.Output = s.Output
+	}
+	return rep, nil
+}
+
+func report(ctx context.Context, e env, r *local.Runner, o local.Outcome, asJSON bool) int {
+	rep, err := buildReport(ctx, r, o)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		return exitFailed
+	}
+	if asJSON {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Fprintf(e.stdout, "%s\n", b)
+		return exitOK
+	}
+	fmt.Fprintf(e.stdout, "run %s: %s", o.RunID, o.Status)
+	if o.Reason != "" {
+		fmt.Fprintf(e.stdout, " — %s", oneLine(o.Reason, 120))
+	}
+	fmt.Fprintln(e.stdout)
+	for _, a := range o.Waiting {
+		fmt.Fprintf(e.stdout, "waiting for approval of %q: stepline approve %s %s (or reject)\n", a.Step, o.RunID, a.Step)
+	}
+	return exitOK
+}

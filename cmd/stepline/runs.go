@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+
+	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/task"
+)
+
+// cmdRuns lists runs, newest first.
+func cmdRuns(ctx context.Context, e env) int {
+	fs := flag.NewFlagSet("runs", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var sf stateFlags
+	sf.register(fs)
+	pipelineName := fs.String("pipeline", "", "only runs of this pipeline")
+	status := fs.String("status", "", "only runs with this status")
+	limit := fs.Int("n", 50, "at most this many runs")
+	if err := fs.Parse(e.args); err != nil || fs.NArg() != 0 {
+		return exitUsage
+	}
+	r, err := openRunner(ctx, e, sf, nil, nil)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		return exitFailed
+	}
+	defer r.Close()
+	runs, err := r.Store.ListRuns(ctx, store.RunFilter{Pipeline: *pipelineName, Status: store.RunStatus(*status), Limit: *limit})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		return exitFailed
+	}
+	for _, run := range runs {
+		fmt.Fprintf(e.stdout, "%s  %-24s %-11s %s  %s\n", run.ID, run.Pipeline, run.Status, run.StartedAt.Local().Format("2006-01-02 15:04:05"), oneLine(run.Reason, 60))
+	}
+	return exitOK
+}
+
+// cmdShow prints a run: its status, steps and execution history.
+func cmdShow(ctx context.Context, e env) int {
+	fs := flag.NewFlagSet("show", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var sf stateFlags
+	sf.register(fs)
+	asJSON := fs.Bool("json", false, "print the run, its steps and history as JSON")
+	if err := fs.Parse(e.args); err != nil || fs.NArg() != 1 {
+		fmt.Fprintln(e.stderr, "usage: stepline show [--json] RUN")
+		return exitUsage
+	}
+	r, err := openRunner(ctx, e, sf, nil, nil)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		return exitFailed
+	}
+	defer r.Close()
+	run, steps, err := r.Store.GetRunWithSteps(ctx, fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepline: run %s: %v\n", fs.Arg(0), err)
+		return exitFailed
+	}
+	history, err := r.History(ctx, run.ID)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		return exitFailed
+	}
+	if *asJSON {
+		b, _ := json.MarshalIndent(map[string]any{"run": run, "steps": steps, "history": history}, "", "  ")
+		fmt.Fprintf(e.stdout, "%s\n", b)
+		return exitOK
+	}
+	fmt.Fprintf(e.stdout, "run %s  pipeline %s  status %s\n", run.ID, run.Pipeline, run.Status)
+	if run.Reason != "" {
+		fmt.Fprintf(e.stdout, "reason: %s\n", run.Reason)
+	}
+	fmt.Fprintf(e.stdout, "tokens: %d in, %d out\n\nsteps:\n", run.Usage.InputTokens, run.Usage.OutputTokens)
+	for _, s := range steps {
+		conf := "   -"
+		if s.EffectiveConfidence != nil {
+			conf = fmt.Sprintf("%.2f", *s.EffectiveConfidence)
+		}
+		fmt.Fprintf(e.stdout, "  %-28s #%d %-10s %s  %5dms  %s\n", s.Name, s.Attempt, s.Status, conf, s.DurationMS, oneLine(s.Error, 60))
+	}
+	fmt.Fprintln(e.stdout, "\nhistory:")
+	for _, h := range history {
+		fmt.Fprintf(e.stdout, "  %4d %s %-20s %s\n", h.Seq, h.Time.Local().Format("15:04:05.000"), h.Type, h.State)
+	}
+	return exitOK
+}
+
+// cmdResume continues a run from its last checkpoint.
+func cmdResume(ctx context.Context, e env) int {
+	fs := flag.NewFlagSet("resume", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var sf stateFlags
+	sf.register(fs)
+	if err := fs.Parse(e.args); err != nil || fs.NArg() != 1 {
+		fmt.Fprintln(e.stderr, "usage: stepline resume RUN")
+		return exitUsage
+	}
+	r, err := openRunner(ctx, e, sf, nil, newProgress(e.stdout))
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		return exitFailed
+	}
+	defer r.Close()
+	o, err := r.Resume(ctx, fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		return exitFailed
+	}
+	return report(ctx, e, r, o, false)
+}
+
+func cmdApprove(ctx context.Context, e env) int { return decide(ctx, e, "approve", task.Approve) }
+func cmdReject(ctx context.Context, e env) int  { return decide(ctx, e, "reject", task.Reject) }
+
+// decide approves or rejects a waiting human step and drives the run on.
+func decide(ctx context.Context, e env, name, decision string) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var sf stateFlags
+	sf.register(fs)
+	by := fs.String("by", "", "who decides (default $USER)")
+	if err := fs.Parse(e.args); err != nil || fs.NArg() != 2 {
+		fmt.Fprintf(e.stderr, "usage: stepline %s [--by NAME] RUN STEP\n", name)
+		return exitUsage
+	}
+	who := *by
+	if who == "" {
+		who = e.getenv("USER")
+	}
+	if who == "" {
+		who = "local operator"
+	}
+	r, err := openRunner(ctx, e, sf, nil, newProgress(e.stdout))
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		return exitFailed
+	}
+	defer r.Close()
+	o, err := r.Decide(ctx, fs.Arg(0), fs.Arg(1), decision, who)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		return exitFailed
+	}
+	return report(ctx, e, r, o, false)
+}

@@ -1,0 +1,152 @@
+// Package engine is Stepline's local interpreter of Amazon States Language:
+// it runs the same JSONata state machines the compiler emits for AWS Step
+// Functions, with Task resources resolved to in-process Go handlers and the
+// execution state checkpointed in a Journal (the SQLite store) after every
+// transition, so a run survives the process.
+//
+// # Running
+//
+// [New] takes a [Config]: the [Journal], the [Resources] that map a Task to
+// a [Handler], a [ChildStarter] for nested state machines, a [Clock] and a
+// [Rand] (injected so that Wait, Retry backoff, jitter and timeouts are
+// testable without waiting), [Definitions] to find a run's definition when a
+// task token arrives in another process, and OnEvent to watch progress.
+//
+// [Engine.Start] drives a run until it ends (SUCCEEDED, FAILED, TIMED_OUT),
+// pauses (WAITING: every active path waits for a task token) or its context
+// is cancelled (the last checkpoint stays for [Engine.Resume]).
+// [Engine.SendTaskSuccess], [Engine.SendTaskFailure] and
+// [Engine.SendTaskHeartbeat] complete a waiting task from any process:
+// tokens carry their run ID, the run is loaded from its checkpoint (its
+// definition from Config.Definitions, checked against the hash recorded at
+// Start) and driven to its next pause or end. A token sent to a run this
+// engine is driving is handed to the live driver. [Engine.History] returns
+// the recorded events.
+//
+// # Design
+//
+// A definition is validated and every JSONata string compiled once
+// ([asl.StateMachine] pointers are cached); the definition is never
+// mutated. Per-run state is a snapshot: a tree of paths (the top level, each
+// Parallel branch, each Map iteration in flight), each with its state, phase,
+// input, variables, retry counters and task in flight; pending task tokens
+// with absolute deadlines; results of finished branches and iterations. One
+// driver goroutine owns it and advances runnable paths one state at a time;
+// after each step it saves a checkpoint with the new history events, and
+// only then starts the blocking work that step scheduled (handler calls,
+// child runs, timers) on worker goroutines, whose results come back to the
+// driver as completions. Parallel branches and Map iterations therefore run
+// concurrently while every transition is recorded in one order.
+//
+// On Resume, a task whose TaskScheduled event was saved but whose result was
+// not is invoked again (at least once, as in Step Functions; handlers are
+// idempotent by run, step and attempt), waits and backoffs continue until
+// their recorded instants, and token tasks whose deadline has passed time
+// out. Results already checkpointed are never recomputed.
+//
+// # Step Functions semantics implemented
+//
+//   - States: Pass, Task, Choice, Parallel, Map (inline), Wait, Succeed,
+//     Fail; QueryLanguage JSONata only.
+//   - JSONata in Arguments, Output, Assign, Items, ItemSelector,
+//     MaxConcurrency, TimeoutSeconds, HeartbeatSeconds, Seconds, Timestamp,
+//     Condition, Fail Error and Cause; "{% %}" strings are evaluated also
+//     when nested in objects and arrays. $states.input, $states.result (Task,
+//     Parallel, Map Output and Assign), $states.errorOutput ({Error, Cause},
+//     Catch Output and Assign) and $states.context: Execution.Id, Name,
+//     Input, StartTime, RoleArn, RedriveCount; State.Name, EnteredTime,
+//     RetryCount; StateMachine.Id, Name; Task.Token (waitForTaskToken tasks);
+//     Map.Item.Index and Value (ItemSelector). Step Functions' extra
+//     functions $partition, $range, $hash, $uuid and $parse are provided.
+//   - An expression that fails, returns undefined (also nested in a
+//     template) or a value of the wrong type raises
+//     States.QueryEvaluationError, which Retry and Catch of Task, Parallel
+//     and Map handle; elsewhere it fails the run. A Condition must be a
+//     boolean. No matching rule and no Default raises States.NoChoiceMatched.
+//   - Output defaults: a Task, Parallel or Map outputs its result, other
+//     states their input; a Catcher without Output outputs the error output.
+//   - Variables: Assign evaluates every value (and Output) against the
+//     values on state entry, then assigns. Each Parallel branch and Map
+//     iteration is a scope of its own that reads the outer scopes' variables
+//     and cannot assign their names (rejected when the definition is
+//     validated); its variables vanish when it ends. A Catcher's Assign on a
+//     Parallel or Map assigns in the outer scope.
+//   - Retry: the first Retrier whose ErrorEquals matches decides; wait
+//     IntervalSeconds × BackoffRate^n, capped by MaxDelaySeconds, times a
+//     random factor in [0,1) with JitterStrategy FULL; MaxAttempts 0 never
+//     retries; counters reset when the state is left. States.ALL matches
+//     everything but States.Runtime and States.DataLimitExceeded, which are
+//     never retried or caught; States.TaskFailed matches everything but
+//     States.Timeout. Catch: the first matching Catcher.
+//   - Task TimeoutSeconds raises States.Timeout (the handler's context is
+//     cancelled); without it a task has no limit (Step Functions' default is
+//     99999999 s). For waitForTaskToken tasks the deadline is absolute and
+//     recorded, and it is enforced both while the process runs and on
+//     resume; HeartbeatSeconds likewise (SendTaskHeartbeat restarts it). A
+//     machine's TimeoutSeconds ends the run TIMED_OUT with States.Timeout.
+//   - lambda:invoke: Arguments.FunctionName selects the handler, Payload is
+//     its input, and the result is the optimized integration's response,
+//     {"ExecutedVersion": "$LATEST", "Payload": <handler output>,
+//     "SdkHttpMetadata": {...}, "SdkResponseMetadata": {...},
+//     "StatusCode": 200}, so definitions read $states.result.Payload. A
+//     handler error fails the task with the name the Lambda Go runtime would
+//     report ([ErrorName]: the shared/fault type name, else the Go type
+//     name) and, as Cause, the function error document
+//     {"errorMessage": ..., "errorType": ...}. An unknown FunctionName is
+//     Lambda.ResourceNotFoundException; a panic is reported like a function
+//     error named after the panic value's type.
+//   - lambda:invoke.waitForTaskToken: the handler is called with the token
+//     in its payload; then the task waits, the run pauses (WAITING) once
+//     nothing else runs, and the output given to SendTaskSuccess is the
+//     task's result.
+//   - states:startExecution.sync:2: the ChildStarter runs the child as a run
+//     of its own; the result is the child's description with Output as JSON
+//     ({"ExecutionArn", "Name", "StateMachineArn", "Status", "Input",
+//     "Output"}); a failed child fails the task with States.TaskFailed and
+//     that description, holding the child's Error and Cause, as Cause. A
+//     child that pauses leaves the parent waiting; when the child ends later,
+//     the engine completes the parent's task.
+//   - Parallel: branches run concurrently on the Arguments (or input); the
+//     result is the array of branch outputs. Map: Items (or the input array),
+//     ItemSelector per item, iterations run concurrently up to
+//     MaxConcurrency, capped at 40 as Step Functions caps inline Maps (0
+//     means the cap); the result keeps item order. A failing branch or
+//     iteration cancels the others and fails the state with its error.
+//
+// # History
+//
+// Events (store.HistoryEvent, Seq from 1): ExecutionStarted,
+// ExecutionResumed, StateEntered, StateExited, TaskScheduled, TaskSubmitted
+// (a token task's handler returned), TaskSucceeded, TaskFailed,
+// TaskTimedOut, TaskRetried, StateRetried (Parallel, Map), TaskHeartbeat,
+// CatchTaken, WaitStarted, WaitEnded, MapIterationStarted,
+// MapIterationSucceeded, MapIterationFailed, BranchSucceeded, BranchFailed,
+// ExecutionSucceeded, ExecutionFailed, ExecutionTimedOut. Details are JSON
+// (inputs, outputs, errors, and "path" for events inside a branch or
+// iteration, e.g. "/Fan#2").
+//
+// # Known differences from Step Functions
+//
+//   - JSONata is github.com/blues/jsonata-go (JSONata 1.5.4); Step
+//     Functions runs jsonata 2.0.6. Missing here: $formatInteger,
+//     $parseInteger, $assert, the ?? operator and the % parent operator;
+//     $single needs its second argument; regular expressions are Go's RE2
+//     (no look-around); object keys come out sorted, so $keys and $string
+//     order fields differently; $now and $millis read the system clock, not
+//     the injected Clock; $random ignores a seed. Step Functions' own
+//     restriction on top-level "$" and unqualified field names is not
+//     enforced.
+//   - Expressions bind only the variables their text references ($name),
+//     so a variable reached by dynamic means ($lookup on an environment) is
+//     not seen.
+//   - Task Credentials are ignored. Only inline Map (no ItemReader,
+//     ItemBatcher, ResultWriter, tolerated failures). A task re-invoked
+//     after a crash gets a fresh TimeoutSeconds (token tasks keep their
+//     absolute deadline). An explicit JSON null Output is treated as absent.
+//   - Payload limits: only task results are checked against the 256 KiB
+//     limit (States.DataLimitExceeded); state outputs and variables are not.
+//   - Execution and state machine ARNs are local
+//     (arn:aws:states:local:000000000000:...); Execution.Name is the run ID.
+//   - Heartbeat expiry raises States.Timeout (as the States Language
+//     specifies), not States.HeartbeatTimeout.
+package engine

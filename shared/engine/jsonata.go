@@ -1,0 +1,387 @@
+package engine
+
+import (
+	"crypto/md5"
+	"crypto/rand"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+
+	jsonata "github.com/blues/jsonata-go"
+	"github.com/blues/jsonata-go/jtypes"
+
+	"github.com/stepline/stepline/shared/asl"
+)
+
+// expr is one compiled JSONata string. The expression is wrapped in a block
+// that binds the state machine variables it references, and $states, from
+// the evaluation's input document; evaluation therefore shares nothing
+// mutable and is safe for concurrent use.
+type expr struct {
+	src   string // the expression, without {% %}
+	field string // where it sits, e.g. "Arguments/Payload/run"
+	names []string
+	prog  *jsonata.Expr
+}
+
+var varRef = regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)`)
+
+// compileExpr compiles the body of a JSONata string. visible lists the
+// variables the state's scope can reference.
+func compileExpr(body, field string, visible map[string]bool) (*expr, error) {
+	if _, err := jsonata.Compile(body); err != nil {
+		return nil, fmt.Errorf("%s: JSONata expression %q does not compile: %v", field, body, err)
+	}
+	var names []string
+	seen := map[string]bool{}
+	for _, m := range varRef.FindAllStringSubmatch(body, -1) {
+		n := m[1]
+		if seen[n] || (n != "states" && !visible[n]) {
+			continue
+		}
+		seen[n] = true
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("(")
+	for _, n := range names {
+		fmt.Fprintf(&b, "$%s := $.`%s`; ", n, n)
+	}
+	b.WriteString("(\n")
+	b.WriteString(body)
+	b.WriteString("\n))")
+	prog, err := jsonata.Compile(b.String())
+	if err != nil {
+		return nil, fmt.Errorf("%s: JSONata expression %q does not compile: %v", field, body, err)
+	}
+	// Bind only the extra functions the expression calls: every binding
+	// costs on each evaluation.
+	exts := map[string]jsonata.Extension{}
+	for name, ext := range sfnFunctions {
+		if strings.Contains(body, "$"+name) {
+			exts[name] = ext
+		}
+	}
+	if len(exts) > 0 {
+		if err := prog.RegisterExts(exts); err != nil {
+			return nil, fmt.Errorf("%s: register functions: %v", field, err)
+		}
+	}
+	return &expr{src: body, field: field, names: names, prog: prog}, nil
+}
+
+// scopeVars looks up variables visible to a state.
+type scopeVars interface {
+	lookupVar(name string) (any, bool)
+}
+
+// evalEnv is what an evaluation sees: $states and the variables.
+type evalEnv struct {
+	states map[string]any
+	vars   scopeVars
+}
+
+// eval evaluates e. An undefined result is an error, as in Step Functions.
+func (e *expr) eval(env *evalEnv) (any, error) {
+	doc := make(map[string]any, len(e.names))
+	for _, n := range e.names {
+		if n == "states" {
+			doc[n] = env.states
+			continue
+		}
+		if env.vars != nil {
+			if v, ok := env.vars.lookupVar(n); ok {
+				doc[n] = v
+			}
+		}
+	}
+	v, err := e.prog.Eval(doc)
+	if errors.Is(err, jsonata.ErrUndefined) {
+		return nil, queryError("The JSONata expression '%s' specified for the field '%s' returned nothing (undefined).", e.src, e.field)
+	}
+	if err != nil {
+		return nil, queryError("The JSONata expression '%s' specified for the field '%s' failed: %v", e.src, e.field, err)
+	}
+	v, err = normalize(v)
+	if err != nil {
+		return nil, queryError("The JSONata expression '%s' specified for the field '%s' returned %v", e.src, e.field, err)
+	}
+	return v, nil
+}
+
+// normalize turns an evaluation result into plain JSON values (maps,
+// slices, float64, string, bool, nil), rejecting what JSON cannot hold.
+func normalize(v any) (any, error) {
+	switch x := v.(type) {
+	case nil, string, bool:
+		return x, nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, errors.New("a non-finite number")
+		}
+		return x, nil
+	case int:
+		return float64(x), nil
+	case int64:
+		return float64(x), nil
+	case float32:
+		return float64(x), nil
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			n, err := normalize(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = n
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			n, err := normalize(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = n
+		}
+		return out, nil
+	}
+	if _, ok := v.(jtypes.Callable); ok {
+		return nil, errors.New("a function, which is not JSON")
+	}
+	// Any other Go type survives only if it round-trips through JSON.
+	out, err := plainJSON(v)
+	if err != nil {
+		return nil, fmt.Errorf("a value of type %T, which is not JSON", v)
+	}
+	return out, nil
+}
+
+// tmpl is a compiled field value: a JSON value in which JSONata strings,
+// also nested in objects and arrays, are evaluated.
+type tmpl struct {
+	static bool // no expressions inside: value is lit
+	lit    any
+	expr   *expr
+	keys   []string
+	fields []*tmpl
+	items  []*tmpl
+	isObj  bool
+	isArr  bool
+}
+
+func compileTmpl(v any, field string, visible map[string]bool) (*tmpl, error) {
+	switch x := v.(type) {
+	case string:
+		if body, ok := asl.ExprBody(x); ok {
+			e, err := compileExpr(body, field, visible)
+			if err != nil {
+				return nil, err
+			}
+			return &tmpl{expr: e}, nil
+		}
+		return &tmpl{static: true, lit: x}, nil
+	case map[string]any:
+		t := &tmpl{isObj: true, static: true}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			f, err := compileTmpl(x[k], field+"/"+k, visible)
+			if err != nil {
+				return nil, err
+			}
+			t.keys = append(t.keys, k)
+			t.fields = append(t.fields, f)
+			t.static = t.static && f.static
+		}
+		if t.static {
+			t.lit = x
+		}
+		return t, nil
+	case []any:
+		t := &tmpl{isArr: true, static: true}
+		for i, e := range x {
+			f, err := compileTmpl(e, fmt.Sprintf("%s[%d]", field, i), visible)
+			if err != nil {
+				return nil, err
+			}
+			t.items = append(t.items, f)
+			t.static = t.static && f.static
+		}
+		if t.static {
+			t.lit = x
+		}
+		return t, nil
+	}
+	// Values built in Go (structs, typed maps) are brought to plain JSON.
+	n, err := plainJSON(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", field, err)
+	}
+	switch n.(type) {
+	case map[string]any, []any:
+		return compileTmpl(n, field, visible)
+	}
+	return &tmpl{static: true, lit: n}, nil
+}
+
+// plainJSON converts any Go value to plain JSON values through encoding/json.
+func plainJSON(v any) (any, error) {
+	switch v.(type) {
+	case nil, bool, float64, string, map[string]any, []any:
+		return v, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	err = json.Unmarshal(b, &out)
+	return out, err
+}
+
+func (t *tmpl) eval(env *evalEnv) (any, error) {
+	if t.static {
+		return t.lit, nil
+	}
+	if t.expr != nil {
+		return t.expr.eval(env)
+	}
+	if t.isObj {
+		out := make(map[string]any, len(t.keys))
+		for i, k := range t.keys {
+			v, err := t.fields[i].eval(env)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = v
+		}
+		return out, nil
+	}
+	out := make([]any, len(t.items))
+	for i, it := range t.items {
+		v, err := it.eval(env)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// The functions Step Functions adds to JSONata. $uuid uses crypto/rand.
+var sfnFunctions = map[string]jsonata.Extension{
+	"partition": {Func: sfnPartition},
+	"range":     {Func: sfnRange},
+	"hash":      {Func: sfnHash},
+	"uuid":      {Func: sfnUUID},
+	"parse":     {Func: sfnParse},
+}
+
+func sfnPartition(arr any, size any) (any, error) {
+	items, ok := arr.([]any)
+	if !ok {
+		items = []any{arr}
+	}
+	n, ok := asInt(size)
+	if !ok || n < 1 {
+		return nil, errors.New("$partition: size must be a positive integer")
+	}
+	out := []any{}
+	for i := 0; i < len(items); i += n {
+		end := min(i+n, len(items))
+		out = append(out, append([]any(nil), items[i:end]...))
+	}
+	return out, nil
+}
+
+func sfnRange(start, end, step any) (any, error) {
+	s, ok1 := asInt(start)
+	e, ok2 := asInt(end)
+	st, ok3 := asInt(step)
+	if !ok1 || !ok2 || !ok3 || st == 0 {
+		return nil, errors.New("$range: start, end and a non-zero step must be integers")
+	}
+	out := []any{}
+	for i := s; (st > 0 && i <= e) || (st < 0 && i >= e); i += st {
+		out = append(out, float64(i))
+		if len(out) > 1000 {
+			return nil, errors.New("$range: more than 1000 items")
+		}
+	}
+	return out, nil
+}
+
+func sfnHash(data any, algorithm any) (any, error) {
+	s, ok := data.(string)
+	if !ok {
+		return nil, errors.New("$hash: data must be a string")
+	}
+	alg, _ := algorithm.(string)
+	var h hash.Hash
+	switch alg {
+	case "MD5":
+		h = md5.New()
+	case "SHA-1":
+		h = sha1.New()
+	case "SHA-256":
+		h = sha256.New()
+	case "SHA-384":
+		h = sha512.New384()
+	case "SHA-512":
+		h = sha512.New()
+	default:
+		return nil, fmt.Errorf("$hash: unknown algorithm %q", alg)
+	}
+	h.Write([]byte(s))
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func sfnUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	x := hex.EncodeToString(b[:])
+	return x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:]
+}
+
+func sfnParse(s any) (any, error) {
+	str, ok := s.(string)
+	if !ok {
+		return nil, errors.New("$parse: argument must be a string")
+	}
+	var v any
+	if err := json.Unmarshal([]byte(str), &v); err != nil {
+		return nil, fmt.Errorf("$parse: %v", err)
+	}
+	return v, nil
+}
+
+func asInt(v any) (int, bool) {
+	f, ok := v.(float64)
+	if !ok {
+		if i, isInt := v.(int); isInt {
+			return i, true
+		}
+		return 0, false
+	}
+	if f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, false
+	}
+	return int(f), true
+}

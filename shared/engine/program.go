@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+
+	"github.com/stepline/stepline/shared/asl"
+)
+
+// program is a definition prepared for running: validated, every JSONata
+// string compiled once. It is immutable and shared by every run of the
+// definition.
+type program struct {
+	def    *asl.StateMachine
+	hash   string // sha256 of the marshalled definition
+	root   *scope
+	states map[string]*stateProg // state names are unique in a machine
+}
+
+// scope is one States object: the top level, a Parallel branch or a Map
+// item processor.
+type scope struct {
+	startAt string
+	parent  *scope
+	visible map[string]bool // variables assigned here or in an outer scope
+}
+
+type assignProg struct {
+	name string
+	val  *tmpl
+}
+
+type choiceProg struct {
+	cond   *tmpl
+	output *tmpl
+	assign []assignProg
+	next   string
+}
+
+type catchProg struct {
+	errorEquals []string
+	output      *tmpl
+	assign      []assignProg
+	next        string
+}
+
+type stateProg struct {
+	name  string
+	state asl.State
+	scope *scope
+
+	args, output, items, selector *tmpl
+	timeout, heartbeat, seconds   *tmpl
+	maxConcurrency, timestamp     *tmpl
+	failError, failCause          *tmpl
+	assign                        []assignProg
+	choices                       []choiceProg
+	defaultNext                   string
+	catches                       []catchProg
+	retry                         []asl.Retrier
+	branches                      []*scope
+	processor                     *scope
+	next                          string
+	end                           bool
+	resource                      string
+}
+
+// compile validates def and compiles its expressions.
+func compile(def *asl.StateMachine) (*program, error) {
+	if def == nil {
+		return nil, fmt.Errorf("compile definition: nil state machine")
+	}
+	if err := def.Validate(); err != nil {
+		return nil, fmt.Errorf("compile definition: %w", err)
+	}
+	raw, err := asl.Marshal(def)
+	if err != nil {
+		return nil, fmt.Errorf("compile definition: %w", err)
+	}
+	sum := sha256.Sum256(raw)
+	p := &program{def: def, hash: hex.EncodeToString(sum[:]), states: map[string]*stateProg{}}
+	p.root, err = p.scope(def.StartAt, def.States, nil)
+	if err != nil {
+		return nil, fmt.Errorf("compile definition: %w", err)
+	}
+	return p, nil
+}
+
+func (p *program) scope(startAt string, states asl.States, parent *scope) (*scope, error) {
+	sc := &scope{startAt: startAt, parent: parent, visible: map[string]bool{}}
+	if parent != nil {
+		for v := range parent.visible {
+			sc.visible[v] = true
+		}
+	}
+	for _, v := range asl.VisibleVariables(states) {
+		sc.visible[v] = true
+	}
+	for name, st := range states.All() {
+		sp, err := p.state(name, st, sc)
+		if err != nil {
+			return nil, fmt.Errorf("state %q: %w", name, err)
+		}
+		p.states[name] = sp
+	}
+	return sc, nil
+}
+
+func (p *program) state(name string, st asl.State, sc *scope) (*stateProg, error) {
+	sp := &stateProg{name: name, state: st, scope: sc}
+	vis := sc.visible
+	var err error
+	field := func(dst **tmpl, v any, f string) {
+		if err != nil || v == nil {
+			return
+		}
+		*dst, err = compileTmpl(v, f, vis)
+	}
+	assign := func(m map[string]any, f string) []assignProg {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var out []assignProg
+		for _, k := range keys {
+			var t *tmpl
+			field(&t, m[k], f+"/"+k)
+			if t == nil && err == nil {
+				t = &tmpl{static: true}
+			}
+			out = append(out, assignProg{name: k, val: t})
+		}
+		return out
+	}
+	catches := func(cs []asl.Catcher) []catchProg {
+		var out []catchProg
+		for i, c := range cs {
+			cp := catchProg{errorEquals: c.ErrorEquals, next: c.Next}
+			field(&cp.output, c.Output, fmt.Sprintf("Catch[%d]/Output", i))
+			cp.assign = assign(c.Assign, fmt.Sprintf("Catch[%d]/Assign", i))
+			out = append(out, cp)
+		}
+		return out
+	}
+	str := func(dst **tmpl, s, f string) {
+		if s != "" {
+			field(dst, s, f)
+		}
+	}
+	switch v := st.(type) {
+	case *asl.Pass:
+		field(&sp.output, v.Output, "Output")
+		sp.assign = assign(v.Assign, "Assign")
+		sp.next, sp.end = v.Next, v.End
+	case *asl.Task:
+		sp.resource = v.Resource
+		field(&sp.args, v.Arguments, "Arguments")
+		field(&sp.timeout, v.TimeoutSeconds, "TimeoutSeconds")
+		field(&sp.heartbeat, v.HeartbeatSeconds, "HeartbeatSeconds")
+		field(&sp.output, v.Output, "Output")
+		sp.assign = assign(v.Assign, "Assign")
+		sp.retry = v.Retry
+		sp.catches = catches(v.Catch)
+		sp.next, sp.end = v.Next, v.End
+	case *asl.Choice:
+		for i, r := range v.Choices {
+			cp := choiceProg{next: r.Next}
+			field(&cp.cond, r.Condition, fmt.Sprintf("Choices[%d]/Condition", i))
+			field(&cp.output, r.Output, fmt.Sprintf("Choices[%d]/Output", i))
+			cp.assign = assign(r.Assign, fmt.Sprintf("Choices[%d]/Assign", i))
+			sp.choices = append(sp.choices, cp)
+		}
+		sp.defaultNext = v.Default
+		field(&sp.output, v.Output, "Output")
+		sp.assign = assign(v.Assign, "Assign")
+	case *asl.Parallel:
+		field(&sp.args, v.Arguments, "Arguments")
+		field(&sp.output, v.Output, "Output")
+		sp.assign = assign(v.Assign, "Assign")
+		sp.retry = v.Retry
+		sp.catches = catches(v.Catch)
+		sp.next, sp.end = v.Next, v.End
+		if err == nil {
+			for _, b := range v.Branches {
+				var bs *scope
+				bs, err = p.scope(b.StartAt, b.States, sc)
+				if err != nil {
+					break
+				}
+				sp.branches = append(sp.branches, bs)
+			}
+		}
+	case *asl.Map:
+		field(&sp.items, v.Items, "Items")
+		field(&sp.selector, v.ItemSelector, "ItemSelector")
+		field(&sp.maxConcurrency, v.MaxConcurrency, "MaxConcurrency")
+		field(&sp.output, v.Output, "Output")
+		sp.assign = assign(v.Assign, "Assign")
+		sp.retry = v.Retry
+		sp.catches = catches(v.Catch)
+		sp.next, sp.end = v.Next, v.End
+		if err == nil {
+			sp.processor, err = p.scope(v.ItemProcessor.StartAt, v.ItemProcessor.States, sc)
+		}
+	case *asl.Wait:
+		field(&sp.seconds, v.Seconds, "Seconds")
+		str(&sp.timestamp, v.Timestamp, "Timestamp")
+		field(&sp.output, v.Output, "Output")
+		sp.assign = assign(v.Assign, "Assign")
+		sp.next, sp.end = v.Next, v.End
+	case *asl.Succeed:
+		field(&sp.output, v.Output, "Output")
+		sp.end = true
+	case *asl.Fail:
+		str(&sp.failError, v.Error, "Error")
+		str(&sp.failCause, v.Cause, "Cause")
+		sp.end = true
+	default:
+		return nil, fmt.Errorf("unsupported state type %T", st)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return sp, nil
+}

@@ -1,0 +1,368 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/steprun"
+	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/store/sqlite"
+)
+
+// fakeClock records the waits the engine asks for instead of sleeping. A
+// wait of a minute or more is a task's timeout in these tests (retry
+// delays are seconds): it blocks until the task ends and cancels it.
+type fakeClock struct {
+	mu    sync.Mutex
+	now   time.Time
+	slept []time.Duration
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	if d >= time.Minute {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.slept = append(c.slept, d)
+	c.now = c.now.Add(d)
+	return ctx.Err()
+}
+
+// runScenario compiles and runs a pipeline with scripted replies and
+// returns the outcome and the step records.
+func runScenario(t *testing.T, pipelineYAML, responsesYAML, trigger string) (Outcome, []store.StepRecord, *fakeClock) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(path, []byte(pipelineYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	responses, err := executor.ParseResponses("responses.yaml", []byte(responsesYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := &fakeClock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	ctx := context.Background()
+	r, err := Open(ctx, Config{
+		Dir:   filepath.Join(dir, "state"),
+		Clock: clock,
+		Handler: func(st *sqlite.Store) StepHandler {
+			return &steprun.Handler{Store: st, Executors: executor.NewRegistry(executor.Deps{Responses: responses})}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if trigger == "" {
+		trigger = `{"source": "test", "severity": "critical", "labels": {"service": "api"}}`
+	}
+	o, err := r.Run(ctx, path, json.RawMessage(trigger), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for o.Status == store.RunWaiting && len(o.Waiting) > 0 {
+		a := o.Waiting[0]
+		d, err := responses.Decision(a.Step)
+		if err != nil {
+			t.Fatalf("run waits for %q: %v", a.Step, err)
+		}
+		decision := "reject"
+		if d.Approved {
+			decision = "approve"
+		}
+		if o, err = r.Decide(ctx, o.RunID, a.Step, decision, d.By); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps, err := r.Store.ListSteps(ctx, o.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := r.Store.GetRun(ctx, o.RunID)
+	if err != nil {
+		h, _ := r.History(ctx, o.RunID)
+		for _, e := range h {
+			t.Logf("%s %s %s", e.Type, e.State, e.Detail)
+		}
+		t.Fatalf("outcome %+v: %v", o, err)
+	}
+	if run.Status != o.Status {
+		t.Errorf("stored run status %q, outcome %q", run.Status, o.Status)
+	}
+	return o, steps, clock
+}
+
+// finals maps each step to its last record's status and effective
+// confidence.
+func finals(steps []store.StepRecord) map[string]string {
+	out := map[string]string{}
+	for _, s := range steps {
+		v := string(s.Status)
+		if s.EffectiveConfidence != nil {
+			v += " " + strconv.FormatFloat(math.Round(*s.EffectiveConfidence*1e6)/1e6, 'f', -1, 64)
+		}
+		out[s.Name] = v
+	}
+	return out
+}
+
+func jsonNumber(f float64) string {
+	b, _ := json.Marshal(f)
+	s := string(b)
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return s
+}
+
+func reply(conf float64, summary string, extra string) string {
+	b, _ := json.Marshal(summary)
+	return `'{"confidence": ` + jsonNumber(conf) + `, "summary": ` + string(b) + `, "next_step_context": ""` + extra + `}'`
+}
+
+func TestScenarios(t *testing.T) {
+	cases := []struct {
+		name      string
+		pipeline  string
+		responses string
+		status    store.RunStatus
+		reason    string            // substring of the run's reason
+		steps     map[string]string // step → "status confidence"
+		slept     []time.Duration
+	}{
+		{
+			name:      "completed",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted}\n  - {name: b, executor: scripted, prompt_template: '{{ steps.a.summary }}'}\n",
+			responses: "a: [" + reply(0.9, "first", "") + "]\nb: [" + reply(0.8, "second", "") + "]\n",
+			status:    store.RunCompleted,
+			steps:     map[string]string{"a": "completed 0.9", "b": "completed 0.8"},
+		},
+		{
+			name:      "stopped by proceed false",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted}\n  - {name: b, executor: scripted}\n",
+			responses: "a: [" + reply(0.9, "not needed", `, "proceed": false, "proceed_reason": "already fixed"`) + "]\n",
+			status:    store.RunStopped,
+			reason:    "already fixed",
+			steps:     map[string]string{"a": "stopped 0.9"},
+		},
+		{
+			name:      "escalated on low confidence",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted, confidence_threshold: 0.8}\n  - {name: b, executor: scripted}\n",
+			responses: "a: [" + reply(0.5, "unsure", "") + "]\n",
+			status:    store.RunEscalated,
+			reason:    `step "a"`,
+			steps:     map[string]string{"a": "escalated 0.5"},
+		},
+		{
+			name:      "aborted on low confidence",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted, on_low_confidence: abort}\n",
+			responses: "a: [" + reply(0.2, "no", "") + "]\n",
+			status:    store.RunAborted,
+			steps:     map[string]string{"a": "aborted 0.2"},
+		},
+		{
+			name:      "proceed on low confidence",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted, on_low_confidence: proceed}\n  - {name: b, executor: scripted}\n",
+			responses: "a: [" + reply(0.2, "weak", "") + "]\nb: [" + reply(0.9, "fine", "") + "]\n",
+			status:    store.RunCompleted,
+			steps:     map[string]string{"a": "completed 0.2", "b": "completed 0.9"},
+		},
+		{
+			name:      "failed after retries",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted, retry: {attempts: 3, delay_seconds: 2}}\n  - {name: b, executor: scripted}\n",
+			responses: "a: [{error: timeout}, {error: http 500}, {error: timeout}]\n",
+			status:    store.RunFailed,
+			reason:    "timeout",
+			steps:     map[string]string{"a": "failed 0"},
+			slept:     []time.Duration{2 * time.Second, 4 * time.Second},
+		},
+		{
+			name:      "retries then success",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted, retry: {attempts: 3, backoff: fixed, delay_seconds: 3}}\n",
+			responses: "a: [{error: http 503}, " + reply(0.9, "ok", "") + "]\n",
+			status:    store.RunCompleted,
+			steps:     map[string]string{"a": "completed 0.9"},
+			slept:     []time.Duration{3 * time.Second},
+		},
+		{
+			name:      "on_failure continue",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted, on_failure: continue}\n  - {name: b, executor: scripted, prompt_template: 'prior {{ steps.a.confidence }}'}\n",
+			responses: "a: [{error: http 500}]\nb: [" + reply(0.9, "went on", "") + "]\n",
+			status:    store.RunCompleted,
+			steps:     map[string]string{"a": "failed 0", "b": "completed 0.9"},
+		},
+		{
+			name:      "skipped when",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted}\n  - {name: b, executor: scripted, when: 'steps.a.action == \"restart\"'}\n  - {name: c, executor: scripted, when: 'steps.b is not defined'}\n",
+			responses: "a: [" + reply(0.9, "nothing to do", `, "action": "none"`) + "]\nc: [" + reply(0.8, "ran because b was skipped", "") + "]\n",
+			status:    store.RunCompleted,
+			steps:     map[string]string{"a": "completed 0.9", "c": "completed 0.8"},
+		},
+		{
+			name:      "verifier minimum",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted, verifier: {executor: scripted}}\n",
+			responses: "a: [" + reply(0.8, "primary", "") + "]\na:verifier: [" + reply(0.5, "doubtful", "") + "]\n",
+			status:    store.RunEscalated,
+			steps:     map[string]string{"a": "escalated 0.5"},
+		},
+		{
+			name:      "verifier veto above the floor keeps the primary",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted, verifier: {executor: scripted, combination_strategy: veto, veto_floor: 0.6}}\n",
+			responses: "a: [" + reply(0.9, "primary", "") + "]\na:verifier: [" + reply(0.7, "fine", "") + "]\n",
+			status:    store.RunCompleted,
+			steps:     map[string]string{"a": "completed 0.9"},
+		},
+		{
+			name:      "verifier veto below the floor",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted, verifier: {executor: scripted, combination_strategy: veto, veto_floor: 0.6}}\n",
+			responses: "a: [" + reply(0.9, "primary", "") + "]\na:verifier: [" + reply(0.55, "no", "") + "]\n",
+			status:    store.RunEscalated,
+			steps:     map[string]string{"a": "escalated 0.55"},
+		},
+		{
+			name: "parallel weighted average",
+			pipeline: "name: p\nsteps:\n  - parallel:\n      name: g\n      join: weighted_average\n      steps:\n" +
+				"        - {name: x, executor: scripted, weight: 2}\n        - {name: y, executor: scripted}\n",
+			responses: "x: [" + reply(0.9, "x", "") + "]\ny: [" + reply(0.6, "y", "") + "]\n",
+			status:    store.RunCompleted,
+			steps:     map[string]string{"g/x": "completed 0.9", "g/y": "completed 0.6", "g": "completed 0.8"},
+		},
+		{
+			name: "parallel all_must_pass with a failed branch",
+			pipeline: "name: p\nsteps:\n  - parallel:\n      name: g\n      steps:\n" +
+				"        - {name: x, executor: scripted}\n        - {name: y, executor: scripted}\n",
+			responses: "x: [" + reply(0.9, "x", "") + "]\ny: [{error: http 500}]\n",
+			status:    store.RunEscalated,
+			steps:     map[string]string{"g/x": "completed 0.9", "g/y": "failed", "g": "escalated 0"},
+		},
+		{
+			name: "parallel any_must_pass",
+			pipeline: "name: p\nsteps:\n  - parallel:\n      name: g\n      join: any_must_pass\n      steps:\n" +
+				"        - {name: x, executor: scripted}\n        - {name: y, executor: scripted}\n",
+			responses: "x: [" + reply(0.3, "x", "") + "]\ny: [" + reply(0.8, "y", "") + "]\n",
+			status:    store.RunCompleted,
+			steps:     map[string]string{"g": "completed 0.8"},
+		},
+		{
+			name:      "fan-out over a list",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted}\n  - fan_out: {name: f, over: steps.a.items, executor: scripted, prompt_template: '{{ item }} {{ fan_out_index }}/{{ fan_out_total }}'}\n",
+			responses: "a: [" + reply(0.9, "list", `, "items": ["p", "q"]`) + "]\nf/0: [" + reply(0.8, "p", "") + "]\nf/1: [" + reply(0.9, "q", "") + "]\n",
+			status:    store.RunCompleted,
+			steps:     map[string]string{"f/0": "completed 0.8", "f/1": "completed 0.9", "f": "completed 0.8"},
+		},
+		{
+			name:      "fan-out over too many items",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted}\n  - fan_out: {name: f, over: steps.a.items, max_items: 2, executor: scripted}\n",
+			responses: "a: [" + reply(0.9, "list", `, "items": [1, 2, 3]`) + "]\n",
+			status:    store.RunFailed,
+			reason:    "max_items 2",
+			steps:     map[string]string{"f": "failed 0"},
+		},
+		{
+			name:      "fan-out over an empty list with on_empty skip",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted}\n  - fan_out: {name: f, over: steps.a.items, on_empty: skip, executor: scripted}\n",
+			responses: "a: [" + reply(0.9, "none", `, "items": []`) + "]\n",
+			status:    store.RunCompleted,
+			steps:     map[string]string{"f": "completed 1"},
+		},
+		{
+			name:      "loop_until converges",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted, loop_until: {confidence: 0.85, max_iterations: 3}}\n",
+			responses: "a: [" + reply(0.6, "draft 1", "") + ", " + reply(0.9, "draft 2", "") + "]\n",
+			status:    store.RunCompleted,
+			steps:     map[string]string{"a": "completed 0.9"},
+		},
+		{
+			name:      "loop_until exhausts then the gate escalates",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted, loop_until: {confidence: 0.9, max_iterations: 2}}\n",
+			responses: "a: [" + reply(0.6, "draft 1", "") + ", " + reply(0.7, "draft 2", "") + "]\n",
+			status:    store.RunEscalated,
+			steps:     map[string]string{"a": "escalated 0.7"},
+		},
+		{
+			name:      "human approve",
+			pipeline:  "name: p\nsteps:\n  - {name: ok, executor: human, prompt_template: 'go?'}\n  - {name: b, executor: scripted}\n",
+			responses: "ok: [{decision: approve, by: oncall}]\nb: [" + reply(0.9, "done", "") + "]\n",
+			status:    store.RunCompleted,
+			steps:     map[string]string{"ok": "completed 1", "b": "completed 0.9"},
+		},
+		{
+			name:      "human reject",
+			pipeline:  "name: p\nsteps:\n  - {name: ok, executor: human, prompt_template: 'go?'}\n  - {name: b, executor: scripted}\n",
+			responses: "ok: [reject]\n",
+			status:    store.RunEscalated,
+			steps:     map[string]string{"ok": "escalated 0"},
+		},
+		{
+			name:      "missing reply fails the step",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted}\n",
+			responses: "other: [" + reply(0.9, "x", "") + "]\n",
+			status:    store.RunFailed,
+			reason:    `"a"`,
+			steps:     map[string]string{"a": "failed 0"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o, steps, clock := runScenario(t, c.pipeline, c.responses, "")
+			if o.Status != c.status {
+				t.Errorf("status %q (reason %q), want %q", o.Status, o.Reason, c.status)
+			}
+			if !strings.Contains(o.Reason, c.reason) {
+				t.Errorf("reason %q does not contain %q", o.Reason, c.reason)
+			}
+			got := finals(steps)
+			for name, want := range c.steps {
+				if got[name] != want {
+					t.Errorf("step %q: %q, want %q (all: %v)", name, got[name], want, got)
+				}
+			}
+			if c.slept != nil {
+				var retries []time.Duration
+				for _, d := range clock.slept {
+					if d >= time.Second {
+						retries = append(retries, d)
+					}
+				}
+				if len(retries) != len(c.slept) {
+					t.Fatalf("waits %v, want %v", clock.slept, c.slept)
+				}
+				for i := range retries {
+					if retries[i] != c.slept[i] {
+						t.Errorf("waits %v, want %v", retries, c.slept)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestBudgetExceeded(t *testing.T) {
+	// Scripted replies report no tokens; a cost limit of zero cannot be
+	// written, so the budget is checked with a token limit against a
+	// provider that reports usage in the step tests (shared/steprun). Here
+	// the run-level plumbing: a budget pipeline compiles and completes
+	// within its limit.
+	o, _, _ := runScenario(t, "name: p\nbudget: {max_tokens: 100}\nsteps:\n  - {name: a, executor: scripted}\n", "a: ["+reply(0.9, "x", "")+"]\n", "")
+	if o.Status != store.RunCompleted {
+		t.Fatalf("status %q: %s", o.Status, o.Reason)
+	}
+}

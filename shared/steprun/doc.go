@@ -1,0 +1,57 @@
+// Package steprun is the step handler the compiled state machines invoke:
+// one Task of a pipeline run, on AWS (the step Lambda) and in the local
+// engine alike.
+//
+// [Handler.Handle] reads a [task.Request] and answers a [task.Response]. By
+// the Request's mode it
+//
+//   - step: renders the prompt and executor_config with Liquid over the step
+//     context, executes through the structured-output runner (which re-asks
+//     on invalid output), runs the verifier when its trigger fires, repeats
+//     for loop_until, decides (confidence gate, then proceed, then budget)
+//     and records the attempt;
+//   - branch: does the same for one parallel branch or fan-out item without
+//     gating; an executor error is answered as a failed branch (confidence
+//     0), never returned;
+//   - join: combines the branch confidences (all_must_pass = min,
+//     any_must_pass = max, weighted_average = Σc·w/Σw), gates and records
+//     the group;
+//   - approval: records a pending approval holding the task token and tells
+//     the approvers through the [Notifier];
+//   - human, child: turn a human decision or a sub-pipeline's outcome into
+//     the step's output, gate and record it;
+//   - failure: records a step whose Task failed after its retries and sends
+//     its on_failure webhook (muted in stage testing).
+//
+// # Errors
+//
+// In step mode an executor failure is recorded as a failed attempt and
+// returned as its typed fault (package fault), so the state machine's
+// Retry and Catch rules see ExecutorTimeout, InvalidOutput and friends; a
+// template that does not render is a *fault.TemplateError naming the step,
+// the field and the line. The Lambda adapter returns fault.Surface(err).
+//
+// # Choices
+//
+//   - The step context is built lazily: the steps given in the Request are
+//     decoded only when a template reads them, the hyphen-to-underscore
+//     aliases are worked out only on a miss, and artifacts are fetched
+//     only when read. Reading a field of a step that is not in the context
+//     (skipped, never ran) is a template error, as in the reference
+//     service; an undefined top-level name renders empty.
+//   - Values rendered into executor_config and failure webhooks are
+//     escaped (secret.Escape) so that text from a model or a trigger can
+//     never name a secret; ${NAME} written in the pipeline still resolves.
+//   - fan_out.on_empty: abort ends the group (and the run) aborted, the
+//     status its name promises, rather than failed.
+//   - A failure Task writes its own record after the step's recorded
+//     attempts (attempt = last recorded + 1, flag failure_outcome), because
+//     a Task that timed out or crashed left no record of its own; the flag
+//     tells it from a real try.
+//   - Step records are ordered by Index = milliseconds since the run
+//     started, which is the execution order without any counter to keep.
+//   - The run record is created on first contact; runs that end at a step
+//     (stopped, escalated, aborted, failed) are closed here with their
+//     reason. A run that completes is closed by whoever sees the state
+//     machine end, since no step knows it is the last.
+package steprun

@@ -1,0 +1,144 @@
+package steprun
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/stepline/stepline/shared/fault"
+	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/secret"
+	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/task"
+)
+
+// failure records a step whose Task failed after its retries, sends its
+// on_failure webhook and answers the failed output.
+func (t *taskRun) failure(ctx context.Context) (task.Response, error) {
+	st, err := decodeStep[pipeline.Step](t.req)
+	if err != nil {
+		return task.Response{}, err
+	}
+	if st.Name == "" {
+		return task.Response{}, fault.Errorf[fault.ConfigError]("step handler: failure step config has no name")
+	}
+	summary := "the step failed without an error description"
+	if e := t.req.Error; e != nil && (e.Error != "" || e.Cause != "") {
+		summary = errorText(e)
+	}
+	started := t.h.now()
+	last := 0
+	recs, err := t.h.Store.ListSteps(ctx, t.req.Run.ID)
+	if err != nil {
+		return task.Response{}, fmt.Errorf("step %q: list steps: %w", st.Name, err)
+	}
+	for _, r := range recs {
+		if r.Name == st.Name {
+			last = max(last, r.Attempt)
+		}
+	}
+	flags := []string{FlagFailureOutcome}
+	if wh := st.OnFailure.Webhook; wh != nil && wh.URL != "" {
+		if t.req.Pipeline.Stage != pipeline.StageProduction {
+			flags = append(flags, FlagFailureWebhookMuted)
+		} else if err := t.sendFailureWebhook(ctx, st.Name, wh, summary); err != nil {
+			t.h.log.Warn("failure webhook failed", "run", t.req.Run.ID, "step", st.Name, "error", err.Error())
+			flags = append(flags, FlagFailureWebhookFailed)
+		} else {
+			flags = append(flags, FlagFailureWebhookSent)
+		}
+	}
+	out := failedOutput(summary)
+	zero := 0.0
+	end := t.h.now()
+	rec := store.StepRecord{Name: st.Name, Index: t.index(started), Attempt: last + 1, Executor: st.Executor,
+		Status: store.StepFailed, Error: summary, EffectiveConfidence: &zero, Output: out, Flags: flags,
+		StartedAt: started, FinishedAt: end, DurationMS: max(end.Sub(started).Milliseconds(), 0)}
+	if err := t.putStep(ctx, rec); err != nil {
+		return task.Response{}, err
+	}
+	reason := fmt.Sprintf("step %q failed: %s", st.Name, summary)
+	if st.OnFailure.Policy != pipeline.FailureContinue {
+		if err := t.endRun(ctx, task.StatusFailed, reason, t.req.Usage, nil); err != nil {
+			return task.Response{}, err
+		}
+	}
+	return task.Response{Status: task.StatusFailed, Step: st.Name, Output: out,
+		Steps: map[string]json.RawMessage{st.Name: out}, Usage: t.req.Usage, Reason: reason}, nil
+}
+
+// sendFailureWebhook renders and sends an on_failure webhook. ${NAME} in
+// its URL, headers and payload resolve through Handler.Secrets; resolved
+// values are scrubbed from the returned error.
+func (t *taskRun) sendFailureWebhook(ctx context.Context, step string, wh *pipeline.FailureWebhook, summary string) error {
+	b := t.h.bindings(ctx, t.req, t.trig, scope{current: step,
+		failure: map[string]any{"step": step, "summary": summary, "status": task.StatusFailed}})
+	resolver := t.h.Secrets
+	if resolver == nil {
+		resolver = secret.ResolverFunc(func(_ context.Context, name string) (string, error) { return "", secret.Missing(name) })
+	}
+	red := secret.NewRedactor(resolver)
+	fail := func(err error) error { return red.Error(err) }
+
+	url, err := t.h.render.renderSecretSafe(step, "on_failure.webhook.url", wh.URL, b)
+	if err != nil {
+		return err
+	}
+	if url, err = secret.Expand(ctx, red, url); err != nil {
+		return fail(fmt.Errorf("on_failure.webhook.url: %w", err))
+	}
+	payload, err := t.h.render.renderValue(step, "on_failure.webhook.payload", wh.Payload, b)
+	if err != nil {
+		return err
+	}
+	if payload, err = secret.ExpandAll(ctx, red, payload); err != nil {
+		return fail(fmt.Errorf("on_failure.webhook.payload: %w", err))
+	}
+	body, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("on_failure.webhook.payload: %w", err)
+	}
+	timeout := DefaultWebhookTimeout
+	if wh.TimeoutSeconds > 0 {
+		timeout = time.Duration(wh.TimeoutSeconds) * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	method := wh.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return fail(fmt.Errorf("on_failure.webhook: %w", err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range wh.Headers {
+		hv, err := t.h.render.renderSecretSafe(step, "on_failure.webhook.headers."+k, v, b)
+		if err != nil {
+			return err
+		}
+		if hv, err = secret.Expand(ctx, red, hv); err != nil {
+			return fail(fmt.Errorf("on_failure.webhook.headers.%s: %w", k, err))
+		}
+		req.Header.Set(k, hv)
+	}
+	client := t.h.HTTP
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fail(fmt.Errorf("on_failure.webhook: %w", err))
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("on_failure.webhook: HTTP %d", resp.StatusCode)
+	}
+	return nil
+}

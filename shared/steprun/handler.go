@@ -1,0 +1,289 @@
+package steprun
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/fault"
+	"github.com/stepline/stepline/shared/llmoutput"
+	"github.com/stepline/stepline/shared/pricing"
+	"github.com/stepline/stepline/shared/secret"
+	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/task"
+)
+
+// Store is the part of store.Store the handler writes to.
+type Store interface {
+	CreateRun(ctx context.Context, r store.Run) error
+	UpdateRun(ctx context.Context, id string, u store.RunUpdate) error
+	PutStep(ctx context.Context, rec store.StepRecord) error
+	ListSteps(ctx context.Context, runID string) ([]store.StepRecord, error)
+	AddUsage(ctx context.Context, runID, key string, u store.Usage) error
+	CreateApproval(ctx context.Context, a store.Approval) error
+}
+
+var _ Store = (store.Store)(nil)
+
+// Providers hands out the executor of a call (satisfied by
+// *executor.Registry).
+type Providers interface {
+	Provider(call executor.Call) (llmoutput.Provider, error)
+}
+
+var _ Providers = (*executor.Registry)(nil)
+
+// Defaults.
+const (
+	// DefaultApprovalTimeout is how long an approval stays open when the
+	// human step sets no timeout_seconds.
+	DefaultApprovalTimeout = 300 * time.Second
+	// DefaultWebhookTimeout bounds a failure webhook without its own
+	// timeout_seconds.
+	DefaultWebhookTimeout = 30 * time.Second
+	// maxSeenRuns bounds the set of runs known to exist.
+	maxSeenRuns = 10000
+)
+
+// Handler runs the Tasks of compiled state machines. Set the fields, then
+// call Handle from any number of goroutines; do not change the fields
+// afterwards. Store and Executors are required; every other field is
+// optional.
+type Handler struct {
+	Store     Store
+	Executors Providers
+	// Runner asks for LLMOutput answers and re-asks on invalid ones. Nil:
+	// a zero Runner.
+	Runner *llmoutput.Runner[llmoutput.Output]
+	// Artifacts stores the artifacts outputs carry. Nil: artifacts stay
+	// inline in the output.
+	Artifacts ArtifactStore
+	// Notifier tells approvers about a pending approval. Nil: a
+	// LogNotifier over Logger.
+	Notifier Notifier
+	// Pricing prices model calls. Nil: no call has a cost (cost unknown).
+	Pricing *pricing.Table
+	// Now is the clock. Nil: time.Now.
+	Now func() time.Time
+	// HTTP sends failure webhooks. Nil: http.DefaultClient.
+	HTTP *http.Client
+	// Secrets resolves ${NAME} in failure webhooks. Nil: none resolve.
+	Secrets secret.Resolver
+	// Logger receives warnings (verifier failures, webhook errors). Nil:
+	// discarded.
+	Logger *slog.Logger
+
+	once   sync.Once
+	render *renderer
+	schema *llmoutput.OutputSchema[llmoutput.Output]
+	runner *llmoutput.Runner[llmoutput.Output]
+	log    *slog.Logger
+	seenMu sync.Mutex
+	seen   map[string]struct{}
+}
+
+func (h *Handler) init() {
+	h.once.Do(func() {
+		var nonce [8]byte
+		_, _ = rand.Read(nonce[:])
+		h.render = newRenderer(hex.EncodeToString(nonce[:]))
+		h.schema = llmoutput.ContractSchema()
+		h.runner = h.Runner
+		if h.runner == nil {
+			h.runner = &llmoutput.Runner[llmoutput.Output]{}
+		}
+		h.log = h.Logger
+		if h.log == nil {
+			h.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		}
+		h.seen = make(map[string]struct{})
+	})
+}
+
+func (h *Handler) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
+// Handle runs one Task. See the package documentation for each mode.
+func (h *Handler) Handle(ctx context.Context, req task.Request) (task.Response, error) {
+	h.init()
+	if h.Store == nil {
+		return task.Response{}, fault.Errorf[fault.ConfigError]("step handler: no store")
+	}
+	if req.Run.ID == "" {
+		return task.Response{}, fault.Errorf[fault.ConfigError]("step handler: request has no run ID")
+	}
+	if len(req.Step) == 0 {
+		return task.Response{}, fault.Errorf[fault.ConfigError]("step handler: request has no step")
+	}
+	trig := decodeTrigger(req.Trigger)
+	if err := h.ensureRun(ctx, &req, trig); err != nil {
+		return task.Response{}, err
+	}
+	t := &taskRun{h: h, req: &req, trig: trig}
+	switch req.Mode {
+	case task.ModeStep:
+		return t.step(ctx)
+	case task.ModeBranch:
+		return t.branch(ctx)
+	case task.ModeJoin:
+		return t.join(ctx)
+	case task.ModeFailure:
+		return t.failure(ctx)
+	case task.ModeApproval:
+		return t.approval(ctx)
+	case task.ModeHuman:
+		return t.human(ctx)
+	case task.ModeChild:
+		return t.child(ctx)
+	}
+	return task.Response{}, fault.Errorf[fault.ConfigError]("step handler: unknown mode %q", req.Mode)
+}
+
+// taskRun is one Handle call in progress.
+type taskRun struct {
+	h    *Handler
+	req  *task.Request
+	trig map[string]any
+}
+
+func decodeTrigger(raw json.RawMessage) map[string]any {
+	var m map[string]any
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &m)
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m
+}
+
+// ensureRun creates the run record the first time this process sees the
+// run; an existing record is left alone.
+func (h *Handler) ensureRun(ctx context.Context, req *task.Request, trig map[string]any) error {
+	h.seenMu.Lock()
+	_, ok := h.seen[req.Run.ID]
+	h.seenMu.Unlock()
+	if ok {
+		return nil
+	}
+	r := store.Run{
+		ID:          req.Run.ID,
+		Pipeline:    req.Pipeline.Name,
+		Status:      store.RunRunning,
+		Stage:       string(req.Pipeline.Stage),
+		ParentRunID: req.Run.ParentRunID,
+		StartedAt:   runStart(req.Run, h.now()),
+	}
+	if r.Stage != store.StageProduction {
+		r.Stage = store.StageTesting
+	}
+	r.Source, _ = trig["source"].(string)
+	r.Team, _ = trig["team"].(string)
+	r.Fingerprint, _ = trig["fingerprint"].(string)
+	if len(req.Trigger) > 0 && len(req.Trigger) <= store.MaxTriggerBytes && json.Valid(req.Trigger) {
+		r.Trigger = req.Trigger
+	}
+	err := h.Store.CreateRun(ctx, r)
+	if err != nil && !errors.Is(err, store.ErrExists) {
+		return fmt.Errorf("create run %q: %w", r.ID, err)
+	}
+	h.seenMu.Lock()
+	if len(h.seen) >= maxSeenRuns {
+		clear(h.seen)
+	}
+	h.seen[req.Run.ID] = struct{}{}
+	h.seenMu.Unlock()
+	return nil
+}
+
+func runStart(r task.Run, now time.Time) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, r.StartedAt); err == nil {
+		return t
+	}
+	return now
+}
+
+// index orders a record: milliseconds since the run started.
+func (t *taskRun) index(at time.Time) int {
+	start, err := time.Parse(time.RFC3339Nano, t.req.Run.StartedAt)
+	if err != nil {
+		return 0
+	}
+	return max(int(at.Sub(start).Milliseconds()), 0)
+}
+
+// putStep writes a record. A different record already at its key means a
+// retried invocation recorded this attempt first; that one stands.
+func (t *taskRun) putStep(ctx context.Context, rec store.StepRecord) error {
+	rec.RunID = t.req.Run.ID
+	if rec.Attempt < 1 {
+		rec.Attempt = 1
+	}
+	err := t.h.Store.PutStep(ctx, rec)
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("record step %q: %w", rec.Name, err)
+	}
+	return nil
+}
+
+// addUsage adds a step's usage to the run's stored totals, once per key.
+func (t *taskRun) addUsage(ctx context.Context, key string, u stepUsage) error {
+	if u.in == 0 && u.out == 0 && u.cost == nil {
+		return nil
+	}
+	err := t.h.Store.AddUsage(ctx, t.req.Run.ID, key, store.Usage{InputTokens: u.in, OutputTokens: u.out, CostUSD: u.cost})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("add usage of %q: %w", key, err)
+	}
+	return nil
+}
+
+// endRun closes the run when a step ended it.
+func (t *taskRun) endRun(ctx context.Context, status, reason string, totals task.Usage, final json.RawMessage) error {
+	var rs store.RunStatus
+	switch status {
+	case task.StatusStopped:
+		rs = store.RunStopped
+	case task.StatusEscalated:
+		rs = store.RunEscalated
+	case task.StatusAborted:
+		rs = store.RunAborted
+	case task.StatusFailed:
+		rs = store.RunFailed
+	default:
+		return nil
+	}
+	now := t.h.now()
+	cost := totals.CostUSD
+	u := store.Usage{InputTokens: totals.InputTokens, OutputTokens: totals.OutputTokens, CostUSD: &cost}
+	if len(final) > store.MaxFinalOutputBytes {
+		final = nil
+	}
+	err := t.h.Store.UpdateRun(ctx, t.req.Run.ID, store.RunUpdate{Status: rs, Reason: reason, CompletedAt: &now, FinalOutput: final, Usage: &u})
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("end run %q: %w", t.req.Run.ID, err)
+	}
+	return nil
+}
+
+// setRunStatus moves a run between running and waiting.
+func (t *taskRun) setRunStatus(ctx context.Context, s store.RunStatus) error {
+	err := t.h.Store.UpdateRun(ctx, t.req.Run.ID, store.RunUpdate{Status: s})
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("update run %q: %w", t.req.Run.ID, err)
+	}
+	return nil
+}

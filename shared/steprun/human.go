@@ -1,0 +1,177 @@
+package steprun
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/stepline/stepline/shared/fault"
+	"github.com/stepline/stepline/shared/llmoutput"
+	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/task"
+)
+
+// StatusWaiting is the status an approval Task answers; the state machine
+// ignores it and waits for the task token.
+const StatusWaiting = "waiting"
+
+// approval records a pending approval and tells the approvers.
+func (t *taskRun) approval(ctx context.Context) (task.Response, error) {
+	st, err := decodeStep[pipeline.Step](t.req)
+	if err != nil {
+		return task.Response{}, err
+	}
+	if st.Name == "" {
+		return task.Response{}, fault.Errorf[fault.ConfigError]("step handler: approval step config has no name")
+	}
+	if t.req.TaskToken == "" {
+		return task.Response{}, fault.Errorf[fault.ConfigError]("step %q: approval request has no task token", st.Name)
+	}
+	b := t.h.bindings(ctx, t.req, t.trig, scope{current: st.Name})
+	msg, err := t.h.render.render(st.Name, "prompt_template", st.PromptTemplate, b)
+	if err != nil {
+		return task.Response{}, err
+	}
+	msg, _ = store.Cut(msg, store.MaxMessageBytes)
+	id, err := store.NewApprovalID()
+	if err != nil {
+		return task.Response{}, err
+	}
+	timeout := DefaultApprovalTimeout
+	if st.TimeoutSeconds > 0 {
+		timeout = time.Duration(st.TimeoutSeconds) * time.Second
+	}
+	now := t.h.now()
+	a := store.Approval{ID: id, RunID: t.req.Run.ID, Step: st.Name, Pipeline: t.req.Pipeline.Name, Message: msg,
+		TaskToken: t.req.TaskToken, CreatedAt: now, ExpiresAt: now.Add(timeout)}
+	if err := t.h.Store.CreateApproval(ctx, a); err != nil {
+		return task.Response{}, fmt.Errorf("step %q: create approval: %w", st.Name, err)
+	}
+	if err := t.setRunStatus(ctx, store.RunWaiting); err != nil {
+		return task.Response{}, err
+	}
+	n := t.h.Notifier
+	if n == nil {
+		n = LogNotifier{Logger: t.h.log}
+	}
+	a.TaskToken = ""
+	if err := n.NotifyApproval(ctx, a, string(t.req.Pipeline.Stage)); err != nil {
+		t.h.log.Warn("approval notification failed", "run", a.RunID, "step", a.Step, "approval", a.ID, "error", err.Error())
+	}
+	return task.Response{Status: StatusWaiting, Step: st.Name, Usage: t.req.Usage}, nil
+}
+
+// human turns the approver's decision into the step's output and gates it.
+func (t *taskRun) human(ctx context.Context) (task.Response, error) {
+	st, err := decodeStep[pipeline.Step](t.req)
+	if err != nil {
+		return task.Response{}, err
+	}
+	d := t.req.Decision
+	if d == nil {
+		return task.Response{}, fault.Errorf[fault.ConfigError]("step %q: human request has no decision", st.Name)
+	}
+	who := strings.TrimSpace(d.By)
+	if who == "" {
+		who = "human operator"
+	}
+	var o *llmoutput.Output
+	switch strings.ToLower(strings.TrimSpace(d.Decision)) {
+	case task.Approve, "approved":
+		o = llmoutput.New(1, "Approved by "+who, d.Comment)
+	case task.Reject, "rejected":
+		o = llmoutput.New(0, "Rejected by "+who, d.Comment)
+	default:
+		return task.Response{}, fault.Errorf[fault.ConfigError]("step %q: decision %q is neither approve nor reject", st.Name, d.Decision)
+	}
+	_ = o.SetExtra("decided_by", who)
+	if d.Comment != "" {
+		_ = o.SetExtra("comment", d.Comment)
+	}
+	if err := t.setRunStatus(ctx, store.RunRunning); err != nil {
+		return task.Response{}, err
+	}
+	return t.decided(ctx, st, o, stepUsage{}, nil)
+}
+
+// decided gates and records a step whose output was made for it.
+func (t *taskRun) decided(ctx context.Context, st *pipeline.Step, o *llmoutput.Output, usage stepUsage, flags []string) (task.Response, error) {
+	started := t.h.now()
+	out, err := compact(o, o.Confidence)
+	if err != nil {
+		return task.Response{}, err
+	}
+	status, reason, gflags := gate(st.Name, st.Gate, o.Confidence, o, true)
+	res := result{out: o, primary: o.Confidence, effective: o.Confidence, usage: usage, flags: append(flags, gflags...)}
+	rec := t.baseRecord(st.Name, st.Executor, 1, started, &res)
+	rec.Status, rec.Output = store.StepStatus(status), out
+	return t.finish(ctx, outcome{name: st.Name, record: rec, status: status, reason: reason, output: out, usage: usage})
+}
+
+// childResult is a sub-pipeline's final output as Step Functions returns it.
+type childResult struct {
+	Output json.RawMessage `json:"output"`
+	RunID  string          `json:"run_id"`
+	Status string          `json:"status"`
+	Usage  *task.Usage     `json:"usage"`
+}
+
+// child turns a sub-pipeline's outcome into the step's output and gates it.
+func (t *taskRun) child(ctx context.Context) (task.Response, error) {
+	st, err := decodeStep[pipeline.Step](t.req)
+	if err != nil {
+		return task.Response{}, err
+	}
+	name, _ := st.ExecutorConfig["pipeline"].(string)
+	var cr childResult
+	if len(t.req.Child) > 0 && string(t.req.Child) != "null" {
+		if err := json.Unmarshal(t.req.Child, &cr); err != nil {
+			return task.Response{}, fault.Errorf[fault.ConfigError]("step %q: sub-pipeline result: %v", st.Name, err)
+		}
+	}
+	status := cr.Status
+	var flags []string
+	if e := t.req.Error; e != nil && (e.Error != "" || e.Cause != "") {
+		switch e.Error {
+		case task.ErrorEscalated:
+			status = task.StatusEscalated
+		case task.ErrorAborted:
+			status = task.StatusAborted
+		default:
+			status = task.StatusFailed
+		}
+		flags = append(flags, "sub_pipeline_error")
+	}
+	if status == "" {
+		status = task.StatusFailed
+	}
+	var o *llmoutput.Output
+	if status == task.StatusCompleted && len(cr.Output) > 0 {
+		var parsed llmoutput.Output
+		if err := json.Unmarshal(cr.Output, &parsed); err == nil && len(parsed.Validate()) == 0 {
+			o = &parsed
+		}
+	}
+	if o == nil {
+		conf := 0.0
+		if status == task.StatusCompleted {
+			conf = 1.0
+		}
+		o = llmoutput.New(conf, fmt.Sprintf("Sub-pipeline '%s' %s", name, status), "")
+		if t.req.Error != nil {
+			o.NextStepContext = errorText(t.req.Error)
+		}
+	}
+	if cr.RunID != "" {
+		_ = o.SetExtra("sub_run_id", cr.RunID)
+	}
+	_ = o.SetExtra("sub_pipeline_status", status)
+	var usage stepUsage
+	if cr.Usage != nil {
+		usage.addUsage(*cr.Usage)
+	}
+	return t.decided(ctx, st, o, usage, flags)
+}
