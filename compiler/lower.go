@@ -94,9 +94,26 @@ func Compile(name string, src []byte) (*asl.StateMachine, Diagnostics) {
 	return sm, ds
 }
 
+// Options adjust Lower.
+type Options struct {
+	// MaxDefinitionBytes is the definition size Lower refuses beyond; 0
+	// means MaxDefinitionBytes. Only the local engine can run a larger
+	// definition: benchmarks use it to measure how runs scale.
+	MaxDefinitionBytes int
+}
+
 // Lower turns a checked pipeline into a state machine. See the package
 // documentation for the shape it emits.
 func Lower(f *File) (*asl.StateMachine, Diagnostics) {
+	return LowerOptions(f, Options{})
+}
+
+// LowerOptions is Lower with options.
+func LowerOptions(f *File, opts Options) (*asl.StateMachine, Diagnostics) {
+	limit := opts.MaxDefinitionBytes
+	if limit <= 0 {
+		limit = MaxDefinitionBytes
+	}
 	l := &lowerer{f: f, p: f.Pipeline, sm: &asl.StateMachine{QueryLanguage: asl.JSONata}}
 	l.build()
 	if l.ds.HasErrors() {
@@ -104,7 +121,7 @@ func Lower(f *File) (*asl.StateMachine, Diagnostics) {
 	}
 	if def, err := MarshalCompact(l.sm); err != nil {
 		l.ds.errorf(l.p.Pos, "internal: encode state machine: %v", err)
-	} else if len(def) > MaxDefinitionBytes {
+	} else if len(def) > limit {
 		l.ds.errorf(l.p.Pos, "pipeline %q compiles to %d bytes of ASL, over Step Functions' %d-byte limit: move steps into a sub-pipeline (executor: pipeline)", l.p.Name, len(def), MaxDefinitionBytes)
 	}
 	if l.ds.HasErrors() {

@@ -170,6 +170,11 @@ func (r *Runner) Run(ctx context.Context, path string, trigger json.RawMessage, 
 	if err != nil {
 		return Outcome{}, err
 	}
+	return r.Start(ctx, sm, name, trigger, runID)
+}
+
+// Start runs a compiled state machine, saved under name by Compile.
+func (r *Runner) Start(ctx context.Context, sm *asl.StateMachine, name string, trigger json.RawMessage, runID string) (Outcome, error) {
 	if runID == "" {
 		runID = NewRunID()
 	}

@@ -366,3 +366,56 @@ func TestBudgetExceeded(t *testing.T) {
 		t.Fatalf("status %q: %s", o.Status, o.Reason)
 	}
 }
+
+// TestExamplePipelines runs every example in pipelines/ through the
+// engine with its scripted replies and sample event.
+func TestExamplePipelines(t *testing.T) {
+	cases := []struct {
+		file, responses, event string
+		status                 store.RunStatus
+		steps                  map[string]string
+	}{
+		{"sre-alert-triage.yaml", "sre-alert-triage.yaml", "checkout-latency.trigger.json", store.RunCompleted,
+			map[string]string{"triage": "completed 0.82", "approve-remediation": "completed 1", "remediate": "completed 1"}},
+		{"multi-service-fanout.yaml", "multi-service-health.yaml", "deploy-finished.trigger.json", store.RunCompleted,
+			map[string]string{"discover": "completed 0.92", "check-service/0": "completed 0.81", "check-service/1": "completed 0.74", "check-service": "completed 0.74", "report": "completed 0.9"}},
+		{"order-intake.yaml", "order-intake.yaml", "order-created.trigger.json", store.RunCompleted,
+			map[string]string{"validate-order": "completed 0.93", "reserve-stock": "failed 0", "acknowledge": "completed 1"}},
+		{"research-brief.yaml", "research-brief.yaml", "research-question.trigger.json", store.RunCompleted,
+			map[string]string{"analysis/literature": "completed 0.8", "analysis": "completed 0.722222", "draft": "completed 0.9"}},
+	}
+	files, _ := filepath.Glob("../../pipelines/*.yaml")
+	if len(files) != len(cases) {
+		t.Fatalf("%d example pipelines, %d cases: give every example a case", len(files), len(cases))
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			src, err := os.ReadFile(filepath.Join("../../pipelines", c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			responses, err := os.ReadFile(filepath.Join("../../pipelines/responses", c.responses))
+			if err != nil {
+				t.Fatal(err)
+			}
+			event, err := os.ReadFile(filepath.Join("../../events", c.event))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ev struct{ Trigger json.RawMessage }
+			if err := json.Unmarshal(event, &ev); err != nil {
+				t.Fatal(err)
+			}
+			o, steps, _ := runScenario(t, string(src), string(responses), string(ev.Trigger))
+			if o.Status != c.status {
+				t.Errorf("status %q (%s), want %q", o.Status, o.Reason, c.status)
+			}
+			got := finals(steps)
+			for name, want := range c.steps {
+				if got[name] != want {
+					t.Errorf("step %q: %q, want %q (all %v)", name, got[name], want, got)
+				}
+			}
+		})
+	}
+}
