@@ -15,6 +15,8 @@ type judge interface {
 	// keyScore counts the answer's field names that appear in text which
 	// could not be parsed, to rank it among other failed candidates.
 	keyScore(text string) int
+	// keyNames lists the answer's field names.
+	keyNames() []string
 }
 
 // judgement is a judge's verdict on one candidate object.
@@ -31,13 +33,22 @@ type judgement struct {
 	answer      any    // *Output for the contract, the decoded T for a schema
 }
 
-type contractJudge struct{}
+// contractJudge judges answers against the LLMOutput contract. extraCap
+// sizes the buffer extras are encoded into (the reply's length: the
+// compact encoding is rarely longer), so it is allocated once.
+type contractJudge struct{ extraCap int }
 
 var _ judge = contractJudge{}
 
-func (contractJudge) keyScore(text string) int {
+func (contractJudge) keyNames() []string {
+	return []string{keyConfidence, keySummary, keyNextStepContext, keyProceed, keyReasoning, keyArtifacts}
+}
+
+func (j contractJudge) keyScore(text string) int { return countNames(text, j.keyNames()) }
+
+func countNames(text string, names []string) int {
 	n := 0
-	for _, k := range [...]string{keyConfidence, keySummary, keyNextStepContext, keyProceed, keyReasoning, keyArtifacts} {
+	for _, k := range names {
 		if strings.Contains(text, k) {
 			n++
 		}
@@ -45,9 +56,12 @@ func (contractJudge) keyScore(text string) int {
 	return n
 }
 
-func (contractJudge) judgeObject(v *value, maxDepth int) judgement {
+func (j contractJudge) judgeObject(v *value, maxDepth int) judgement {
 	var jd judgement
 	out := &Output{Proceed: true}
+	// Extras are encoded into one buffer and sliced from it at the end.
+	var extraBuf []byte
+	var extraEnds []int
 	norm := &value{kind: kindObject, members: make([]member, 0, len(v.members)+1)}
 	var haveConfidence, haveSummary, haveNext bool
 	fail := func(path, code, format string, args ...any) {
@@ -94,16 +108,17 @@ func (contractJudge) judgeObject(v *value, maxDepth int) judgement {
 			}
 		case keyProceed:
 			jd.score++
+			b, fromString, ok := boolValue(val)
 			switch {
-			case val.kind == kindBool:
-				out.Proceed = val.str == "true"
 			case val.kind == kindNull:
 				jd.flags |= flagNullOptional
-			case val.kind == kindString && (strings.EqualFold(strings.TrimSpace(val.str), "true") || strings.EqualFold(strings.TrimSpace(val.str), "false")):
-				jd.flags |= flagBoolString
-				out.Proceed = strings.EqualFold(strings.TrimSpace(val.str), "true")
-			default:
+			case !ok:
 				fail(m.key, CodeWrongType, "proceed must be true or false; got %s", describeValue(val))
+			default:
+				if fromString {
+					jd.flags |= flagBoolString
+				}
+				out.Proceed = b
 			}
 		case keyProceedReason:
 			jd.score++
@@ -174,7 +189,12 @@ func (contractJudge) judgeObject(v *value, maxDepth int) judgement {
 				fail(p, CodeWrongType, "%s is not a JSON number; use a finite number, a string or null", lit)
 				continue
 			}
-			out.Extra = append(out.Extra, Field{Name: m.key, Value: appendJSON(nil, val)})
+			if extraBuf == nil {
+				extraBuf = make([]byte, 0, max(j.extraCap, 256))
+			}
+			extraBuf = appendJSON(extraBuf, val)
+			extraEnds = append(extraEnds, len(extraBuf))
+			out.Extra = append(out.Extra, Field{Name: m.key})
 			norm.members = append(norm.members, *m)
 		}
 	}
@@ -206,6 +226,14 @@ func (contractJudge) judgeObject(v *value, maxDepth int) judgement {
 	}
 	jd.ok = len(jd.errs) == 0
 	jd.norm = norm
+	if cap(extraBuf) > 4096 && cap(extraBuf) > 2*len(extraBuf) {
+		extraBuf = append([]byte(nil), extraBuf...) // do not keep a reply-sized buffer for small extras
+	}
+	start := 0
+	for i, end := range extraEnds {
+		out.Extra[i].Value = extraBuf[start:end:end]
+		start = end
+	}
 	jd.answer = out
 	return jd
 }
@@ -246,6 +274,21 @@ func judgeConfidence(val *value, flags *flagSet, fail func(path, code, format st
 		return 0, "", false
 	}
 	return f, lit, true
+}
+
+// boolValue reads a boolean, or the string "true" or "false" (any case,
+// spaces around) as one.
+func boolValue(v *value) (b, fromString, ok bool) {
+	switch v.kind {
+	case kindBool:
+		return v.str == "true", false, true
+	case kindString:
+		t := strings.TrimSpace(v.str)
+		if strings.EqualFold(t, "true") || strings.EqualFold(t, "false") {
+			return strings.EqualFold(t, "true"), true, true
+		}
+	}
+	return false, false, false
 }
 
 // isNumberLiteral reports whether s is exactly one JSON number.

@@ -33,7 +33,11 @@ func feedback(o Outcome, errs []FieldError, echo string) string {
 	}
 	for i, e := range errs {
 		if i == feedbackMaxBullets {
-			fmt.Fprintf(&b, "- and %s more\n", plural(len(errs)-i, "problem"))
+			n, word := len(errs)-i, "problems"
+			if n == 1 {
+				word = "problem"
+			}
+			fmt.Fprintf(&b, "- and %d more %s\n", n, word)
 			break
 		}
 		b.WriteString("- ")

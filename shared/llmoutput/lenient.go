@@ -19,9 +19,21 @@ type lenient struct {
 	depth    int
 	maxDepth int
 	flags    flagSet
-	path     []string // keys and indexes down to the current value, for messages
+	path     []pathElem // keys and indexes down to the current value, for messages
 	dups     []FieldError
 	err      *FieldError // the first fatal error (syntax or depth)
+
+	// Members and items of the open containers: a container takes an
+	// exact-size copy when it closes, one allocation each. The stacks
+	// double when full (append grows large slices by only a quarter).
+	members []member
+	items   []value
+}
+
+// pathElem is a key, or an index when idx >= 0.
+type pathElem struct {
+	key string
+	idx int
 }
 
 // parseLenient parses the single JSON value in src[start:end]; trailing
@@ -43,16 +55,15 @@ func parseLenient(src string, start, end, maxDepth int) (value, flagSet, []Field
 }
 
 func (p *lenient) curPath() string {
-	var b strings.Builder
-	for _, s := range p.path {
-		if strings.HasPrefix(s, "[") || b.Len() == 0 {
-			b.WriteString(s)
-			continue
+	path := ""
+	for _, e := range p.path {
+		if e.idx >= 0 {
+			path = indexPath(path, e.idx)
+		} else {
+			path = joinPath(path, e.key)
 		}
-		b.WriteByte('.')
-		b.WriteString(s)
 	}
-	return b.String()
+	return path
 }
 
 // fail records the first fatal error, with its line and column.
@@ -165,33 +176,34 @@ func (p *lenient) parseObject() value {
 		return value{}
 	}
 	p.pos++ // '{'
-	v := value{kind: kindObject}
-	for {
+	base := len(p.members)
+	defer func() { p.members = p.members[:base] }()
+	for n := 0; ; n++ {
 		p.skipSpace()
 		if p.err != nil {
-			return v
+			return value{}
 		}
 		if p.pos >= p.end {
 			p.fail("unexpected end of input inside an object")
-			return v
+			return value{}
 		}
 		if p.src[p.pos] == '}' {
 			p.pos++
 			break
 		}
-		if len(v.members) > 0 {
+		if n > 0 {
 			if p.src[p.pos] != ',' {
 				hint := ""
-				if last := v.members[len(v.members)-1].val; last.kind == kindString && isIdentPart(p.src[p.pos]) {
+				if p.members[len(p.members)-1].val.kind == kindString && isIdentPart(p.src[p.pos]) {
 					hint = ` (a quote inside a string must be escaped as \")`
 				}
 				p.fail("unexpected %s after a member, a comma or } was expected%s", p.describe(), hint)
-				return v
+				return value{}
 			}
 			p.pos++
 			p.skipSpace()
 			if p.err != nil {
-				return v
+				return value{}
 			}
 			if p.pos < p.end && p.src[p.pos] == '}' {
 				p.flags |= flagTrailingComma
@@ -201,36 +213,44 @@ func (p *lenient) parseObject() value {
 		}
 		if p.pos >= p.end {
 			p.fail("unexpected end of input inside an object")
-			return v
+			return value{}
 		}
 		key, ok := p.parseKey()
 		if !ok {
-			return v
+			return value{}
 		}
 		p.skipSpace()
 		if p.err != nil {
-			return v
+			return value{}
 		}
 		if p.pos >= p.end || p.src[p.pos] != ':' {
 			p.fail("unexpected %s after key %q, a colon was expected", p.describe(), key)
-			return v
+			return value{}
 		}
 		p.pos++
 		p.skipSpace()
 		if p.err != nil {
-			return v
+			return value{}
 		}
-		p.path = append(p.path, key)
+		p.path = append(p.path, pathElem{key: key, idx: -1})
 		val := p.parseValue()
 		p.path = p.path[:len(p.path)-1]
 		if p.err != nil {
-			return v
+			return value{}
 		}
-		v.members = append(v.members, member{key: key, val: val})
+		if len(p.members) == cap(p.members) {
+			p.members = append(make([]member, 0, max(2*cap(p.members), 16)), p.members...)
+		}
+		p.members = append(p.members, member{key: key, val: val})
 	}
 	p.depth--
-	if len(v.members) > 1 {
-		v.members = p.dedupe(v.members)
+	v := value{kind: kindObject}
+	if n := len(p.members) - base; n > 0 {
+		v.members = make([]member, n)
+		copy(v.members, p.members[base:])
+		if n > 1 {
+			v.members = p.dedupe(v.members)
+		}
 	}
 	return v
 }
@@ -290,29 +310,30 @@ func (p *lenient) parseArray() value {
 		return value{}
 	}
 	p.pos++ // '['
-	v := value{kind: kindArray}
-	for {
+	base := len(p.items)
+	defer func() { p.items = p.items[:base] }()
+	for n := 0; ; n++ {
 		p.skipSpace()
 		if p.err != nil {
-			return v
+			return value{}
 		}
 		if p.pos >= p.end {
 			p.fail("unexpected end of input inside an array")
-			return v
+			return value{}
 		}
 		if p.src[p.pos] == ']' {
 			p.pos++
 			break
 		}
-		if len(v.items) > 0 {
+		if n > 0 {
 			if p.src[p.pos] != ',' {
 				p.fail("unexpected %s after an array element, a comma or ] was expected", p.describe())
-				return v
+				return value{}
 			}
 			p.pos++
 			p.skipSpace()
 			if p.err != nil {
-				return v
+				return value{}
 			}
 			if p.pos < p.end && p.src[p.pos] == ']' {
 				p.flags |= flagTrailingComma
@@ -320,15 +341,23 @@ func (p *lenient) parseArray() value {
 				break
 			}
 		}
-		p.path = append(p.path, "["+strconv.Itoa(len(v.items))+"]")
+		p.path = append(p.path, pathElem{idx: n})
 		item := p.parseValue()
 		p.path = p.path[:len(p.path)-1]
 		if p.err != nil {
-			return v
+			return value{}
 		}
-		v.items = append(v.items, item)
+		if len(p.items) == cap(p.items) {
+			p.items = append(make([]value, 0, max(2*cap(p.items), 16)), p.items...)
+		}
+		p.items = append(p.items, item)
 	}
 	p.depth--
+	v := value{kind: kindArray}
+	if n := len(p.items) - base; n > 0 {
+		v.items = make([]value, n)
+		copy(v.items, p.items[base:])
+	}
 	return v
 }
 

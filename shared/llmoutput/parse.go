@@ -58,7 +58,7 @@ func finishClass(reason string) Outcome {
 // guessing, and returns the answer or every reason it was not accepted.
 // Parse never panics and is safe for concurrent use.
 func Parse(raw string, opts ParseOptions) Result {
-	f := find(raw, opts, contractJudge{})
+	f := find(raw, opts, contractJudge{extraCap: len(raw)})
 	res := Result{Outcome: f.outcome, OK: f.outcome == Accepted, Flags: f.flags.names(), Errors: f.errs, echo: f.echo}
 	if res.OK {
 		res.Output = f.answer.(*Output)
@@ -80,12 +80,11 @@ func verdict(o Outcome, echo string, errs ...FieldError) finding {
 	return finding{outcome: o, errs: errs, echo: echo}
 }
 
-// candidate is one JSON value found in a reply.
+// candidate is one JSON value found in a reply, or one that looks like
+// JSON but could not be parsed (its judgement then holds the syntax error).
 type candidate struct {
-	sp       span
-	jd       judgement
-	syntax   *FieldError // the value could not be parsed
-	jsonLike bool
+	sp span
+	jd judgement
 }
 
 // find locates and judges the answer in raw. The steps, in order: limits;
@@ -199,17 +198,31 @@ func collect(text string, spans []span, j judge, maxDepth int, cands []candidate
 		if err.Code == CodeTooDeep {
 			return cands, err
 		}
-		if looksLikeJSON(text, sp.start, sp.end) {
-			cands = append(cands, candidate{sp: sp, syntax: err, jsonLike: true,
+		jsonLike := looksLikeJSON(text, sp.start, sp.end)
+		if jsonLike {
+			cands = append(cands, candidate{sp: sp,
 				jd: judgement{score: j.keyScore(text[sp.start:sp.end]), errs: []FieldError{*err}}})
+		}
+		if sp.end-sp.start <= 2 {
 			continue
 		}
-		if sp.end-sp.start > 2 {
-			inner := scan(text, sp.start+1, sp.end-1, maxDepth)
-			var fatal *FieldError
-			if cands, fatal = collect(text, inner.spans, j, maxDepth, cands); fatal != nil {
-				return cands, fatal
+		// Search inside. Inside broken JSON, an object counts only when
+		// the broken part before it names none of the answer's fields:
+		// a complete object nested in a broken answer is not the answer.
+		inner := scan(text, sp.start+1, sp.end-1, maxDepth).spans
+		if jsonLike {
+			cut := sp.start + firstKeyEnd(text[sp.start:sp.end], j.keyNames())
+			kept := inner[:0]
+			for _, in := range inner {
+				if in.start < cut {
+					kept = append(kept, in)
+				}
 			}
+			inner = kept
+		}
+		var fatal *FieldError
+		if cands, fatal = collect(text, inner, j, maxDepth, cands); fatal != nil {
+			return cands, fatal
 		}
 	}
 	return cands, nil
@@ -254,6 +267,19 @@ func evaluateObject(v *value, j judge, maxDepth int) judgement {
 		return inner
 	}
 	return jd
+}
+
+// firstKeyEnd returns the smallest end offset in text of any of names,
+// or len(text)+1 when none occurs: a prefix of text shorter than the
+// result holds none of the names.
+func firstKeyEnd(text string, names []string) int {
+	end := len(text) + 1
+	for _, n := range names {
+		if i := strings.Index(text, n); i >= 0 && i+len(n) < end {
+			end = i + len(n)
+		}
+	}
+	return end
 }
 
 func allObjects(vs []value) bool {

@@ -28,7 +28,7 @@ func stripEdges(s string) (string, bool) {
 
 func isInvisible(r rune) bool {
 	switch r {
-	case '\uFEFF', '\u200B', '\u200C', '\u200D', '\u2060', '\u00A0':
+	case '\uFEFF', '\u200B', '\u200C', '\u200D', '\u2060':
 		return true
 	}
 	return false
@@ -71,13 +71,17 @@ func trailingNoise(s string) int {
 }
 
 // ansiLen returns the length of the ANSI escape sequence starting s
-// (CSI "ESC [ params final" or a two-byte escape), 1 for a lone ESC.
+// (CSI "ESC [ params final", or ESC and one letter, digit, = or >), 1 for
+// a lone ESC. JSON punctuation after an ESC is never taken with it.
 func ansiLen(s string) int {
 	if len(s) < 2 {
 		return 1
 	}
-	if s[1] != '[' {
-		return 2
+	if c := s[1]; c != '[' {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '=' || c == '>' {
+			return 2
+		}
+		return 1
 	}
 	for i := 2; i < len(s) && i < 64; i++ {
 		if c := s[i]; c >= 0x40 && c <= 0x7e {

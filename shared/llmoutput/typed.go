@@ -22,7 +22,7 @@ type OutputSchema[T any] struct {
 	Name        string // SchemaSpec name, [a-zA-Z0-9_-]{1,64}
 	Description string // what the answer is for
 	MaxRetries  int    // re-asks after the first call; 0 makes a single call
-	Strict      bool   // ask providers for strict schema adherence where offered
+	Strict      bool   // ask for strict adherence where offered (OpenAI: send StrictSchema of the JSON)
 
 	schema json.RawMessage
 	check  func(raw string, opts ParseOptions) (T, Result)
@@ -197,17 +197,19 @@ func (s *schemaJudge[T]) properties() *value {
 	return root.get("properties")
 }
 
-func (s *schemaJudge[T]) keyScore(text string) int {
-	n := 0
-	if props := s.properties(); props != nil {
-		for _, p := range props.members {
-			if strings.Contains(text, p.key) {
-				n++
-			}
-		}
+func (s *schemaJudge[T]) keyNames() []string {
+	props := s.properties()
+	if props == nil {
+		return nil
 	}
-	return n
+	names := make([]string, len(props.members))
+	for i, p := range props.members {
+		names[i] = p.key
+	}
+	return names
 }
+
+func (s *schemaJudge[T]) keyScore(text string) int { return countNames(text, s.keyNames()) }
 
 func (s *schemaJudge[T]) judgeObject(v *value, maxDepth int) judgement {
 	var jd judgement
@@ -221,7 +223,7 @@ func (s *schemaJudge[T]) judgeObject(v *value, maxDepth int) judgement {
 	}
 	if jd.score == 0 {
 		for _, k := range [...]string{"error", "refusal"} {
-			if e := v.get(k); e != nil && len(v.members) <= 2 {
+			if e := v.get(k); e != nil {
 				jd.refusal = true
 				jd.refusalText = e.str
 				if e.kind != kindString {
@@ -264,6 +266,11 @@ func (s *schemaJudge[T]) judgeObject(v *value, maxDepth int) judgement {
 	return jd
 }
 
+func isBoolString(v *value) bool {
+	_, fromString, ok := boolValue(v)
+	return ok && fromString
+}
+
 func inRequired(schema *value, key string) bool {
 	if schema == nil {
 		return false
@@ -293,7 +300,7 @@ func (s *schemaJudge[T]) coerce(v *value, node *value, flags *flagSet, budget in
 		case (types["number"] || types["integer"]) && isNumberLiteral(t):
 			*flags |= flagNumberString
 			return value{kind: kindNumber, str: t}
-		case types["boolean"] && (strings.EqualFold(t, "true") || strings.EqualFold(t, "false")):
+		case types["boolean"] && isBoolString(v):
 			*flags |= flagBoolString
 			return value{kind: kindBool, str: strings.ToLower(t)}
 		case types["object"]:

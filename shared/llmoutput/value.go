@@ -216,22 +216,23 @@ func toAny(v *value) any {
 	return nil
 }
 
-// firstNonFinite returns the path (relative, dotted) of the first
-// non-finite number inside v, and whether there is one.
+// firstNonFinite returns the path (dotted, under path) and literal of
+// the first non-finite number inside v. The path is built only when one
+// is found.
 func firstNonFinite(v *value, path string) (string, string, bool) {
 	switch v.kind {
 	case kindNonFinite:
 		return path, v.str, true
 	case kindArray:
 		for i := range v.items {
-			if p, lit, ok := firstNonFinite(&v.items[i], indexPath(path, i)); ok {
-				return p, lit, true
+			if p, lit, ok := firstNonFinite(&v.items[i], ""); ok {
+				return composePath(indexPath(path, i), p), lit, true
 			}
 		}
 	case kindObject:
 		for i := range v.members {
-			if p, lit, ok := firstNonFinite(&v.members[i].val, joinPath(path, v.members[i].key)); ok {
-				return p, lit, true
+			if p, lit, ok := firstNonFinite(&v.members[i].val, ""); ok {
+				return composePath(joinPath(path, v.members[i].key), p), lit, true
 			}
 		}
 	}
@@ -244,6 +245,17 @@ func joinPath(parent, key string) string {
 		return key
 	}
 	return parent + "." + key
+}
+
+// composePath appends the relative path rel ("a.b", "[2].c") to prefix.
+func composePath(prefix, rel string) string {
+	switch {
+	case rel == "":
+		return prefix
+	case prefix == "" || rel[0] == '[':
+		return prefix + rel
+	}
+	return prefix + "." + rel
 }
 
 func indexPath(parent string, i int) string {

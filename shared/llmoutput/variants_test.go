@@ -321,7 +321,8 @@ func TestPrefixesAreTruncated(t *testing.T) {
 	var replies []string
 	for _, c := range loadCorpus(t) {
 		raw := strings.TrimSpace(c.raw)
-		if c.verdict != Accepted || c.finish != "" || raw == "" || !strings.ContainsRune("{[\"", rune(raw[0])) {
+		whole := !slices.Contains(c.flags, "surrounding_text") && !slices.Contains(c.flags, "think_block")
+		if c.verdict != Accepted || c.finish != "" || !whole || raw == "" || !strings.ContainsRune("{[\"", rune(raw[0])) {
 			continue
 		}
 		replies = append(replies, raw)
