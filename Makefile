@@ -9,19 +9,38 @@ STATICCHECK_VERSION := 2025.1.1
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: all build cli test tools node-tools dynamodb-local lint run clean
+.PHONY: all build cli lambdas test tools node-tools dynamodb-local rie lint run clean
 
 all: build
 
-## build: the CLI (bin/stepline)
-build: cli
+FUNCTIONS := $(patsubst functions/%/main.go,%,$(wildcard functions/*/main.go))
+LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
+RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+
+## build: the CLI (bin/stepline) and the Lambda bootstraps: arm64 for
+## deployment (bin/lambda/<fn>/bootstrap), amd64 for the emulator tests
+## (bin/lambda-amd64/<fn>/bootstrap)
+build: cli lambdas
 
 cli:
 	$(GO) build -o $(BIN)/stepline ./cmd/stepline
 
+lambdas:
+	@for fn in $(FUNCTIONS); do \
+		echo "bootstrap $$fn"; \
+		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/lambda/$$fn/bootstrap ./functions/$$fn || exit 1; \
+		GOOS=linux GOARCH=amd64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/lambda-amd64/$$fn/bootstrap ./functions/$$fn || exit 1; \
+	done
+
 ## tools: everything the tests need (node tools pinned in package-lock.json,
 ## DynamoDB Local for the DynamoDB store's tests)
-tools: node-tools dynamodb-local
+tools: node-tools dynamodb-local rie
+
+## rie: the AWS Lambda Runtime Interface Emulator (bin/aws-lambda-rie)
+rie: $(BIN)/aws-lambda-rie
+
+$(BIN)/aws-lambda-rie:
+	GOBIN=$(CURDIR)/$(BIN) $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
 
 dynamodb-local:
 	scripts/dynamodb-local.sh install

@@ -287,3 +287,16 @@ func (t *taskRun) setRunStatus(ctx context.Context, s store.RunStatus) error {
 	}
 	return nil
 }
+
+// Lambda adapts Handle to the Lambda runtime: a failed Task's error is
+// surfaced as its fault type, so that the runtime reports the fault's name
+// (the ASL error name Retry and Catch match) as errorType.
+func (h *Handler) Lambda() func(context.Context, task.Request) (task.Response, error) {
+	return func(ctx context.Context, req task.Request) (task.Response, error) {
+		resp, err := h.Handle(ctx, req)
+		if err != nil {
+			return task.Response{}, fault.Surface(err)
+		}
+		return resp, nil
+	}
+}

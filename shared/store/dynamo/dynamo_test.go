@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -14,17 +15,20 @@ import (
 
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/dynamo"
+	"github.com/stepline/stepline/shared/store/dynamo/dynamotest"
 	"github.com/stepline/stepline/shared/store/storetest"
 )
 
-func createTable(ctx context.Context, c *dynamodb.Client, name string) error {
-	return dynamo.CreateTable(ctx, c, name)
+func TestMain(m *testing.M) {
+	code := m.Run()
+	dynamotest.Stop()
+	os.Exit(code)
 }
 
 func TestConformance(t *testing.T) {
-	c := newClient(t)
+	c := dynamotest.Client(t)
 	storetest.Run(t, func(t *testing.T) store.Store {
-		return dynamo.New(c, newTable(t, c))
+		return dynamo.New(c, dynamotest.NewTable(t, c))
 	})
 }
 
@@ -92,9 +96,9 @@ func (c *counter) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(
 // record and one UpdateItem for the run's usage, neither writing to an index
 // — also when a retried Lambda repeats both.
 func TestRequestsPerStep(t *testing.T) {
-	c := newClient(t)
+	c := dynamotest.Client(t)
 	api := &counter{API: c, calls: map[string]int{}}
-	s := dynamo.New(api, newTable(t, c))
+	s := dynamo.New(api, dynamotest.NewTable(t, c))
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	if err := s.CreateRun(ctx, store.Run{ID: "r1", Pipeline: "p", Status: store.RunRunning, StartedAt: now,

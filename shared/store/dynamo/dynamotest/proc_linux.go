@@ -1,4 +1,4 @@
-package dynamo_test
+package dynamotest
 
 import (
 	"os/exec"

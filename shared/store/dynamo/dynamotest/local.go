@@ -1,8 +1,11 @@
-package dynamo_test
+// Package dynamotest finds or starts DynamoDB Local for tests of any
+// package that needs a real DynamoDB: the store's conformance suite, the
+// Lambda bootstraps run through the Runtime Interface Emulator.
+package dynamotest
 
-// The DynamoDB tests run against DynamoDB Local, which this file finds and
-// starts (a JVM on a free loopback port) when the first test needs it, and
-// stops when the tests end:
+// Tests run against DynamoDB Local, which this package finds and starts (a
+// JVM on a free loopback port) when the first test needs it; the test
+// binary's TestMain calls Stop when the tests end:
 //
 //   - STEPLINE_DYNAMODB_LOCAL=http://host:port uses a running instance;
 //   - STEPLINE_DYNAMODB_LOCAL=/dir uses the jar unpacked in /dir (as
@@ -31,6 +34,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/stepline/stepline/shared/store/dynamo"
 )
 
 // local is DynamoDB Local as the first test that needs it found it: an
@@ -44,12 +49,12 @@ var local struct {
 
 var tableSeq atomic.Int64
 
-func TestMain(m *testing.M) {
-	code := m.Run()
+// Stop stops the emulator this package started, if any. Call it from
+// TestMain after m.Run.
+func Stop() {
 	if local.proc != nil {
 		local.proc.stop()
 	}
-	os.Exit(code)
 }
 
 func findLocal() {
@@ -79,9 +84,9 @@ func inCI() bool {
 	return true
 }
 
-// newClient returns a client for DynamoDB Local, or skips the test (fails it
+// Endpoint returns the URL of DynamoDB Local, or skips the test (fails it
 // in CI) when there is none.
-func newClient(t testing.TB) *dynamodb.Client {
+func Endpoint(t testing.TB) string {
 	t.Helper()
 	local.once.Do(findLocal)
 	if local.endpoint == "" {
@@ -90,6 +95,13 @@ func newClient(t testing.TB) *dynamodb.Client {
 		}
 		t.Skipf("DynamoDB Local not available (%s); run scripts/dynamodb-local.sh install", local.missing)
 	}
+	return local.endpoint
+}
+
+// Client returns a client for DynamoDB Local (see Endpoint).
+func Client(t testing.TB) *dynamodb.Client {
+	t.Helper()
+	Endpoint(t)
 	return dynamodb.New(dynamodb.Options{
 		Region:                          "us-east-1",
 		BaseEndpoint:                    aws.String(local.endpoint),
@@ -98,12 +110,13 @@ func newClient(t testing.TB) *dynamodb.Client {
 	})
 }
 
-// newTable creates a fresh table and deletes it when the test ends.
-func newTable(t testing.TB, c *dynamodb.Client) string {
+// NewTable creates a fresh Stepline table and deletes it when the test
+// ends.
+func NewTable(t testing.TB, c *dynamodb.Client) string {
 	t.Helper()
 	name := fmt.Sprintf("stepline-test-%d", tableSeq.Add(1))
 	ctx := context.Background()
-	if err := createTable(ctx, c, name); err != nil {
+	if err := dynamo.CreateTable(ctx, c, name); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package dynamo_test
+package dynamotest
 
 import "os/exec"
 

@@ -1,0 +1,182 @@
+// Package rietest runs a Lambda bootstrap under the AWS Lambda Runtime
+// Interface Emulator for tests: the real binary, the real runtime API,
+// invoked over HTTP as Lambda would.
+//
+// The emulator is looked for in $STEPLINE_RIE, <repo>/bin/aws-lambda-rie
+// (make tools installs it there) and $PATH. When it is missing the test
+// skips, except with CI set, where it fails.
+package rietest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Emulator is one running emulator with its bootstrap.
+type Emulator struct {
+	URL  string // the invocation endpoint
+	cmd  *exec.Cmd
+	out  *bytes.Buffer
+	done chan struct{}
+}
+
+// Result is the answer to one invocation.
+type Result struct {
+	Body      json.RawMessage
+	ErrorType string // set when the handler returned an error
+	Message   string
+	Duration  time.Duration
+}
+
+// Build compiles a function's main package for this machine as a Lambda
+// bootstrap (linux, CGO off, lambda.norpc), into a temporary directory.
+func Build(t testing.TB, pkg string) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bootstrap")
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", bin, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
+// Start runs bootstrap under the emulator with env added to the process
+// environment, on free loopback ports. The emulator stops when the test
+// ends.
+func Start(t testing.TB, bootstrap string, env ...string) *Emulator {
+	t.Helper()
+	rie := find(t)
+	api, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(rie,
+		"--runtime-interface-emulator-address", fmt.Sprintf("127.0.0.1:%d", port),
+		"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", api),
+		bootstrap)
+	cmd.Env = append(os.Environ(), env...)
+	e := &Emulator{URL: fmt.Sprintf("http://127.0.0.1:%d/2015-03-31/functions/function/invocations", port), cmd: cmd, out: &bytes.Buffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = e.out, e.out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start emulator: %v", err)
+	}
+	go func() { cmd.Wait(); close(e.done) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-e.done
+		if t.Failed() {
+			t.Logf("emulator output:\n%s", e.out.String())
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return e
+		}
+		select {
+		case <-e.done:
+			t.Fatalf("emulator exited: %s", e.out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("emulator did not listen within 20 s: %s", e.out.String())
+	return nil
+}
+
+// Invoke sends one event and waits for the answer. The emulator takes one
+// invocation at a time.
+func (e *Emulator) Invoke(t testing.TB, event []byte) Result {
+	t.Helper()
+	start := time.Now()
+	resp, err := http.Post(e.URL, "application/json", bytes.NewReader(event))
+	if err != nil {
+		t.Fatalf("invoke: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("invoke: read answer: %v", err)
+	}
+	r := Result{Body: body, Duration: time.Since(start)}
+	var fail struct {
+		ErrorType    string `json:"errorType"`
+		ErrorMessage string `json:"errorMessage"`
+	}
+	if json.Unmarshal(body, &fail) == nil && fail.ErrorType != "" {
+		r.ErrorType, r.Message = fail.ErrorType, fail.ErrorMessage
+	}
+	return r
+}
+
+// Output is what the function logged so far.
+func (e *Emulator) Output() string { return e.out.String() }
+
+func find(t testing.TB) string {
+	t.Helper()
+	candidates := []string{os.Getenv("STEPLINE_RIE")}
+	if root := repoRoot(); root != "" {
+		candidates = append(candidates, filepath.Join(root, "bin", "aws-lambda-rie"))
+	}
+	if p, err := exec.LookPath("aws-lambda-rie"); err == nil {
+		candidates = append(candidates, p)
+	}
+	for _, c := range candidates {
+		if c == "" {
+			continue
+		}
+		if fi, err := os.Stat(c); err == nil && !fi.IsDir() {
+			return c
+		}
+	}
+	msg := "the Lambda Runtime Interface Emulator is not installed: run make tools"
+	switch strings.ToLower(os.Getenv("CI")) {
+	case "", "0", "false", "no":
+		t.Skip(msg)
+	}
+	t.Fatal(msg)
+	return ""
+}
+
+func repoRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
