@@ -139,3 +139,54 @@ steps:
 }
 
 func sqliteFilter() store.RunFilter { return store.RunFilter{Limit: 10} }
+
+// TestDurableRunResumesAutomatically kills a run of a durable pipeline and
+// checks that the next stepline run resumes it (and that a run of a
+// pipeline that is not durable is marked interrupted instead).
+func TestDurableRunResumesAutomatically(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the CLI")
+	}
+	bin := buildCLI(t)
+	for _, c := range []struct {
+		durable string
+		want    string
+	}{
+		{"durable: true\n", "resumed interrupted run"},
+		{"", "interrupted: the pipeline is not durable"},
+		{"durable: {on_interrupted: escalate}\n", `escalated: step "b" was interrupted`},
+	} {
+		var hang atomic.Bool
+		hang.Store(true)
+		entered := make(chan struct{}, 1)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/b") && hang.Load() {
+				entered <- struct{}{}
+				<-r.Context().Done()
+				return
+			}
+			fmt.Fprint(w, `{"confidence": 0.9, "summary": "done", "next_step_context": ""}`)
+		}))
+		path := writeFile(t, "p.yaml", fmt.Sprintf("name: durable-check\n%ssteps:\n  - {name: a, executor: webhook, executor_config: {url: \"%[2]s/a\"}}\n  - {name: b, executor: webhook, executor_config: {url: \"%[2]s/b\"}}\n", c.durable, srv.URL))
+		dir := t.TempDir()
+		cmd := exec.Command(bin, "run", "--dir", dir, path)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-entered:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Fatal("step b never started")
+		}
+		cmd.Process.Kill()
+		_ = cmd.Wait()
+		hang.Store(false)
+		other := writeFile(t, "q.yaml", "name: other\nsteps:\n  - {name: x, executor: webhook, executor_config: {url: \""+srv.URL+"/x\"}}\n")
+		out, err := exec.Command(bin, "run", "--dir", dir, other).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("%q: next run said:\n%s\nwant %q (%v)", c.durable, out, c.want, err)
+		}
+		srv.Close()
+	}
+}

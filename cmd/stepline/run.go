@@ -167,6 +167,7 @@ func cmdRun(ctx context.Context, e env) int {
 		return exitFailed
 	}
 	defer r.Close()
+	sweep(ctx, e, r)
 	path := fs.Arg(0)
 	if !*asJSON {
 		fmt.Fprintf(e.stdout, "running %s\n", path)
@@ -324,4 +325,22 @@ func report(ctx context.Context, e env, r *local.Runner, o local.Outcome, asJSON
 		fmt.Fprintf(e.stdout, "waiting for approval of %q: stepline approve %s %s (or reject)\n", a.Step, o.RunID, a.Step)
 	}
 	return exitOK
+}
+
+// sweep deals with runs a killed process left running (see local.Sweep)
+// and says what it did on stderr.
+func sweep(ctx context.Context, e env, r *local.Runner) {
+	swept, err := r.Sweep(ctx)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		return
+	}
+	for _, s := range swept {
+		switch s.Action {
+		case "resumed":
+			fmt.Fprintf(e.stderr, "resumed interrupted run %s (durable): %s\n", s.RunID, s.Outcome.Status)
+		default:
+			fmt.Fprintf(e.stderr, "run %s %s: %s\n", s.RunID, s.Action, s.Reason)
+		}
+	}
 }

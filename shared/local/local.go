@@ -155,6 +155,9 @@ func (r *Runner) Compile(path string) (*asl.StateMachine, string, compiler.Diagn
 	if err := os.WriteFile(filepath.Join(r.dir, "definitions", name+".asl.json"), def, 0o644); err != nil {
 		return nil, "", ds, fmt.Errorf("save definition: %w", err)
 	}
+	if err := r.saveMeta(meta{Name: name, Durable: f.Pipeline.Durable}); err != nil {
+		return nil, "", ds, fmt.Errorf("save definition: %w", err)
+	}
 	// Run the parsed copy: exactly what another process will load.
 	parsed, err := asl.Parse(def)
 	if err != nil {
@@ -182,6 +185,8 @@ func (r *Runner) Start(ctx context.Context, sm *asl.StateMachine, name string, t
 		trigger = json.RawMessage(`{}`)
 	}
 	input, _ := json.Marshal(map[string]json.RawMessage{"trigger": trigger})
+	r.track(runID)
+	defer r.untrack(runID)
 	res, err := r.engine.Start(ctx, runID, sm, input, engine.WithStateMachine(name))
 	if err != nil {
 		return Outcome{}, fmt.Errorf("run %s: %w", name, err)
@@ -199,6 +204,8 @@ func (r *Runner) Resume(ctx context.Context, runID string) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
+	r.track(runID)
+	defer r.untrack(runID)
 	res, err := r.engine.Resume(ctx, runID, sm)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("resume %s: %w", runID, err)
@@ -232,6 +239,8 @@ func (r *Runner) Decide(ctx context.Context, runID, step, decision, by string) (
 			return Outcome{}, fmt.Errorf("decide step %q of run %s: %w", step, runID, err)
 		}
 		out, _ := json.Marshal(task.Decision{Decision: decision, By: by})
+		r.track(runID)
+		defer r.untrack(runID)
 		res, err := r.engine.SendTaskSuccess(ctx, a.TaskToken, out)
 		if err != nil {
 			return Outcome{}, fmt.Errorf("continue run %s: %w", runID, err)

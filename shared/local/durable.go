@@ -1,0 +1,172 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/stepline/stepline/shared/engine"
+	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/store"
+)
+
+// meta is what the sweep needs to know of a pipeline as it was when its
+// runs started; Compile saves it beside the definition.
+type meta struct {
+	Name    string            `json:"name"`
+	Durable *pipeline.Durable `json:"durable,omitempty"`
+}
+
+func (r *Runner) metaPath(name string) string {
+	return filepath.Join(r.dir, "definitions", name+".meta.json")
+}
+
+func (r *Runner) saveMeta(m meta) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(r.metaPath(m.Name), b, 0o644)
+}
+
+func (r *Runner) loadMeta(name string) (meta, error) {
+	var m meta
+	b, err := os.ReadFile(r.metaPath(name))
+	if err != nil {
+		return m, err
+	}
+	return m, json.Unmarshal(b, &m)
+}
+
+// A process drives a run while a file named for the run holds its PID in
+// <dir>/active; a run left "running" whose file names no live process was
+// interrupted (the process was killed or the machine stopped).
+
+func (r *Runner) activePath(runID string) string {
+	return filepath.Join(r.dir, "active", runID)
+}
+
+func (r *Runner) track(runID string) {
+	_ = os.MkdirAll(filepath.Join(r.dir, "active"), 0o755)
+	_ = os.WriteFile(r.activePath(runID), []byte(strconv.Itoa(os.Getpid())), 0o644)
+}
+
+func (r *Runner) untrack(runID string) { _ = os.Remove(r.activePath(runID)) }
+
+// driven reports whether a live process other than this one drives runID.
+func (r *Runner) driven(runID string) bool {
+	b, err := os.ReadFile(r.activePath(runID))
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	if pid == os.Getpid() {
+		return true
+	}
+	return syscall.Kill(pid, 0) == nil
+}
+
+// Swept is what Sweep did with one interrupted run.
+type Swept struct {
+	RunID   string
+	Action  string // resumed, escalated or interrupted
+	Reason  string
+	Outcome Outcome // resumed: where the run stands now
+}
+
+// Sweep handles the runs left running by a process that died. A run of a
+// durable pipeline is resumed when its guards hold — the pipeline's
+// compiled definition is the one the run started with, and the run is
+// younger than max_resume_age_seconds — applying on_interrupted: rerun
+// resumes it (the step in flight runs again), escalate ends it escalated
+// without running that step. Any other interrupted run is marked
+// interrupted. Runs that wait for an approval are not interrupted.
+func (r *Runner) Sweep(ctx context.Context) ([]Swept, error) {
+	runs, err := r.Store.ListRuns(ctx, store.RunFilter{Status: store.RunRunning, Limit: 1000})
+	if err != nil {
+		return nil, fmt.Errorf("sweep: %w", err)
+	}
+	var out []Swept
+	for _, run := range runs {
+		if r.driven(run.ID) {
+			continue
+		}
+		s := r.sweepOne(ctx, run)
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (r *Runner) sweepOne(ctx context.Context, run store.Run) Swept {
+	s := Swept{RunID: run.ID}
+	m, err := r.loadMeta(run.Pipeline)
+	switch {
+	case err != nil || m.Durable == nil:
+		s.Action, s.Reason = "interrupted", "the pipeline is not durable"
+	case r.now().Sub(run.StartedAt) > maxResumeAge(m.Durable):
+		s.Action, s.Reason = "interrupted", fmt.Sprintf("the run is older than max_resume_age_seconds (%s)", maxResumeAge(m.Durable))
+	case m.Durable.OnInterrupted == "escalate":
+		step := r.inFlight(ctx, run.ID)
+		s.Action = "escalated"
+		s.Reason = fmt.Sprintf("step %q was interrupted; escalated on resume (durable: on_interrupted: escalate)", step)
+		now := r.now().UTC()
+		if err := r.Store.UpdateRun(ctx, run.ID, store.RunUpdate{Status: store.RunEscalated, Reason: s.Reason, CompletedAt: &now}); err != nil {
+			s.Action, s.Reason = "interrupted", "escalate: "+err.Error()
+		}
+		return s
+	default:
+		o, err := r.Resume(ctx, run.ID)
+		if err == nil {
+			s.Action, s.Outcome = "resumed", o
+			return s
+		}
+		s.Action, s.Reason = "interrupted", "resume: "+err.Error()
+		if errors.Is(err, engine.ErrDefinitionChanged) {
+			s.Reason = "the pipeline changed since the run started"
+		}
+	}
+	now := r.now().UTC()
+	_ = r.Store.UpdateRun(ctx, run.ID, store.RunUpdate{Status: store.RunInterrupted, Reason: "interrupted: " + s.Reason, CompletedAt: &now})
+	return s
+}
+
+func maxResumeAge(d *pipeline.Durable) time.Duration {
+	if d.MaxResumeAgeSeconds != nil {
+		return time.Duration(*d.MaxResumeAgeSeconds) * time.Second
+	}
+	return pipeline.DefaultMaxResumeAgeSeconds * time.Second
+}
+
+// inFlight names the state whose Task was scheduled and never finished.
+func (r *Runner) inFlight(ctx context.Context, runID string) string {
+	h, err := r.History(ctx, runID)
+	if err != nil {
+		return "unknown"
+	}
+	open := map[string]bool{}
+	last := ""
+	for _, e := range h {
+		switch e.Type {
+		case "TaskScheduled":
+			open[e.State] = true
+			last = e.State
+		case "TaskSucceeded", "TaskFailed", "TaskTimedOut", "StateExited":
+			delete(open, e.State)
+		}
+	}
+	if open[last] {
+		name, _, _ := strings.Cut(last, ": ")
+		return name
+	}
+	return "unknown"
+}
