@@ -50,6 +50,7 @@ func commands() map[string]command {
 		"reject":   {"reject a waiting human step of a local run", cmdReject},
 		"validate": {"check pipeline files and report every problem with its position", cmdValidate},
 		"graph":    {"draw a pipeline's state machine (Mermaid or Graphviz)", cmdGraph},
+		"serve":    {"serve webhooks, manual runs, run queries and approval links over HTTP (local)", cmdServe},
 		"schema":   {"print the JSON Schema of the pipeline format", cmdSchema},
 		"output":   {"check a raw model reply against the LLMOutput contract", cmdOutput},
 	}

@@ -109,7 +109,7 @@ func openRunner(ctx context.Context, e env, sf stateFlags, responses *executor.R
 	if dir == "" {
 		dir = local.DefaultDir
 	}
-	cfg := local.Config{Dir: dir, DBPath: sf.db, Handler: stepHandler(e, responses, dir)}
+	cfg := local.Config{Dir: dir, DBPath: sf.db, Handler: stepHandler(e, responses, dir, nil)}
 	if prog != nil {
 		cfg.OnEvent = prog.event
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/local"
+	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/pricing"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/steprun"
@@ -17,7 +18,7 @@ import (
 // shared/steprun code the step Lambda runs, over the SQLite store, with
 // secrets from the environment and, with --responses, scripted replies
 // standing in for every executor.
-func stepHandler(e env, responses *executor.Responses, dir string) func(*sqlite.Store) local.StepHandler {
+func stepHandler(e env, responses *executor.Responses, dir string, approvals steprun.Notifier) func(*sqlite.Store) local.StepHandler {
 	return func(st *sqlite.Store) local.StepHandler {
 		client := &http.Client{}
 		secrets := secret.Env(e.getenv)
@@ -27,13 +28,15 @@ func stepHandler(e env, responses *executor.Responses, dir string) func(*sqlite.
 			logger.Warn("price table does not load; costs stay unknown", "err", err)
 		}
 		return &steprun.Handler{
-			Store:     st,
-			Executors: executor.NewRegistry(executor.Deps{HTTP: client, Secrets: secrets, Responses: responses, Logger: logger}),
-			Artifacts: steprun.Dir{Root: filepath.Join(dir, "artifacts")},
-			Pricing:   prices,
-			HTTP:      client,
-			Secrets:   secrets,
-			Logger:    logger,
+			Notifier:      approvals,
+			Notifications: &notify.Dispatcher{HTTP: client, Secrets: secrets, Logger: logger},
+			Store:         st,
+			Executors:     executor.NewRegistry(executor.Deps{HTTP: client, Secrets: secrets, Responses: responses, Logger: logger}),
+			Artifacts:     steprun.Dir{Root: filepath.Join(dir, "artifacts")},
+			Pricing:       prices,
+			HTTP:          client,
+			Secrets:       secrets,
+			Logger:        logger,
 		}
 	}
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/llmoutput"
+	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/sqlite"
-	"github.com/stepline/stepline/shared/steprun"
 )
 
 // benchPipeline writes a pipeline of n scripted steps, each reading the

@@ -312,3 +312,18 @@ func (r *Runner) settle(ctx context.Context, pipelineName string, res engine.Res
 func (r *Runner) History(ctx context.Context, runID string) ([]store.HistoryEvent, error) {
 	return r.engine.History(ctx, runID)
 }
+
+// Complete completes a waiting task with a human decision (its approval is
+// already decided in the store) and drives the run on.
+func (r *Runner) Complete(ctx context.Context, taskToken string, d task.Decision) (Outcome, error) {
+	out, _ := json.Marshal(d)
+	res, err := r.engine.SendTaskSuccess(ctx, taskToken, out)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("complete task: %w", err)
+	}
+	run, err := r.Store.GetRun(ctx, res.RunID)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return r.settle(ctx, run.Pipeline, res)
+}

@@ -3,7 +3,10 @@ package local
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/sqlite"
@@ -64,7 +68,8 @@ func runScenario(t *testing.T, pipelineYAML, responsesYAML, trigger string) (Out
 		Dir:   filepath.Join(dir, "state"),
 		Clock: clock,
 		Handler: func(st *sqlite.Store) StepHandler {
-			return &steprun.Handler{Store: st, Executors: executor.NewRegistry(executor.Deps{Responses: responses})}
+			return &steprun.Handler{Store: st, Executors: executor.NewRegistry(executor.Deps{Responses: responses}),
+				Notifications: &notify.Dispatcher{HTTP: http.DefaultClient}}
 		},
 	})
 	if err != nil {
@@ -417,5 +422,45 @@ func TestExamplePipelines(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNotifications: a run that escalates sends the pipeline's escalate
+// notifications with the template context; the same pipeline in stage
+// testing sends nothing.
+func TestNotifications(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	for _, stage := range []string{"production", "testing"} {
+		mu.Lock()
+		bodies = nil
+		mu.Unlock()
+		p := "name: p\nstage: " + stage + "\nnotifications:\n  escalate:\n    - channel: webhook\n      config: {url: \"" + srv.URL + "\"}\n" +
+			"      template: \"{{ pipeline_name }} {{ current_step }} {{ escalation_reason }} {{ confidence }} < {{ confidence_threshold }}: {{ step_summary }}\"\n" +
+			"steps:\n  - {name: a, executor: scripted}\n"
+		o, _, _ := runScenario(t, p, "a: ["+reply(0.4, "unsure", "")+"]\n", "")
+		if o.Status != store.RunEscalated {
+			t.Fatalf("%s: status %q", stage, o.Status)
+		}
+		mu.Lock()
+		got := append([]string(nil), bodies...)
+		mu.Unlock()
+		switch stage {
+		case "production":
+			if len(got) != 1 || got[0] != "p a low_confidence 0.4 < 0.75: unsure" {
+				t.Errorf("production: notifications %q", got)
+			}
+		case "testing":
+			if len(got) != 0 {
+				t.Errorf("testing: sent %q", got)
+			}
+		}
 	}
 }

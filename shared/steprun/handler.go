@@ -10,12 +10,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
+	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/pricing"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/store"
@@ -70,6 +72,11 @@ type Handler struct {
 	// Notifier tells approvers about a pending approval. Nil: a
 	// LogNotifier over Logger.
 	Notifier Notifier
+	// Notifications fires the pipeline's notifications when a step ends
+	// the run (escalated or failed: escalate; aborted: the step's
+	// on_abort; stopped: stopped; budget exceeded: notify). nil: none are
+	// sent.
+	Notifications Notifications
 	// Pricing prices model calls. Nil: no call has a cost (cost unknown).
 	Pricing *pricing.Table
 	// Now is the clock. Nil: time.Now.
@@ -251,7 +258,15 @@ func (t *taskRun) addUsage(ctx context.Context, key string, u stepUsage) error {
 	return nil
 }
 
-// endRun closes the run when a step ended it.
+// Notifications sends a pipeline's notifications (package notify's
+// Dispatcher).
+type Notifications interface {
+	Fire(ctx context.Context, p task.Pipeline, action string, data notify.Context) []notify.Delivery
+}
+
+// endRun closes the run when a step ended it and, when this call is the one
+// that closed it (a retried Task finds it closed), fires the pipeline's
+// notifications for the outcome.
 func (t *taskRun) endRun(ctx context.Context, status, reason string, totals task.Usage, final json.RawMessage) error {
 	var rs store.RunStatus
 	switch status {
@@ -273,10 +288,70 @@ func (t *taskRun) endRun(ctx context.Context, status, reason string, totals task
 		final = nil
 	}
 	err := t.h.Store.UpdateRun(ctx, t.req.Run.ID, store.RunUpdate{Status: rs, Reason: reason, CompletedAt: &now, FinalOutput: final, Usage: &u})
-	if err != nil && !errors.Is(err, store.ErrConflict) {
+	if errors.Is(err, store.ErrConflict) {
+		return nil // closed before: notified then
+	}
+	if err != nil {
 		return fmt.Errorf("end run %q: %w", t.req.Run.ID, err)
 	}
+	t.notify(ctx, status, reason, final)
 	return nil
+}
+
+// notify fires the notifications of the action a run-ending status calls
+// for. Deliveries are logged; a failed one never fails the step.
+func (t *taskRun) notify(ctx context.Context, status, reason string, output json.RawMessage) {
+	if t.h.Notifications == nil || len(t.req.Pipeline.Notifications) == 0 {
+		return
+	}
+	var cfg struct {
+		Name                string   `json:"name"`
+		OnAbort             string   `json:"on_abort"`
+		ConfidenceThreshold *float64 `json:"confidence_threshold"`
+	}
+	_ = json.Unmarshal(t.req.Step, &cfg)
+	var out struct {
+		Confidence    *float64 `json:"confidence"`
+		Summary       string   `json:"summary"`
+		ProceedReason string   `json:"proceed_reason"`
+		Reasoning     struct {
+			Contradicts any `json:"contradicts"`
+		} `json:"reasoning"`
+	}
+	_ = json.Unmarshal(output, &out)
+	action := notify.Action(status, cfg.OnAbort)
+	escalation := status
+	switch {
+	case strings.Contains(reason, "budget exceeded"):
+		action, escalation = notify.ActionNotify, "budget_exceeded"
+	case (status == task.StatusEscalated || status == task.StatusAborted) && out.Confidence != nil && cfg.ConfidenceThreshold != nil && *out.Confidence < *cfg.ConfidenceThreshold:
+		escalation = "low_confidence"
+	}
+	summary := out.Summary
+	if summary == "" {
+		summary = reason
+	}
+	deliveries := t.h.Notifications.Fire(ctx, t.req.Pipeline, action, notify.Context{
+		RunID:               t.req.Run.ID,
+		CurrentStep:         cfg.Name,
+		Status:              status,
+		Trigger:             t.req.Trigger,
+		Steps:               t.req.Steps,
+		EscalationReason:    escalation,
+		Confidence:          out.Confidence,
+		ConfidenceThreshold: cfg.ConfidenceThreshold,
+		StepSummary:         summary,
+		Contradicts:         out.Reasoning.Contradicts,
+		ProceedReason:       out.ProceedReason,
+	})
+	for _, d := range deliveries {
+		attrs := []any{"run", d.RunID, "action", d.Action, "channel", d.Channel, "via", d.Via, "muted", d.Muted}
+		if d.Err != nil {
+			t.h.log.Warn("notification not delivered", append(attrs, "err", d.Err)...)
+			continue
+		}
+		t.h.log.Info("notification delivered", attrs...)
+	}
 }
 
 // setRunStatus moves a run between running and waiting.

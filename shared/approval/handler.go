@@ -1,0 +1,272 @@
+package approval
+
+import (
+	"encoding/json"
+	"errors"
+	"html/template"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// DefaultBy names the approver when the form gives no name.
+const DefaultBy = "approval link"
+
+// maxByBytes bounds an approver's name.
+const maxByBytes = 200
+
+// maxFormBytes bounds a decision's request body.
+const maxFormBytes = 16 << 10
+
+var _ http.Handler = (*Service)(nil)
+
+// ServeHTTP serves GET, HEAD and POST /approvals/{token}: mount it with
+// mux.Handle("/approvals/", svc). The token is the last path segment after
+// "/approvals/", so a prefix before it does no harm. Clients asking for
+// application/json (Accept header) get JSON instead of HTML; a JSON POST
+// body {"decision", "by"} works as the form does.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	secureHeaders(w.Header())
+	token, ok := tokenOf(r.URL.Path)
+	if !ok {
+		s.respond(w, r, http.StatusNotFound, view{Title: "Not found", Text: "There is no approval at this address."})
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		s.show(w, r, token)
+	case http.MethodPost:
+		s.decide(w, r, token)
+	default:
+		w.Header().Set("Allow", "GET, HEAD, POST")
+		s.respond(w, r, http.StatusMethodNotAllowed, view{Title: "Method not allowed", Text: "Open the link, then approve or reject on the page."})
+	}
+}
+
+func tokenOf(path string) (string, bool) {
+	i := strings.LastIndex(path, "/approvals/")
+	if i < 0 {
+		return "", false
+	}
+	tok := path[i+len("/approvals/"):]
+	if tok == "" || strings.Contains(tok, "/") {
+		return "", false
+	}
+	return tok, true
+}
+
+// secureHeaders keeps the page (and the token in its address) private:
+// never cached, never framed, no Referer to other sites, no scripts.
+func secureHeaders(h http.Header) {
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+}
+
+func (s *Service) show(w http.ResponseWriter, r *http.Request, token string) {
+	pd, err := s.Page(r.Context(), token)
+	if err != nil {
+		s.fail(w, r, err, nil)
+		return
+	}
+	status, title := http.StatusOK, "Approval requested"
+	switch pd.State {
+	case StateDecided:
+		title = "Approval decided"
+	case StateExpired:
+		status, title = http.StatusGone, "Approval expired"
+	}
+	s.respond(w, r, status, view{Title: title, Page: &pd})
+}
+
+func (s *Service) decide(w http.ResponseWriter, r *http.Request, token string) {
+	decision, by, err := readDecision(w, r)
+	if err != nil {
+		s.respond(w, r, http.StatusBadRequest, view{Title: "Bad request", Text: err.Error()})
+		return
+	}
+	if s.Identify != nil {
+		if who := s.Identify(r); who != "" {
+			by = who
+		}
+	}
+	if err := s.Decide(r.Context(), token, decision, by); err != nil {
+		// Show where the approval stands after a refused decision.
+		pd, perr := s.Page(r.Context(), token)
+		if perr != nil {
+			s.fail(w, r, err, nil)
+			return
+		}
+		s.fail(w, r, err, &pd)
+		return
+	}
+	if wantsJSON(r) {
+		pd, _ := s.Page(r.Context(), token)
+		writeJSON(w, http.StatusOK, pd)
+		return
+	}
+	// Post/redirect/get: reloading the result does not post again.
+	http.Redirect(w, r, r.URL.Path, http.StatusSeeOther)
+}
+
+func readDecision(w http.ResponseWriter, r *http.Request) (decision, by string, err error) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct == "application/json" {
+		var in struct {
+			Decision string `json:"decision"`
+			By       string `json:"by"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil && !errors.Is(err, io.EOF) {
+			return "", "", errors.New("the body is not a JSON object {decision, by}")
+		}
+		return in.Decision, in.By, nil
+	}
+	if err := r.ParseForm(); err != nil {
+		return "", "", errors.New("the form could not be read")
+	}
+	return r.PostForm.Get("decision"), r.PostForm.Get("by"), nil
+}
+
+// cleanBy makes an approver's name one short line: DefaultBy when empty,
+// cut to maxByBytes on a character boundary.
+func cleanBy(by string) string {
+	by = strings.Join(strings.Fields(by), " ")
+	if by == "" {
+		return DefaultBy
+	}
+	if len(by) > maxByBytes {
+		by = by[:maxByBytes]
+		for !utf8.ValidString(by) {
+			by = by[:len(by)-1]
+		}
+	}
+	return by
+}
+
+// fail answers an error of Page or Decide.
+func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error, pd *PageData) {
+	v := view{Page: pd}
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, ErrBadDecision):
+		status, v.Title, v.Text = http.StatusBadRequest, "Bad request", "Choose approve or reject."
+	case errors.Is(err, ErrForged):
+		status, v.Title, v.Text = http.StatusForbidden, "Link not valid", "This approval link is not valid. Use the link exactly as you received it."
+	case errors.Is(err, ErrExpired):
+		status, v.Title, v.Text = http.StatusGone, "Link expired", "This approval link has expired; the request can no longer be decided."
+	case errors.Is(err, ErrNotFound):
+		status, v.Title, v.Text = http.StatusNotFound, "Not found", "There is no such approval."
+	case errors.Is(err, ErrDecided):
+		status, v.Title, v.Text = http.StatusConflict, "Already decided", "This request was decided already; a link decides once."
+	case errors.Is(err, ErrResume):
+		status, v.Title, v.Text = http.StatusBadGateway, "Decision recorded", "Your decision is recorded, but the run could not be resumed with it. Tell the pipeline's operators."
+	default:
+		v.Title, v.Text = "Error", "The approval could not be processed. Try again later."
+		s.log().ErrorContext(r.Context(), "approval request", "error", err.Error())
+	}
+	s.respond(w, r, status, v)
+}
+
+// view is what a response shows.
+type view struct {
+	Title string
+	Text  string
+	Page  *PageData
+}
+
+func (s *Service) respond(w http.ResponseWriter, r *http.Request, status int, v view) {
+	if wantsJSON(r) {
+		body := map[string]any{"title": v.Title}
+		if v.Text != "" {
+			body["error"] = v.Text
+		}
+		if v.Page != nil {
+			body["approval"] = v.Page
+		}
+		if status < 400 && v.Page != nil {
+			writeJSON(w, status, v.Page)
+			return
+		}
+		writeJSON(w, status, body)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if r.Method == http.MethodHead {
+		return
+	}
+	_ = pageTemplate.Execute(w, v)
+}
+
+func wantsJSON(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "application/json")
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func when(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
+
+// pageTemplate is the confirmation and result page. The form posts to the
+// page's own address.
+var pageTemplate = template.Must(template.New("approval").Funcs(template.FuncMap{
+	"when": when,
+	"whenp": func(t *time.Time) string {
+		if t == nil {
+			return ""
+		}
+		return when(*t)
+	},
+}).Parse(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">
+<title>{{.Title}} · Stepline</title>
+<style>
+body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem;color:#1b1f24}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dt{color:#57606a}dd{margin:0}
+pre{white-space:pre-wrap;background:#f6f8fa;padding:.75rem;border-radius:6px}
+button{font:inherit;padding:.5rem 1.25rem;margin-right:.5rem;border-radius:6px;border:1px solid #8c959f;cursor:pointer}
+.approve{background:#1f883d;color:#fff;border-color:#1f883d}.reject{background:#cf222e;color:#fff;border-color:#cf222e}
+input{font:inherit;padding:.35rem;width:16rem}.note{color:#57606a}
+</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+{{with .Text}}<p>{{.}}</p>{{end}}
+{{with .Page}}
+<dl>
+<dt>Pipeline</dt><dd>{{.Pipeline}}</dd>
+<dt>Step</dt><dd>{{.Step}}</dd>
+<dt>Run</dt><dd>{{.RunID}}</dd>
+<dt>Requested</dt><dd>{{when .CreatedAt}}</dd>
+<dt>Expires</dt><dd>{{when .ExpiresAt}}</dd>
+</dl>
+{{with .Message}}<pre>{{.}}</pre>{{end}}
+{{if eq .State "pending"}}
+<form method="post">
+<p><label>Your name <input name="by" maxlength="200" autocomplete="name"></label></p>
+<p><button class="approve" type="submit" name="decision" value="approve">Approve</button>
+<button class="reject" type="submit" name="decision" value="reject">Reject</button></p>
+<p class="note">The decision is final: this link decides once.</p>
+</form>
+{{else if eq .State "decided"}}
+<p><strong>{{if eq .Decision "approved"}}Approved{{else}}Rejected{{end}}</strong> by {{.DecidedBy}}{{with whenp .DecidedAt}} at {{.}}{{end}}.</p>
+{{else}}
+<p><strong>Expired</strong> without a decision.</p>
+{{end}}
+{{end}}
+</body>
+</html>
+`))

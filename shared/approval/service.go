@@ -1,0 +1,179 @@
+package approval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/stepline/stepline/shared/secret"
+	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/task"
+)
+
+// More errors of Page and Decide.
+var (
+	// ErrNotFound: the link is genuine but its approval is not stored (a
+	// link of another installation using the same key, or a deleted one).
+	ErrNotFound = errors.New("approval not found")
+	// ErrDecided: the approval was decided already; a link decides once.
+	// It also matches store.ErrConflict.
+	ErrDecided = errors.New("approval already decided")
+	// ErrBadDecision: a decision other than approve or reject.
+	ErrBadDecision = errors.New("decision must be approve or reject")
+	// ErrResume: the decision is recorded but the waiting run could not be
+	// resumed with it (the task token expired, the engine is unreachable).
+	ErrResume = errors.New("decision recorded, but the run was not resumed")
+)
+
+// Store is what the Service needs of the run store.
+type Store interface {
+	GetApproval(ctx context.Context, id string) (store.Approval, error)
+	DecideApproval(ctx context.Context, id string, d store.Decision, by string, now time.Time) (store.Approval, error)
+}
+
+// Service decides approvals from signed links.
+type Service struct {
+	Store  Store
+	Signer *Signer
+	// Complete resumes the waiting run: SendTaskSuccess with the task
+	// token, locally through the engine, on AWS through Step Functions.
+	Complete func(ctx context.Context, taskToken string, decision task.Decision) error
+	// Identify, when set, names the approver of an HTTP decision (an
+	// authenticated user, say) in place of the form's "by" field.
+	Identify func(r *http.Request) string
+	Logger   *slog.Logger
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+// Link returns the approval link of a under base (the service's public
+// URL, such as "https://stepline.example.com"), valid until a expires.
+// It returns "" when the Signer cannot sign.
+func (s *Service) Link(base string, a store.Approval) string {
+	tok := s.Signer.Sign(a.ID, a.ExpiresAt)
+	if tok == "" {
+		return ""
+	}
+	return strings.TrimRight(base, "/") + "/approvals/" + tok
+}
+
+// Approval states a page shows.
+const (
+	StatePending = "pending"
+	StateDecided = "decided"
+	StateExpired = "expired"
+)
+
+// PageData is what the confirmation page shows. It never holds the task
+// token.
+type PageData struct {
+	ID        string     `json:"id"`
+	RunID     string     `json:"run_id"`
+	Pipeline  string     `json:"pipeline,omitempty"`
+	Step      string     `json:"step"`
+	Message   string     `json:"message,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt time.Time  `json:"expires_at"`
+	State     string     `json:"state"`              // StatePending, StateDecided or StateExpired
+	Decision  string     `json:"decision,omitempty"` // approved or rejected
+	DecidedBy string     `json:"decided_by,omitempty"`
+	DecidedAt *time.Time `json:"decided_at,omitempty"`
+}
+
+func pageData(a store.Approval, now time.Time) PageData {
+	pd := PageData{
+		ID: a.ID, RunID: a.RunID, Pipeline: a.Pipeline, Step: a.Step, Message: a.Message,
+		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, Decision: string(a.Decision),
+		DecidedBy: a.DecidedBy, DecidedAt: a.DecidedAt, State: StatePending,
+	}
+	switch {
+	case a.Decision != store.DecisionPending:
+		pd.State = StateDecided
+	case !now.Before(a.ExpiresAt):
+		pd.State = StateExpired
+	}
+	return pd
+}
+
+// Page returns what the link's confirmation page shows: the approval,
+// whether pending, decided or expired. Errors: ErrForged, ErrExpired (the
+// link's own expiry), ErrNotFound, ErrNoKey.
+func (s *Service) Page(ctx context.Context, token string) (PageData, error) {
+	id, err := s.Signer.Verify(token)
+	if err != nil {
+		return PageData{}, fmt.Errorf("show approval: %w", err)
+	}
+	a, err := s.Store.GetApproval(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return PageData{}, fmt.Errorf("show approval: %w", ErrNotFound)
+		}
+		return PageData{}, fmt.Errorf("show approval: %w", err)
+	}
+	return pageData(a, s.Signer.now()), nil
+}
+
+// decisionOf reads a decision: approve/approved or reject/rejected.
+func decisionOf(s string) (store.Decision, string, bool) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case task.Approve, string(store.DecisionApproved):
+		return store.DecisionApproved, task.Approve, true
+	case task.Reject, string(store.DecisionRejected):
+		return store.DecisionRejected, task.Reject, true
+	}
+	return "", "", false
+}
+
+// Decide records decision ("approve" or "reject") by by on the link's
+// approval, once, and resumes the run. by is cut to one line of at most
+// 200 bytes; empty, it is DefaultBy. Errors: ErrBadDecision, ErrForged,
+// ErrExpired (the link's or the approval's expiry), ErrNotFound,
+// ErrDecided (a replay: the approval was decided already, by this link
+// or another way), ErrResume (recorded, but the run did not resume),
+// ErrNoKey.
+func (s *Service) Decide(ctx context.Context, token, decision, by string) error {
+	const op = "decide approval"
+	d, taskDecision, ok := decisionOf(decision)
+	if !ok {
+		return fmt.Errorf("%s: %w, not %q", op, ErrBadDecision, decision)
+	}
+	id, err := s.Signer.Verify(token)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	by = cleanBy(by)
+	a, err := s.Store.DecideApproval(ctx, id, d, by, s.Signer.now())
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("%s: %w", op, ErrNotFound)
+	case errors.Is(err, store.ErrConflict):
+		return fmt.Errorf("%s: %w: %s by %q: %w", op, ErrDecided, a.Decision, a.DecidedBy, err)
+	case errors.Is(err, store.ErrExpired):
+		return fmt.Errorf("%s: %w: the approval expired at %s", op, ErrExpired, a.ExpiresAt.UTC().Format(time.RFC3339))
+	case err != nil:
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	s.log().InfoContext(ctx, "approval decided", "approval", a.ID, "run", a.RunID, "step", a.Step,
+		"pipeline", a.Pipeline, "decision", string(d), "by", by)
+	if s.Complete == nil {
+		return fmt.Errorf("%s: %w: no way to resume runs is configured", op, ErrResume)
+	}
+	if err := s.Complete(ctx, a.TaskToken, task.Decision{Decision: taskDecision, By: by}); err != nil {
+		// An error may echo the task token, which can resume the run.
+		red := secret.NewRedactor(nil)
+		red.Add(a.TaskToken)
+		err = red.Error(err)
+		s.log().ErrorContext(ctx, "resume run after approval", "approval", a.ID, "run", a.RunID, "step", a.Step, "error", err.Error())
+		return fmt.Errorf("%s: %w: run %s: %w", op, ErrResume, a.RunID, err)
+	}
+	return nil
+}

@@ -1,0 +1,191 @@
+package intake
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/stepline/stepline/shared/secret"
+)
+
+// Tokens maps a team name to the bearer token its senders use. An empty
+// team name is a token that authenticates without naming a team. An empty
+// Tokens disables authentication.
+type Tokens map[string]string
+
+// Team returns the team whose token equals bearer. Every token is
+// compared, in constant time over SHA-256 digests, so neither the length
+// of a token nor which team matched shows in the time taken.
+func (t Tokens) Team(bearer string) (team string, ok bool) {
+	if bearer == "" {
+		return "", false
+	}
+	hb := sha256.Sum256([]byte(bearer))
+	var found []string
+	for name, tok := range t {
+		ht := sha256.Sum256([]byte(tok))
+		if subtle.ConstantTimeCompare(hb[:], ht[:]) == 1 && tok != "" {
+			found = append(found, name)
+		}
+	}
+	if len(found) == 0 {
+		return "", false
+	}
+	slices.Sort(found)
+	return found[0], true
+}
+
+// Check reports tokens that cannot work: an empty token, one with spaces,
+// and one token shared by two teams (which team would it name?).
+func (t Tokens) Check() error {
+	seen := make(map[string]string, len(t))
+	for _, team := range sortedKeys(t) {
+		tok := t[team]
+		switch {
+		case tok == "":
+			return fmt.Errorf("team %q has an empty token", team)
+		case strings.ContainsAny(tok, " \t\r\n"):
+			return fmt.Errorf("the token of team %q contains white space", team)
+		}
+		if other, dup := seen[tok]; dup {
+			return fmt.Errorf("teams %q and %q share a token", other, team)
+		}
+		seen[tok] = team
+	}
+	return nil
+}
+
+// Expand resolves ${NAME} references in the tokens through r, so that a
+// tokens file can name secrets (Secrets Manager on AWS, the environment
+// locally) instead of holding them. The result is checked.
+func (t Tokens) Expand(ctx context.Context, r secret.Resolver) (Tokens, error) {
+	out := make(Tokens, len(t))
+	for team, tok := range t {
+		v, err := secret.Expand(ctx, r, tok)
+		if err != nil {
+			return nil, fmt.Errorf("token of team %q: %w", team, err)
+		}
+		out[team] = v
+	}
+	if err := out.Check(); err != nil {
+		return nil, fmt.Errorf("expand tokens: %w", err)
+	}
+	return out, nil
+}
+
+// ParseTokens reads team tokens from a config file's bytes, YAML or JSON,
+// in one of these forms:
+//
+//	{"checkout": "tok-1", "payments": "tok-2"}          # team: token
+//	teams: [{name: checkout, token: tok-1}]              # the reference form
+//	auth: {teams: [...], token: legacy-token}            # the same under auth:
+//
+// A top-level or auth-level token: is a token without a team. Tokens may be
+// ${NAME} references; resolve them with Expand. An empty file is no tokens.
+func ParseTokens(data []byte) (Tokens, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return Tokens{}, nil
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("parse tokens: %w", err)
+	}
+	if auth, ok := doc["auth"].(map[string]any); ok && len(doc) == 1 {
+		doc = auth
+	}
+	t := Tokens{}
+	_, hasTeams := doc["teams"]
+	_, hasToken := doc["token"]
+	if !hasTeams && !hasToken {
+		for team, v := range doc {
+			s, ok := v.(string)
+			if !ok {
+				return nil, fmt.Errorf("parse tokens: the token of team %q must be a string", team)
+			}
+			t[team] = s
+		}
+		return t, checked(t)
+	}
+	for key, v := range doc {
+		switch key {
+		case "token":
+			s, ok := v.(string)
+			if !ok {
+				return nil, fmt.Errorf("parse tokens: token must be a string")
+			}
+			t[""] = s
+		case "teams":
+			list, ok := v.([]any)
+			if !ok {
+				return nil, fmt.Errorf("parse tokens: teams must be a list of {name, token}")
+			}
+			for i, e := range list {
+				m, _ := e.(map[string]any)
+				name, _ := m["name"].(string)
+				tok, _ := m["token"].(string)
+				if name == "" {
+					return nil, fmt.Errorf("parse tokens: teams[%d] needs a name and a token", i)
+				}
+				if _, dup := t[name]; dup {
+					return nil, fmt.Errorf("parse tokens: team %q is listed twice", name)
+				}
+				t[name] = tok
+			}
+		default:
+			return nil, fmt.Errorf("parse tokens: unknown key %q (use teams and token)", key)
+		}
+	}
+	return t, checked(t)
+}
+
+// ParseTokenList reads team tokens from an environment variable's value:
+// "team=token" pairs separated by commas ("checkout=tok-1,payments=tok-2"),
+// or, when the value starts with "{", a JSON object team → token (the
+// shape of a Secrets Manager secret). A pair without "=" is a token
+// without a team.
+func ParseTokenList(s string) (Tokens, error) {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "{") {
+		return ParseTokens([]byte(s))
+	}
+	t := Tokens{}
+	for _, pair := range strings.Split(s, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		team, tok, ok := strings.Cut(pair, "=")
+		if !ok {
+			team, tok = "", pair
+		}
+		team = strings.TrimSpace(team)
+		if _, dup := t[team]; dup {
+			return nil, fmt.Errorf("parse tokens: team %q is listed twice", team)
+		}
+		t[team] = strings.TrimSpace(tok)
+	}
+	return t, checked(t)
+}
+
+func checked(t Tokens) error {
+	if err := t.Check(); err != nil {
+		return fmt.Errorf("parse tokens: %w", err)
+	}
+	return nil
+}
+
+// BearerToken returns the token of an Authorization header value
+// ("Bearer <token>", the scheme in any case), or "" when there is none.
+func BearerToken(header string) string {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}

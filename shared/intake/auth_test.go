@@ -1,0 +1,135 @@
+package intake
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/stepline/stepline/shared/secret"
+)
+
+func TestParseTokens(t *testing.T) {
+	tests := []struct {
+		name    string
+		src     string
+		want    Tokens
+		wantErr string
+	}{
+		{"team map, JSON", `{"checkout": "tok-1", "payments": "tok-2"}`, Tokens{"checkout": "tok-1", "payments": "tok-2"}, ""},
+		{"team map, YAML", "checkout: tok-1\npayments: ${PAYMENTS_TOKEN}\n", Tokens{"checkout": "tok-1", "payments": "${PAYMENTS_TOKEN}"}, ""},
+		{"reference form", "teams:\n  - name: checkout\n    token: tok-1\n  - {name: payments, token: tok-2}\n", Tokens{"checkout": "tok-1", "payments": "tok-2"}, ""},
+		{"under auth with a legacy token", "auth:\n  token: legacy-1\n  teams: [{name: checkout, token: tok-1}]\n", Tokens{"": "legacy-1", "checkout": "tok-1"}, ""},
+		{"empty file", "  \n", Tokens{}, ""},
+		{"token not a string", `{"checkout": 12}`, nil, `the token of team "checkout" must be a string`},
+		{"team without name", "teams: [{token: tok-1}]", nil, "teams[0] needs a name and a token"},
+		{"team without token", "teams: [{name: checkout}]", nil, `team "checkout" has an empty token`},
+		{"team twice", "teams: [{name: a, token: x1}, {name: a, token: x2}]", nil, `team "a" is listed twice`},
+		{"unknown key", "teams: []\nusers: []", nil, `unknown key "users"`},
+		{"shared token", `{"a": "same", "b": "same"}`, nil, `teams "a" and "b" share a token`},
+		{"white space", `{"a": "tok 1"}`, nil, "contains white space"},
+		{"not YAML", "{[", nil, "parse tokens"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseTokens([]byte(tt.src))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseTokenList(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      Tokens
+		wantErr   string
+	}{
+		{"pairs", "checkout=tok-1, payments=tok-2==", Tokens{"checkout": "tok-1", "payments": "tok-2=="}, ""},
+		{"a bare token has no team", "tok-1", Tokens{"": "tok-1"}, ""},
+		{"JSON", `{"checkout":"tok-1"}`, Tokens{"checkout": "tok-1"}, ""},
+		{"empty", "", Tokens{}, ""},
+		{"repeated team", "a=x1,a=x2", nil, `team "a" is listed twice`},
+		{"empty token", "a=", nil, `team "a" has an empty token`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseTokenList(tt.src)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTokensTeam(t *testing.T) {
+	tok := Tokens{"checkout": "tok-checkout-1", "": "legacy-token"}
+	tests := []struct {
+		bearer, team string
+		ok           bool
+	}{
+		{"tok-checkout-1", "checkout", true},
+		{"legacy-token", "", true},
+		{"tok-checkout-2", "", false},
+		{"tok-checkout", "", false},
+		{"", "", false},
+	}
+	for _, tt := range tests {
+		team, ok := tok.Team(tt.bearer)
+		if team != tt.team || ok != tt.ok {
+			t.Errorf("Team(%q) = %q %v, want %q %v", tt.bearer, team, ok, tt.team, tt.ok)
+		}
+	}
+	if _, ok := (Tokens{}).Team("x"); ok {
+		t.Error("empty tokens authenticate")
+	}
+}
+
+func TestTokensExpand(t *testing.T) {
+	env := map[string]string{"CHECKOUT_TOKEN": "s3cret-checkout"}
+	r := secret.Env(func(k string) string { return env[k] })
+	got, err := Tokens{"checkout": "${CHECKOUT_TOKEN}", "ops": "plain-ops"}.Expand(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["checkout"] != "s3cret-checkout" || got["ops"] != "plain-ops" {
+		t.Errorf("got %v", got)
+	}
+	_, err = Tokens{"payments": "${PAYMENTS_TOKEN}"}.Expand(context.Background(), r)
+	if err == nil || !strings.Contains(err.Error(), `"PAYMENTS_TOKEN" is not set`) {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	for in, want := range map[string]string{
+		"Bearer abc":     "abc",
+		"bearer  abc ":   "abc",
+		"Basic dXNlcjpw": "",
+		"abc":            "",
+		"":               "",
+	} {
+		if got := BearerToken(in); got != want {
+			t.Errorf("BearerToken(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

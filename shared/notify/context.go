@@ -1,0 +1,112 @@
+package notify
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/task"
+)
+
+// bindings builds a notification's template variables the way a step's are
+// built (run, pipeline, labels, team, context_template.include, vars,
+// steps), then adds action, status and the notification extras.
+func bindings(p task.Pipeline, action string, c Context) map[string]any {
+	trig := map[string]any{}
+	if len(c.Trigger) > 0 {
+		_ = json.Unmarshal(c.Trigger, &trig)
+		if trig == nil {
+			trig = map[string]any{}
+		}
+	}
+	b := make(map[string]any, 24+len(p.Vars)+len(p.Include))
+	b["pipeline_run_id"] = c.RunID
+	b["pipeline_name"] = p.Name
+	b["current_step"] = c.CurrentStep
+	b["_testing"] = p.Stage != pipeline.StageProduction
+	labels, _ := trig["labels"].(map[string]any)
+	if labels == nil {
+		labels = map[string]any{}
+	}
+	b["labels"] = labels
+	if team, ok := trig["team"]; ok {
+		b["team"] = team
+	}
+	for _, path := range p.Include {
+		v, ok := lookup(trig, path)
+		if !ok {
+			continue
+		}
+		leaf := path
+		if i := strings.LastIndexByte(path, '.'); i >= 0 {
+			leaf = path[i+1:]
+			root := path[:strings.IndexByte(path, '.')]
+			if _, set := b[root]; !set {
+				b[root] = trig[root]
+			}
+		}
+		b[leaf] = v
+	}
+	for k, v := range p.Vars {
+		b[k] = v
+	}
+	b["steps"] = steps(c.Steps)
+
+	b["action"] = action
+	b["status"] = c.Status
+	b["escalation_reason"] = c.EscalationReason
+	if c.Confidence != nil {
+		b["confidence"] = *c.Confidence
+	}
+	if c.ConfidenceThreshold != nil {
+		b["confidence_threshold"] = *c.ConfidenceThreshold
+	}
+	b["step_summary"] = c.StepSummary
+	if c.Contradicts != nil {
+		b["contradicts"] = c.Contradicts
+	}
+	b["proceed_reason"] = c.ProceedReason
+	for k, v := range c.Extra {
+		b[k] = v
+	}
+	return b
+}
+
+// steps decodes the earlier steps' outputs for templates, without
+// raw_response, each also under its name with hyphens as underscores.
+func steps(raw map[string]json.RawMessage) map[string]any {
+	out := make(map[string]any, len(raw))
+	for name, r := range raw {
+		var v any
+		if err := json.Unmarshal(r, &v); err != nil {
+			v = string(r)
+		}
+		if m, ok := v.(map[string]any); ok {
+			delete(m, "raw_response")
+		}
+		out[name] = v
+	}
+	for name, v := range out {
+		if alias := strings.ReplaceAll(name, "-", "_"); alias != name {
+			if _, taken := raw[alias]; !taken {
+				out[alias] = v
+			}
+		}
+	}
+	return out
+}
+
+// lookup reads a dotted path in a decoded JSON object.
+func lookup(m map[string]any, path string) (any, bool) {
+	var cur any = m
+	for _, part := range strings.Split(path, ".") {
+		obj, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = obj[part]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
