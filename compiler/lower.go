@@ -541,11 +541,14 @@ func stepsExpr(refs []string) any {
 	if len(refs) == 0 {
 		return map[string]any{}
 	}
-	quoted := make([]string, len(refs))
+	// An object constructor keeps only the steps that ran: a field that
+	// reads nothing is left out, in both JSONata evaluators. Its cost
+	// follows the references, not the number of earlier steps.
+	fields := make([]string, len(refs))
 	for i, r := range refs {
-		quoted[i] = jsonataString(r)
+		fields[i] = jsonataString(r) + ": $steps." + jsonataName(r)
 	}
-	return "{% $merge([{}, $sift($steps, function($v, $k) { $k in [" + strings.Join(quoted, ", ") + "] })]) %}"
+	return "{% {" + strings.Join(fields, ", ") + "} %}"
 }
 
 // assignResult is the Assign of a deciding Task: the step's entries go
