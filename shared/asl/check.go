@@ -291,7 +291,8 @@ func (c *checker) next(name string, scope States, next string, end bool) {
 		c.errorf(name, "has both Next and End")
 	case next == "" && !end:
 		c.errorf(name, "has neither Next nor End")
-	case next != "":
+	}
+	if next != "" {
 		c.target(name, scope, "Next", next)
 	}
 }

@@ -33,6 +33,9 @@ type Journal interface {
 	History(ctx context.Context, runID string) ([]store.HistoryEvent, error)
 }
 
+// The SQLite store's Checkpointer is a Journal.
+var _ Journal = store.Checkpointer(nil)
+
 // Definitions finds the definition of a run that is continued without the
 // caller passing it (SendTaskSuccess, SendTaskFailure, and the parent of a
 // child run that ends). name is the state machine name the run was started

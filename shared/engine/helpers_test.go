@@ -130,8 +130,34 @@ func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 	case <-s.done:
 		return nil
 	case <-ctx.Done():
+		c.mu.Lock()
+		for i, w := range c.waiters {
+			if w == s {
+				c.waiters = append(c.waiters[:i], c.waiters[i+1:]...)
+				break
+			}
+		}
+		c.mu.Unlock()
 		return ctx.Err()
 	}
+}
+
+// sleepsUntil reports whether sleepers wait for each of the given instants.
+func (c *fakeClock) sleepsUntil(ts ...time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range ts {
+		found := false
+		for _, w := range c.waiters {
+			if w.until.Equal(t) {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // Advance moves the time forward and wakes the sleepers it passes.
@@ -148,12 +174,6 @@ func (c *fakeClock) Advance(d time.Duration) {
 		}
 	}
 	c.waiters = kept
-}
-
-func (c *fakeClock) waiting() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.waiters)
 }
 
 func (c *fakeClock) recorded() []time.Duration {

@@ -127,11 +127,12 @@ func TestMachineTimeout(t *testing.T) {
 	done := make(chan struct{})
 	var res Result
 	var err error
+	t0 := clock.Now()
 	go func() {
 		res, err = e.Start(context.Background(), "mt", def, nil)
 		close(done)
 	}()
-	waitFor(t, func() bool { return clock.waiting() >= 2 })
+	waitFor(t, func() bool { return clock.sleepsUntil(t0.Add(10*time.Second), t0.Add(time.Minute)) })
 	clock.Advance(10 * time.Second)
 	<-done
 	res = mustResult(t, res, err, StatusTimedOut)

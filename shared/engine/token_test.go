@@ -157,11 +157,13 @@ func TestTokenTimeoutWhileRunning(t *testing.T) {
 	done := make(chan struct{})
 	var r Result
 	var err error
+	t0 := clock.Now()
 	go func() {
 		r, err = e.Start(context.Background(), "live", def, nil)
 		close(done)
 	}()
-	waitFor(t, func() bool { return clock.waiting() >= 2 }) // the token deadline and the Wait
+	// The token deadline (or the handler's timeout) and the Wait.
+	waitFor(t, func() bool { return clock.sleepsUntil(t0.Add(10*time.Second), t0.Add(time.Minute)) })
 	clock.Advance(10 * time.Second)
 	<-done
 	r = mustResult(t, r, err, StatusFailed)
