@@ -10,7 +10,6 @@ import (
 	"github.com/osteele/liquid"
 
 	"github.com/stepline/stepline/compiler/when"
-	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/pipeline"
 )
 
@@ -40,16 +39,29 @@ type checker struct {
 	later map[string]string
 	// scope is the set of top-level names when: expressions may use.
 	scope map[string]bool
+	// execCheck checks an executor_config; nil: only the checks the
+	// compiler knows itself.
+	execCheck ExecutorCheck
 }
+
+// ExecutorCheck checks one executor_config, as package executor's
+// CheckConfig does. An error with an IsWarning() bool method that returns
+// true is reported as a warning. The compiler takes the check as a value
+// so that it does not depend on the executors and their SDKs.
+type ExecutorCheck func(executor string, cfg map[string]any) []error
 
 // Check runs the semantic checks on a parsed file: names, references in
 // templates and when:, executor requirements, cron, regexes, and the
 // warnings for pipelines that work but probably not as meant.
-func Check(f *File) Diagnostics {
+func Check(f *File) Diagnostics { return CheckWith(f, nil) }
+
+// CheckWith is Check with each executor_config also checked by
+// checkExecutor.
+func CheckWith(f *File, checkExecutor ExecutorCheck) Diagnostics {
 	if f == nil || f.Pipeline == nil {
 		return nil
 	}
-	c := &checker{f: f, p: f.Pipeline, liquid: liquid.NewEngine(), seen: map[string]string{}, later: map[string]string{}}
+	c := &checker{f: f, p: f.Pipeline, liquid: liquid.NewEngine(), seen: map[string]string{}, later: map[string]string{}, execCheck: checkExecutor}
 	c.buildScope()
 	c.checkNames()
 	for _, n := range c.p.Steps {
@@ -295,22 +307,19 @@ func (c *checker) checkExecutor(where, exec string, cfg map[string]any, fs pipel
 			}
 		}
 	}
-	if exec == pipeline.ExecOpenClaw || exec == pipeline.ExecPipeline || !executor.Known(exec) {
+	if c.execCheck == nil || exec == pipeline.ExecOpenClaw || exec == pipeline.ExecPipeline || !slices.Contains(pipeline.Executors, exec) {
 		return
 	}
-	for _, err := range executor.CheckConfig(exec, cfg) {
-		var is *executor.ConfigIssue
-		if !errors.As(err, &is) {
-			c.ds.errorf(at, "%s: %v", where, err)
-			continue
-		}
-		if is.Key == "url" && (exec == pipeline.ExecWebhook || exec == pipeline.ExecNotify) && cfg["url"] == nil {
+	for _, err := range c.execCheck(exec, cfg) {
+		var key interface{ ConfigKey() string }
+		if errors.As(err, &key) && key.ConfigKey() == "url" && (exec == pipeline.ExecWebhook || exec == pipeline.ExecNotify) && cfg["url"] == nil {
 			continue // reported above with the executor's name
 		}
-		if is.Warning {
-			c.ds.warnf(at, "%s: %v", where, is)
+		var w interface{ IsWarning() bool }
+		if errors.As(err, &w) && w.IsWarning() {
+			c.ds.warnf(at, "%s: %v", where, err)
 		} else {
-			c.ds.errorf(at, "%s: %v", where, is)
+			c.ds.errorf(at, "%s: %v", where, err)
 		}
 	}
 }

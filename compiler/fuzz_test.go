@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzLoad feeds arbitrary bytes to the front end: it must never panic, and
@@ -22,7 +23,14 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("a: &x [*x]\n"))
 	f.Add([]byte("name: p\nsteps:\n  - fan_out: {name: f, over: '{{ steps.a.b', executor: scripted}\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
-		_, ds := Load("f.yaml", src)
+		var ds Diagnostics
+		done := make(chan struct{})
+		go func() { _, ds = Load("f.yaml", src); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Load takes over 5 s on %q", src)
+		}
 		for _, d := range ds {
 			if d.Pos.File != "f.yaml" || d.Pos.Line < 1 || d.Pos.Col < 1 {
 				t.Fatalf("unpositioned diagnostic %q (%+v)", d.String(), d.Pos)

@@ -82,7 +82,13 @@ func ChildPlaceholder(name string) string {
 // machine. The diagnostics hold every error and warning; the state machine
 // is nil when there is any error.
 func Compile(name string, src []byte) (*asl.StateMachine, Diagnostics) {
-	f, ds := Load(name, src)
+	return CompileWith(name, src, nil)
+}
+
+// CompileWith is Compile with executor configurations also checked by
+// checkExecutor.
+func CompileWith(name string, src []byte, checkExecutor ExecutorCheck) (*asl.StateMachine, Diagnostics) {
+	f, ds := LoadWith(name, src, checkExecutor)
 	if ds.HasErrors() {
 		return nil, ds
 	}

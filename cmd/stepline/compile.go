@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/shared/executor"
 )
 
 // cmdCompile writes a pipeline's state machine definition.
@@ -49,7 +50,7 @@ func compileFile(e env, path string) ([]byte, int) {
 		fmt.Fprintf(e.stderr, "%s: %v\n", path, err)
 		return nil, exitFailed
 	}
-	sm, ds := compiler.Compile(path, src)
+	sm, ds := compiler.CompileWith(path, src, executor.CheckConfig)
 	fmt.Fprint(e.stderr, ds.String())
 	if sm == nil {
 		return nil, exitFailed
@@ -83,7 +84,7 @@ func cmdGraph(_ context.Context, e env) int {
 		fmt.Fprintf(e.stderr, "%s: %v\n", fs.Arg(0), err)
 		return exitFailed
 	}
-	sm, ds := compiler.Compile(fs.Arg(0), src)
+	sm, ds := compiler.CompileWith(fs.Arg(0), src, executor.CheckConfig)
 	fmt.Fprint(e.stderr, ds.String())
 	if sm == nil {
 		return exitFailed

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/shared/executor"
 )
 
 // cmdValidate checks pipeline files: exit 0 when all are valid, 1 when any
@@ -27,7 +28,7 @@ func cmdValidate(_ context.Context, e env) int {
 	}
 	code := exitOK
 	for _, path := range fs.Args() {
-		f, ds, err := compiler.LoadFile(path)
+		f, ds, err := compiler.LoadFileWith(path, executor.CheckConfig)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "%s: %v\n", path, err)
 			code = exitFailed

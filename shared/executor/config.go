@@ -23,6 +23,12 @@ type ConfigIssue struct {
 	Warning bool
 }
 
+// ConfigKey names the offending key.
+func (e *ConfigIssue) ConfigKey() string { return e.Key }
+
+// IsWarning reports whether the issue is a warning.
+func (e *ConfigIssue) IsWarning() bool { return e.Warning }
+
 func (e *ConfigIssue) Error() string {
 	if e.Key == "" {
 		return "executor_config: " + e.Msg

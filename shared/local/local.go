@@ -24,6 +24,7 @@ import (
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/shared/asl"
 	"github.com/stepline/stepline/shared/engine"
+	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/sqlite"
 	"github.com/stepline/stepline/shared/task"
@@ -138,7 +139,7 @@ func (r *Runner) Compile(path string) (*asl.StateMachine, string, compiler.Diagn
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("read pipeline: %w", err)
 	}
-	f, ds := compiler.Load(path, src)
+	f, ds := compiler.LoadWith(path, src, executor.CheckConfig)
 	if ds.HasErrors() {
 		return nil, "", ds, ds.Err()
 	}
