@@ -9,7 +9,7 @@ STATICCHECK_VERSION := 2025.1.1
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: all build cli lambdas test tools node-tools dynamodb-local rie lint run clean
+.PHONY: all build cli lambdas test tools node-tools dynamodb-local rie lint run synth deploy clean
 
 all: build
 
@@ -31,6 +31,15 @@ lambdas:
 		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/lambda/$$fn/bootstrap ./functions/$$fn || exit 1; \
 		GOOS=linux GOARCH=amd64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/lambda-amd64/$$fn/bootstrap ./functions/$$fn || exit 1; \
 	done
+
+## synth: the CloudFormation template (cdk.out/), offline, no AWS credentials
+## needed; deploy: cdk deploy with your credentials
+synth: lambdas node-tools
+	$(GO) build -o $(BIN)/cdk-app ./infra/app
+	$(NODE_BIN)/cdk synth --app $(BIN)/cdk-app --quiet --no-notices
+
+deploy: synth
+	$(NODE_BIN)/cdk deploy --app $(BIN)/cdk-app
 
 ## tools: everything the tests need (node tools pinned in package-lock.json,
 ## DynamoDB Local for the DynamoDB store's tests)

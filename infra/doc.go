@@ -1,0 +1,80 @@
+// Package infra is Stepline's CDK stack: NewStack compiles every pipeline
+// in a directory (package plan) and deploys them with what their runs need.
+// The app in infra/app reads the stepline:* context of cdk.json and calls
+// it; `npx cdk synth` needs no AWS credentials.
+//
+// # Resources
+//
+//   - DynamoDB table: the run store of shared/store/dynamo, mirrored from
+//     dynamo.TableDefinition (keys PK/SK, indexes GSI1 and GSI2 with their
+//     INCLUDE projection), on demand, point-in-time recovery, TTL on "ttl",
+//     deletion protection, retained.
+//   - S3 bucket for artifacts: SSE-S3, public access blocked, TLS only,
+//     objects expire after ArtifactRetentionDays; its server access logs go
+//     to a second bucket kept 90 days.
+//   - Five Lambda functions (arm64, provided.al2023, handler "bootstrap",
+//     code from <AssetDir>/<name>/, JSON logs to their own log group,
+//     X-Ray active), each with its own role and no managed policy:
+//     step, approval, callback, ingest, recorder (see the Function*
+//     constants). The step function's timeout is the longest TimeoutSeconds
+//     of the step Tasks of any pipeline (at most 900 s); the others have
+//     fixed timeouts.
+//   - One Standard state machine per pipeline, named <stack>-<pipeline>,
+//     from the compiled definition (DefinitionBody_FromString) with the
+//     substitutions ${StepFunctionArn}, ${ApprovalFunctionArn} and
+//     ${Pipeline<Name>Arn}; logging level ALL (without execution data) to
+//     /aws/vendedlogs/states/<name>, X-Ray tracing. Its role may invoke
+//     exactly the functions the definition calls and start, describe and
+//     stop exactly the sub-pipelines it names.
+//   - Triggers: the EventBridge rules package plan compiles from
+//     trigger.match (disabled for stage testing); an EventBridge Scheduler
+//     schedule for schedule.cron (UTC); an HTTP API (see addRoutes) with
+//     access logs and throttling.
+//   - A rule on "Step Functions Execution Status Change" of the pipelines'
+//     state machines to the recorder, so that a run that fails where the
+//     state machine cannot catch it is still recorded and notified.
+//   - Secrets: the approval signing key and the webhook token are generated
+//     by Secrets Manager; the pipelines' ${NAME} references are mapped in
+//     StackProps.Secrets and the functions that resolve them (step,
+//     approval, recorder) may read exactly those secrets and parameters.
+//     No secret value is in the template.
+//   - A dead-letter queue for every EventBridge target and schedule;
+//     alarms on failed runs, timed-out executions, function errors and
+//     undelivered events, sent to an SNS topic encrypted with a KMS key;
+//     a CloudWatch dashboard per pipeline.
+//
+// # What the functions read
+//
+// Environment (Env* constants): TABLE_NAME, LOG_LEVEL and METRIC_NAMESPACE
+// everywhere; ARTIFACT_BUCKET (step); SECRET_REFS (step, approval,
+// recorder: NAME=ref pairs as secret.ParseRefs reads them);
+// APPROVAL_KEY_SECRET_ARN (approval, callback); API_BASE_URL (approval);
+// WEBHOOK_TOKEN_SECRET_ARN (ingest); STATE_MACHINES (ingest, recorder:
+// {"<pipeline>": "<state machine ARN>"}).
+//
+// Events: the ingest function receives API Gateway HTTP API requests
+// (payload format 2.0) and, from EventBridge rules, {"pipeline": <name>,
+// "trigger": <event detail>, "event": {"id", "source", "time"}}. The
+// recorder receives Step Functions execution status change events. State
+// machines started by a rule get {"trigger": <event detail>}; by a
+// schedule, {"trigger": {source "scheduler", pipeline, severity, summary,
+// team, labels, metadata{cron, schedule_arn}, received_at}}.
+//
+// # Metrics
+//
+// The functions emit CloudWatch embedded metric format records in
+// namespace MetricNamespace ("Stepline"): Runs (Count; Pipeline, Status)
+// from the recorder when a run ends; StepConfidence (None; Pipeline, Step),
+// InputTokens and OutputTokens (Count; Pipeline) and CostUSD (None;
+// Pipeline) from the step function per recorded step. The dashboards and
+// the failed-run alarms read them.
+//
+// # Assets
+//
+// NewStack packages <AssetDir>/<function>/ for each function and fails if
+// a bootstrap is missing; `make lambdas` builds them (GOOS=linux GOARCH=arm64
+// CGO_ENABLED=0, -tags lambda.norpc). To synthesize without building, point
+// the stepline:assets context (StackProps.AssetDir) at a directory holding
+// a placeholder bootstrap per function, as the tests do; such a stack must
+// not be deployed.
+package infra

@@ -1,0 +1,309 @@
+package infra_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/stepline/stepline/infra"
+	"github.com/stepline/stepline/infra/plan"
+)
+
+// fixturePipelines cover what the examples do not: a sub-pipeline, a
+// schedule, a trigger without dedup (straight to the state machine), a
+// trigger EventBridge cannot decide (through ingest), a Bedrock inference
+// profile, and steps that all have a timeout.
+var fixturePipelines = map[string]string{
+	"parent.yaml": `name: parent
+stage: production
+schedule:
+  cron: "*/30 9-17 * * mon-fri"
+  summary: business-hours sweep
+  labels: {team: platform}
+steps:
+  - name: approve
+    executor: human
+    prompt_template: "Go?"
+    timeout_seconds: 600
+  - name: run-child
+    executor: pipeline
+    executor_config: {pipeline: child-one}
+    timeout_seconds: 30
+  - name: summarize
+    executor: bedrock
+    executor_config: {model: us.anthropic.claude-3-5-haiku-20241022-v1:0}
+    timeout_seconds: 40
+`,
+	"child.yaml": `name: child-one
+stage: production
+trigger:
+  match:
+    source: generic
+    event: build.done
+  dedup: {enabled: false}
+steps:
+  - name: hook
+    executor: webhook
+    executor_config:
+      url: https://example.com/hook
+      headers: {Authorization: "Bearer ${HOOK_TOKEN}"}
+    timeout_seconds: 20
+`,
+	"regex.yaml": `name: regex-route
+stage: production
+trigger:
+  match:
+    summary: {regex: "disk (full|almost full)"}
+    replicas: {gt: 3}
+steps:
+  - name: hook
+    executor: webhook
+    executor_config: {url: https://example.com/disk}
+    timeout_seconds: 10
+`,
+}
+
+var fixtures = &lazy{props: func(t *testing.T) infra.StackProps {
+	return infra.StackProps{
+		PipelineDir: writeFiles(t, fixturePipelines),
+		Secrets:     map[string]string{"HOOK_TOKEN": "ssm:arn:aws:ssm:us-east-1:123456789012:parameter/hook"},
+		LogLevel:    "debug",
+	}
+}}
+
+func TestFixtureStepTimeout(t *testing.T) {
+	s := fixtures.get(t)
+	longest := 0
+	for _, p := range s.pipelines {
+		longest = max(longest, p.StepTimeout)
+	}
+	if longest >= plan.MaxLambdaTimeout {
+		t.Fatalf("the fixtures' longest step timeout is %d; every step is bounded, want less than 900", longest)
+	}
+	_, step := s.one(t, "AWS::Lambda::Function", "StepFunction")
+	if got := step.Properties["Timeout"]; got != float64(longest) {
+		t.Errorf("step function Timeout = %v, want the longest step Task timeout %d", got, longest)
+	}
+	if got := step.Properties["LoggingConfig"].(map[string]any)["ApplicationLogLevel"]; got != "DEBUG" {
+		t.Errorf("ApplicationLogLevel = %v, want DEBUG", got)
+	}
+}
+
+func TestFixtureSubPipeline(t *testing.T) {
+	s := fixtures.get(t)
+	_, parent := s.one(t, "AWS::StepFunctions::StateMachine", "PipelineParent")
+	subs := parent.Properties["DefinitionSubstitutions"].(map[string]any)
+	child := "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:Stepline-child-one"
+	if got := text(subs["PipelineChildOneArn"]); got != child {
+		t.Errorf("PipelineChildOneArn = %s, want %s", got, child)
+	}
+	if _, ok := subs["ApprovalFunctionArn"]; !ok {
+		t.Error("the parent's human step has no ApprovalFunctionArn substitution")
+	}
+	sts := s.statements(t, "PipelineParentRole")
+	tests := []struct {
+		sid       string
+		actions   []string
+		resources []string
+	}{
+		{"StartChildren", []string{"states:StartExecution"}, []string{child}},
+		{"WatchChildren", []string{"states:DescribeExecution", "states:StopExecution"},
+			[]string{"arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:Stepline-child-one:*"}},
+		{"ChildCompletionEvents", []string{"events:DescribeRule", "events:PutRule", "events:PutTargets"},
+			[]string{"arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:rule/StepFunctionsGetEventsForStepFunctionsExecutionRule"}},
+	}
+	for _, tt := range tests {
+		st := sid(sts, tt.sid)
+		if st == nil {
+			t.Errorf("no %s statement", tt.sid)
+			continue
+		}
+		if got := texts(st.Resources); !reflect.DeepEqual(st.Actions, tt.actions) || !reflect.DeepEqual(got, tt.resources) {
+			t.Errorf("%s = %v on %v, want %v on %v", tt.sid, st.Actions, got, tt.actions, tt.resources)
+		}
+	}
+	// The child and the regex pipeline start nothing.
+	for _, name := range []string{"child-one", "regex-route"} {
+		if st := sid(s.statements(t, pipelineID(name)+"Role"), "StartChildren"); st != nil {
+			t.Errorf("%s may start %v", name, texts(st.Resources))
+		}
+	}
+}
+
+func TestFixtureTriggers(t *testing.T) {
+	s := fixtures.get(t)
+	childID, _ := s.one(t, "AWS::StepFunctions::StateMachine", "PipelineChildOne")
+	ingestID, _ := s.one(t, "AWS::Lambda::Function", "IngestFunction")
+
+	_, direct := s.one(t, "AWS::Events::Rule", "PipelineChildOneTrigger")
+	if got := text(direct.Properties["EventPattern"]); got != `{"detail":{"labels":{"event":["build.done"]},"pipeline":["",{"exists":false}]},"detail-type":["Stepline Trigger"],"source":["generic"]}` {
+		t.Errorf("child-one pattern = %s", got)
+	}
+	target := list(direct.Properties["Targets"])[0].(map[string]any)
+	if text(target["Arn"]) != "${"+childID+"}" || direct.Properties["State"] != "ENABLED" {
+		t.Errorf("child-one rule targets %s (%v), want its state machine, enabled", text(target["Arn"]), direct.Properties["State"])
+	}
+	if n := len(s.of("AWS::Events::Rule")); n != 4 {
+		t.Errorf("%d rules, want 4: child-one (no dedup), regex-route (ingest), named triggers and status changes", n)
+	}
+
+	_, checked := s.one(t, "AWS::Events::Rule", "PipelineRegexRouteTrigger")
+	if got := text(checked.Properties["EventPattern"]); got != `{"detail":{"labels":{"replicas":[{"exists":true}]},"pipeline":["",{"exists":false}],"summary":[{"exists":true}]},"detail-type":["Stepline Trigger"]}` {
+		t.Errorf("regex-route pattern = %s", got)
+	}
+	target = list(checked.Properties["Targets"])[0].(map[string]any)
+	if text(target["Arn"]) != "${"+ingestID+".Arn}" {
+		t.Errorf("regex-route rule targets %s, want the ingest function", text(target["Arn"]))
+	}
+}
+
+func TestFixtureSchedule(t *testing.T) {
+	s := fixtures.get(t)
+	parentID, _ := s.one(t, "AWS::StepFunctions::StateMachine", "PipelineParent")
+	_, sched := s.one(t, "AWS::Scheduler::Schedule", "PipelineParentSchedule")
+	p := sched.Properties
+	if p["ScheduleExpression"] != "cron(0,30 9-17 ? * MON-FRI *)" || p["ScheduleExpressionTimezone"] != "Etc/UTC" {
+		t.Errorf("schedule = %v (%v)", p["ScheduleExpression"], p["ScheduleExpressionTimezone"])
+	}
+	target := p["Target"].(map[string]any)
+	if text(target["Arn"]) != "${"+parentID+"}" {
+		t.Errorf("schedule targets %s, want the parent state machine", text(target["Arn"]))
+	}
+	var input struct {
+		Trigger map[string]any `json:"trigger"`
+	}
+	if err := json.Unmarshal([]byte(text(target["Input"])), &input); err != nil {
+		t.Fatalf("schedule input %s: %v", text(target["Input"]), err)
+	}
+	want := map[string]any{"source": "scheduler", "pipeline": "parent", "summary": "business-hours sweep",
+		"severity": "info", "received_at": "<aws.scheduler.scheduled-time>"}
+	for k, v := range want {
+		if input.Trigger[k] != v {
+			t.Errorf("trigger.%s = %v, want %v", k, input.Trigger[k], v)
+		}
+	}
+	if got := text(input.Trigger["labels"]); got != `{"team":"platform"}` {
+		t.Errorf("trigger.labels = %s", got)
+	}
+}
+
+func TestFixtureGrants(t *testing.T) {
+	s := fixtures.get(t)
+	sts := s.statements(t, "StepRole")
+	bedrock := sid(sts, "BedrockModels")
+	if bedrock == nil {
+		t.Fatal("no BedrockModels statement")
+	}
+	want := []string{
+		"arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/us.anthropic.claude-3-5-haiku-20241022-v1:0",
+		"arn:${AWS::Partition}:bedrock:*::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0",
+	}
+	if got := texts(bedrock.Resources); !reflect.DeepEqual(got, want) {
+		t.Errorf("BedrockModels resources = %v, want %v", got, want)
+	}
+	params := sid(sts, "PipelineParameters")
+	if params == nil || !reflect.DeepEqual(texts(params.Resources), []string{"arn:aws:ssm:us-east-1:123456789012:parameter/hook"}) {
+		t.Errorf("PipelineParameters = %v, want the parameter ARN as configured", params)
+	}
+	if sid(sts, "PipelineSecrets") != nil {
+		t.Error("a Secrets Manager grant with no Secrets Manager reference")
+	}
+}
+
+func TestNewStackErrors(t *testing.T) {
+	good := writeFiles(t, map[string]string{"a.yaml": fixturePipelines["child.yaml"]})
+	tests := []struct {
+		name  string
+		props infra.StackProps
+		want  []string
+	}{
+		{name: "unmapped secret", props: infra.StackProps{PipelineDir: good, AssetDir: assetDir},
+			want: []string{`secret "HOOK_TOKEN" (used by child-one) has no mapping`}},
+		{name: "bad secret reference", props: infra.StackProps{PipelineDir: good, AssetDir: assetDir, Secrets: map[string]string{"HOOK_TOKEN": "vault:x"}},
+			want: []string{`secret "HOOK_TOKEN" (used by child-one)`, "unknown store"}},
+		{name: "missing bootstraps", props: infra.StackProps{PipelineDir: good, AssetDir: t.TempDir(), Secrets: map[string]string{"HOOK_TOKEN": "ssm:/h"}},
+			want: []string{`function "step":`, "bootstrap not found", `function "recorder":`}},
+		{name: "pipeline errors", props: infra.StackProps{PipelineDir: writeFiles(t, map[string]string{"bad.yaml": "name: bad\nsteps: []\n"}), AssetDir: assetDir},
+			want: []string{"bad.yaml:"}},
+		{name: "out of range", props: infra.StackProps{PipelineDir: good, AssetDir: assetDir, Secrets: map[string]string{"HOOK_TOKEN": "ssm:/h"},
+			LogLevel: "loud", LogRetentionDays: 3, ArtifactRetentionDays: -1},
+			want: []string{`log level "LOUD"`, "log retention 3 days", "artifact retention -1 days"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app := awscdk.NewApp(nil)
+			stack, err := infra.NewStack(app, "Stepline", &tt.props)
+			if err == nil {
+				t.Fatal("NewStack succeeded, want an error")
+			}
+			if stack != nil || len(*app.Node().Children()) != 0 {
+				t.Error("NewStack added to the app although it failed")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigFromContext(t *testing.T) {
+	tests := []struct {
+		name    string
+		context map[string]any
+		want    infra.AppConfig
+		wantErr string
+	}{
+		{name: "defaults", context: map[string]any{}, want: infra.AppConfig{StackName: infra.DefaultStackName}},
+		{name: "cdk.json types", context: map[string]any{
+			infra.ContextStackName:             "Staging",
+			infra.ContextPipelines:             "p",
+			infra.ContextAssets:                "a",
+			infra.ContextAlarmEmail:            "x@example.com",
+			infra.ContextLogLevel:              "WARN",
+			infra.ContextArtifactRetentionDays: 7.0,
+			infra.ContextLogRetentionDays:      90.0,
+			infra.ContextNag:                   true,
+			infra.ContextSecrets:               map[string]any{"A": "ssm:/a"},
+		}, want: infra.AppConfig{StackName: "Staging", Nag: true, Props: infra.StackProps{
+			PipelineDir: "p", AssetDir: "a", AlarmEmail: "x@example.com", LogLevel: "WARN",
+			ArtifactRetentionDays: 7, LogRetentionDays: 90, Secrets: map[string]string{"A": "ssm:/a"},
+		}}},
+		{name: "command-line strings", context: map[string]any{
+			infra.ContextArtifactRetentionDays: "14",
+			infra.ContextNag:                   "false",
+			infra.ContextSecrets:               `{"B": "secretsmanager:b#k"}`,
+		}, want: infra.AppConfig{StackName: infra.DefaultStackName, Props: infra.StackProps{
+			ArtifactRetentionDays: 14, Secrets: map[string]string{"B": "secretsmanager:b#k"},
+		}}},
+		{name: "bad values", context: map[string]any{
+			infra.ContextLogRetentionDays: "a month",
+			infra.ContextNag:              "maybe",
+			infra.ContextSecrets:          map[string]any{"C": 3.0},
+		}, wantErr: `context stepline:logRetentionDays: "a month" is not a whole number`},
+		{name: "secrets not an object", context: map[string]any{infra.ContextSecrets: "[1]"}, wantErr: "want an object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app := awscdk.NewApp(&awscdk.AppProps{Context: &tt.context, Outdir: jsii.String(t.TempDir())})
+			got, err := infra.ConfigFromContext(app.Node())
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("error = %v, want it to mention %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(*got, tt.want) {
+				t.Errorf("ConfigFromContext = %+v\nwant %+v", *got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,141 @@
+package infra
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/stepline/stepline/shared/task"
+)
+
+// Metrics the functions emit in embedded metric format, in MetricNamespace.
+const (
+	// MetricRuns counts finished runs (Count), dimensions Pipeline and
+	// Status (completed, stopped, escalated, aborted, failed): the recorder
+	// emits one when a run ends.
+	MetricRuns = "Runs"
+	// MetricStepConfidence is a step's effective confidence (None, 0..1),
+	// dimensions Pipeline and Step: the step function, per recorded step.
+	MetricStepConfidence = "StepConfidence"
+	// MetricInputTokens and MetricOutputTokens count model tokens (Count),
+	// dimension Pipeline: the step function, per recorded step.
+	MetricInputTokens  = "InputTokens"
+	MetricOutputTokens = "OutputTokens"
+	// MetricCost is a step's model cost in US dollars (None), dimension
+	// Pipeline: the step function, per recorded step.
+	MetricCost = "CostUSD"
+)
+
+// Dimension names of the metrics.
+const (
+	DimPipeline = "Pipeline"
+	DimStatus   = "Status"
+	DimStep     = "Step"
+)
+
+// runStatuses are the run statuses the dashboard shows.
+var runStatuses = []string{task.StatusCompleted, task.StatusStopped, task.StatusEscalated, task.StatusAborted, task.StatusFailed}
+
+// stepErrorThreshold is how many step function errors in five minutes
+// raise its alarm: executor failures surface as function errors that the
+// state machine retries, so one alone is not an incident.
+const stepErrorThreshold = 5
+
+var fiveMinutes = awscdk.Duration_Minutes(jsii.Number(5))
+
+func metric(name, stat string, dims map[string]string) awscloudwatch.Metric {
+	d := map[string]*string{}
+	for k, v := range dims {
+		d[k] = jsii.String(v)
+	}
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace:     jsii.String(MetricNamespace),
+		MetricName:    jsii.String(name),
+		DimensionsMap: &d,
+		Statistic:     jsii.String(stat),
+		Period:        fiveMinutes,
+	})
+}
+
+// addMonitoring adds the alarms (failed runs per pipeline, function
+// errors, undelivered events), all sent to the alarm topic, and one
+// dashboard per pipeline.
+func (b *builder) addMonitoring() {
+	action := awscloudwatchactions.NewSnsAction(b.alarmTopic)
+	alarm := func(id string, m awscloudwatch.Metric, threshold float64, desc string) {
+		a := m.CreateAlarm(b.stack, jsii.String(id), &awscloudwatch.CreateAlarmOptions{
+			AlarmDescription:   jsii.String(desc),
+			Threshold:          jsii.Number(threshold),
+			EvaluationPeriods:  jsii.Number(1),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+		a.AddAlarmAction(action)
+	}
+	for _, m := range b.ordered() {
+		alarm("Pipeline"+m.id+"RunsFailed",
+			metric(MetricRuns, "Sum", map[string]string{DimPipeline: m.p.Name, DimStatus: task.StatusFailed}), 1,
+			fmt.Sprintf("Stepline: a run of %s failed (an executor failure, or an error the state machine could not catch)", m.p.Name))
+		alarm("Pipeline"+m.id+"ExecutionsTimedOut", m.sm.MetricTimedOut(&awscloudwatch.MetricOptions{Period: fiveMinutes, Statistic: jsii.String("Sum")}), 1,
+			fmt.Sprintf("Stepline: an execution of %s timed out", m.p.Name))
+	}
+	for _, name := range Functions {
+		threshold := 1.0
+		if name == FunctionStep {
+			threshold = stepErrorThreshold
+		}
+		alarm(constructID(name)+"Errors",
+			b.functions[name].MetricErrors(&awscloudwatch.MetricOptions{Period: fiveMinutes, Statistic: jsii.String("Sum")}), threshold,
+			fmt.Sprintf("Stepline: the %s function returned errors", name))
+	}
+	alarm("UndeliveredEvents", b.deadLetters.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+		Period: fiveMinutes, Statistic: jsii.String("Maximum"),
+	}), 1, "Stepline: a trigger, schedule or status change could not be delivered (see the DeadLetters queue)")
+
+	for _, m := range b.ordered() {
+		b.addDashboard(m)
+	}
+}
+
+// addDashboard adds a pipeline's dashboard: runs by status, executions,
+// step confidence, tokens and cost.
+func (b *builder) addDashboard(m *machine) {
+	pipelineDim := map[string]string{DimPipeline: m.p.Name}
+	var runs []awscloudwatch.IMetric
+	for _, s := range runStatuses {
+		runs = append(runs, metric(MetricRuns, "Sum", map[string]string{DimPipeline: m.p.Name, DimStatus: s}).With(&awscloudwatch.MetricOptions{Label: jsii.String(s)}))
+	}
+	opts := &awscloudwatch.MetricOptions{Period: fiveMinutes, Statistic: jsii.String("Sum")}
+	executions := []awscloudwatch.IMetric{
+		m.sm.MetricStarted(opts), m.sm.MetricSucceeded(opts), m.sm.MetricFailed(opts),
+		m.sm.MetricTimedOut(opts), m.sm.MetricAborted(opts),
+	}
+	var confidence []awscloudwatch.IMetric
+	for _, step := range m.p.Steps {
+		confidence = append(confidence, metric(MetricStepConfidence, "Average",
+			map[string]string{DimPipeline: m.p.Name, DimStep: step}).With(&awscloudwatch.MetricOptions{Label: jsii.String(step)}))
+	}
+	graph := func(title string, left []awscloudwatch.IMetric, stacked bool) awscloudwatch.IWidget {
+		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
+			Title:   jsii.String(title),
+			Left:    &left,
+			Stacked: jsii.Bool(stacked),
+			Width:   jsii.Number(12),
+			Height:  jsii.Number(6),
+		})
+	}
+	awscloudwatch.NewDashboard(b.stack, jsii.String("Pipeline"+m.id+"Dashboard"), &awscloudwatch.DashboardProps{
+		DashboardName: jsii.String(physicalName(*b.stack.StackName(), m.p.Name, 255)),
+		Widgets: &[]*[]awscloudwatch.IWidget{
+			{graph("Runs by status", runs, true), graph("Executions", executions, false)},
+			{graph("Step confidence (average)", confidence, false), graph("Tokens", []awscloudwatch.IMetric{
+				metric(MetricInputTokens, "Sum", pipelineDim).With(&awscloudwatch.MetricOptions{Label: jsii.String("input")}),
+				metric(MetricOutputTokens, "Sum", pipelineDim).With(&awscloudwatch.MetricOptions{Label: jsii.String("output")}),
+			}, true)},
+			{graph("Cost (USD)", []awscloudwatch.IMetric{metric(MetricCost, "Sum", pipelineDim)}, false)},
+		},
+	})
+}

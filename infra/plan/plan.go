@@ -1,0 +1,347 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/shared/asl"
+	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/secret"
+	"github.com/stepline/stepline/shared/task"
+)
+
+// MaxLambdaTimeout is the longest a Lambda function may run, in seconds.
+const MaxLambdaTimeout = 900
+
+// Pipeline is one compiled pipeline and what deploying it needs.
+type Pipeline struct {
+	Name       string             // the pipeline's name
+	File       string             // the file it was read from
+	Model      *pipeline.Pipeline // the checked model
+	Definition string             // the compiled state machine, compact, as deployed
+	// Resources are the substitution placeholders the definition uses,
+	// sorted: ${StepFunctionArn}, ${ApprovalFunctionArn}, ${Pipeline<Name>Arn}.
+	Resources []string
+	// Children maps each sub-pipeline placeholder to the name of the
+	// pipeline it stands for.
+	Children map[string]string
+	// Secrets are the ${NAME} references of the executor configs, failure
+	// webhooks and notification configs, sorted.
+	Secrets []string
+	// Models are the Bedrock model ids (or ARNs) of its bedrock executors,
+	// sorted.
+	Models []string
+	// StepTimeout is the longest TimeoutSeconds of a Task that invokes the
+	// step function; MaxLambdaTimeout when one has none or computes it.
+	StepTimeout int
+	// Steps are the names of the steps, groups and branches, in file order.
+	Steps    []string
+	Trigger  *Trigger // nil when the pipeline has no trigger
+	Schedule string   // EventBridge Scheduler expression; "" without schedule
+	Warnings []string // the compiler's warnings, positioned
+}
+
+// Approvals reports whether the pipeline has human steps.
+func (p *Pipeline) Approvals() bool {
+	return slices.Contains(p.Resources, task.ApprovalFunctionPlaceholder)
+}
+
+// Load reads, checks and compiles every pipeline file (*.yaml, *.yml) in
+// dir, in name order. Every file's errors are reported together, with
+// their positions; so are duplicate pipeline names and sub-pipeline steps
+// that name a pipeline the directory does not hold.
+func Load(dir string) ([]*Pipeline, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load pipelines: %w", err)
+	}
+	var files []string
+	for _, e := range entries {
+		ext := filepath.Ext(e.Name())
+		if !e.IsDir() && (ext == ".yaml" || ext == ".yml") {
+			files = append(files, filepath.Join(dir, e.Name()))
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("load pipelines: no *.yaml or *.yml file in %s", dir)
+	}
+	var (
+		out  []*Pipeline
+		errs []error
+	)
+	for _, path := range files {
+		p, err := compile(path)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, p)
+	}
+	if len(errs) == 0 {
+		errs = link(out)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("load pipelines: %w", errors.Join(errs...))
+	}
+	return out, nil
+}
+
+// compile compiles one file and derives what is known of it alone.
+func compile(path string) (*Pipeline, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	f, ds := compiler.Load(path, src)
+	var sm *asl.StateMachine
+	if !ds.HasErrors() {
+		var lds compiler.Diagnostics
+		sm, lds = compiler.Lower(f)
+		ds = append(ds, lds...).Sort()
+	}
+	if ds.HasErrors() {
+		return nil, errors.New(strings.TrimSpace(ds.Errors().String()))
+	}
+	def, err := compiler.MarshalCompact(sm)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encode state machine: %w", path, err)
+	}
+	m := f.Pipeline
+	p := &Pipeline{
+		Name:        m.Name,
+		File:        path,
+		Model:       m,
+		Definition:  string(def),
+		Resources:   compiler.Placeholders(def),
+		Secrets:     secretNames(m),
+		Models:      bedrockModels(m),
+		StepTimeout: stepTimeout(sm),
+		Steps:       stepNames(m),
+	}
+	for _, d := range ds.Warnings() {
+		p.Warnings = append(p.Warnings, d.String())
+	}
+	for _, mdl := range p.Models {
+		if strings.Contains(mdl, "{{") || strings.Contains(mdl, "{%") {
+			return nil, fmt.Errorf("%s: bedrock model %q is a template: the stack grants InvokeModel on fixed models only", path, mdl)
+		}
+	}
+	if m.Trigger != nil {
+		p.Trigger = NewTrigger(m.Trigger)
+	}
+	if m.Schedule != nil && m.Schedule.Cron != "" {
+		expr, err := SchedulerExpression(m.Schedule.Cron)
+		if err != nil {
+			return nil, fmt.Errorf("%s: schedule.cron %q: %w", path, m.Schedule.Cron, err)
+		}
+		p.Schedule = expr
+	}
+	return p, nil
+}
+
+// link resolves the sub-pipeline placeholders across pipelines and checks
+// that names are unique.
+func link(ps []*Pipeline) []error {
+	var errs []error
+	byName := map[string]*Pipeline{}
+	byPlaceholder := map[string]*Pipeline{}
+	for _, p := range ps {
+		if q, dup := byName[p.Name]; dup {
+			errs = append(errs, fmt.Errorf("%s: pipeline name %q is already used by %s", p.File, p.Name, q.File))
+			continue
+		}
+		byName[p.Name] = p
+		ph := compiler.ChildPlaceholder(p.Name)
+		if q, dup := byPlaceholder[ph]; dup {
+			errs = append(errs, fmt.Errorf("%s: pipeline %q and %q (%s) share the substitution %s: rename one", p.File, p.Name, q.Name, q.File, ph))
+			continue
+		}
+		byPlaceholder[ph] = p
+	}
+	for _, p := range ps {
+		for _, ph := range p.Resources {
+			if ph == task.StepFunctionPlaceholder || ph == task.ApprovalFunctionPlaceholder {
+				continue
+			}
+			child, ok := byPlaceholder[ph]
+			if !ok {
+				errs = append(errs, fmt.Errorf("%s: pipeline %q starts a sub-pipeline (%s) that is not in the pipeline directory", p.File, p.Name, ph))
+				continue
+			}
+			if p.Children == nil {
+				p.Children = map[string]string{}
+			}
+			p.Children[ph] = child.Name
+		}
+	}
+	return errs
+}
+
+// stepTimeout is the longest timeout of the Tasks that invoke the step
+// function: what that function's own timeout must allow.
+func stepTimeout(sm *asl.StateMachine) int {
+	longest := 0
+	var walk func(states asl.States)
+	walk = func(states asl.States) {
+		for _, st := range states.All() {
+			switch st := st.(type) {
+			case *asl.Task:
+				if st.Resource != asl.ResourceLambdaInvoke || functionName(st.Arguments) != task.StepFunctionPlaceholder {
+					continue
+				}
+				longest = max(longest, seconds(st.TimeoutSeconds))
+			case *asl.Parallel:
+				for _, b := range st.Branches {
+					walk(b.States)
+				}
+			case *asl.Map:
+				walk(st.ItemProcessor.States)
+			}
+		}
+	}
+	walk(sm.States)
+	return min(longest, MaxLambdaTimeout)
+}
+
+func functionName(args any) string {
+	m, ok := args.(map[string]any)
+	if !ok {
+		return ""
+	}
+	s, _ := m["FunctionName"].(string)
+	return s
+}
+
+// seconds reads a Task's TimeoutSeconds; absent or computed at run time
+// counts as the most a Lambda function may take.
+func seconds(v any) int {
+	switch v := v.(type) {
+	case int:
+		if v > 0 {
+			return v
+		}
+	case int64:
+		if v > 0 {
+			return int(min(v, MaxLambdaTimeout))
+		}
+	case float64:
+		if v > 0 {
+			return int(min(v, MaxLambdaTimeout))
+		}
+	}
+	return MaxLambdaTimeout
+}
+
+// stepNames lists every step, group and branch name in file order.
+func stepNames(m *pipeline.Pipeline) []string {
+	var out []string
+	for _, n := range m.Steps {
+		out = append(out, n.NodeName())
+		if g, ok := n.(*pipeline.Parallel); ok {
+			for _, b := range g.Branches {
+				out = append(out, b.Name)
+			}
+		}
+	}
+	return out
+}
+
+// executors calls fn for every executor and its config in the pipeline:
+// steps, branches, fan-outs and their verifiers.
+func executors(m *pipeline.Pipeline, fn func(executor string, cfg map[string]any)) {
+	verifier := func(v *pipeline.Verifier) {
+		if v != nil {
+			fn(v.Executor, v.ExecutorConfig)
+		}
+	}
+	for _, n := range m.Steps {
+		switch n := n.(type) {
+		case *pipeline.Step:
+			fn(n.Executor, n.ExecutorConfig)
+			verifier(n.Verifier)
+		case *pipeline.Parallel:
+			for _, b := range n.Branches {
+				fn(b.Executor, b.ExecutorConfig)
+				verifier(b.Verifier)
+			}
+		case *pipeline.FanOut:
+			fn(n.Executor, n.ExecutorConfig)
+			verifier(n.Verifier)
+		}
+	}
+}
+
+// secretNames lists the ${NAME} references the functions resolve at run
+// time: in executor configs, failure webhooks and notification configs.
+func secretNames(m *pipeline.Pipeline) []string {
+	seen := map[string]bool{}
+	var visit func(v any)
+	visit = func(v any) {
+		switch v := v.(type) {
+		case string:
+			for _, n := range secret.Names(v) {
+				seen[n] = true
+			}
+		case map[string]any:
+			for _, e := range v {
+				visit(e)
+			}
+		case map[string]string:
+			for _, e := range v {
+				visit(e)
+			}
+		case []any:
+			for _, e := range v {
+				visit(e)
+			}
+		case []string:
+			for _, e := range v {
+				visit(e)
+			}
+		}
+	}
+	executors(m, func(_ string, cfg map[string]any) { visit(cfg) })
+	for _, n := range m.Steps {
+		if s, ok := n.(*pipeline.Step); ok && s.OnFailure.Webhook != nil {
+			w := s.OnFailure.Webhook
+			visit(w.URL)
+			visit(w.Headers)
+			visit(w.Payload)
+		}
+	}
+	for _, a := range m.Notifications {
+		for _, n := range a.Notices {
+			visit(n.Config)
+		}
+	}
+	return sortedKeys(seen)
+}
+
+// bedrockModels lists the models the pipeline's bedrock executors call.
+func bedrockModels(m *pipeline.Pipeline) []string {
+	seen := map[string]bool{}
+	executors(m, func(executor string, cfg map[string]any) {
+		if executor != pipeline.ExecBedrock {
+			return
+		}
+		if s, ok := cfg["model"].(string); ok && s != "" {
+			seen[s] = true
+		}
+	})
+	return sortedKeys(seen)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,216 @@
+package infra
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/stepline/stepline/infra/plan"
+	"github.com/stepline/stepline/shared/secret"
+)
+
+// Defaults of StackProps.
+const (
+	DefaultPipelineDir           = "pipelines"
+	DefaultAssetDir              = "bin/lambda"
+	DefaultLogLevel              = "INFO"
+	DefaultArtifactRetentionDays = 30
+	DefaultLogRetentionDays      = 30
+)
+
+// MetricNamespace is the CloudWatch namespace of the metrics the functions
+// emit in embedded metric format (see the package documentation).
+const MetricNamespace = "Stepline"
+
+// Functions: each is built to <AssetDir>/<name>/bootstrap.
+const (
+	FunctionStep     = "step"     // runs steps, joins, failures, human and child outcomes
+	FunctionApproval = "approval" // records a pending approval, sends the signed links
+	FunctionCallback = "callback" // the approval page and decision (API)
+	FunctionIngest   = "ingest"   // webhooks, manual runs, EventBridge triggers needing checks or dedup
+	FunctionRecorder = "recorder" // execution status changes: run records, notifications
+)
+
+// Functions lists every function the stack deploys.
+var Functions = []string{FunctionStep, FunctionApproval, FunctionCallback, FunctionIngest, FunctionRecorder}
+
+// Environment variables the functions read.
+const (
+	EnvTableName             = "TABLE_NAME"               // every function
+	EnvLogLevel              = "LOG_LEVEL"                // every function: DEBUG, INFO, WARN or ERROR
+	EnvMetricNamespace       = "METRIC_NAMESPACE"         // every function
+	EnvArtifactBucket        = "ARTIFACT_BUCKET"          // step
+	EnvSecretRefs            = "SECRET_REFS"              // step, approval, recorder: secret.ParseRefs format
+	EnvApprovalKeySecretARN  = "APPROVAL_KEY_SECRET_ARN"  // approval, callback: the link signing key
+	EnvAPIBaseURL            = "API_BASE_URL"             // approval: where the links point
+	EnvWebhookTokenSecretARN = "WEBHOOK_TOKEN_SECRET_ARN" // ingest: the bearer token of POST /webhook
+	EnvStateMachines         = "STATE_MACHINES"           // ingest, recorder: {"<pipeline>": "<state machine ARN>"}
+)
+
+// StackProps configures the Stepline stack.
+type StackProps struct {
+	awscdk.StackProps
+	// PipelineDir holds the pipeline files; DefaultPipelineDir when empty.
+	PipelineDir string
+	// AssetDir holds the built functions, <AssetDir>/<function>/bootstrap;
+	// DefaultAssetDir when empty.
+	AssetDir string
+	// Secrets maps the ${NAME} references of the pipelines to
+	// "secretsmanager:<name-or-arn>[#key]" or "ssm:<parameter>[#key]". Every
+	// name a pipeline uses must be mapped.
+	Secrets map[string]string
+	// AlarmEmail, when set, is subscribed to the alarm topic.
+	AlarmEmail string
+	// LogLevel of the functions: DEBUG, INFO, WARN or ERROR;
+	// DefaultLogLevel when empty.
+	LogLevel string
+	// ArtifactRetentionDays is how long artifacts are kept;
+	// DefaultArtifactRetentionDays when 0.
+	ArtifactRetentionDays int
+	// LogRetentionDays is how long logs are kept, one of 7, 14, 30, 60, 90,
+	// 180, 365; DefaultLogRetentionDays when 0.
+	LogRetentionDays int
+}
+
+var retentions = map[int]awslogs.RetentionDays{
+	7: awslogs.RetentionDays_ONE_WEEK, 14: awslogs.RetentionDays_TWO_WEEKS, 30: awslogs.RetentionDays_ONE_MONTH,
+	60: awslogs.RetentionDays_TWO_MONTHS, 90: awslogs.RetentionDays_THREE_MONTHS, 180: awslogs.RetentionDays_SIX_MONTHS,
+	365: awslogs.RetentionDays_ONE_YEAR,
+}
+
+var logLevels = []string{"DEBUG", "INFO", "WARN", "ERROR"}
+
+// config is StackProps with defaults applied and the pipelines loaded.
+type config struct {
+	props        StackProps
+	pipelines    []*plan.Pipeline
+	secrets      map[string]secret.Ref
+	logRetention awslogs.RetentionDays
+}
+
+// newConfig applies the defaults, checks the props, loads the pipelines and
+// checks that every function's bootstrap exists.
+func newConfig(props *StackProps) (*config, error) {
+	c := &config{}
+	if props != nil {
+		c.props = *props
+	}
+	p := &c.props
+	if p.PipelineDir == "" {
+		p.PipelineDir = DefaultPipelineDir
+	}
+	if p.AssetDir == "" {
+		p.AssetDir = DefaultAssetDir
+	}
+	if p.LogLevel == "" {
+		p.LogLevel = DefaultLogLevel
+	}
+	if p.ArtifactRetentionDays == 0 {
+		p.ArtifactRetentionDays = DefaultArtifactRetentionDays
+	}
+	if p.LogRetentionDays == 0 {
+		p.LogRetentionDays = DefaultLogRetentionDays
+	}
+	var errs []error
+	p.LogLevel = strings.ToUpper(p.LogLevel)
+	if !slices.Contains(logLevels, p.LogLevel) {
+		errs = append(errs, fmt.Errorf("log level %q: want one of %s", p.LogLevel, strings.Join(logLevels, ", ")))
+	}
+	if p.ArtifactRetentionDays < 1 {
+		errs = append(errs, fmt.Errorf("artifact retention %d days: want at least 1", p.ArtifactRetentionDays))
+	}
+	var ok bool
+	if c.logRetention, ok = retentions[p.LogRetentionDays]; !ok {
+		errs = append(errs, fmt.Errorf("log retention %d days: want one of 7, 14, 30, 60, 90, 180, 365", p.LogRetentionDays))
+	}
+	for _, fn := range Functions {
+		path := filepath.Join(p.AssetDir, fn, "bootstrap")
+		if _, err := os.Stat(path); err != nil {
+			errs = append(errs, fmt.Errorf("function %q: %s not found: build the functions first (make lambdas) or point the stepline:assets context at them", fn, path))
+		}
+	}
+	ps, err := plan.Load(p.PipelineDir)
+	if err != nil {
+		errs = append(errs, err)
+	} else {
+		c.pipelines = ps
+		if c.secrets, err = plan.Secrets(ps, p.Secrets); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+// NewStack builds the Stepline stack for the pipelines in
+// props.PipelineDir. It fails, before adding anything to scope, when a
+// pipeline does not compile, a secret a pipeline uses has no mapping, a
+// function's bootstrap is missing, or a prop is out of range.
+func NewStack(scope constructs.Construct, id string, props *StackProps) (awscdk.Stack, error) {
+	c, err := newConfig(props)
+	if err != nil {
+		return nil, fmt.Errorf("stepline stack: %w", err)
+	}
+	stackName := id
+	if c.props.StackName != nil {
+		stackName = *c.props.StackName
+	}
+	if err := c.checkEnvironmentSize(stackName); err != nil {
+		return nil, fmt.Errorf("stepline stack: %w", err)
+	}
+	stack := awscdk.NewStack(scope, jsii.String(id), &c.props.StackProps)
+	// Server access logs are delivered under a bucket policy, not an ACL:
+	// the log bucket enforces bucket-owner object ownership.
+	stack.Node().SetContext(jsii.String("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"), true)
+	b := &builder{stack: stack, cfg: c, machines: map[string]*machine{}}
+	b.build()
+	return stack, nil
+}
+
+// maxEnvironmentBytes is Lambda's limit on a function's environment
+// variables, names and values together.
+const maxEnvironmentBytes = 4096
+
+// checkEnvironmentSize estimates the recorder's environment, the largest
+// (SECRET_REFS and STATE_MACHINES), with the longest partition, region and
+// account an ARN can hold, and fails when Lambda would refuse it.
+func (c *config) checkEnvironmentSize(stackName string) error {
+	const (
+		arnOverhead = len("arn:aws-us-gov:states:ap-southeast-1:123456789012:stateMachine:")
+		fixedVars   = 200 // TABLE_NAME, LOG_LEVEL, METRIC_NAMESPACE with their values
+	)
+	size := fixedVars + len(EnvSecretRefs) + len(plan.RefsEnv(c.secrets)) + len(EnvStateMachines) + 2
+	for _, p := range c.pipelines {
+		size += len(p.Name) + arnOverhead + len(physicalName(stackName, p.Name, maxStateMachineName)) + 6
+	}
+	if size > maxEnvironmentBytes {
+		return fmt.Errorf("%d pipelines and %d secret mappings need about %d bytes of function environment (SECRET_REFS, STATE_MACHINES), over Lambda's %d: split the pipelines over two stacks (stepline:stackName, stepline:pipelines)",
+			len(c.pipelines), len(c.secrets), size, maxEnvironmentBytes)
+	}
+	return nil
+}
+
+// physicalName derives a resource name from the stack's name and a
+// pipeline's, within limit characters: a name that would be longer is cut
+// and ends in a hash of the whole.
+func physicalName(stackName, name string, limit int) string {
+	full := stackName + "-" + name
+	if len(full) <= limit {
+		return full
+	}
+	sum := sha256.Sum256([]byte(full))
+	suffix := "-" + hex.EncodeToString(sum[:4])
+	return full[:limit-len(suffix)] + suffix
+}
