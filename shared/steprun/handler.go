@@ -17,6 +17,7 @@ import (
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
+	"github.com/stepline/stepline/shared/metrics"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/pricing"
 	"github.com/stepline/stepline/shared/secret"
@@ -72,6 +73,10 @@ type Handler struct {
 	// Notifier tells approvers about a pending approval. Nil: a
 	// LogNotifier over Logger.
 	Notifier Notifier
+	// Metrics, when set, receives each recorded step (CloudWatch embedded
+	// metric format on AWS). A Task that the Lambda service retries after
+	// it had recorded emits its metrics again.
+	Metrics *metrics.EMF
 	// Notifications fires the pipeline's notifications when a step ends
 	// the run (escalated or failed: escalate; aborted: the step's
 	// on_abort; stopped: stopped; budget exceeded: notify). nil: none are
@@ -240,10 +245,34 @@ func (t *taskRun) putStep(ctx context.Context, rec store.StepRecord) error {
 		rec.Attempt = 1
 	}
 	err := t.h.Store.PutStep(ctx, rec)
-	if err != nil && !errors.Is(err, store.ErrConflict) {
+	if errors.Is(err, store.ErrConflict) {
+		return nil // recorded before: a retried Task
+	}
+	if err != nil {
 		return fmt.Errorf("record step %q: %w", rec.Name, err)
 	}
+	t.emit(rec)
 	return nil
+}
+
+// emit writes a recorded step's metrics.
+func (t *taskRun) emit(rec store.StepRecord) {
+	m := t.h.Metrics
+	if m == nil {
+		return
+	}
+	p := t.req.Pipeline.Name
+	if rec.EffectiveConfidence != nil {
+		_ = m.Put(map[string]string{"Pipeline": p, "Step": rec.Name}, metrics.Metric{Name: metrics.StepConfidence, Unit: "None", Value: *rec.EffectiveConfidence})
+	}
+	ms := []metrics.Metric{
+		{Name: metrics.InputTokens, Unit: "Count", Value: float64(rec.InputTokens)},
+		{Name: metrics.OutputTokens, Unit: "Count", Value: float64(rec.OutputTokens)},
+	}
+	if rec.CostUSD != nil {
+		ms = append(ms, metrics.Metric{Name: metrics.CostUSD, Unit: "None", Value: *rec.CostUSD})
+	}
+	_ = m.Put(map[string]string{"Pipeline": p}, ms...)
 }
 
 // addUsage adds a step's usage to the run's stored totals, once per key.
