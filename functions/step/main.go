@@ -10,6 +10,12 @@
 //	LOG_LEVEL         debug, info (default), warn or error
 //
 // Secrets not listed in SECRET_REFS are read from the environment.
+//
+// AWS access is configured from the variables the Lambda runtime sets
+// (package shared/awsenv: region, the execution role's credentials,
+// AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE> overrides), not through
+// the SDK's config package, whose credential chain the function never
+// needs and whose package initialisers slow every cold start.
 package main
 
 import (
@@ -17,26 +23,25 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"sync"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
+	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/pricing"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store/dynamo"
+	"github.com/stepline/stepline/shared/task"
 )
 
 func main() {
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: logLevel(os.Getenv("LOG_LEVEL"))}))
-	ctx := context.Background()
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := awsenv.Load(os.Environ())
 	if err != nil {
 		logger.Error("load AWS configuration", "err", err)
 		os.Exit(1)
@@ -51,9 +56,19 @@ func main() {
 		logger.Error("SECRET_REFS", "err", err)
 		os.Exit(1)
 	}
+	sm, err := secret.NewSecretsManager(cfg)
+	if err != nil {
+		logger.Error("secrets", "err", err)
+		os.Exit(1)
+	}
+	ps, err := secret.NewParameterStore(cfg)
+	if err != nil {
+		logger.Error("secrets", "err", err)
+		os.Exit(1)
+	}
 	secrets, err := secret.NewAWS(secret.AWSConfig{
-		SecretsManager: secretsmanager.NewFromConfig(cfg),
-		SSM:            ssm.NewFromConfig(cfg),
+		SecretsManager: sm,
+		SSM:            ps,
 		Refs:           refs,
 		Fallback:       secret.Env(os.Getenv),
 	})
@@ -61,15 +76,11 @@ func main() {
 		logger.Error("secrets", "err", err)
 		os.Exit(1)
 	}
-	prices, err := loadPrices(os.Getenv("PRICE_TABLE"))
-	if err != nil {
-		logger.Warn("price table does not load; costs stay unknown", "err", err)
-	}
+	prices := loadPricesInBackground(os.Getenv("PRICE_TABLE"), logger)
 	client := &http.Client{}
 	h := &steprun.Handler{
 		Store:     dynamo.New(dynamodb.NewFromConfig(cfg), table),
 		Executors: executor.NewRegistry(executor.Deps{HTTP: client, Secrets: secrets, Bedrock: bedrockruntime.NewFromConfig(cfg), Logger: logger}),
-		Pricing:   prices,
 		HTTP:      client,
 		Secrets:   secrets,
 		Logger:    logger,
@@ -77,7 +88,32 @@ func main() {
 	if bucket := os.Getenv("ARTIFACT_BUCKET"); bucket != "" {
 		h.Artifacts = steprun.S3{Client: s3.NewFromConfig(cfg), Bucket: bucket}
 	}
-	lambda.Start(h.Lambda())
+	handle := h.Lambda()
+	var priced sync.Once
+	lambda.Start(func(ctx context.Context, req task.Request) (task.Response, error) {
+		priced.Do(func() { h.Pricing = prices() })
+		return handle(ctx, req)
+	})
+}
+
+// loadPricesInBackground parses the price table on another goroutine, so
+// that the parse (about a third of a millisecond) overlaps the runtime's
+// fetch of the first event, and returns a function that waits for the
+// table. A table that does not load is logged and leaves costs unknown.
+func loadPricesInBackground(path string, logger *slog.Logger) func() *pricing.Table {
+	done := make(chan struct{})
+	var t *pricing.Table
+	go func() {
+		defer close(done)
+		var err error
+		if t, err = loadPrices(path); err != nil {
+			logger.Warn("price table does not load; costs stay unknown", "err", err)
+		}
+	}()
+	return func() *pricing.Table {
+		<-done
+		return t
+	}
 }
 
 func loadPrices(path string) (*pricing.Table, error) {
