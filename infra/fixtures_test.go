@@ -37,6 +37,10 @@ steps:
     executor: bedrock
     executor_config: {model: us.anthropic.claude-3-5-haiku-20241022-v1:0}
     timeout_seconds: 40
+notifications:
+  escalate:
+    - channel: sns
+      config: {topic_arn: "arn:aws:sns:us-east-1:123456789012:oncall"}
 `,
 	"child.yaml": `name: child-one
 stage: production
@@ -211,6 +215,15 @@ func TestFixtureGrants(t *testing.T) {
 	}
 	if sid(sts, "PipelineSecrets") != nil {
 		t.Error("a Secrets Manager grant with no Secrets Manager reference")
+	}
+	for _, role := range []string{"StepRole", "ApprovalRole", "RecorderRole"} {
+		topics := sid(s.statements(t, role), "PublishNotifications")
+		if topics == nil || !reflect.DeepEqual(texts(topics.Resources), []string{"arn:aws:sns:us-east-1:123456789012:oncall"}) {
+			t.Errorf("%s: PublishNotifications = %v, want the one topic the pipelines name", role, topics)
+		}
+	}
+	if sid(s.statements(t, "CallbackRole"), "PublishNotifications") != nil {
+		t.Error("callback may not publish notifications")
 	}
 }
 

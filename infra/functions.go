@@ -85,6 +85,8 @@ func (b *builder) addFunctions() {
 		}
 	}
 
+	b.grantTopics()
+
 	for _, name := range []string{FunctionApproval, FunctionCallback} {
 		b.functions[name].AddEnvironment(jsii.String(EnvApprovalKeySecretARN), b.approvalKey.SecretArn(), nil)
 		b.approvalKey.GrantRead(b.roles[name], nil)
@@ -314,5 +316,34 @@ func (b *builder) grantBedrock() {
 		suppress(b.roles[FunctionStep], nagRule{"AwsSolutions-IAM5",
 			"A cross-region inference profile sends each request to its foundation model in any region of the profile's geography; the grant names the model, with the region left open.",
 			[]string{`/^Resource::arn:<AWS::Partition>:bedrock:\*::foundation-model\/.+$/g`}})
+	}
+}
+
+// grantTopics lets the functions that send notifications publish to
+// exactly the SNS topics the pipelines' sns channels name.
+func (b *builder) grantTopics() {
+	var topics []string
+	for _, p := range b.cfg.pipelines {
+		for _, a := range p.Model.Notifications {
+			for _, n := range a.Notices {
+				if n.Channel != "sns" {
+					continue
+				}
+				if arn, _ := n.Config["topic_arn"].(string); arn != "" && !slices.Contains(topics, arn) {
+					topics = append(topics, arn)
+				}
+			}
+		}
+	}
+	if len(topics) == 0 {
+		return
+	}
+	sort.Strings(topics)
+	for _, name := range []string{FunctionStep, FunctionApproval, FunctionRecorder} {
+		b.roles[name].AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("PublishNotifications"),
+			Actions:   jsii.Strings("sns:Publish"),
+			Resources: jsii.Strings(topics...),
+		}))
 	}
 }

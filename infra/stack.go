@@ -148,10 +148,41 @@ func newConfig(props *StackProps) (*config, error) {
 			errs = append(errs, err)
 		}
 	}
+	if len(errs) == 0 {
+		if err := stagePipelines(p.PipelineDir, filepath.Join(p.AssetDir, FunctionIngest, "pipelines")); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return c, nil
+}
+
+// stagePipelines copies the pipeline files into the ingest function's code
+// asset: ingest routes webhooks with them, in file-name order, so it must
+// see exactly the pipelines the stack deploys.
+func stagePipelines(from, to string) error {
+	files, err := filepath.Glob(filepath.Join(from, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(to); err != nil {
+		return fmt.Errorf("stage pipelines for ingest: %w", err)
+	}
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return fmt.Errorf("stage pipelines for ingest: %w", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("stage pipelines for ingest: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(to, filepath.Base(f)), b, 0o644); err != nil {
+			return fmt.Errorf("stage pipelines for ingest: %w", err)
+		}
+	}
+	return nil
 }
 
 // NewStack builds the Stepline stack for the pipelines in

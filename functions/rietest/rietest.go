@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -26,8 +27,27 @@ import (
 type Emulator struct {
 	URL  string // the invocation endpoint
 	cmd  *exec.Cmd
-	out  *bytes.Buffer
+	out  *lockedBuffer
 	done chan struct{}
+}
+
+// lockedBuffer collects the emulator's output, written by the process's
+// copying goroutines while tests read it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // Result is the answer to one invocation.
@@ -71,7 +91,7 @@ func Start(t testing.TB, bootstrap string, env ...string) *Emulator {
 		"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", api),
 		bootstrap)
 	cmd.Env = append(os.Environ(), env...)
-	e := &Emulator{URL: fmt.Sprintf("http://127.0.0.1:%d/2015-03-31/functions/function/invocations", port), cmd: cmd, out: &bytes.Buffer{}, done: make(chan struct{})}
+	e := &Emulator{URL: fmt.Sprintf("http://127.0.0.1:%d/2015-03-31/functions/function/invocations", port), cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = e.out, e.out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start emulator: %v", err)

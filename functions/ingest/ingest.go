@@ -1,0 +1,372 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/stepline/stepline/shared/intake"
+	"github.com/stepline/stepline/shared/pipeline"
+)
+
+// parseMachines reads STATE_MACHINES: a JSON object from pipeline name to
+// the ARN of its state machine.
+func parseMachines(s string) (map[string]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, errors.New("state machines: none given")
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fmt.Errorf("state machines: want a JSON object {\"<pipeline>\": \"<state machine ARN>\"}: %w", err)
+	}
+	for name, arn := range m {
+		if name == "" || !strings.HasPrefix(arn, "arn:") || !strings.Contains(arn, ":stateMachine:") {
+			return nil, fmt.Errorf("state machines: pipeline %q: %q is not a state machine ARN", name, arn)
+		}
+	}
+	if len(m) == 0 {
+		return nil, errors.New("state machines: none given")
+	}
+	return m, nil
+}
+
+// loadPipelines reads the pipeline files in dir (routing order: file
+// names) and checks them against the deployed state machines: every file
+// must compile, and the pipelines must be exactly those machines holds, so
+// that routing here is the routing the stack was built from.
+func loadPipelines(dir string, machines map[string]string) ([]*pipeline.Pipeline, error) {
+	ps, err := intake.LoadPipelines(dir)
+	if err != nil {
+		return nil, err
+	}
+	var extra, missing []string
+	seen := map[string]bool{}
+	for _, p := range ps {
+		seen[p.Name] = true
+		if _, ok := machines[p.Name]; !ok {
+			extra = append(extra, p.Name)
+		}
+	}
+	for name := range machines {
+		if !seen[name] {
+			missing = append(missing, name)
+		}
+	}
+	sort.Strings(missing)
+	var errs []error
+	if len(missing) > 0 {
+		errs = append(errs, fmt.Errorf("no pipeline file in %s for the deployed pipelines %s", dir, strings.Join(quoted(missing), ", ")))
+	}
+	if len(extra) > 0 {
+		errs = append(errs, fmt.Errorf("pipelines %s in %s have no state machine in this stack", strings.Join(quoted(extra), ", "), dir))
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("load pipelines: %w: bundle the files the stack was built from", errors.Join(errs...))
+	}
+	return ps, nil
+}
+
+func quoted(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = fmt.Sprintf("%q", n)
+	}
+	return out
+}
+
+// ExecutionStarter is the Step Functions call that starts a run
+// (satisfied by *sfn.Client).
+type ExecutionStarter interface {
+	StartExecution(ctx context.Context, in *sfn.StartExecutionInput, optFns ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error)
+}
+
+var _ ExecutionStarter = (*sfn.Client)(nil)
+
+// starter implements intake.Starter with StartExecution: the execution is
+// named after the run, and its input is {"trigger": <the normalized
+// event>}, the input every compiled state machine reads.
+type starter struct {
+	sfn      ExecutionStarter
+	machines map[string]string // pipeline name → state machine ARN
+}
+
+var _ intake.Starter = starter{}
+
+// Start implements intake.Starter.
+func (s starter) Start(ctx context.Context, p *pipeline.Pipeline, runID string, trigger intake.Context) error {
+	arn, ok := s.machines[p.Name]
+	if !ok {
+		return fmt.Errorf("pipeline %q has no state machine", p.Name)
+	}
+	input, err := json.Marshal(struct {
+		Trigger intake.Context `json:"trigger"`
+	}{trigger})
+	if err != nil {
+		return fmt.Errorf("encode input: %w", err)
+	}
+	_, err = s.sfn.StartExecution(ctx, &sfn.StartExecutionInput{
+		StateMachineArn: aws.String(arn),
+		Name:            aws.String(runID),
+		Input:           aws.String(string(input)),
+	})
+	if err != nil {
+		return fmt.Errorf("start execution: %w", err)
+	}
+	return nil
+}
+
+// handler answers the ingest function's two kinds of event: API Gateway
+// HTTP API requests (POST /webhook, POST /pipelines/{name}/runs) and the
+// trigger events EventBridge rules send ({"pipeline", "trigger", "event"}).
+type handler struct {
+	webhooks *intake.Intake // requests: bearer tokens required on /webhook
+	events   *intake.Intake // EventBridge: IAM already vouched for the sender
+	log      *slog.Logger
+}
+
+// probe tells the event kinds apart.
+type probe struct {
+	RequestContext struct {
+		HTTP struct {
+			Method string `json:"method"`
+		} `json:"http"`
+	} `json:"requestContext"`
+	Trigger json.RawMessage `json:"trigger"`
+}
+
+// Handle is the Lambda handler.
+func (h *handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p probe
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("ingest: the event is not a JSON object: %w", err)
+	}
+	switch {
+	case p.RequestContext.HTTP.Method != "":
+		var ev events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("ingest: API Gateway request: %w", err)
+		}
+		return h.api(ctx, ev), nil
+	case len(p.Trigger) > 0:
+		var ev triggerEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("ingest: trigger event: %w", err)
+		}
+		return h.trigger(ctx, ev)
+	}
+	return nil, errors.New("ingest: unknown event: neither an API Gateway HTTP API request nor a trigger event")
+}
+
+// api answers an HTTP API request: 202 with the decision (accepted,
+// deduplicated, skipped_testing), or the intake error's status with
+// {"error": ...}. Server-side errors are logged and answered without
+// detail.
+func (h *handler) api(ctx context.Context, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
+	method := ev.RequestContext.HTTP.Method
+	path := strings.TrimSuffix(ev.RawPath, "/")
+	// The route names the endpoint whatever the stage adds to the path;
+	// the path decides behind a catch-all route.
+	route := path
+	if _, p, ok := strings.Cut(ev.RouteKey, " "); ok && strings.HasPrefix(p, "/") {
+		route = p
+	}
+	query, err := url.ParseQuery(ev.RawQueryString)
+	if err != nil {
+		return jsonResponse(http.StatusBadRequest, map[string]any{"error": "the query string cannot be read"})
+	}
+	req := intake.Request{Query: query}
+	switch {
+	case route == "/webhook":
+		// ?source= wins over the header (the intake reads the query).
+		if query.Get("source") == "" {
+			req.Source = header(ev.Headers, "x-pipeline-source")
+		}
+	case strings.HasPrefix(route, "/pipelines/") && strings.HasSuffix(route, "/runs"):
+		req.Manual = true
+		req.PipelineName = ev.PathParameters["name"]
+		if req.PipelineName == "" {
+			i := strings.LastIndex(path, "/pipelines/")
+			if i < 0 || !strings.HasSuffix(path, "/runs") {
+				return jsonResponse(http.StatusNotFound, map[string]any{"error": "not found"})
+			}
+			name, err := url.PathUnescape(strings.TrimSuffix(path[i+len("/pipelines/"):], "/runs"))
+			if err != nil || name == "" || strings.Contains(name, "/") {
+				return jsonResponse(http.StatusNotFound, map[string]any{"error": "not found"})
+			}
+			req.PipelineName = name
+		}
+	default:
+		return jsonResponse(http.StatusNotFound, map[string]any{"error": "not found"})
+	}
+	if method != http.MethodPost {
+		r := jsonResponse(http.StatusMethodNotAllowed, map[string]any{"error": "use POST"})
+		r.Headers["Allow"] = http.MethodPost
+		return r
+	}
+	req.Bearer = intake.BearerToken(header(ev.Headers, "authorization"))
+	req.Body = []byte(ev.Body)
+	if ev.IsBase64Encoded {
+		if req.Body, err = base64.StdEncoding.DecodeString(ev.Body); err != nil {
+			return jsonResponse(http.StatusBadRequest, map[string]any{"error": "the body is not valid base64"})
+		}
+	}
+	d, err := h.webhooks.Accept(ctx, req)
+	if err != nil {
+		status := intake.HTTPStatus(err)
+		if status >= 500 {
+			h.log.ErrorContext(ctx, "accept request", "path", path, "request_id", ev.RequestContext.RequestID, "error", err.Error())
+			return jsonResponse(status, map[string]any{"error": "the event could not be accepted; try again", "request_id": ev.RequestContext.RequestID})
+		}
+		h.log.InfoContext(ctx, "request refused", "path", path, "status", status, "error", err.Error())
+		return jsonResponse(status, map[string]any{"error": err.Error()})
+	}
+	return jsonResponse(http.StatusAccepted, d.Response())
+}
+
+func jsonResponse(status int, body map[string]any) events.APIGatewayV2HTTPResponse {
+	b, err := json.Marshal(body)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error": "the answer could not be encoded"}`)
+	}
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: status,
+		Headers:    map[string]string{"Content-Type": "application/json", "Cache-Control": "no-store"},
+		Body:       string(b),
+	}
+}
+
+// header looks a header up by name in any case (HTTP APIs send them in
+// lower case).
+func header(h map[string]string, name string) string {
+	if v, ok := h[name]; ok {
+		return v
+	}
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
+}
+
+// triggerEvent is what an EventBridge rule sends the ingest function:
+// Pipeline is the rule's pipeline (empty for the rule that forwards the
+// events naming their pipeline in the trigger), Trigger the event's
+// detail, a normalized trigger.
+type triggerEvent struct {
+	Pipeline string          `json:"pipeline"`
+	Trigger  json.RawMessage `json:"trigger"`
+	Event    struct {
+		ID     string    `json:"id"`
+		Source string    `json:"source"`
+		Time   time.Time `json:"time"`
+	} `json:"event"`
+}
+
+// Trigger outcomes besides the intake's decision statuses.
+const (
+	StatusNoMatch = "no_match" // the rule's pattern let through an event trigger.match refuses
+	StatusRefused = "refused"  // the event cannot start a run (bad trigger, unknown pipeline)
+)
+
+// triggerResult is what the function answers a trigger event.
+type triggerResult struct {
+	Status   string `json:"status"`
+	Pipeline string `json:"pipeline,omitempty"`
+	RunID    string `json:"run_id,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// trigger starts the run an EventBridge trigger event asks for. A rule's
+// pipeline is started when its whole trigger.match holds (the rule's
+// pattern may let through a superset); an event naming its pipeline starts
+// that pipeline as a webhook naming it would. Either way the event is
+// deduplicated and gated by stage like a webhook. An event that can never
+// start a run is answered StatusRefused (a retry would not help); errors
+// are returned only when a retry may succeed, so that Lambda retries the
+// invocation.
+func (h *handler) trigger(ctx context.Context, ev triggerEvent) (triggerResult, error) {
+	var c intake.Context
+	if err := json.Unmarshal(ev.Trigger, &c); err != nil {
+		return h.refuse(ctx, ev, fmt.Sprintf("the trigger is not a normalized event: %v", err)), nil
+	}
+	if ev.Pipeline != "" {
+		p, ok := h.events.Router().Pipeline(ev.Pipeline)
+		if !ok {
+			return h.refuse(ctx, ev, fmt.Sprintf("pipeline %q is not deployed with this function", ev.Pipeline)), nil
+		}
+		if p.Trigger != nil && !intake.Match(p.Trigger.Match, c) {
+			h.log.InfoContext(ctx, "trigger event does not match", "pipeline", p.Name, "event", ev.Event.ID, "source", c.Source)
+			return triggerResult{Status: StatusNoMatch, Pipeline: p.Name,
+				Reason: fmt.Sprintf("trigger.match of pipeline %q does not hold for the event", p.Name)}, nil
+		}
+		c.Pipeline = p.Name
+	}
+	if c.Pipeline == "" {
+		return h.refuse(ctx, ev, "the event names no pipeline"), nil
+	}
+	body, err := genericBody(c)
+	if err != nil {
+		return h.refuse(ctx, ev, err.Error()), nil
+	}
+	d, err := h.events.Accept(ctx, intake.Request{Source: intake.SourceGeneric, Body: body})
+	if err != nil {
+		if intake.HTTPStatus(err) >= 500 {
+			return triggerResult{}, fmt.Errorf("ingest trigger event %s: %w", ev.Event.ID, err)
+		}
+		return h.refuse(ctx, ev, err.Error()), nil
+	}
+	return triggerResult{Status: d.Status, Pipeline: d.Pipeline, RunID: d.RunID, Reason: d.Reason}, nil
+}
+
+func (h *handler) refuse(ctx context.Context, ev triggerEvent, reason string) triggerResult {
+	h.log.WarnContext(ctx, "trigger event refused", "pipeline", ev.Pipeline, "event", ev.Event.ID, "source", ev.Event.Source, "reason", reason)
+	return triggerResult{Status: StatusRefused, Pipeline: ev.Pipeline, Reason: reason}
+}
+
+// genericBody writes a normalized event as the generic webhook payload
+// that normalizes back to it: pipeline, source, severity, summary, labels,
+// fingerprint (as idempotency_key) and metadata (as data). The team and
+// the original raw payload are not carried.
+func genericBody(c intake.Context) ([]byte, error) {
+	body := map[string]any{
+		"pipeline": c.Pipeline,
+		"source":   c.Source,
+		"severity": c.Severity,
+		"summary":  c.Summary,
+	}
+	if len(c.Labels) > 0 {
+		body["labels"] = c.Labels
+	}
+	if c.Fingerprint != "" {
+		body["idempotency_key"] = c.Fingerprint
+	}
+	if len(c.Metadata) > 0 {
+		body["data"] = c.Metadata
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode trigger: %w", err)
+	}
+	return b, nil
+}
+
+// sortedNames lists the pipelines of a router, for the start-up log.
+func sortedNames(r *intake.Router) []string {
+	names := r.Pipelines()
+	slices.Sort(names)
+	return names
+}
