@@ -34,13 +34,16 @@ func conditionDocs() []map[string]any {
 	var docs []map[string]any
 	for _, status := range []string{"completed", "stopped", "escalated", "failed"} {
 		for _, steps := range []map[string]any{full, wrong, {}} {
-			docs = append(docs, map[string]any{
+			doc := map[string]any{
 				"states":   map[string]any{"input": map[string]any{"status": status, "output": map[string]any{"confidence": 0.5}}},
-				"steps":    steps,
 				"pipeline": pipe,
 				"trigger":  trigger,
 				"run":      map[string]any{"id": "run-1"},
-			})
+			}
+			for name, out := range steps { // one variable per step, as the state machine keeps them
+				doc[stepVar(name)] = out
+			}
+			docs = append(docs, doc)
 		}
 	}
 	docs = append(docs, map[string]any{"states": map[string]any{"input": map[string]any{}}, "steps": map[string]any{}, "pipeline": map[string]any{}, "trigger": map[string]any{}, "run": map[string]any{}})

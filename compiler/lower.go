@@ -184,7 +184,6 @@ func (l *lowerer) build() {
 				"parent_run_id": "{% $exists($states.input.parent_run_id) ? $string($states.input.parent_run_id) : '' %}",
 			},
 			"trigger": "{% $exists($states.input.trigger) ? $states.input.trigger : {} %}",
-			"steps":   map[string]any{},
 			"usage":   map[string]any{"input_tokens": 0, "output_tokens": 0, "cost_usd": 0},
 			"last":    nil,
 		},
@@ -221,7 +220,6 @@ func (l *lowerer) pipelineInfo() task.Pipeline {
 // state machine's variables.
 func (l *lowerer) buildScope() when.Scope {
 	s := when.Scope{
-		"steps":           {Expr: "$steps", Keyed: 2},
 		"vars":            {Expr: "$pipeline.vars", Keyed: 1},
 		"labels":          {Expr: "$trigger.labels", Keyed: 1},
 		"pipeline_name":   {Expr: "$pipeline.name"},
@@ -408,7 +406,7 @@ func (l *lowerer) whenCond(n pipeline.Node) string {
 	if err != nil {
 		return "false" // Check reported it
 	}
-	l.realNames(expr)
+	l.stepRoots(expr)
 	code, err := when.JSONata(expr, l.scope)
 	if err != nil {
 		l.ds.errorf(n.Position(), "step %q: when: %v", n.NodeName(), err)
@@ -417,14 +415,54 @@ func (l *lowerer) whenCond(n pipeline.Node) string {
 	return code
 }
 
-// realNames rewrites step references written with underscores for hyphens
-// to the step's real name, the key it has in $steps.
-func (l *lowerer) realNames(e when.Expr) {
+// stepVar is the variable that holds a step's output (a group's joined
+// output, a branch's output): one variable per step, so that recording a
+// step costs the same at the first step and the thousandth.
+func stepVar(name string) string { return "step_" + pipeline.TemplateName(name) }
+
+// itemsVar holds a fan-out's item outputs, keyed "<fan_out>/<i>".
+func itemsVar(name string) string { return "items_" + pipeline.TemplateName(name) }
+
+// stepExpr is the JSONata that reads a step's output: its variable, or
+// for a fan-out item its entry in the group's items.
+func stepExpr(ref string) string {
+	if group, _, ok := strings.Cut(ref, "/"); ok {
+		return "$" + itemsVar(group) + "." + jsonataName(ref)
+	}
+	return "$" + stepVar(ref)
+}
+
+// stepRoots rewrites the step references of a when: or over: expression
+// to the variables that hold the outputs: steps.x.f reads $step_x.f. A
+// test on a bare step (steps.x is defined) asks about its confidence,
+// which every output has, so that a step that did not run reads as
+// undefined.
+func (l *lowerer) stepRoots(e when.Expr) {
 	when.Walk(e, func(n when.Expr) bool {
-		if p, ok := n.(*when.Path); ok && p.Root == "steps" && len(p.Segments) > 0 {
-			if real, ok := l.alias[p.Segments[0]]; ok {
-				p.Segments[0] = real
+		switch n := n.(type) {
+		case *when.Test:
+			if p, ok := n.X.(*when.Path); ok && p.Root == "steps" && len(p.Segments) == 1 {
+				p.Segments = append(p.Segments, "confidence")
 			}
+		case *when.Path:
+			if n.Root != "steps" || len(n.Segments) == 0 {
+				return true
+			}
+			ref := n.Segments[0]
+			name, item, isItem := strings.Cut(ref, "/")
+			if real, ok := l.alias[name]; ok {
+				name = real
+			}
+			if isItem {
+				ref = name + "/" + item
+			} else {
+				ref = name
+			}
+			root := "@" + ref
+			if _, ok := l.scope[root]; !ok {
+				l.scope[root] = when.Root{Expr: stepExpr(ref), Keyed: 1}
+			}
+			n.Root, n.Segments = root, n.Segments[1:]
 		}
 		return true
 	})
@@ -533,37 +571,66 @@ func (l *lowerer) payload(mode string, cfg any, refs []string) map[string]any {
 		"pipeline": "{% $pipeline %}",
 		"run":      "{% $run %}",
 		"trigger":  "{% $trigger %}",
-		"steps":    stepsExpr(refs),
+		"steps":    l.stepsExpr(refs),
 		"usage":    "{% $usage %}",
 	}
 }
 
-// stepsExpr selects the earlier outputs a Task's templates read. refs nil
-// means the templates address steps dynamically: all are sent.
-func stepsExpr(refs []string) any {
+// stepsExpr selects the earlier outputs a Task's templates read, by name.
+// An object constructor keeps only the steps that ran (a field that reads
+// nothing is left out, in both JSONata evaluators), and its cost follows
+// the references, not the number of earlier steps. refs nil means the
+// templates address steps dynamically: every step is sent.
+func (l *lowerer) stepsExpr(refs []string) any {
 	if refs == nil {
-		return "{% $steps %}"
+		var parts, items []string
+		for _, n := range l.p.Steps {
+			for _, name := range nodeNames(n) {
+				parts = append(parts, jsonataString(name)+": "+stepExpr(name))
+			}
+			if _, ok := n.(*pipeline.FanOut); ok {
+				items = append(items, "$"+itemsVar(n.NodeName()))
+			}
+		}
+		return "{% $merge([{" + strings.Join(parts, ", ") + "}" + prefixEach(", ", items) + "]) %}"
 	}
 	if len(refs) == 0 {
 		return map[string]any{}
 	}
-	// An object constructor keeps only the steps that ran: a field that
-	// reads nothing is left out, in both JSONata evaluators. Its cost
-	// follows the references, not the number of earlier steps.
 	fields := make([]string, len(refs))
 	for i, r := range refs {
-		fields[i] = jsonataString(r) + ": $steps." + jsonataName(r)
+		fields[i] = jsonataString(r) + ": " + stepExpr(r)
 	}
 	return "{% {" + strings.Join(fields, ", ") + "} %}"
 }
 
-// assignResult is the Assign of a deciding Task: the step's entries go
-// into $steps and the run's usage is updated.
-func assignResult() map[string]any {
-	return map[string]any{
-		"steps": "{% $merge([$steps, $states.result.Payload.steps]) %}",
-		"usage": "{% $states.result.Payload.usage %}",
+func prefixEach(sep string, xs []string) string {
+	var b strings.Builder
+	for _, x := range xs {
+		b.WriteString(sep)
+		b.WriteString(x)
 	}
+	return b.String()
+}
+
+// assignResult is the Assign of a deciding Task: the step's output into
+// its variable (a parallel group's branches into theirs, a fan-out's items
+// into its items variable) and the run's usage.
+func assignResult(name string, cfg any) map[string]any {
+	a := map[string]any{
+		stepVar(name): "{% $states.result.Payload.output %}",
+		"usage":       "{% $states.result.Payload.usage %}",
+	}
+	switch g := cfg.(type) {
+	case *pipeline.Parallel:
+		for _, b := range g.Branches {
+			out := "$states.result.Payload.steps." + jsonataName(b.Name)
+			a[stepVar(b.Name)] = "{% $exists(" + out + ") ? " + out + " : null %}"
+		}
+	case *pipeline.FanOut:
+		a[itemsVar(name)] = "{% $states.result.Payload.steps %}"
+	}
+	return a
 }
 
 func lambdaRetrier() asl.Retrier {
@@ -718,7 +785,7 @@ func (l *lowerer) addFailureTask(i int, name string, cfg any, refs []string) {
 		TimeoutSeconds: bookkeepingTimeoutSeconds,
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch:          recordLost(),
-		Assign:         assignResult(),
+		Assign:         assignResult(name, cfg),
 		Output:         "{% $states.result.Payload %}",
 		Next:           l.routeTo(i + 1),
 	})
@@ -807,7 +874,7 @@ func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
 		TimeoutSeconds: taskTimeout(s.TimeoutSeconds, calls),
 		Retry:          stepRetry(s.Retry),
 		Catch:          failed,
-		Assign:         assignResult(),
+		Assign:         assignResult(s.Name, s),
 		Output:         "{% $states.result.Payload %}",
 		Next:           s.Name + ": outcome",
 	})
@@ -843,7 +910,7 @@ func (l *lowerer) lowerHuman(i int, s *pipeline.Step, refs []string, failed []as
 		TimeoutSeconds: bookkeepingTimeoutSeconds,
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch:          failed,
-		Assign:         assignResult(),
+		Assign:         assignResult(s.Name, s),
 		Output:         "{% $states.result.Payload %}",
 		Next:           s.Name + ": outcome",
 	})
@@ -888,7 +955,7 @@ func (l *lowerer) lowerChild(i int, s *pipeline.Step, failed []asl.Catcher) {
 		TimeoutSeconds: bookkeepingTimeoutSeconds,
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch:          failed,
-		Assign:         assignResult(),
+		Assign:         assignResult(s.Name, s),
 		Output:         "{% $states.result.Payload %}",
 		Next:           s.Name + ": outcome",
 	})
@@ -939,7 +1006,7 @@ func (l *lowerer) join(i int, name string, cfg any, branches string) {
 		TimeoutSeconds: bookkeepingTimeoutSeconds,
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch:          l.failureCatch(name, cfg, pipeline.FailureAbort),
-		Assign:         assignResult(),
+		Assign:         assignResult(name, cfg),
 		Output:         "{% $states.result.Payload %}",
 		Next:           name + ": outcome",
 	})
@@ -988,7 +1055,7 @@ func (l *lowerer) overExpr(g *pipeline.FanOut) string {
 		b, _ := json.Marshal(e.Value)
 		return string(b)
 	case *when.Path:
-		l.realNames(e)
+		l.stepRoots(e)
 		root, ok := l.scope[e.Root]
 		if !ok {
 			return "[]"

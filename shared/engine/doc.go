@@ -1,8 +1,8 @@
 // Package engine is Stepline's local interpreter of Amazon States Language:
 // it runs the same JSONata state machines the compiler emits for AWS Step
 // Functions, with Task resources resolved to in-process Go handlers and the
-// execution state checkpointed in a Journal (the SQLite store) after every
-// transition, so a run survives the process.
+// execution state checkpointed in a Journal (the SQLite store) whenever
+// durability needs it, so a run survives the process.
 //
 // # Running
 //
@@ -10,7 +10,9 @@
 // a [Handler], a [ChildStarter] for nested state machines, a [Clock] and a
 // [Rand] (injected so that Wait, Retry backoff, jitter and timeouts are
 // testable without waiting), [Definitions] to find a run's definition when a
-// task token arrives in another process, and OnEvent to watch progress.
+// task token arrives in another process, OnEvent to watch progress, and
+// MaxDefinitionBytes, the largest definition it runs (Step Functions' 1 MiB
+// unless raised, for machines that only run locally).
 //
 // [Engine.Start] drives a run until it ends (SUCCEEDED, FAILED, TIMED_OUT),
 // pauses (WAITING: every active path waits for a task token) or its context
@@ -27,19 +29,58 @@
 //
 // A definition is validated and every JSONata string compiled once
 // ([asl.StateMachine] pointers are cached); the definition is never
-// mutated. Per-run state is a snapshot: a tree of paths (the top level, each
-// Parallel branch, each Map iteration in flight), each with its state, phase,
-// input, variables, retry counters and task in flight; pending task tokens
-// with absolute deadlines; results of finished branches and iterations. One
-// driver goroutine owns it and advances runnable paths one state at a time;
-// after each step it saves a checkpoint with the new history events, and
-// only then starts the blocking work that step scheduled (handler calls,
-// child runs, timers) on worker goroutines, whose results come back to the
-// driver as completions. Parallel branches and Map iterations therefore run
-// concurrently while every transition is recorded in one order.
+// mutated. Expressions that are plain paths ($name.field.field, most of
+// what the compiler emits) are looked up without JSONata. Per-run state is
+// a snapshot: a tree of paths (the top level, each Parallel branch, each
+// Map iteration in flight), each with its state, phase, input, variables,
+// retry counters and task in flight; pending task tokens with absolute
+// deadlines; results of finished branches and iterations. One driver
+// goroutine owns it and advances runnable paths one state at a time until
+// none can advance without waiting; then it saves one checkpoint with the
+// history events since the previous one, and only then starts the blocking
+// work the steps scheduled (handler calls, child runs, timers) on worker
+// goroutines, whose results come back to the driver as completions.
+// Parallel branches and Map iterations therefore run concurrently while
+// every transition is recorded in one order.
 //
-// On Resume, a task whose TaskScheduled event was saved but whose result was
-// not is invoked again (at least once, as in Step Functions; handlers are
+// # Checkpoints
+//
+// A checkpoint is saved when durability needs one, not after every
+// transition: before work with side effects is dispatched (a task
+// invocation, a child run, a Wait or a retry backoff), and whenever the
+// driver stops to wait (for completions, or because the run pauses or
+// ends); also every 1,000 events, so that a long loop through pure states
+// stays bounded. Pass, Choice, Succeed and Fail, the entering and leaving
+// of states, Assign and Output are pure: they read and write the snapshot
+// and nothing else, and the events they record are saved with the next
+// checkpoint. This is equivalent to a checkpoint after every transition:
+// everything between two checkpoints is a pure function of the first one
+// (and of the task results applied since, which are not durable before
+// the second one anyway), so a process killed in between has done nothing
+// anyone could see (no event saved, none reported to OnEvent, no work
+// dispatched), and resuming from the first checkpoint takes the same steps
+// again. Only timestamps (EnteredTime, event times) and the expressions
+// that read the clock or randomness ($now, $millis, $random, $uuid) may
+// come out differently on the second pass, which is as if the process had
+// been killed just before them. As before, a task whose result was
+// checkpointed never runs again, and one that was dispatched but whose
+// result was not runs again on resume (at least once).
+//
+// A checkpoint writes only what changed: the snapshot proper, which stays
+// small (each path's state, phase, input and task in flight; a task's
+// payload and result are dropped as soon as its state is left), the
+// history events since the previous checkpoint, and the variables assigned
+// since then as the Journal's keyed values (store.Checkpoint.Values, one
+// per variable and scope; a variable that went away with its Parallel
+// branch or Map iteration is deleted, one assigned the value it had is not
+// written). The run's input is written once. Encoding is done by a
+// reflection-free encoder that writes exactly what encoding/json writes.
+// So a checkpoint costs what the step changed, not what the run holds:
+// a run of n steps costs O(n), not O(n²).
+//
+// On Resume (snapshots of the format before values, with the variables in
+// the snapshot, are read too), a task whose TaskScheduled event was saved
+// but whose result was not is invoked again (at least once, as in Step Functions; handlers are
 // idempotent by run, step and attempt), waits and backoffs continue until
 // their recorded instants, and token tasks whose deadline has passed time
 // out. Results already checkpointed are never recomputed.

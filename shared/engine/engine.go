@@ -19,15 +19,17 @@ import (
 	"github.com/stepline/stepline/shared/store"
 )
 
-// Journal is where the engine keeps each run's execution state: a snapshot
-// after every transition and the history events since the previous one. The
-// SQLite store implements it (store.Checkpointer).
+// Journal is where the engine keeps each run's execution state: checkpoints
+// (see the package documentation for when) and the history events between
+// them. The SQLite store implements it (store.Checkpointer).
 type Journal interface {
-	// SaveCheckpoint stores cp and appends events (the history after the
-	// previous checkpoint, ending at cp.Seq) atomically.
+	// SaveCheckpoint stores cp (its snapshot replaces the previous one;
+	// its Values are set, or deleted when nil, one by one) and appends
+	// events (the history after the previous checkpoint, ending at
+	// cp.Seq) atomically.
 	SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events []store.HistoryEvent) error
-	// LoadCheckpoint returns the run's latest checkpoint, or an error
-	// wrapping store.ErrNotFound when there is none.
+	// LoadCheckpoint returns the run's latest checkpoint with every value
+	// stored, or an error wrapping store.ErrNotFound when there is none.
 	LoadCheckpoint(ctx context.Context, runID string) (store.Checkpoint, error)
 	// History returns the run's events in Seq order.
 	History(ctx context.Context, runID string) ([]store.HistoryEvent, error)
@@ -53,6 +55,10 @@ type Config struct {
 	Clock       Clock        // nil: SystemClock
 	Rand        Rand         // nil: math/rand/v2
 	Logger      *slog.Logger // nil: discard
+	// MaxDefinitionBytes is the largest definition (compact JSON) the
+	// engine runs; 0 means asl.MaxDefinitionBytes, Step Functions' limit.
+	// Raise it to run locally a machine that cannot be deployed.
+	MaxDefinitionBytes int
 	// OnEvent, if set, is called with each history event once it is
 	// durable, in order, from the goroutine driving the run. It must not
 	// block for long.
@@ -115,9 +121,10 @@ type Engine struct {
 	cfg Config
 	log *slog.Logger
 
-	mu     sync.Mutex
-	progs  map[*asl.StateMachine]*program
-	active map[string]*run
+	mu      sync.Mutex
+	progs   map[*asl.StateMachine]*program
+	active  map[string]*run
+	workers workers
 }
 
 // New returns an Engine.
@@ -154,7 +161,7 @@ func (e *Engine) program(def *asl.StateMachine) (*program, error) {
 	if ok {
 		return p, nil
 	}
-	p, err := compile(def)
+	p, err := compile(def, e.cfg.MaxDefinitionBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +243,8 @@ func (e *Engine) Start(ctx context.Context, runID string, def *asl.StateMachine,
 	if prog.def.TimeoutSeconds > 0 {
 		snap.Deadline = now.Add(time.Duration(prog.def.TimeoutSeconds) * time.Second)
 	}
-	r.init(prog, snap, 0)
+	r.init(prog, snap, 0, nil)
+	r.inputDirty = true
 	r.record(nil, "ExecutionStarted", map[string]any{"input": in, "stateMachine": o.machine})
 	r.runnable = append(r.runnable, snap.Root)
 	return r.drive(ctx)
@@ -410,7 +418,7 @@ func (e *Engine) load(ctx context.Context, r *run, runID string, def *asl.StateM
 	if err != nil {
 		return err // wraps store.ErrNotFound for a run never started
 	}
-	snap, err := decodeSnapshot(cp.Snapshot)
+	snap, v1, err := decodeSnapshot(cp.Snapshot, cp.Values)
 	if err != nil {
 		return err
 	}
@@ -434,7 +442,16 @@ func (e *Engine) load(ctx context.Context, r *run, runID string, def *asl.StateM
 	if prog.hash != snap.DefHash {
 		return ErrDefinitionChanged
 	}
-	r.init(prog, snap, cp.Seq)
+	r.init(prog, snap, cp.Seq, cp.Values)
+	if v1 {
+		// The next checkpoint writes what version 1 kept in the snapshot.
+		r.inputDirty = true
+		for _, p := range r.paths {
+			for name := range p.Vars {
+				r.dirty[varID{p.ID, name}] = struct{}{}
+			}
+		}
+	}
 	return nil
 }
 

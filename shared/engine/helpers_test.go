@@ -17,11 +17,13 @@ import (
 )
 
 // memJournal is an in-memory Journal that checks the contract the SQLite
-// store enforces (contiguous history, checkpoints moving forward) and can be
-// made to fail after a number of saves, as a process killed mid-run.
+// store enforces (contiguous history, checkpoints moving forward, values
+// merged) and can be made to fail after a number of saves, as a process
+// killed mid-run.
 type memJournal struct {
 	mu        sync.Mutex
 	cps       map[string]store.Checkpoint
+	values    map[string]map[string]json.RawMessage
 	hist      map[string][]store.HistoryEvent
 	saves     int
 	failAfter int // > 0: saves beyond this many fail
@@ -30,7 +32,8 @@ type memJournal struct {
 var errKilled = errors.New("journal: process killed")
 
 func newJournal() *memJournal {
-	return &memJournal{cps: map[string]store.Checkpoint{}, hist: map[string][]store.HistoryEvent{}}
+	return &memJournal{cps: map[string]store.Checkpoint{}, values: map[string]map[string]json.RawMessage{},
+		hist: map[string][]store.HistoryEvent{}}
 }
 
 func (j *memJournal) SaveCheckpoint(_ context.Context, cp store.Checkpoint, events []store.HistoryEvent) error {
@@ -56,7 +59,23 @@ func (j *memJournal) SaveCheckpoint(_ context.Context, cp store.Checkpoint, even
 	if int64(len(h)) != cp.Seq {
 		return fmt.Errorf("%w: history ends at %d, checkpoint at %d", store.ErrInvalid, len(h), cp.Seq)
 	}
+	if cp.Seq == prev.Seq && prev.Seq > 0 {
+		return nil // a repeat
+	}
+	vals := j.values[cp.RunID]
+	if vals == nil {
+		vals = map[string]json.RawMessage{}
+		j.values[cp.RunID] = vals
+	}
+	for k, v := range cp.Values {
+		if len(v) == 0 {
+			delete(vals, k)
+		} else {
+			vals[k] = append(json.RawMessage(nil), v...)
+		}
+	}
 	j.hist[cp.RunID] = h
+	cp.Values = nil
 	j.cps[cp.RunID] = cp
 	j.saves++
 	return nil
@@ -68,6 +87,12 @@ func (j *memJournal) LoadCheckpoint(_ context.Context, runID string) (store.Chec
 	cp, ok := j.cps[runID]
 	if !ok {
 		return store.Checkpoint{}, fmt.Errorf("load checkpoint %q: %w", runID, store.ErrNotFound)
+	}
+	for k, v := range j.values[runID] {
+		if cp.Values == nil {
+			cp.Values = map[string]json.RawMessage{}
+		}
+		cp.Values[k] = v
 	}
 	return cp, nil
 }

@@ -4,20 +4,55 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/stepline/stepline/shared/asl"
 )
 
-// invoke runs a task's invocation on a worker goroutine. deadline, when
-// set, bounds it (States.Timeout).
-func (r *run) invoke(ctx context.Context, call taskCall, deadline time.Time) completion {
-	var timeout time.Duration
-	if !deadline.IsZero() {
-		timeout = deadline.Sub(r.now())
-		if timeout <= 0 {
-			return completion{fail: timedOut()}
+// invoke runs a task's invocation on a worker goroutine (the run counts
+// it in r.hard and r.wg; invoke posts its completion, counted once, and
+// marks it done in r.wg). deadline, when set, bounds it: when it passes
+// first, States.Timeout is posted at once and the call, whose context is
+// cancelled, is abandoned (it may still be running when the run ends).
+// When the run stops (ctx ends), the call is waited for, so that a
+// stopped run leaves no handler running.
+func (r *run) invoke(ctx context.Context, cancel context.CancelFunc, call taskCall, deadline time.Time, pathID string, ticket int64) {
+	var settled atomic.Bool
+	finish := func(c completion) bool {
+		if !settled.CompareAndSwap(false, true) {
+			return false // the other of the call and its timeout came first
 		}
+		c.kind, c.pathID, c.ticket, c.hard = kindInvoked, pathID, ticket, true
+		if ctx.Err() != nil {
+			c.ticket = 0 // cancelled: whatever came back is not the task's result
+		}
+		r.post(c)
+		r.wg.Done()
+		return true
+	}
+	if !deadline.IsZero() {
+		timeout := deadline.Sub(r.now())
+		if timeout <= 0 {
+			finish(completion{fail: timedOut()})
+			return
+		}
+		sleep, stop := context.WithCancel(ctx)
+		defer stop()
+		clock := r.e.cfg.Clock
+		go func() {
+			if clock.Sleep(sleep, timeout) == nil && finish(completion{fail: timedOut()}) {
+				cancel()
+			}
+		}()
+	}
+	finish(r.call(ctx, call))
+}
+
+// call runs a task's invocation.
+func (r *run) call(ctx context.Context, call taskCall) completion {
+	if ctx.Err() != nil {
+		return completion{fail: stopped()}
 	}
 	switch {
 	case isLambda(call.Resource):
@@ -26,7 +61,7 @@ func (r *run) invoke(ctx context.Context, call taskCall, deadline time.Time) com
 			return completion{fail: &failure{Error: "Lambda.ResourceNotFoundException",
 				Cause: fmt.Sprintf("Function not found: %s", call.Function)}}
 		}
-		out, f := r.callHandler(ctx, h, call.Payload, timeout)
+		out, f := r.callHandler(ctx, h, call)
 		if f != nil {
 			return completion{fail: f}
 		}
@@ -48,14 +83,14 @@ func (r *run) invoke(ctx context.Context, call taskCall, deadline time.Time) com
 			"StatusCode":          float64(200),
 		}}
 	case isStartExecution(call.Resource):
-		return r.startChild(ctx, call, timeout)
+		return r.startChild(ctx, call)
 	default:
 		h, ok := r.e.cfg.Resources.Handler(call.Resource, "")
 		if !ok {
 			return completion{fail: &failure{Error: asl.StatesRuntime,
 				Cause: fmt.Sprintf("no handler for resource %q", call.Resource)}}
 		}
-		out, f := r.callHandler(ctx, h, call.Payload, timeout)
+		out, f := r.callHandler(ctx, h, call)
 		if f != nil {
 			return completion{fail: f}
 		}
@@ -65,6 +100,10 @@ func (r *run) invoke(ctx context.Context, call taskCall, deadline time.Time) com
 		}
 		return completion{value: v}
 	}
+}
+
+func stopped() *failure {
+	return &failure{Error: asl.StatesRuntime, Cause: "the run was stopped"}
 }
 
 func timedOut() *failure {
@@ -83,90 +122,45 @@ func decodeResult(out json.RawMessage) (any, *failure) {
 	return v, nil
 }
 
-type handlerResult struct {
-	out json.RawMessage
-	err error
-}
-
-// callHandler runs h with payload, bounded by timeout (0: none) and ctx.
-// A panic is reported as a function error named after the panic value's
-// type, as the Lambda Go runtime does.
-func (r *run) callHandler(ctx context.Context, h Handler, payload any, timeout time.Duration) (json.RawMessage, *failure) {
-	in, err := json.Marshal(payload)
+// callHandler runs h with the call's payload. A panic is reported as a
+// function error named after the panic value's type, as the Lambda Go
+// runtime does.
+func (r *run) callHandler(ctx context.Context, h Handler, call taskCall) (json.RawMessage, *failure) {
+	in := json.RawMessage(call.encoded)
+	if in == nil {
+		b, err := encodeJSON(call.Payload)
+		if err != nil {
+			return nil, &failure{Error: asl.StatesRuntime, Cause: "the task payload is not JSON: " + err.Error()}
+		}
+		in = b
+	}
+	out, err := func() (out json.RawMessage, err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				out, err = nil, &panicError{v}
+			}
+		}()
+		return h(ctx, in)
+	}()
+	if ctx.Err() != nil && err == nil && out == nil {
+		return nil, stopped()
+	}
 	if err != nil {
-		return nil, &failure{Error: asl.StatesRuntime, Cause: "the task payload is not JSON: " + err.Error()}
-	}
-	res, timed := withTimeout(ctx, r.e.cfg.Clock, timeout, func(ctx context.Context) handlerResult {
-		out, err := h(ctx, in)
-		return handlerResult{out, err}
-	}, func(v any) handlerResult {
-		return handlerResult{err: &panicError{v}}
-	})
-	if timed {
-		return nil, timedOut()
-	}
-	if ctx.Err() != nil && res.err == nil && res.out == nil {
-		return nil, &failure{Error: asl.StatesRuntime, Cause: "the run was stopped"}
-	}
-	if res.err != nil {
-		name := ErrorName(res.err)
-		if pe, ok := res.err.(*panicError); ok {
+		name := ErrorName(err)
+		if pe, ok := err.(*panicError); ok {
 			name = typeName(pe.v)
 		}
-		return nil, &failure{Error: name, Cause: lambdaCause(name, res.err.Error())}
+		return nil, &failure{Error: name, Cause: lambdaCause(name, err.Error())}
 	}
-	return res.out, nil
+	return out, nil
 }
 
 type panicError struct{ v any }
 
 func (p *panicError) Error() string { return fmt.Sprint(p.v) }
 
-// withTimeout runs fn on its own goroutine and returns its result, or
-// timed=true when timeout (measured on clock) passes first; fn's context is
-// then cancelled and fn abandoned. When ctx ends first, withTimeout cancels
-// fn and waits for it to return, so that a stopped run leaves no handler
-// running; a zero result is returned. fn does not run at all when ctx has
-// already ended.
-func withTimeout[T any](ctx context.Context, clock Clock, timeout time.Duration, fn func(context.Context) T, onPanic func(any) T) (res T, timed bool) {
-	if ctx.Err() != nil {
-		return res, false
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan T, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				done <- onPanic(v)
-			}
-		}()
-		done <- fn(cctx)
-	}()
-	var expired chan struct{}
-	if timeout > 0 {
-		expired = make(chan struct{})
-		go func() {
-			if clock.Sleep(cctx, timeout) == nil {
-				close(expired)
-			}
-		}()
-	}
-	select {
-	case res = <-done:
-		return res, false
-	case <-expired:
-		return res, true
-	case <-ctx.Done():
-		cancel()
-		<-done
-		var zero T
-		return zero, false
-	}
-}
-
 // startChild runs a startExecution.sync:2 task through the ChildStarter.
-func (r *run) startChild(ctx context.Context, call taskCall, timeout time.Duration) completion {
+func (r *run) startChild(ctx context.Context, call taskCall) completion {
 	if r.e.cfg.Children == nil {
 		return completion{fail: &failure{Error: asl.StatesRuntime, Cause: "no ChildStarter is configured for startExecution tasks"}}
 	}
@@ -174,29 +168,25 @@ func (r *run) startChild(ctx context.Context, call taskCall, timeout time.Durati
 		return completion{fail: &failure{Error: asl.StatesRuntime, Cause: "startExecution task without a child request"}}
 	}
 	req := *call.Child
-	type childOut struct {
-		res Result
-		err error
-	}
-	out, timed := withTimeout(ctx, r.e.cfg.Clock, timeout, func(ctx context.Context) childOut {
-		res, err := r.e.cfg.Children.StartChild(ctx, req)
-		return childOut{res, err}
-	}, func(v any) childOut {
-		return childOut{err: &panicError{v}}
-	})
+	res, err := func() (res Result, err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				err = &panicError{v}
+			}
+		}()
+		return r.e.cfg.Children.StartChild(ctx, req)
+	}()
 	switch {
-	case timed:
-		return completion{fail: timedOut()}
 	case ctx.Err() != nil:
-		return completion{fail: &failure{Error: asl.StatesRuntime, Cause: "the run was stopped"}}
-	case out.err != nil:
-		return completion{fail: &failure{Error: asl.StatesTaskFailed, Cause: fmt.Sprintf("start child run %q: %v", req.RunID, out.err)}}
+		return completion{fail: stopped()}
+	case err != nil:
+		return completion{fail: &failure{Error: asl.StatesTaskFailed, Cause: fmt.Sprintf("start child run %q: %v", req.RunID, err)}}
 	}
-	switch out.res.Status {
+	switch res.Status {
 	case StatusSucceeded:
-		return completion{value: childTaskResult(req, out.res)}
+		return completion{value: childTaskResult(req, res)}
 	case StatusFailed, StatusTimedOut:
-		return completion{fail: childFailure(req, out.res)}
+		return completion{fail: childFailure(req, res)}
 	default:
 		return completion{waiting: true}
 	}

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	jsonata "github.com/blues/jsonata-go"
 	"github.com/blues/jsonata-go/jtypes"
@@ -24,16 +25,31 @@ import (
 
 // expr is one compiled JSONata string. The expression is wrapped in a block
 // that binds the state machine variables it references, and $states, from
-// the evaluation's input document; evaluation therefore shares nothing
-// mutable and is safe for concurrent use.
+// the evaluation's input document, and evaluations are serialized
+// (evalMu), so it is safe for concurrent use.
 type expr struct {
 	src   string // the expression, without {% %}
 	field string // where it sits, e.g. "Arguments/Payload/run"
 	names []string
 	prog  *jsonata.Expr
+	// path is set when the expression is a plain path, $name or
+	// $name.field.field (the most common kind in compiled machines): it
+	// is then looked up directly as long as every step meets an object.
+	path []string
 }
 
-var varRef = regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)`)
+// evalMu serializes JSONata evaluations in the process. blues/jsonata-go
+// keeps its functions in package-level values and sets the name and the
+// context of each one on every call, so concurrent evaluations (of
+// different runs) would race, and a function could see another
+// evaluation's context. Evaluations are short, and plain paths do not
+// take it.
+var evalMu sync.Mutex
+
+var (
+	varRef     = regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)`)
+	simplePath = regexp.MustCompile(`^\s*\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*$`)
+)
 
 // compileExpr compiles the body of a JSONata string. visible lists the
 // variables the state's scope can reference.
@@ -77,7 +93,48 @@ func compileExpr(body, field string, visible map[string]bool) (*expr, error) {
 			return nil, fmt.Errorf("%s: register functions: %v", field, err)
 		}
 	}
-	return &expr{src: body, field: field, names: names, prog: prog}, nil
+	e := &expr{src: body, field: field, names: names, prog: prog}
+	if m := simplePath.FindStringSubmatch(body); m != nil && len(exts) == 0 && (m[1] == "states" || visible[m[1]]) {
+		e.path = append([]string{m[1]}, strings.Split(m[2], ".")[1:]...)
+	}
+	return e, nil
+}
+
+// lookup evaluates a plain path without JSONata. ok is false when the
+// path meets something other than an object on the way or ends at an
+// array (JSONata maps paths over arrays): JSONata evaluates it then.
+// A missing name or field, and null, are undefined (v nil, ok true,
+// defined false), as JSONata evaluates them here.
+func (e *expr) lookup(env *evalEnv) (v any, defined, ok bool) {
+	name := e.path[0]
+	if name == "states" {
+		v = env.states
+	} else if env.vars == nil {
+		return nil, false, true
+	} else if v, defined = env.vars.lookupVar(name); !defined {
+		return nil, false, true
+	}
+	for _, f := range e.path[1:] {
+		switch x := v.(type) {
+		case map[string]any:
+			if v, defined = x[f]; !defined {
+				return nil, false, true
+			}
+		case []any:
+			return nil, false, false
+		default:
+			// A field of a scalar is undefined.
+			return nil, false, true
+		}
+	}
+	switch v.(type) {
+	case []any:
+		return nil, false, false
+	case nil:
+		// blues/jsonata-go takes a null value for undefined.
+		return nil, false, true
+	}
+	return v, true, true
 }
 
 // scopeVars looks up variables visible to a state.
@@ -93,6 +150,28 @@ type evalEnv struct {
 
 // eval evaluates e. An undefined result is an error, as in Step Functions.
 func (e *expr) eval(env *evalEnv) (any, error) {
+	v, err := e.evalRaw(env)
+	if err != nil {
+		return nil, err
+	}
+	v, err = normalize(v)
+	if err != nil {
+		return nil, queryError("The JSONata expression '%s' specified for the field '%s' returned %v", e.src, e.field, err)
+	}
+	return v, nil
+}
+
+// evalRaw evaluates e, by lookup when it is a plain path, without
+// normalizing the result.
+func (e *expr) evalRaw(env *evalEnv) (any, error) {
+	if e.path != nil {
+		if v, defined, ok := e.lookup(env); ok {
+			if !defined {
+				return nil, e.undefined()
+			}
+			return v, nil
+		}
+	}
 	doc := make(map[string]any, len(e.names))
 	for _, n := range e.names {
 		if n == "states" {
@@ -105,23 +184,66 @@ func (e *expr) eval(env *evalEnv) (any, error) {
 			}
 		}
 	}
-	v, err := e.prog.Eval(doc)
+	v, err := e.evalLocked(doc)
 	if errors.Is(err, jsonata.ErrUndefined) {
-		return nil, queryError("The JSONata expression '%s' specified for the field '%s' returned nothing (undefined).", e.src, e.field)
+		return nil, e.undefined()
 	}
 	if err != nil {
 		return nil, queryError("The JSONata expression '%s' specified for the field '%s' failed: %v", e.src, e.field, err)
 	}
-	v, err = normalize(v)
-	if err != nil {
-		return nil, queryError("The JSONata expression '%s' specified for the field '%s' returned %v", e.src, e.field, err)
-	}
 	return v, nil
 }
 
+func (e *expr) evalLocked(doc map[string]any) (any, error) {
+	evalMu.Lock()
+	defer evalMu.Unlock()
+	return e.prog.Eval(doc)
+}
+
+func (e *expr) undefined() error {
+	return queryError("The JSONata expression '%s' specified for the field '%s' returned nothing (undefined).", e.src, e.field)
+}
+
 // normalize turns an evaluation result into plain JSON values (maps,
-// slices, float64, string, bool, nil), rejecting what JSON cannot hold.
+// slices, float64, string, bool, nil), rejecting what JSON cannot hold. A
+// result that is plain already, as one that only selects from the input,
+// is returned as is: values are never modified in place, so sharing them
+// is safe.
 func normalize(v any) (any, error) {
+	if isPlain(v) {
+		return v, nil
+	}
+	return convert(v)
+}
+
+// isPlain reports whether v holds plain JSON values only.
+func isPlain(v any) bool {
+	switch x := v.(type) {
+	case nil, string, bool:
+		return true
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case map[string]any:
+		for _, e := range x {
+			if !isPlain(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range x {
+			if !isPlain(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// convert is normalize for a value that is not plain: a copy made of
+// plain values.
+func convert(v any) (any, error) {
 	switch x := v.(type) {
 	case nil, string, bool:
 		return x, nil

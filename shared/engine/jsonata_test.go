@@ -2,8 +2,10 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -83,5 +85,131 @@ func TestCompileErrorNamesField(t *testing.T) {
 	_, err := compileTmpl(map[string]any{"k": "{% $x + %}"}, "Output", nil)
 	if err == nil || !strings.Contains(err.Error(), "Output/k") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestPlainPathsAgreeWithJSONata evaluates plain paths both by lookup and
+// by JSONata over values of every kind: results and undefinedness agree.
+func TestPlainPathsAgreeWithJSONata(t *testing.T) {
+	var doc any
+	if err := json.Unmarshal([]byte(`{
+		"obj": {"a": {"b": 1, "n": null, "s": "str", "arr": [1, [2, 3], {"b": 4}], "empty": [], "t": true, "o": {}}},
+		"arr": [{"a": 1}, {"a": [2, 3]}, {"b": 4}],
+		"one": [{"a": {"b": 5}}],
+		"null": null, "str": "x", "num": 2.5, "yes": true
+	}`), &doc); err != nil {
+		t.Fatal(err)
+	}
+	vars := varMap(doc.(map[string]any))
+	states := map[string]any{"input": doc, "context": map[string]any{"State": map[string]any{"RetryCount": 0.0}}}
+	visible := map[string]bool{}
+	for k := range vars {
+		visible[k] = true
+	}
+	visible["unset"] = true
+	paths := []string{
+		"$obj", "$obj.a", "$obj.a.b", "$obj.a.n", "$obj.a.s", "$obj.a.arr", "$obj.a.empty", "$obj.a.t", "$obj.a.o",
+		"$obj.a.missing", "$obj.a.b.c", "$obj.a.s.length", "$obj.a.n.x", "$obj.a.arr.b", "$obj.a.empty.x",
+		"$arr", "$arr.a", "$arr.b", "$one", "$one.a", "$one.a.b", "$null", "$null.a", "$str", "$str.a", "$num",
+		"$num.a", "$yes", "$yes.a", "$unset", "$unset.a",
+		"$states", "$states.input.obj.a.b", "$states.input.arr.a", "$states.context.State.RetryCount", "$states.nothing",
+	}
+	env := &evalEnv{states: states, vars: vars}
+	for _, src := range paths {
+		t.Run(src, func(t *testing.T) {
+			fast, err := compileExpr(src, "f", visible)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fast.path == nil {
+				t.Fatalf("%s is not taken as a plain path", src)
+			}
+			slow := *fast
+			slow.path = nil
+			got, gotErr := fast.eval(env)
+			want, wantErr := slow.eval(env)
+			if (gotErr != nil) != (wantErr != nil) {
+				t.Fatalf("lookup: %v, %v; JSONata: %v, %v", got, gotErr, want, wantErr)
+			}
+			g, _ := json.Marshal(got)
+			w, _ := json.Marshal(want)
+			if string(g) != string(w) {
+				t.Errorf("lookup %s, JSONata %s", g, w)
+			}
+		})
+	}
+	for _, src := range []string{"$obj.a[0]", "$obj.`a`", "$obj.a + 1", "$uuid", "$other.a", "$obj.a.b ", " $obj"} {
+		e, err := compileExpr(src, "f", visible)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := src == "$obj.a.b " || src == " $obj"; (e.path != nil) != want {
+			t.Errorf("%q: plain path %v, want %v", src, e.path != nil, want)
+		}
+	}
+}
+
+func TestExprReadsContext(t *testing.T) {
+	tests := []struct {
+		src  string
+		want bool
+	}{
+		{"$states.input.a", false},
+		{"$states.result.Payload.steps", false},
+		{"$states.errorOutput", false},
+		{"$states . input", false},
+		{"$x + $y", false},
+		{"$statesX.context", false},
+		{"$states.context.State.RetryCount + 1", true},
+		{"$states.input.a and $states.context.Execution.Id", true},
+		{"$states", true},
+		{"$string($states)", true},
+		{"$states.`context`", true},
+		{"$states.inputs", true},
+		{"$lookup($states, 'context')", true},
+	}
+	for _, tt := range tests {
+		if got := exprReadsContext(tt.src); got != tt.want {
+			t.Errorf("exprReadsContext(%q) = %v, want %v", tt.src, got, tt.want)
+		}
+	}
+}
+
+// TestConcurrentEvaluations evaluates, from many goroutines at once,
+// expressions whose functions take their argument from the context: each
+// must see its own (and the race detector nothing).
+func TestConcurrentEvaluations(t *testing.T) {
+	tm, err := compileTmpl(map[string]any{
+		"upper": "{% $states.input.name.$uppercase() %}",
+		"len":   "{% $string($length($states.input.name)) %}",
+	}, "Output", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := strings.Repeat(string(rune('a'+g)), g+1)
+			for range 200 {
+				v, err := tm.eval(&evalEnv{states: map[string]any{"input": map[string]any{"name": name}}})
+				if err != nil {
+					errs <- err
+					return
+				}
+				got := v.(map[string]any)
+				if got["upper"] != strings.ToUpper(name) || got["len"] != fmt.Sprint(len(name)) {
+					errs <- fmt.Errorf("goroutine %d got %v", g, got)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

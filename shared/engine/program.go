@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/stepline/stepline/shared/asl"
 )
@@ -65,18 +68,31 @@ type stateProg struct {
 	next                          string
 	end                           bool
 	resource                      string
+	readsContext                  bool // some expression may read $states.context
 }
 
-// compile validates def and compiles its expressions.
-func compile(def *asl.StateMachine) (*program, error) {
+// compile validates def, allowing up to maxBytes of compact JSON (0:
+// asl.MaxDefinitionBytes), and compiles its expressions.
+func compile(def *asl.StateMachine, maxBytes int) (*program, error) {
 	if def == nil {
 		return nil, fmt.Errorf("compile definition: nil state machine")
 	}
-	if err := def.Validate(); err != nil {
-		return nil, fmt.Errorf("compile definition: %w", err)
+	if maxBytes <= 0 {
+		maxBytes = asl.MaxDefinitionBytes
 	}
 	raw, err := asl.Marshal(def)
 	if err != nil {
+		return nil, fmt.Errorf("compile definition: %w", err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return nil, fmt.Errorf("compile definition: %w", err)
+	}
+	size := compact.Len()
+	if size > maxBytes {
+		return nil, fmt.Errorf("compile definition: definition is %d bytes, over the %d-byte limit", size, maxBytes)
+	}
+	if err := validate(def, size); err != nil {
 		return nil, fmt.Errorf("compile definition: %w", err)
 	}
 	sum := sha256.Sum256(raw)
@@ -86,6 +102,27 @@ func compile(def *asl.StateMachine) (*program, error) {
 		return nil, fmt.Errorf("compile definition: %w", err)
 	}
 	return p, nil
+}
+
+// validate is def.Validate without Step Functions' size limit, which the
+// caller checked against its own: asl reports the size, when it is over
+// asl.MaxDefinitionBytes, as the only problem of a definition that has no
+// other (it measures the size only then).
+func validate(def *asl.StateMachine, size int) error {
+	var errs asl.ErrorList
+	for _, p := range def.Check() {
+		if !p.Warning {
+			errs = append(errs, p)
+		}
+	}
+	if len(errs) == 1 && size > asl.MaxDefinitionBytes && errs[0].State == "" &&
+		errs[0].Msg == fmt.Sprintf("definition is %d bytes, over the %d-byte limit", size, asl.MaxDefinitionBytes) {
+		return nil
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
 }
 
 func (p *program) scope(startAt string, states asl.States, parent *scope) (*scope, error) {
@@ -224,5 +261,90 @@ func (p *program) state(name string, st asl.State, sc *scope) (*stateProg, error
 	if err != nil {
 		return nil, err
 	}
+	sp.readsContext = readsContext(sp)
 	return sp, nil
+}
+
+// readsContext reports whether an expression of the state may read
+// $states.context: it names it, or uses $states other than through
+// .input, .result or .errorOutput.
+func readsContext(sp *stateProg) bool {
+	tmpls := []*tmpl{sp.args, sp.output, sp.items, sp.selector, sp.timeout, sp.heartbeat, sp.seconds,
+		sp.maxConcurrency, sp.timestamp, sp.failError, sp.failCause}
+	addAssign := func(as []assignProg) {
+		for _, a := range as {
+			tmpls = append(tmpls, a.val)
+		}
+	}
+	addAssign(sp.assign)
+	for _, c := range sp.choices {
+		tmpls = append(tmpls, c.cond, c.output)
+		addAssign(c.assign)
+	}
+	for _, c := range sp.catches {
+		tmpls = append(tmpls, c.output)
+		addAssign(c.assign)
+	}
+	for _, t := range tmpls {
+		if t != nil && t.readsContext() {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *tmpl) readsContext() bool {
+	if t.expr != nil {
+		return exprReadsContext(t.expr.src)
+	}
+	for _, f := range t.fields {
+		if f.readsContext() {
+			return true
+		}
+	}
+	for _, it := range t.items {
+		if it.readsContext() {
+			return true
+		}
+	}
+	return false
+}
+
+// exprReadsContext looks at every $states in src: followed by .input,
+// .result or .errorOutput it does not read the context; anything else
+// (.context, the whole $states, a quoted name) may.
+func exprReadsContext(src string) bool {
+	isName := func(c byte) bool {
+		return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+	}
+	skipSpace := func(i int) int {
+		for i < len(src) && (src[i] == ' ' || src[i] == '\t' || src[i] == '\n' || src[i] == '\r') {
+			i++
+		}
+		return i
+	}
+	for i := 0; ; {
+		j := strings.Index(src[i:], "$states")
+		if j < 0 {
+			return false
+		}
+		i += j + len("$states")
+		if i < len(src) && isName(src[i]) {
+			continue // another variable, such as $statesX
+		}
+		k := skipSpace(i)
+		if k >= len(src) || src[k] != '.' {
+			return true
+		}
+		k = skipSpace(k + 1)
+		start := k
+		for k < len(src) && isName(src[k]) {
+			k++
+		}
+		switch src[start:k] {
+		case "input", "result", "errorOutput":
+		default:
+			return true
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,9 +67,10 @@ type effect struct {
 }
 
 // run is the driver of one run: it owns the snapshot, advances paths one
-// state at a time, checkpoints after every step, and dispatches blocking
-// work (task invocations, timers) to worker goroutines whose results come
-// back as completions. Only the driver goroutine touches the snapshot.
+// state at a time until none can advance without waiting, checkpoints, and
+// only then dispatches the blocking work (task invocations, timers) the
+// steps scheduled to worker goroutines, whose results come back as
+// completions. Only the driver goroutine touches the snapshot.
 type run struct {
 	e    *Engine
 	id   string
@@ -85,6 +87,17 @@ type run struct {
 	execCtx  map[string]any
 	smCtx    map[string]any
 
+	// What the next checkpoint must write as values: variables assigned
+	// or gone since the last one, and the run's input; stored holds the
+	// values the journal has, so that a variable assigned the value it
+	// had is not written again and only stored ones are deleted.
+	dirty      map[varID]struct{}
+	inputDirty bool
+	stored     map[string][]byte
+
+	buf      []byte // scratch for encoding (driver goroutine only)
+	snapSize int    // the last snapshot's size, to size the next one
+
 	qmu    sync.Mutex
 	queue  []completion
 	signal chan struct{}
@@ -95,14 +108,29 @@ type run struct {
 	wg      sync.WaitGroup
 }
 
+// varID names a variable: the ID of the path holding it and its name.
+type varID struct{ path, name string }
+
+// maxPendingEvents bounds the events a run keeps between checkpoints: a
+// run that loops through pure states (Pass, Choice) for long is
+// checkpointed every so many events even though it dispatches nothing.
+const maxPendingEvents = 1000
+
 func newRun(e *Engine, id string) *run {
 	return &run{e: e, id: id, signal: make(chan struct{}, 1)}
 }
 
-func (r *run) init(prog *program, snap *snapshot, seq int64) {
+// init takes a snapshot to drive. stored lists the values its checkpoint
+// holds (nil for a new run).
+func (r *run) init(prog *program, snap *snapshot, seq int64, stored map[string]json.RawMessage) {
 	r.prog, r.snap, r.seq = prog, snap, seq
 	r.paths = map[string]*path{}
 	link(snap.Root, nil, r.paths)
+	r.dirty = map[varID]struct{}{}
+	r.stored = make(map[string][]byte, len(stored))
+	for k, v := range stored {
+		r.stored[k] = v
+	}
 	machine := snap.Machine
 	if machine == "" {
 		machine = "stepline"
@@ -194,43 +222,127 @@ func (r *run) record(p *path, typ string, detail map[string]any) {
 		}
 	}
 	if len(detail) > 0 {
-		b, err := json.Marshal(detail)
+		b, err := r.encode(detail)
 		if err != nil {
-			b, _ = json.Marshal(map[string]string{"unencodable": err.Error()})
+			b, _ = encodeJSON(map[string]any{"unencodable": err.Error()})
 		}
 		if len(b) > MaxEventDetailBytes {
 			// Keep the event readable: large values (inputs, outputs,
-			// payloads) are replaced by their size; the snapshot has them.
+			// payloads) are replaced by their size; the checkpoint has them.
 			for k, v := range detail {
-				if vb, _ := json.Marshal(v); len(vb) > MaxEventDetailBytes/16 {
-					detail[k] = map[string]any{"truncated": true, "bytes": len(vb)}
+				if vb, _ := encodeJSON(v); len(vb) > MaxEventDetailBytes/16 {
+					detail[k] = map[string]any{"truncated": true, "bytes": float64(len(vb))}
 				}
 			}
-			b, _ = json.Marshal(detail)
+			b, _ = encodeJSON(detail)
 		}
 		ev.Detail = b
 	}
 	r.events = append(r.events, ev)
 }
 
-// flush checkpoints the snapshot with the events since the last checkpoint,
-// then starts the work scheduled meanwhile.
-func (r *run) flush(ctx context.Context) error {
-	if len(r.events) > 0 {
-		snap, err := json.Marshal(r.snap)
+// encode is encodeJSON through the run's scratch buffer: the result is
+// allocated once, at its size.
+func (r *run) encode(v any) ([]byte, error) {
+	b, err := appendJSON(r.buf[:0], v)
+	if err != nil {
+		return nil, err
+	}
+	r.buf = b
+	return bytes.Clone(b), nil
+}
+
+// setVar assigns a variable of p.
+func (r *run) setVar(p *path, name string, v any) {
+	p.Vars[name] = v
+	r.dirty[varID{p.ID, name}] = struct{}{}
+}
+
+// dropVars notes that p's variables are gone with p.
+func (r *run) dropVars(p *path) {
+	for name := range p.Vars {
+		r.dirty[varID{p.ID, name}] = struct{}{}
+	}
+}
+
+// changedValues encodes what the next checkpoint writes as values: the
+// variables assigned since the last checkpoint (unless the journal has
+// that value), nil for those gone (only when stored), and the input of a
+// new run.
+func (r *run) changedValues() (map[string]json.RawMessage, error) {
+	if len(r.dirty) == 0 && !r.inputDirty {
+		return nil, nil
+	}
+	out := make(map[string]json.RawMessage, len(r.dirty)+1)
+	if r.inputDirty {
+		b, err := encodeJSON(r.snap.Input)
 		if err != nil {
-			return fmt.Errorf("checkpoint run %q: encode snapshot: %w", r.id, err)
+			return nil, fmt.Errorf("encode input: %w", err)
 		}
-		cp := store.Checkpoint{RunID: r.id, Seq: r.seq, Snapshot: snap, UpdatedAt: r.now()}
-		if err := r.e.cfg.Journal.SaveCheckpoint(ctx, cp, r.events); err != nil {
-			return fmt.Errorf("checkpoint run %q: %w", r.id, err)
-		}
-		if f := r.e.cfg.OnEvent; f != nil {
-			for _, ev := range r.events {
-				f(r.id, ev)
+		out[inputKey] = b
+	}
+	for ref := range r.dirty {
+		k := varKey(ref.path, ref.name)
+		if p := r.paths[ref.path]; p != nil {
+			if v, ok := p.Vars[ref.name]; ok {
+				b, err := r.encode(v)
+				if err != nil {
+					return nil, fmt.Errorf("encode variable %q: %w", ref.name, err)
+				}
+				if old, ok := r.stored[k]; !ok || !bytes.Equal(old, b) {
+					out[k] = b
+				}
+				continue
 			}
 		}
-		r.events = r.events[:0]
+		if _, ok := r.stored[k]; ok {
+			out[k] = nil
+		}
+	}
+	return out, nil
+}
+
+// checkpoint saves the snapshot, the changed values and the events since
+// the last checkpoint, then reports the events to OnEvent.
+func (r *run) checkpoint(ctx context.Context) error {
+	snap, err := r.snap.encode(r.snapSize + r.snapSize/4)
+	if err != nil {
+		return fmt.Errorf("checkpoint run %q: encode snapshot: %w", r.id, err)
+	}
+	values, err := r.changedValues()
+	if err != nil {
+		return fmt.Errorf("checkpoint run %q: %w", r.id, err)
+	}
+	r.snapSize = len(snap)
+	cp := store.Checkpoint{RunID: r.id, Seq: r.seq, Snapshot: snap, UpdatedAt: r.now(), Values: values}
+	if err := r.e.cfg.Journal.SaveCheckpoint(ctx, cp, r.events); err != nil {
+		return fmt.Errorf("checkpoint run %q: %w", r.id, err)
+	}
+	for k, v := range values {
+		if v == nil {
+			delete(r.stored, k)
+		} else {
+			r.stored[k] = v
+		}
+	}
+	clear(r.dirty)
+	r.inputDirty = false
+	if f := r.e.cfg.OnEvent; f != nil {
+		for _, ev := range r.events {
+			f(r.id, ev)
+		}
+	}
+	r.events = r.events[:0]
+	return nil
+}
+
+// flush checkpoints when there are events since the last checkpoint, then
+// starts the work scheduled meanwhile, which the checkpoint made durable.
+func (r *run) flush(ctx context.Context) error {
+	if len(r.events) > 0 {
+		if err := r.checkpoint(ctx); err != nil {
+			return err
+		}
 	}
 	effs := r.effects
 	r.effects = nil
@@ -242,6 +354,13 @@ func (r *run) flush(ctx context.Context) error {
 
 // drive runs the loop until the run ends, pauses, fails to checkpoint, or
 // ctx is done. A continued run calls reconstruct first.
+//
+// Each turn advances every runnable path until none can advance without
+// waiting, then checkpoints once and dispatches the work the steps
+// scheduled, and waits for completions. The steps in between are pure
+// (they read and write the snapshot only), so a process killed before the
+// checkpoint loses nothing anyone saw: the run resumes from the previous
+// checkpoint and takes the same steps again.
 func (r *run) drive(ctx context.Context) (Result, error) {
 	r.wctx, r.wcancel = context.WithCancel(ctx)
 	defer func() {
@@ -255,16 +374,18 @@ func (r *run) drive(ctx context.Context) (Result, error) {
 		}
 	}
 	for {
-		if err := r.flush(ctx); err != nil {
-			return Result{}, err
-		}
 		for len(r.runnable) > 0 && !r.snap.Status.Terminal() {
 			p := r.runnable[0]
 			r.runnable = r.runnable[1:]
 			r.step(p)
-			if err := r.flush(ctx); err != nil {
-				return Result{}, err
+			if len(r.events) >= maxPendingEvents {
+				if err := r.flush(ctx); err != nil {
+					return Result{}, err
+				}
 			}
+		}
+		if err := r.flush(ctx); err != nil {
+			return Result{}, err
 		}
 		if r.snap.Status.Terminal() {
 			r.tryClose()
@@ -460,6 +581,7 @@ func (r *run) abort(p *path) {
 		r.abort(c)
 	}
 	r.stopWork(p)
+	r.dropVars(p)
 	delete(r.paths, p.ID)
 }
 
@@ -496,18 +618,10 @@ func (r *run) dispatch(ef effect) {
 		} else if p.Timeout > 0 {
 			deadline = r.now().Add(time.Duration(p.Timeout) * time.Second)
 		}
-		id := p.ID
 		r.hard++
 		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			c := r.invoke(ctx, call, deadline)
-			c.kind, c.pathID, c.ticket, c.hard = kindInvoked, id, ticket, true
-			if ctx.Err() != nil {
-				c.ticket = 0 // cancelled: whatever came back is not the task's result
-			}
-			r.post(c)
-		}()
+		id := p.ID
+		r.e.workers.run(func() { r.invoke(ctx, cancel, call, deadline, id, ticket) })
 	case effTimer:
 		p := ef.p
 		if r.paths[p.ID] != p || (p.Phase != phaseRetry && p.Phase != phaseWait) {

@@ -4,21 +4,30 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
 // snapshotVersion is the version of the checkpoint format below. A change
-// that old checkpoints cannot be read with bumps it.
-const snapshotVersion = 1
+// that old checkpoints cannot be read with bumps it. Version 1 kept the
+// run's input and the variables in the snapshot; version 2 keeps them as
+// checkpoint values (see valueKey). Both are read.
+const snapshotVersion = 2
 
-// snapshot is a run's whole execution state, what a checkpoint stores.
+// snapshot is a run's execution state. A checkpoint stores it in two
+// parts: the snapshot proper, rewritten by every checkpoint, which holds
+// what changes at every step (each path's state, phase, input and task in
+// flight) and stays small; and values, written only when they change: the
+// run's input and every variable. Task payloads and results are dropped
+// from the snapshot as soon as the state that used them is left.
 type snapshot struct {
 	V         int           `json:"v"`
 	RunID     string        `json:"runId"`
 	Machine   string        `json:"machine,omitempty"`
 	DefHash   string        `json:"defHash"`
 	Status    Status        `json:"status"`
-	Input     any           `json:"input"`
+	Input     any           `json:"-"` // the value inputKey
+	V1Input   any           `json:"input,omitempty"`
 	StartTime time.Time     `json:"startTime"`
 	Deadline  time.Time     `json:"deadline,omitzero"` // the machine's TimeoutSeconds
 	Output    any           `json:"output,omitempty"`
@@ -59,7 +68,8 @@ type path struct {
 	Phase phase  `json:"phase,omitempty"`
 	Input any    `json:"input"`
 
-	Vars map[string]any `json:"vars,omitempty"`
+	Vars   map[string]any `json:"-"`              // the values varKey(ID, name)
+	V1Vars map[string]any `json:"vars,omitempty"` // version 1 snapshots: Vars
 
 	Entered   time.Time `json:"entered,omitzero"`
 	Retries   int       `json:"retries,omitempty"`   // $states.context.State.RetryCount
@@ -99,20 +109,76 @@ type taskCall struct {
 	Function string        `json:"function,omitempty"`
 	Payload  any           `json:"payload"`
 	Child    *ChildRequest `json:"child,omitempty"`
+
+	encoded rawJSON // Payload encoded when scheduled; nil after a load
 }
 
-func decodeSnapshot(raw json.RawMessage) (*snapshot, error) {
-	var s snapshot
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, fmt.Errorf("decode snapshot: %w", err)
+// Checkpoint value keys: the run's input, and each variable by name and
+// the ID of the path (scope) holding it. A variable name has no ':', so
+// the name ends at the first one after the prefix.
+const (
+	inputKey  = "input"
+	varPrefix = "var:"
+)
+
+func varKey(pathID, name string) string { return varPrefix + name + ":" + pathID }
+
+func parseVarKey(k string) (pathID, name string, ok bool) {
+	rest, ok := strings.CutPrefix(k, varPrefix)
+	if !ok {
+		return "", "", false
 	}
-	if s.V != snapshotVersion {
-		return nil, fmt.Errorf("decode snapshot: version %d, want %d", s.V, snapshotVersion)
+	name, pathID, ok = strings.Cut(rest, ":")
+	return pathID, name, ok && name != ""
+}
+
+// decodeSnapshot reads a checkpoint: its snapshot and its values. v1 is
+// set for a version 1 checkpoint, whose input and variables are in the
+// snapshot (its next checkpoint must write them as values).
+func decodeSnapshot(raw json.RawMessage, values map[string]json.RawMessage) (s *snapshot, v1 bool, err error) {
+	s = &snapshot{}
+	if err := json.Unmarshal(raw, s); err != nil {
+		return nil, false, fmt.Errorf("decode snapshot: %w", err)
+	}
+	if s.V != snapshotVersion && s.V != 1 {
+		return nil, false, fmt.Errorf("decode snapshot: version %d, want %d", s.V, snapshotVersion)
 	}
 	if s.Root == nil {
-		return nil, fmt.Errorf("decode snapshot: no root path")
+		return nil, false, fmt.Errorf("decode snapshot: no root path")
 	}
-	return &s, nil
+	paths := map[string]*path{}
+	link(s.Root, nil, paths)
+	if s.V == 1 {
+		s.Input, s.V1Input = s.V1Input, nil
+		for _, p := range paths {
+			for k, v := range p.V1Vars {
+				p.Vars[k] = v
+			}
+			p.V1Vars = nil
+		}
+		s.V = snapshotVersion
+		return s, true, nil
+	}
+	for k, b := range values {
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			return nil, false, fmt.Errorf("decode snapshot: value %q: %w", k, err)
+		}
+		if k == inputKey {
+			s.Input = v
+			continue
+		}
+		id, name, ok := parseVarKey(k)
+		if !ok {
+			return nil, false, fmt.Errorf("decode snapshot: unknown value %q", k)
+		}
+		p := paths[id]
+		if p == nil {
+			return nil, false, fmt.Errorf("decode snapshot: variable %q of path %q, which does not exist", name, id)
+		}
+		p.Vars[name] = v
+	}
+	return s, false, nil
 }
 
 // link sets the in-memory parent pointers and indexes paths by ID.

@@ -11,8 +11,14 @@ import (
 )
 
 // env is what a state's JSONata sees. extra adds fields to $states.
+// $states.context is left out for a state whose expressions do not read
+// it.
 func (r *run) env(p *path, extra map[string]any) *evalEnv {
-	states := map[string]any{"input": p.Input, "context": r.contextObj(p)}
+	states := make(map[string]any, 2+len(extra))
+	states["input"] = p.Input
+	if sp := r.prog.states[p.State]; sp == nil || sp.readsContext {
+		states["context"] = r.contextObj(p)
+	}
 	for k, v := range extra {
 		states[k] = v
 	}
@@ -157,7 +163,7 @@ func (r *run) leave(p *path, sp *stateProg, env *evalEnv, output *tmpl, assign [
 		out = v
 	}
 	for i, a := range assign {
-		p.Vars[a.name] = vals[i]
+		r.setVar(p, a.name, vals[i])
 	}
 	detail := map[string]any{"output": out}
 	if next != "" {
@@ -424,7 +430,13 @@ func (r *run) task(p *path, sp *stateProg) {
 		}
 	}
 	p.Phase = phaseTask
-	detail := map[string]any{"resource": call.Resource, "retryCount": p.Retries, "payload": call.Payload}
+	var payload any = call.Payload
+	if b, err := r.encode(call.Payload); err == nil {
+		// Encoded once for the event and the handler.
+		call.encoded = b
+		payload = call.encoded
+	}
+	detail := map[string]any{"resource": call.Resource, "retryCount": p.Retries, "payload": payload}
 	if call.Function != "" {
 		detail["function"] = call.Function
 	}

@@ -54,6 +54,9 @@ type Config struct {
 	Handler func(s *sqlite.Store) StepHandler        // builds the step function over the store
 	OnEvent func(runID string, e store.HistoryEvent) // progress, from the engine
 	Clock   engine.Clock                             // nil: the system clock
+	// MaxDefinitionBytes is the largest state machine the engine runs
+	// (engine.Config.MaxDefinitionBytes); 0 means Step Functions' limit.
+	MaxDefinitionBytes int
 }
 
 // Open opens (creating if needed) the state directory and the store.
@@ -81,9 +84,11 @@ func Open(ctx context.Context, cfg Config) (*Runner, error) {
 			task.StepFunctionPlaceholder:     r.invoke,
 			task.ApprovalFunctionPlaceholder: r.invoke,
 		},
-		Definitions: definitions{dir: filepath.Join(dir, "definitions")},
-		OnEvent:     cfg.OnEvent,
-		Clock:       cfg.Clock,
+		Definitions:        definitions{dir: filepath.Join(dir, "definitions")},
+		Children:           children{r},
+		OnEvent:            cfg.OnEvent,
+		Clock:              cfg.Clock,
+		MaxDefinitionBytes: cfg.MaxDefinitionBytes,
 	})
 	return r, nil
 }
@@ -104,7 +109,8 @@ func (r *Runner) invoke(ctx context.Context, payload json.RawMessage) (json.RawM
 	return json.Marshal(resp)
 }
 
-// definitions loads the state machines saved by Run.
+// definitions loads the state machines saved by Run. They are decoded
+// only: the engine validates them, within its own size limit.
 type definitions struct{ dir string }
 
 func (d definitions) Definition(_ context.Context, name string) (*asl.StateMachine, error) {
@@ -112,7 +118,11 @@ func (d definitions) Definition(_ context.Context, name string) (*asl.StateMachi
 	if err != nil {
 		return nil, fmt.Errorf("load definition of %q: %w", name, err)
 	}
-	return asl.Parse(b)
+	var sm asl.StateMachine
+	if err := json.Unmarshal(b, &sm); err != nil {
+		return nil, fmt.Errorf("load definition of %q: %w", name, err)
+	}
+	return &sm, nil
 }
 
 // Outcome is where a run stands after Run, Resume or a decision.
@@ -135,6 +145,12 @@ func NewRunID() string {
 // Compile compiles a pipeline file and saves its definition for later
 // resumes. Diagnostics with errors are returned as an error.
 func (r *Runner) Compile(path string) (*asl.StateMachine, string, compiler.Diagnostics, error) {
+	return r.compile(path, map[string]bool{})
+}
+
+// compile compiles a pipeline and, from the same directory, the
+// sub-pipelines it runs (seen stops cycles).
+func (r *Runner) compile(path string, seen map[string]bool) (*asl.StateMachine, string, compiler.Diagnostics, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("read pipeline: %w", err)
@@ -153,6 +169,10 @@ func (r *Runner) Compile(path string) (*asl.StateMachine, string, compiler.Diagn
 		return nil, "", ds, err
 	}
 	name := f.Pipeline.Name
+	seen[name] = true
+	if err := r.compileChildren(filepath.Dir(path), f.Pipeline, seen); err != nil {
+		return nil, "", ds, err
+	}
 	if err := os.WriteFile(filepath.Join(r.dir, "definitions", name+".asl.json"), def, 0o644); err != nil {
 		return nil, "", ds, fmt.Errorf("save definition: %w", err)
 	}

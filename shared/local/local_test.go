@@ -464,3 +464,55 @@ func TestNotifications(t *testing.T) {
 		}
 	}
 }
+
+// TestSubPipeline runs a pipeline whose step runs another pipeline from
+// the same directory as a run of its own, linked to its parent.
+func TestSubPipeline(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		childReply string
+		status     store.RunStatus
+		parentStep string
+	}{
+		{"child completes", reply(0.9, "child done", ""), store.RunCompleted, "completed 0.9"},
+		{"child escalates", reply(0.2, "child unsure", ""), store.RunEscalated, "escalated 0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write := func(name, content string) {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("parent.yaml", "name: parent\nsteps:\n  - {name: first, executor: scripted}\n  - {name: delegate, executor: pipeline, executor_config: {pipeline: child-work}}\n  - {name: last, executor: scripted, prompt_template: '{{ steps.delegate.summary }}'}\n")
+			write("child.yaml", "name: child-work\nsteps:\n  - {name: inner, executor: scripted}\n")
+			responses, err := executor.ParseResponses("r.yaml", []byte("first: ["+reply(0.9, "first", "")+"]\ninner: ["+c.childReply+"]\nlast: ["+reply(0.9, "last", "")+"]\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			r, err := Open(ctx, Config{Dir: filepath.Join(dir, "state"), Handler: func(st *sqlite.Store) StepHandler {
+				return &steprun.Handler{Store: st, Executors: executor.NewRegistry(executor.Deps{Responses: responses})}
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			o, err := r.Run(ctx, filepath.Join(dir, "parent.yaml"), json.RawMessage(`{"source": "test"}`), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Status != c.status {
+				t.Fatalf("parent %q (%s), want %q", o.Status, o.Reason, c.status)
+			}
+			steps, _ := r.Store.ListSteps(ctx, o.RunID)
+			if got := finals(steps)["delegate"]; got != c.parentStep {
+				t.Errorf("delegate step %q, want %q", got, c.parentStep)
+			}
+			runs, _ := r.Store.ListRuns(ctx, store.RunFilter{Pipeline: "child-work", Limit: 10})
+			if len(runs) != 1 || runs[0].ParentRunID != o.RunID {
+				t.Fatalf("child runs %+v", runs)
+			}
+		})
+	}
+}

@@ -121,7 +121,7 @@ const (
 	MaxRawResponseBytes = 48 << 10  // longer values are cut, flag FlagRawResponseCut
 	MaxPromptBytes      = 48 << 10  // longer values are cut, flag FlagPromptCut
 	MaxTextBytes        = 4 << 10   // Run.Reason, StepRecord.Error: longer values are cut
-	MaxSnapshotBytes    = 16 << 20  // checkpoint snapshots (SQLite only)
+	MaxSnapshotBytes    = 16 << 20  // checkpoint snapshots and values (SQLite only)
 )
 
 // NormalizeRun checks r and returns the form every store writes: times in

@@ -122,19 +122,22 @@ type Store interface {
 // of a run and its history events. Only the SQLite store implements it; on
 // AWS, Step Functions keeps this state itself.
 type Checkpointer interface {
-	// SaveCheckpoint stores cp and appends events in one transaction.
+	// SaveCheckpoint stores cp (its snapshot replaces the stored one, its
+	// Values are set or deleted) and appends events in one transaction.
 	// events are the history events after the previously saved checkpoint,
 	// in Seq order, ending at cp.Seq: after the call the run's history is
 	// exactly 1..cp.Seq with no gap. It is idempotent on (run, Seq):
 	// saving the same checkpoint again succeeds, and events already stored
 	// are accepted when they equal the stored ones. Errors: ErrConflict when
 	// cp.Seq is below the stored Seq, when the same Seq comes with a
-	// different snapshot, or when an already stored event differs;
-	// ErrInvalid for a gap, events out of order or beyond cp.Seq, an empty
-	// RunID or snapshot, malformed JSON.
+	// different snapshot or a value other than the stored one, or when an
+	// already stored event differs; ErrInvalid for a gap, events out of
+	// order or beyond cp.Seq, an empty RunID, snapshot or value key,
+	// malformed JSON.
 	SaveCheckpoint(ctx context.Context, cp Checkpoint, events []HistoryEvent) error
 
-	// LoadCheckpoint returns the run's latest checkpoint. Errors: ErrNotFound.
+	// LoadCheckpoint returns the run's latest checkpoint with all its
+	// values. Errors: ErrNotFound.
 	LoadCheckpoint(ctx context.Context, runID string) (Checkpoint, error)
 
 	// History returns the run's history events in Seq order; none for an

@@ -6,20 +6,104 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/internal/record"
 )
 
-// SaveCheckpoint implements store.Checkpointer.
+// batchRows is the most rows one statement of SaveCheckpoint writes: the
+// events of a checkpoint, and its values, go in statements of up to that
+// many rows.
+const batchRows = 16
+
+// checkpointStmts are the statements of SaveCheckpoint, prepared once on
+// the writer connection: a checkpoint is the engine's most frequent write.
+// insertEvents[n-1], setValues[n-1] and deleteValues[n-1] write n rows.
+type checkpointStmts struct {
+	seq, snapshot, event, putCheckpoint, value *sql.Stmt
+	insertEvents, setValues, deleteValues      [batchRows]*sql.Stmt
+}
+
+func (s *Store) prepareCheckpoints(ctx context.Context) error {
+	type query struct {
+		dst  **sql.Stmt
+		text string
+	}
+	queries := []query{
+		{&s.cp.seq, `SELECT seq FROM checkpoints WHERE run_id = ?`},
+		{&s.cp.snapshot, `SELECT snapshot FROM checkpoints WHERE run_id = ?`},
+		{&s.cp.event, `SELECT seq, time, type, state, detail FROM history WHERE run_id = ? AND seq = ?`},
+		{&s.cp.putCheckpoint, `INSERT INTO checkpoints (run_id, seq, snapshot, updated_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, snapshot = excluded.snapshot, updated_at = excluded.updated_at`},
+		{&s.cp.value, `SELECT value FROM checkpoint_values WHERE run_id = ? AND key = ?`},
+	}
+	for n := 1; n <= batchRows; n++ {
+		queries = append(queries,
+			query{&s.cp.insertEvents[n-1], `INSERT INTO history (run_id, seq, time, type, state, detail) VALUES ` +
+				rows(n, "(?, ?, ?, ?, ?, ?)")},
+			query{&s.cp.setValues[n-1], `INSERT INTO checkpoint_values (run_id, key, value) VALUES ` + rows(n, "(?, ?, ?)") +
+				` ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value`},
+			query{&s.cp.deleteValues[n-1], `DELETE FROM checkpoint_values WHERE run_id = ? AND key IN (` + rows(n, "?") + `)`})
+	}
+	for _, q := range queries {
+		st, err := s.w.PrepareContext(ctx, q.text)
+		if err != nil {
+			return fmt.Errorf("prepare checkpoint statements: %w", err)
+		}
+		*q.dst = st
+	}
+	return nil
+}
+
+// rows repeats one row's placeholders n times, comma-separated.
+func rows(n int, row string) string {
+	return strings.Repeat(row+", ", n-1) + row
+}
+
+func (c *checkpointStmts) close() error {
+	var errs []error
+	all := append([]*sql.Stmt{c.seq, c.snapshot, c.event, c.putCheckpoint, c.value}, c.insertEvents[:]...)
+	all = append(append(all, c.setValues[:]...), c.deleteValues[:]...)
+	for _, st := range all {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// execRows runs stmts[size-1] for each batch of up to batchRows rows of
+// width arguments, row i's given by row(i, args). head is put before the
+// rows' arguments of every batch.
+func execRows(ctx context.Context, tx *sql.Tx, stmts *[batchRows]*sql.Stmt, n, width int, head []any, row func(i int, args []any) []any) error {
+	if n == 0 {
+		return nil
+	}
+	args := make([]any, 0, len(head)+min(n, batchRows)*width)
+	for start := 0; start < n; start += batchRows {
+		size := min(n-start, batchRows)
+		args = append(args[:0], head...)
+		for i := start; i < start+size; i++ {
+			args = row(i, args)
+		}
+		if _, err := tx.StmtContext(ctx, stmts[size-1]).ExecContext(ctx, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SaveCheckpoint implements store.Checkpointer. It reads the stored seq
+// and, only when the same seq is saved again, the stored snapshot and the
+// given values, to tell a repeat from a conflict.
 func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events []store.HistoryEvent) error {
 	if err := store.CheckCheckpoint(cp, events); err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var prev int64
-		var snapshot string
-		err := tx.QueryRowContext(ctx, `SELECT seq, snapshot FROM checkpoints WHERE run_id = ?`, cp.RunID).Scan(&prev, &snapshot)
+		err := tx.StmtContext(ctx, s.cp.seq).QueryRowContext(ctx, cp.RunID).Scan(&prev)
 		exists := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -27,39 +111,65 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events 
 		if exists && cp.Seq < prev {
 			return fmt.Errorf("%w: seq %d is behind the stored seq %d", store.ErrConflict, cp.Seq, prev)
 		}
-		if exists && cp.Seq == prev && !store.SameJSON(cp.Snapshot, json.RawMessage(snapshot)) {
-			return fmt.Errorf("%w: a different snapshot is stored at seq %d", store.ErrConflict, prev)
+		if exists && cp.Seq == prev {
+			if err := s.sameCheckpoint(ctx, tx, cp); err != nil {
+				return err
+			}
 		}
 		// Events up to prev must repeat what is stored; the rest must be
 		// exactly prev+1 .. cp.Seq.
 		next := prev + 1
-		for _, e := range events {
-			if e.Seq <= prev {
-				if err := sameStoredEvent(ctx, tx, cp.RunID, e); err != nil {
-					return err
-				}
-				continue
+		fresh := events
+		for i, e := range events {
+			if e.Seq > prev {
+				fresh = events[i:]
+				break
 			}
+			if err := s.sameStoredEvent(ctx, tx, cp.RunID, e); err != nil {
+				return err
+			}
+			fresh = nil
+		}
+		for _, e := range fresh {
 			if e.Seq != next {
 				return fmt.Errorf("%w: history event %d is missing", store.ErrInvalid, next)
-			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO history (run_id, seq, time, type, state, detail) VALUES (?, ?, ?, ?, ?, ?)`,
-				cp.RunID, e.Seq, record.FormatTime(e.Time), e.Type, e.State, jsonText(e.Detail))
-			if err != nil {
-				return err
 			}
 			next++
 		}
 		if next <= cp.Seq {
 			return fmt.Errorf("%w: history event %d is missing", store.ErrInvalid, next)
 		}
-		if exists && cp.Seq == prev {
-			return nil
+		err = execRows(ctx, tx, &s.cp.insertEvents, len(fresh), 6, nil, func(i int, args []any) []any {
+			e := fresh[i]
+			return append(args, cp.RunID, e.Seq, record.FormatTime(e.Time), e.Type, e.State, jsonText(e.Detail))
+		})
+		if err != nil {
+			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO checkpoints (run_id, seq, snapshot, updated_at) VALUES (?, ?, ?, ?)
-			ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, snapshot = excluded.snapshot, updated_at = excluded.updated_at`,
-			cp.RunID, cp.Seq, string(cp.Snapshot), record.FormatTime(cp.UpdatedAt))
-		return err
+		if exists && cp.Seq == prev {
+			return nil // a repeat: everything it holds is stored
+		}
+		if _, err := tx.StmtContext(ctx, s.cp.putCheckpoint).ExecContext(ctx,
+			cp.RunID, cp.Seq, string(cp.Snapshot), record.FormatTime(cp.UpdatedAt)); err != nil {
+			return err
+		}
+		var set, del []string
+		for k, v := range cp.Values {
+			if len(v) == 0 {
+				del = append(del, k)
+			} else {
+				set = append(set, k)
+			}
+		}
+		err = execRows(ctx, tx, &s.cp.setValues, len(set), 3, nil, func(i int, args []any) []any {
+			return append(args, cp.RunID, set[i], string(cp.Values[set[i]]))
+		})
+		if err != nil {
+			return err
+		}
+		return execRows(ctx, tx, &s.cp.deleteValues, len(del), 1, []any{cp.RunID}, func(i int, args []any) []any {
+			return append(args, del[i])
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("save checkpoint of run %q at seq %d: %w", cp.RunID, cp.Seq, err)
@@ -67,8 +177,37 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events 
 	return nil
 }
 
-func sameStoredEvent(ctx context.Context, tx *sql.Tx, runID string, e store.HistoryEvent) error {
-	stored, err := scanEvent(tx.QueryRowContext(ctx, `SELECT seq, time, type, state, detail FROM history WHERE run_id = ? AND seq = ?`, runID, e.Seq))
+// sameCheckpoint checks that a checkpoint saved again at the stored seq
+// holds the stored snapshot and, for each of its values, the stored value
+// (or its absence for a deletion).
+func (s *Store) sameCheckpoint(ctx context.Context, tx *sql.Tx, cp store.Checkpoint) error {
+	var snapshot string
+	if err := tx.StmtContext(ctx, s.cp.snapshot).QueryRowContext(ctx, cp.RunID).Scan(&snapshot); err != nil {
+		return err
+	}
+	if !store.SameJSON(cp.Snapshot, json.RawMessage(snapshot)) {
+		return fmt.Errorf("%w: a different snapshot is stored at seq %d", store.ErrConflict, cp.Seq)
+	}
+	get := tx.StmtContext(ctx, s.cp.value)
+	for k, v := range cp.Values {
+		var stored string
+		err := get.QueryRowContext(ctx, cp.RunID, k).Scan(&stored)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			if len(v) != 0 {
+				return fmt.Errorf("%w: value %q is not stored at seq %d", store.ErrConflict, k, cp.Seq)
+			}
+		case err != nil:
+			return err
+		case len(v) == 0 || !store.SameJSON(v, json.RawMessage(stored)):
+			return fmt.Errorf("%w: a different value %q is stored at seq %d", store.ErrConflict, k, cp.Seq)
+		}
+	}
+	return nil
+}
+
+func (s *Store) sameStoredEvent(ctx context.Context, tx *sql.Tx, runID string, e store.HistoryEvent) error {
+	stored, err := scanEvent(tx.StmtContext(ctx, s.cp.event).QueryRowContext(ctx, runID, e.Seq))
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w: history event %d is not stored", store.ErrConflict, e.Seq)
 	}
@@ -81,21 +220,54 @@ func sameStoredEvent(ctx context.Context, tx *sql.Tx, runID string, e store.Hist
 	return nil
 }
 
-// LoadCheckpoint implements store.Checkpointer.
+// LoadCheckpoint implements store.Checkpointer. The snapshot and the
+// values are read in one read transaction, so they belong to the same
+// checkpoint.
 func (s *Store) LoadCheckpoint(ctx context.Context, runID string) (store.Checkpoint, error) {
-	cp := store.Checkpoint{RunID: runID}
-	var snapshot, updated string
-	err := s.r.QueryRowContext(ctx, `SELECT seq, snapshot, updated_at FROM checkpoints WHERE run_id = ?`, runID).
-		Scan(&cp.Seq, &snapshot, &updated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Checkpoint{}, fmt.Errorf("load checkpoint of run %q: %w", runID, store.ErrNotFound)
-	}
+	cp, err := s.loadCheckpoint(ctx, runID)
 	if err != nil {
 		return store.Checkpoint{}, fmt.Errorf("load checkpoint of run %q: %w", runID, err)
 	}
+	return cp, nil
+}
+
+func (s *Store) loadCheckpoint(ctx context.Context, runID string) (store.Checkpoint, error) {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return store.Checkpoint{}, err
+	}
+	defer tx.Rollback()
+	cp := store.Checkpoint{RunID: runID}
+	var snapshot, updated string
+	err = tx.QueryRowContext(ctx, `SELECT seq, snapshot, updated_at FROM checkpoints WHERE run_id = ?`, runID).
+		Scan(&cp.Seq, &snapshot, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Checkpoint{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.Checkpoint{}, err
+	}
 	cp.Snapshot = json.RawMessage(snapshot)
 	if cp.UpdatedAt, err = record.ParseTime(updated); err != nil {
-		return store.Checkpoint{}, fmt.Errorf("load checkpoint of run %q: %w", runID, err)
+		return store.Checkpoint{}, err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT key, value FROM checkpoint_values WHERE run_id = ?`, runID)
+	if err != nil {
+		return store.Checkpoint{}, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return store.Checkpoint{}, err
+		}
+		if cp.Values == nil {
+			cp.Values = map[string]json.RawMessage{}
+		}
+		cp.Values[k] = json.RawMessage(v)
+	}
+	if err := rows.Err(); err != nil {
+		return store.Checkpoint{}, err
 	}
 	return cp, nil
 }

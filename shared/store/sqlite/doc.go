@@ -15,7 +15,19 @@
 // SaveCheckpoint read and write inside one such transaction, which is what
 // makes them atomic.
 //
-// # Schema (version 1; PRAGMA user_version holds the version)
+// # Checkpoints
+//
+// SaveCheckpoint is the engine's most frequent write, one per step of a
+// run, so it is kept lean: one transaction with statements prepared at
+// Open, the run's seq read first (the snapshot and the given values are
+// read only when the same seq is saved again, to tell a repeat from a
+// conflict), the new history events and the changed values written a
+// batch of up to 16 rows per statement, the snapshot row replaced. A
+// checkpoint's values live in their own table, so a step writes the
+// variables it changed, not every variable of the run. LoadCheckpoint
+// reads the snapshot and the values in one read transaction.
+//
+// # Schema (version 2; PRAGMA user_version holds the version)
 //
 //	runs        id PK, pipeline, status, reason, stage, source, team, trigger (JSON),
 //	            fingerprint, parent_run_id, config_fingerprint, input_tokens,
@@ -33,6 +45,8 @@
 //	            expires_at, decision ('' = pending), decided_by, decided_at
 //	dedup       (pipeline, fingerprint) PK, run_id, claimed_at
 //	checkpoints run_id PK, seq, snapshot (JSON), updated_at
+//	checkpoint_values (run_id, key) PK, value (JSON) — a checkpoint's values,
+//	            set and deleted one by one (version 2)
 //	history     (run_id, seq) PK, time, type, state, detail (JSON)
 //
 // Timestamps are UTC text with nanoseconds and fixed width

@@ -25,8 +25,9 @@ const readers = 4
 // serializes this process's writes, and a pool of readers, which WAL lets
 // read while a write is in progress.
 type Store struct {
-	w *sql.DB
-	r *sql.DB
+	w  *sql.DB
+	r  *sql.DB
+	cp checkpointStmts
 }
 
 var (
@@ -46,6 +47,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := s.prepareCheckpoints(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -108,7 +113,7 @@ func connect(name string, q url.Values) (*sql.DB, error) {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	err := s.w.Close()
+	err := errors.Join(s.cp.close(), s.w.Close())
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
 	}
@@ -168,7 +173,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // schema from version i to i+1. Append only: a released migration never
 // changes.
 func migrations() []string {
-	return []string{schemaV1}
+	return []string{schemaV1, schemaV2}
 }
 
 const schemaV1 = `
@@ -270,4 +275,15 @@ CREATE TABLE history (
 	detail TEXT,
 	PRIMARY KEY (run_id, seq)
 );
+`
+
+// schemaV2 keeps a checkpoint's values apart from its snapshot, so that a
+// checkpoint writes only the values that changed (store.Checkpoint.Values).
+const schemaV2 = `
+CREATE TABLE checkpoint_values (
+	run_id TEXT NOT NULL,
+	key    TEXT NOT NULL,
+	value  TEXT NOT NULL,
+	PRIMARY KEY (run_id, key)
+) WITHOUT ROWID;
 `

@@ -26,6 +26,10 @@ func RunCheckpoints(t *testing.T, newCheckpointer func(t *testing.T) store.Check
 		{"replayed events must match", testCheckpointReplay},
 		{"unknown run", testCheckpointUnknown},
 		{"invalid", testCheckpointInvalid},
+		{"values are set, replaced and deleted", testCheckpointValues},
+		{"values repeat or conflict", testCheckpointValuesRepeat},
+		{"refused saves write no values", testCheckpointValuesRefused},
+		{"many events and values at once", testCheckpointMany},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newCheckpointer(t)) })
@@ -233,6 +237,15 @@ func testCheckpointInvalid(t *testing.T, c store.Checkpointer) {
 		{"event beyond checkpoint", func(cp *store.Checkpoint, _ *[]store.HistoryEvent) { cp.Seq = 2 }},
 		{"event without type", func(_ *store.Checkpoint, ev *[]store.HistoryEvent) { (*ev)[2].Type = "" }},
 		{"detail not JSON", func(_ *store.Checkpoint, ev *[]store.HistoryEvent) { (*ev)[2].Detail = json.RawMessage("{") }},
+		{"value not JSON", func(cp *store.Checkpoint, _ *[]store.HistoryEvent) {
+			cp.Values = map[string]json.RawMessage{"var:x:": json.RawMessage(`{"a":`)}
+		}},
+		{"value with an empty key", func(cp *store.Checkpoint, _ *[]store.HistoryEvent) {
+			cp.Values = map[string]json.RawMessage{"": json.RawMessage(`1`)}
+		}},
+		{"value key with a NUL byte", func(cp *store.Checkpoint, _ *[]store.HistoryEvent) {
+			cp.Values = map[string]json.RawMessage{"a\x00b": json.RawMessage(`1`)}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -243,4 +256,140 @@ func testCheckpointInvalid(t *testing.T, c store.Checkpointer) {
 	}
 	_, err := c.LoadCheckpoint(ctx, "run-1")
 	mustErr(t, err, store.ErrNotFound)
+}
+
+// values builds a Checkpoint.Values; a "" value stands for a deletion.
+func values(kv ...string) map[string]json.RawMessage {
+	m := map[string]json.RawMessage{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == "" {
+			m[kv[i]] = nil
+			continue
+		}
+		m[kv[i]] = json.RawMessage(kv[i+1])
+	}
+	return m
+}
+
+func withValues(cp store.Checkpoint, v map[string]json.RawMessage) store.Checkpoint {
+	cp.Values = v
+	return cp
+}
+
+func testCheckpointValues(t *testing.T, c store.Checkpointer) {
+	ctx := context.Background()
+	must(t, c.SaveCheckpoint(ctx, withValues(checkpoint("run-1", 4), values(
+		"input", `{"trigger":{"id":7}}`,
+		"var:steps:", `{"a":{"summary":"one"}}`,
+		"var:x:/Fan#0", `1`,
+	)), history(1, 4)))
+	must(t, c.SaveCheckpoint(ctx, withValues(checkpoint("run-2", 2), values("var:steps:", `"run 2"`)), history(1, 2)))
+	// A checkpoint without values keeps them all.
+	must(t, c.SaveCheckpoint(ctx, checkpoint("run-1", 6), history(5, 6)))
+	got, err := c.LoadCheckpoint(ctx, "run-1")
+	must(t, err)
+	sameCheckpoint(t, got, withValues(checkpoint("run-1", 6), values(
+		"input", `{"trigger":{"id":7}}`,
+		"var:steps:", `{"a":{"summary":"one"}}`,
+		"var:x:/Fan#0", `1`,
+	)))
+	// Replace one, delete one (and one never stored), add one.
+	must(t, c.SaveCheckpoint(ctx, withValues(checkpoint("run-1", 9), values(
+		"var:steps:", `{"a":{"summary":"one"},"b":{"summary":"two"}}`,
+		"var:x:/Fan#0", "",
+		"var:never:", "",
+		"var:y:", `[true, null]`,
+	)), history(7, 9)))
+	got, err = c.LoadCheckpoint(ctx, "run-1")
+	must(t, err)
+	sameCheckpoint(t, got, withValues(checkpoint("run-1", 9), values(
+		"input", `{"trigger":{"id":7}}`,
+		"var:steps:", `{"a":{"summary":"one"},"b":{"summary":"two"}}`,
+		"var:y:", `[true,null]`,
+	)))
+	// Another run's values are its own.
+	got, err = c.LoadCheckpoint(ctx, "run-2")
+	must(t, err)
+	sameCheckpoint(t, got, withValues(checkpoint("run-2", 2), values("var:steps:", `"run 2"`)))
+	// Deleting every value leaves none.
+	must(t, c.SaveCheckpoint(ctx, withValues(checkpoint("run-2", 3), values("var:steps:", "")), history(3, 3)))
+	got, err = c.LoadCheckpoint(ctx, "run-2")
+	must(t, err)
+	if got.Values != nil {
+		t.Errorf("values after deleting them all: %v", got.Values)
+	}
+}
+
+func testCheckpointValuesRepeat(t *testing.T, c store.Checkpointer) {
+	ctx := context.Background()
+	saved := withValues(checkpoint("run-1", 4), values("var:a:", `{"n": 1}`, "var:b:", `"b"`, "var:gone:", ""))
+	must(t, c.SaveCheckpoint(ctx, saved, history(1, 4)))
+	tests := []struct {
+		name string
+		cp   store.Checkpoint
+		want error // nil: accepted as a repeat
+	}{
+		{"same call", saved, nil},
+		{"values re-indented", withValues(checkpoint("run-1", 4), values("var:a:", "{\n  \"n\": 1\n}", "var:b:", `"b"`)), nil},
+		{"some of the values", withValues(checkpoint("run-1", 4), values("var:b:", `"b"`)), nil},
+		{"a different value", withValues(checkpoint("run-1", 4), values("var:a:", `{"n": 2}`)), store.ErrConflict},
+		{"a value that is not stored", withValues(checkpoint("run-1", 4), values("var:c:", `3`)), store.ErrConflict},
+		{"deleting a stored value", withValues(checkpoint("run-1", 4), values("var:b:", "")), store.ErrConflict},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := c.SaveCheckpoint(ctx, tt.cp, nil)
+			if tt.want == nil {
+				must(t, err)
+			} else {
+				mustErr(t, err, tt.want)
+			}
+			got, err := c.LoadCheckpoint(ctx, "run-1")
+			must(t, err)
+			sameCheckpoint(t, got, withValues(checkpoint("run-1", 4), values("var:a:", `{"n":1}`, "var:b:", `"b"`)))
+		})
+	}
+}
+
+func testCheckpointValuesRefused(t *testing.T, c store.Checkpointer) {
+	ctx := context.Background()
+	must(t, c.SaveCheckpoint(ctx, withValues(checkpoint("run-1", 4), values("var:a:", `1`)), history(1, 4)))
+	mustErr(t, c.SaveCheckpoint(ctx, withValues(checkpoint("run-1", 3), values("var:a:", `2`)), nil), store.ErrConflict)
+	mustErr(t, c.SaveCheckpoint(ctx, withValues(checkpoint("run-1", 8), values("var:a:", "", "var:b:", `2`)), history(6, 8)), store.ErrInvalid)
+	changed := history(4, 6)
+	changed[0].Type = "TaskFailed"
+	mustErr(t, c.SaveCheckpoint(ctx, withValues(checkpoint("run-1", 6), values("var:a:", `3`)), changed), store.ErrConflict)
+	got, err := c.LoadCheckpoint(ctx, "run-1")
+	must(t, err)
+	sameCheckpoint(t, got, withValues(checkpoint("run-1", 4), values("var:a:", `1`)))
+}
+
+func testCheckpointMany(t *testing.T, c store.Checkpointer) {
+	ctx := context.Background()
+	all := map[string]json.RawMessage{}
+	first := map[string]json.RawMessage{}
+	for i := range 37 {
+		k, v := fmt.Sprintf("var:v%d:", i), json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))
+		first[k], all[k] = v, v
+	}
+	must(t, c.SaveCheckpoint(ctx, withValues(checkpoint("run-1", 40), first), history(1, 40)))
+	second := map[string]json.RawMessage{}
+	for i := range 37 {
+		k := fmt.Sprintf("var:v%d:", i)
+		switch {
+		case i < 20:
+			second[k] = nil
+			delete(all, k)
+		case i < 30:
+			second[k] = json.RawMessage(fmt.Sprintf(`[%d]`, i))
+			all[k] = second[k]
+		}
+	}
+	must(t, c.SaveCheckpoint(ctx, withValues(checkpoint("run-1", 75), second), history(41, 75)))
+	got, err := c.LoadCheckpoint(ctx, "run-1")
+	must(t, err)
+	sameCheckpoint(t, got, withValues(checkpoint("run-1", 75), all))
+	events, err := c.History(ctx, "run-1")
+	must(t, err)
+	sameHistory(t, events, history(1, 75))
 }

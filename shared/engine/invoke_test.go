@@ -1,0 +1,75 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stepline/stepline/shared/asl"
+)
+
+// TestTimedOutHandlerIsAbandoned runs a handler that ignores its context
+// past the task's TimeoutSeconds: the task times out and the run goes on
+// and ends without waiting for the handler.
+func TestTimedOutHandlerIsAbandoned(t *testing.T) {
+	def := &asl.StateMachine{QueryLanguage: asl.JSONata, StartAt: "Stuck"}
+	must(t, def.States.Add("Stuck", &asl.Task{Resource: asl.ResourceLambdaInvoke, TimeoutSeconds: 5,
+		Arguments: map[string]any{"FunctionName": "stuck", "Payload": map[string]any{}},
+		Catch:     []asl.Catcher{{ErrorEquals: []string{asl.StatesTimeout}, Next: "Caught"}},
+		End:       true}))
+	must(t, def.States.Add("Caught", &asl.Pass{Output: asl.Expr("$states.input.Error"), End: true}))
+	release := make(chan struct{})
+	defer close(release)
+	returned := make(chan struct{})
+	stuck := func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		<-release // ignores its context
+		close(returned)
+		return json.RawMessage(`{}`), nil
+	}
+	done := make(chan struct{})
+	var res Result
+	var err error
+	go func() {
+		defer close(done)
+		e := New(Config{Journal: newJournal(), Clock: newClock(true), Resources: Functions{"stuck": stuck}})
+		res, err = e.Start(context.Background(), "t", def, nil)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run waited for the timed-out handler")
+	}
+	res = mustResult(t, res, err, StatusSucceeded)
+	jsonEqual(t, res.Output, `"States.Timeout"`)
+	select {
+	case <-returned:
+		t.Error("the handler returned before it was released")
+	default:
+	}
+}
+
+// TestCancelWaitsForHandlers stops a run whose handler is running: Start
+// returns only once the handler has returned.
+func TestCancelWaitsForHandlers(t *testing.T) {
+	def := &asl.StateMachine{QueryLanguage: asl.JSONata, StartAt: "Slow"}
+	must(t, def.States.Add("Slow", &asl.Task{Resource: asl.ResourceLambdaInvoke, TimeoutSeconds: 60,
+		Arguments: map[string]any{"FunctionName": "slow", "Payload": map[string]any{}}, End: true}))
+	ctx, cancel := context.WithCancel(context.Background())
+	var returned bool
+	slow := func(c context.Context, _ json.RawMessage) (json.RawMessage, error) {
+		cancel()
+		<-c.Done()
+		time.Sleep(20 * time.Millisecond)
+		returned = true
+		return nil, c.Err()
+	}
+	res, err := New(Config{Journal: newJournal(), Clock: newClock(false), Resources: Functions{"slow": slow}}).
+		Start(ctx, "t", def, nil)
+	if err == nil || res.Status != StatusRunning {
+		t.Fatalf("Start = %v, %v; want RUNNING and the context's error", res.Status, err)
+	}
+	if !returned {
+		t.Error("Start returned while the handler still ran")
+	}
+}
