@@ -16,15 +16,20 @@
 // # The state machine
 //
 // Definitions use QueryLanguage JSONata. The run's context lives in
-// variables set by the first state, "Start run": $pipeline (name, stage,
+// variables: the first state, "Start run", sets $pipeline (name, stage,
 // vars, context_template.include, budget, notifications), $run (id,
-// execution, started_at, parent_run_id), $trigger (the event), $steps (the
-// compact outputs so far, by step name), $usage (token and cost totals)
-// and $last (the latest completed output).
+// execution, started_at, parent_run_id), $trigger (the event), $usage
+// (token and cost totals) and $last (the latest completed output); each
+// step's compact output goes into a variable of its own, $step_<name>
+// (hyphens as underscores; a fan-out's items into $items_<name>), so that
+// recording a step costs the same at the first step as at the
+// thousandth. A step that did not run has no variable: it reads as
+// undefined, in when: conditions as in templates.
 //
 // A sequential step is a Task that invokes the step function
 // (${StepFunctionArn}) with the step's static configuration inlined and
-// the variables it needs (only the earlier outputs its templates name),
+// the variables it needs (only the earlier outputs its templates name, as
+// an object of the step variables),
 // then a Choice, "<step>: outcome", on the status the function decided.
 // Completed goes on to the next step; when that step has a when:, its
 // condition is checked in the same Choice, so a step costs 2 state
