@@ -8,6 +8,7 @@
 //	SECRET_REFS       where ${NAME} secrets live: NAME=secretsmanager:id[#key],NAME=ssm:/param
 //	PRICE_TABLE       optional YAML/JSON price table file (default: the built-in example table)
 //	LOG_LEVEL         debug, info (default), warn or error
+//	METRIC_NAMESPACE  CloudWatch namespace of the step metrics (default Stepline)
 //
 // Secrets not listed in SECRET_REFS are read from the environment.
 //
@@ -15,28 +16,29 @@
 // (package shared/awsenv: region, the execution role's credentials,
 // AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE> overrides), not through
 // the SDK's config package, whose credential chain the function never
-// needs and whose package initialisers slow every cold start.
+// needs and whose package initialisers slow every cold start. For the same
+// reason Bedrock and S3 are called through package shared/awsrest rather
+// than the SDK's service clients, and the price table is parsed when the
+// first call is priced, not at start-up.
 package main
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"os"
-	"sync"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/stepline/stepline/shared/awsenv"
+	"github.com/stepline/stepline/shared/awsrest"
 	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/metrics"
+	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/pricing"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store/dynamo"
-	"github.com/stepline/stepline/shared/task"
 )
 
 func main() {
@@ -76,44 +78,46 @@ func main() {
 		logger.Error("secrets", "err", err)
 		os.Exit(1)
 	}
-	prices := loadPricesInBackground(os.Getenv("PRICE_TABLE"), logger)
+	bedrock, err := awsrest.NewBedrockRuntime(cfg)
+	if err != nil {
+		logger.Error("bedrock", "err", err)
+		os.Exit(1)
+	}
 	client := &http.Client{}
 	h := &steprun.Handler{
 		Store:     dynamo.New(dynamodb.NewFromConfig(cfg), table),
-		Executors: executor.NewRegistry(executor.Deps{HTTP: client, Secrets: secrets, Bedrock: bedrockruntime.NewFromConfig(cfg), Logger: logger}),
+		Executors: executor.NewRegistry(executor.Deps{HTTP: client, Secrets: secrets, Bedrock: bedrock, Logger: logger}),
 		HTTP:      client,
 		Secrets:   secrets,
 		Logger:    logger,
+		Pricing:   lazyPrices(os.Getenv("PRICE_TABLE"), logger),
+		// A step that ends its run sends the pipeline's notifications.
+		Notifications: &notify.Dispatcher{HTTP: client, Secrets: secrets, SNS: &notify.SNS{Config: cfg, Endpoint: awsenv.Endpoint(cfg, "SNS"), HTTP: client}, Logger: logger},
+		Metrics:       &metrics.EMF{W: os.Stdout, Namespace: os.Getenv("METRIC_NAMESPACE")},
 	}
 	if bucket := os.Getenv("ARTIFACT_BUCKET"); bucket != "" {
-		h.Artifacts = steprun.S3{Client: s3.NewFromConfig(cfg), Bucket: bucket}
+		objects, err := awsrest.NewS3(cfg)
+		if err != nil {
+			logger.Error("artifacts", "err", err)
+			os.Exit(1)
+		}
+		h.Artifacts = steprun.S3{Client: objects, Bucket: bucket}
 	}
-	handle := h.Lambda()
-	var priced sync.Once
-	lambda.Start(func(ctx context.Context, req task.Request) (task.Response, error) {
-		priced.Do(func() { h.Pricing = prices() })
-		return handle(ctx, req)
-	})
+	lambda.Start(h.Lambda())
 }
 
-// loadPricesInBackground parses the price table on another goroutine, so
-// that the parse (about a third of a millisecond) overlaps the runtime's
-// fetch of the first event, and returns a function that waits for the
-// table. A table that does not load is logged and leaves costs unknown.
-func loadPricesInBackground(path string, logger *slog.Logger) func() *pricing.Table {
-	done := make(chan struct{})
-	var t *pricing.Table
-	go func() {
-		defer close(done)
-		var err error
-		if t, err = loadPrices(path); err != nil {
+// lazyPrices returns the price table, parsed when the first call is priced
+// (parsing takes about a third of a millisecond, which a cold start that
+// answers without a model call need not spend). A table that does not
+// load is logged and leaves costs unknown.
+func lazyPrices(path string, logger *slog.Logger) *pricing.Table {
+	return pricing.Lazy(func() (*pricing.Table, error) {
+		t, err := loadPrices(path)
+		if err != nil {
 			logger.Warn("price table does not load; costs stay unknown", "err", err)
 		}
-	}()
-	return func() *pricing.Table {
-		<-done
-		return t
-	}
+		return t, err
+	})
 }
 
 func loadPrices(path string) (*pricing.Table, error) {

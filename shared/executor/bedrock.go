@@ -1,25 +1,23 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
-
+	"github.com/stepline/stepline/shared/awsrest"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 )
 
-// bedrock calls Amazon Bedrock's Converse API through the SDK client in
-// Deps (IAM credentials, no API keys).
+// bedrock calls Amazon Bedrock's Converse API through the Bedrock runtime
+// client in Deps (IAM credentials, no API keys). It builds the request
+// body and reads the answer itself, so the client only signs and sends.
 //
 // executor_config:
 //
@@ -76,6 +74,77 @@ func (p *bedrock) Complete(ctx context.Context, req llmoutput.Request) (llmoutpu
 	return finish(a.red, c, err)
 }
 
+// converseRequest is the Converse request body, as far as the executor
+// fills it.
+type converseRequest struct {
+	Messages        []converseMessage `json:"messages"`
+	System          []converseText    `json:"system,omitempty"`
+	InferenceConfig *inferenceConfig  `json:"inferenceConfig,omitempty"`
+	ToolConfig      *toolConfig       `json:"toolConfig,omitempty"`
+	Additional      map[string]any    `json:"additionalModelRequestFields,omitempty"`
+}
+
+type converseMessage struct {
+	Role    string         `json:"role"` // "user" or "assistant"
+	Content []converseText `json:"content"`
+}
+
+type converseText struct {
+	Text string `json:"text"`
+}
+
+type inferenceConfig struct {
+	MaxTokens   int64    `json:"maxTokens,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"topP,omitempty"`
+}
+
+type toolConfig struct {
+	Tools      []toolEntry `json:"tools"`
+	ToolChoice toolChoice  `json:"toolChoice"`
+}
+
+type toolEntry struct {
+	ToolSpec toolSpec `json:"toolSpec"`
+}
+
+type toolSpec struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	InputSchema struct {
+		JSON json.RawMessage `json:"json"`
+	} `json:"inputSchema"`
+}
+
+type toolChoice struct {
+	Tool struct {
+		Name string `json:"name"`
+	} `json:"tool"`
+}
+
+// converseResponse is what the executor reads of a Converse answer.
+type converseResponse struct {
+	Output struct {
+		Message *struct {
+			Content []struct {
+				Text    *string `json:"text"`
+				ToolUse *struct {
+					Name  string          `json:"name"`
+					Input json.RawMessage `json:"input"`
+				} `json:"toolUse"`
+			} `json:"content"`
+		} `json:"message"`
+	} `json:"output"`
+	StopReason string `json:"stopReason"`
+	Usage      *struct {
+		InputTokens  int64 `json:"inputTokens"`
+		OutputTokens int64 `json:"outputTokens"`
+	} `json:"usage"`
+	Metrics *struct {
+		LatencyMS int64 `json:"latencyMs"`
+	} `json:"metrics"`
+}
+
 func (p *bedrock) complete(a *attempt, req llmoutput.Request) (llmoutput.Completion, error) {
 	cfg := readBedrock(a.cfg)
 	if err := configError(Bedrock, a.cfg.done()); err != nil {
@@ -85,64 +154,50 @@ func (p *bedrock) complete(a *attempt, req llmoutput.Request) (llmoutput.Complet
 	if len(turns) == 0 {
 		return llmoutput.Completion{}, fault.Errorf[fault.ConfigError]("bedrock: the request has no user message")
 	}
-	in := &bedrockruntime.ConverseInput{ModelId: &cfg.model}
+	in := converseRequest{Additional: cfg.additional}
 	for _, t := range turns {
-		role := types.ConversationRoleUser
+		role := "user"
 		if t.Role == llmoutput.RoleAssistant {
-			role = types.ConversationRoleAssistant
+			role = "assistant"
 		}
-		in.Messages = append(in.Messages, types.Message{Role: role, Content: []types.ContentBlock{&types.ContentBlockMemberText{Value: t.Content}}})
+		in.Messages = append(in.Messages, converseMessage{Role: role, Content: []converseText{{Text: t.Content}}})
 	}
 	if system != "" {
-		in.System = []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: system}}
+		in.System = []converseText{{Text: system}}
 	}
 	if cfg.maxTokens > 0 || cfg.temperature != nil || cfg.topP != nil {
-		ic := &types.InferenceConfiguration{}
-		if cfg.maxTokens > 0 {
-			n := int32(cfg.maxTokens)
-			ic.MaxTokens = &n
-		}
-		if cfg.temperature != nil {
-			t := float32(*cfg.temperature)
-			ic.Temperature = &t
-		}
-		if cfg.topP != nil {
-			t := float32(*cfg.topP)
-			ic.TopP = &t
-		}
-		in.InferenceConfig = ic
-	}
-	if cfg.additional != nil {
-		in.AdditionalModelRequestFields = document.NewLazyDocument(cfg.additional)
+		in.InferenceConfig = &inferenceConfig{MaxTokens: cfg.maxTokens, Temperature: cfg.temperature, TopP: cfg.topP}
 	}
 	tool := ""
 	if cfg.toolUse && req.Schema != nil && len(req.Schema.JSON) > 0 {
-		var schema any
-		if err := json.Unmarshal(req.Schema.JSON, &schema); err != nil {
+		if !json.Valid(req.Schema.JSON) {
 			return llmoutput.Completion{}, fault.Errorf[fault.ConfigError]("bedrock: the answer schema is not valid JSON")
 		}
 		tool = toolName(req.Schema.Name)
-		desc := req.Schema.Description
-		if desc == "" {
-			desc = "Record the answer."
+		spec := toolSpec{Name: tool, Description: req.Schema.Description}
+		if spec.Description == "" {
+			spec.Description = "Record the answer."
 		}
-		in.ToolConfig = &types.ToolConfiguration{
-			Tools: []types.Tool{&types.ToolMemberToolSpec{Value: types.ToolSpecification{
-				Name:        &tool,
-				Description: &desc,
-				InputSchema: &types.ToolInputSchemaMemberJson{Value: document.NewLazyDocument(schema)},
-			}}},
-			ToolChoice: &types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: &tool}},
-		}
+		spec.InputSchema.JSON = req.Schema.JSON
+		in.ToolConfig = &toolConfig{Tools: []toolEntry{{ToolSpec: spec}}}
+		in.ToolConfig.ToolChoice.Tool.Name = tool
 	}
-	out, err := p.client.Converse(a.ctx, in)
+	body, err := json.Marshal(in)
+	if err != nil {
+		return llmoutput.Completion{}, fault.Errorf[fault.ConfigError]("bedrock: cannot encode the request: %v", err)
+	}
+	start := time.Now()
+	out, err := p.client.Converse(a.ctx, cfg.model, body)
+	p.reg.log.DebugContext(a.ctx, "executor aws call", "executor", Bedrock, "operation", "Converse", "step", p.call.Step,
+		"duration", time.Since(start), "error", err != nil)
 	if err != nil {
 		return llmoutput.Completion{}, bedrockError(a, cfg.model, err)
 	}
 	return parseConverse(out, cfg.model, tool)
 }
 
-// bedrockError maps a Converse failure by its AWS error code.
+// bedrockError maps a Converse failure by its AWS error code, else by its
+// HTTP status.
 func bedrockError(a *attempt, model string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(a.ctx.Err(), context.DeadlineExceeded) {
 		return fault.Errorf[fault.ExecutorTimeout]("bedrock: %s: no answer within %s", model, limitText(a.limit))
@@ -150,10 +205,14 @@ func bedrockError(a *attempt, model string, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("bedrock: %s: %w", model, context.Canceled)
 	}
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		msg := fmt.Sprintf("bedrock: %s: %s: %s", model, api.ErrorCode(), clip(api.ErrorMessage(), 300))
-		switch api.ErrorCode() {
+	var re *awsrest.ResponseError
+	if errors.As(err, &re) {
+		code := re.Code
+		if code == "" {
+			code = fmt.Sprintf("HTTP %d", re.StatusCode)
+		}
+		msg := fmt.Sprintf("bedrock: %s: %s: %s", model, code, clip(re.Message, 300))
+		switch re.Code {
 		case "ThrottlingException", "ServiceQuotaExceededException", "TooManyRequestsException":
 			return &fault.RateLimited{Msg: msg}
 		case "ModelTimeoutException":
@@ -164,11 +223,16 @@ func bedrockError(a *attempt, model string, err error) error {
 			"UnrecognizedClientException", "InvalidSignatureException", "ExpiredTokenException":
 			return &fault.ExecutorRejected{Msg: msg}
 		}
-		var re *smithyhttp.ResponseError
-		if errors.As(err, &re) && re.HTTPStatusCode() >= 400 && re.HTTPStatusCode() < 500 {
+		switch {
+		case re.StatusCode == 429:
+			return &fault.RateLimited{Msg: msg}
+		case re.StatusCode >= 400 && re.StatusCode < 500:
 			return &fault.ExecutorRejected{Msg: msg}
 		}
 		return &fault.ExecutorUnavailable{Msg: msg}
+	}
+	if errors.Is(err, awsrest.ErrBodyTooLarge) {
+		return fault.Errorf[fault.ExecutorUnavailable]("bedrock: %s: reply too large: %v", model, err)
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
@@ -177,8 +241,9 @@ func bedrockError(a *attempt, model string, err error) error {
 	return fault.Errorf[fault.ExecutorUnavailable]("bedrock: %s: %v", model, err)
 }
 
-// converseRecord is what is kept of a Converse response for audit: the SDK
-// does not expose the body, so the fields read are recorded.
+// converseRecord is what is kept of a Converse answer for audit: the
+// fields read, without the guardrail trace and other members that can make
+// the body large.
 type converseRecord struct {
 	StopReason string          `json:"stopReason"`
 	Text       string          `json:"text,omitempty"`
@@ -189,28 +254,31 @@ type converseRecord struct {
 
 // parseConverse reads a Converse answer. With tool set, the input of that
 // tool's call is the answer; without a call, the text is.
-func parseConverse(out *bedrockruntime.ConverseOutput, model, tool string) (llmoutput.Completion, error) {
-	msg, ok := out.Output.(*types.ConverseOutputMemberMessage)
-	if !ok {
+func parseConverse(body []byte, model, tool string) (llmoutput.Completion, error) {
+	var out converseResponse
+	if err := json.Unmarshal(body, &out); err != nil {
+		return llmoutput.Completion{}, fault.Errorf[fault.ExecutorUnavailable]("bedrock: %s: malformed reply: %v", model, err)
+	}
+	if out.Output.Message == nil {
 		return llmoutput.Completion{}, fault.Errorf[fault.ExecutorUnavailable]("bedrock: %s: reply holds no message", model)
 	}
 	var text strings.Builder
 	var toolInput json.RawMessage
-	for _, b := range msg.Value.Content {
-		switch v := b.(type) {
-		case *types.ContentBlockMemberText:
-			text.WriteString(v.Value)
-		case *types.ContentBlockMemberToolUse:
-			if toolInput != nil || (tool != "" && (v.Value.Name == nil || *v.Value.Name != tool)) {
+	for _, b := range out.Output.Message.Content {
+		switch {
+		case b.Text != nil:
+			text.WriteString(*b.Text)
+		case b.ToolUse != nil:
+			if toolInput != nil || (tool != "" && b.ToolUse.Name != tool) {
 				continue
 			}
 			toolInput = json.RawMessage("{}")
-			if v.Value.Input != nil {
-				raw, err := v.Value.Input.MarshalSmithyDocument()
-				if err != nil {
+			if in := bytes.TrimSpace(b.ToolUse.Input); len(in) > 0 && !bytes.Equal(in, []byte("null")) {
+				var compact bytes.Buffer
+				if err := json.Compact(&compact, in); err != nil {
 					return llmoutput.Completion{}, fault.Errorf[fault.ExecutorUnavailable]("bedrock: %s: unreadable tool input: %v", model, err)
 				}
-				toolInput = raw
+				toolInput = compact.Bytes()
 			}
 		}
 	}
@@ -219,29 +287,21 @@ func parseConverse(out *bedrockruntime.ConverseOutput, model, tool string) (llmo
 		c.Content = string(toolInput)
 	}
 	if out.Usage != nil {
-		if out.Usage.InputTokens != nil {
-			c.Usage.InputTokens = int64(*out.Usage.InputTokens)
-		}
-		if out.Usage.OutputTokens != nil {
-			c.Usage.OutputTokens = int64(*out.Usage.OutputTokens)
-		}
+		c.Usage = llmoutput.Usage{InputTokens: out.Usage.InputTokens, OutputTokens: out.Usage.OutputTokens}
 	}
 	switch out.StopReason {
-	case types.StopReasonEndTurn, types.StopReasonStopSequence, types.StopReasonToolUse:
+	case "end_turn", "stop_sequence", "tool_use":
 		c.FinishReason = llmoutput.FinishStop
-	case types.StopReasonMaxTokens, types.StopReasonModelContextWindowExceeded:
+	case "max_tokens", "model_context_window_exceeded":
 		c.FinishReason = llmoutput.FinishLength
-	case types.StopReasonContentFiltered, types.StopReasonGuardrailIntervened:
+	case "content_filtered", "guardrail_intervened":
 		c.FinishReason = llmoutput.FinishContentFilter
 	default:
-		c.FinishReason = string(out.StopReason)
+		c.FinishReason = out.StopReason
 	}
-	rec := converseRecord{StopReason: string(out.StopReason), Text: text.String(), ToolUse: toolInput, Usage: c.Usage}
-	if out.Metrics != nil && out.Metrics.LatencyMs != nil {
-		rec.LatencyMS = *out.Metrics.LatencyMs
-	}
-	if len(rec.ToolUse) > 0 && !json.Valid(rec.ToolUse) {
-		rec.ToolUse = nil
+	rec := converseRecord{StopReason: out.StopReason, Text: text.String(), ToolUse: toolInput, Usage: c.Usage}
+	if out.Metrics != nil {
+		rec.LatencyMS = out.Metrics.LatencyMS
 	}
 	raw, _ := json.Marshal(rec)
 	c.Raw = auditRaw(raw, false)

@@ -3,31 +3,46 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"reflect"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 
+	"github.com/stepline/stepline/shared/awsrest"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 )
 
 // bedrockClient is a real Bedrock runtime client whose endpoint is the
-// test server, with static credentials and no SDK retries (so each test
-// sees exactly the requests it scripts).
-func bedrockClient(srv *server) *bedrockruntime.Client {
-	return bedrockruntime.New(bedrockruntime.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(srv.URL),
-		Credentials:  credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", ""),
-		HTTPClient:   srv.Client(),
-		Retryer:      aws.NopRetryer{},
-	})
+// test server, with static credentials and the given number of attempts
+// per request (1 unless given, so each test sees exactly the requests it
+// scripts).
+func bedrockClient(t *testing.T, srv *server, attempts ...int) *awsrest.BedrockRuntime {
+	t.Helper()
+	cfg := aws.Config{
+		Region:           "us-east-1",
+		BaseEndpoint:     aws.String(srv.URL),
+		Credentials:      credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", ""),
+		HTTPClient:       srv.Client(),
+		RetryMaxAttempts: 1,
+	}
+	if len(attempts) > 0 {
+		cfg.RetryMaxAttempts = attempts[0]
+	}
+	c, err := awsrest.NewBedrockRuntime(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
+
+var sigV4 = regexp.MustCompile(`^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/\d{8}/us-east-1/bedrock/aws4_request, SignedHeaders=[a-z0-9;-]*content-type[a-z0-9;-]*, Signature=[0-9a-f]{64}$`)
 
 // awsError answers like a restJson1 AWS service.
 func awsError(status int, code, message string) http.HandlerFunc {
@@ -38,7 +53,7 @@ const okConverse = `{"output":{"message":{"role":"assistant","content":[{"toolUs
 
 func TestBedrockConverseRequest(t *testing.T) {
 	srv := newServer(t, answer(200, okConverse))
-	reg, _ := newRegistry(t, Deps{Bedrock: bedrockClient(srv)})
+	reg, _ := newRegistry(t, Deps{Bedrock: bedrockClient(t, srv)})
 	p := provider(t, reg, Call{Executor: Bedrock, Step: "triage", Config: map[string]any{
 		"model":                           "us.anthropic.claude-sonnet-4-20250514-v1:0",
 		"max_tokens":                      800,
@@ -54,8 +69,11 @@ func TestBedrockConverseRequest(t *testing.T) {
 	if got.method != "POST" || got.path != "/model/us.anthropic.claude-sonnet-4-20250514-v1:0/converse" {
 		t.Errorf("request = %s %s", got.method, got.path)
 	}
-	if got.header.Get("Authorization") == "" || got.header.Get("X-Amz-Date") == "" {
-		t.Error("request is not SigV4-signed")
+	if !sigV4.MatchString(got.header.Get("Authorization")) || got.header.Get("X-Amz-Date") == "" {
+		t.Errorf("request is not SigV4-signed for bedrock in us-east-1: Authorization %q", got.header.Get("Authorization"))
+	}
+	if got.header.Get("Content-Type") != "application/json" {
+		t.Errorf("Content-Type %q", got.header.Get("Content-Type"))
 	}
 	var body struct {
 		Messages []struct {
@@ -148,14 +166,19 @@ func TestBedrockReplies(t *testing.T) {
 		{name: "unavailable", handler: awsError(503, "ServiceUnavailableException", "later"), fault: fault.NameExecutorUnavailable},
 		{name: "model timeout", handler: awsError(408, "ModelTimeoutException", "slow model"), fault: fault.NameExecutorTimeout},
 		{name: "unknown 4xx code", handler: awsError(409, "SomethingNewException", "x"), fault: fault.NameExecutorRejected},
-		{name: "malformed body", handler: answer(200, `{"output":{"message":`), fault: fault.NameExecutorUnavailable},
+		{name: "unknown 429 code", handler: awsError(429, "SomethingNewException", "x"), fault: fault.NameRateLimited},
+		{name: "5xx without a code", handler: answer(502, `<html>bad gateway</html>`, "Content-Type", "text/html"), fault: fault.NameExecutorUnavailable, inMsg: "HTTP 502"},
+		{name: "malformed body", handler: answer(200, `{"output":{"message":`), fault: fault.NameExecutorUnavailable, inMsg: "malformed reply"},
+		{name: "no message", handler: answer(200, `{"output":{},"stopReason":"end_turn"}`), fault: fault.NameExecutorUnavailable, inMsg: "no message"},
+		{name: "reply too large", handler: answer(200, `{"output":{"message":{"role":"assistant","content":[{"text":"`+strings.Repeat("x", MaxBodyBytes)+`"}]}}}`),
+			fault: fault.NameExecutorUnavailable, inMsg: "reply too large"},
 		{name: "slow past the deadline", handler: stall, timeout: 150 * time.Millisecond, fault: fault.NameExecutorTimeout, inMsg: "within 150ms"},
 		{name: "connection reset mid-body", handler: resetMidBody, fault: fault.NameExecutorUnavailable},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			srv := newServer(t, c.handler)
-			reg, _ := newRegistry(t, Deps{Bedrock: bedrockClient(srv)})
+			reg, _ := newRegistry(t, Deps{Bedrock: bedrockClient(t, srv)})
 			cfg := map[string]any{"model": "anthropic.claude-3-5-haiku-20241022-v1:0", "tool_use": c.toolUse}
 			start := time.Now()
 			got, err := provider(t, reg, Call{Executor: Bedrock, Config: cfg, Timeout: c.timeout}).Complete(context.Background(), request())
@@ -188,7 +211,7 @@ func TestBedrockWithoutClient(t *testing.T) {
 
 func TestParseConverseKeepsOnlyTheAnswerTool(t *testing.T) {
 	srv := newServer(t, answer(200, `{"output":{"message":{"role":"assistant","content":[{"toolUse":{"toolUseId":"a","name":"other_tool","input":{"x":1}}},{"toolUse":{"toolUseId":"b","name":"llm_output","input":{"confidence":1,"summary":"s","next_step_context":""}}}]}},"stopReason":"tool_use","usage":{"inputTokens":1,"outputTokens":1,"totalTokens":2}}`))
-	reg, _ := newRegistry(t, Deps{Bedrock: bedrockClient(srv)})
+	reg, _ := newRegistry(t, Deps{Bedrock: bedrockClient(t, srv)})
 	c, err := provider(t, reg, Call{Executor: Bedrock, Config: map[string]any{"model": "m"}}).Complete(context.Background(), request())
 	if err != nil {
 		t.Fatal(err)
@@ -196,5 +219,61 @@ func TestParseConverseKeepsOnlyTheAnswerTool(t *testing.T) {
 	var got map[string]any
 	if json.Unmarshal([]byte(c.Content), &got); !reflect.DeepEqual(got, map[string]any{"confidence": 1.0, "summary": "s", "next_step_context": ""}) {
 		t.Errorf("content = %s", c.Content)
+	}
+}
+
+// TestBedrockRetriesThroughClient: the client retries a failure a retry
+// can fix (here a 503) on its own, as the SDK client did.
+func TestBedrockRetriesThroughClient(t *testing.T) {
+	srv := newServer(t, awsError(503, "ServiceUnavailableException", "later"), answer(200, okConverse))
+	reg, _ := newRegistry(t, Deps{Bedrock: bedrockClient(t, srv, 2)})
+	c, err := provider(t, reg, Call{Executor: Bedrock, Config: map[string]any{"model": "m"}}).Complete(context.Background(), request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(srv.seen()); n != 2 || c.Usage.InputTokens != 321 {
+		t.Errorf("%d requests, usage %+v; want 2 and the answer's usage", n, c.Usage)
+	}
+}
+
+func TestBedrockToolInputForms(t *testing.T) {
+	cases := []struct {
+		name  string
+		input string
+		want  string
+	}{
+		{"object with spaces", `{ "confidence" : 1, "summary": "s" }`, `{"confidence":1,"summary":"s"}`},
+		{"absent", ``, `{}`},
+		{"null", `,"input":null`, `{}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			input := c.input
+			if input != "" && input[0] == '{' {
+				input = `,"input":` + input
+			}
+			srv := newServer(t, answer(200, `{"output":{"message":{"role":"assistant","content":[{"toolUse":{"toolUseId":"a","name":"llm_output"`+input+`}}]}},"stopReason":"tool_use"}`))
+			reg, _ := newRegistry(t, Deps{Bedrock: bedrockClient(t, srv)})
+			got, err := provider(t, reg, Call{Executor: Bedrock, Config: map[string]any{"model": "m"}}).Complete(context.Background(), request())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Content != c.want {
+				t.Errorf("content = %s, want %s", got.Content, c.want)
+			}
+		})
+	}
+}
+
+func TestBedrockLogsOneDebugLine(t *testing.T) {
+	srv := newServer(t, answer(200, okConverse))
+	var logs strings.Builder
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	reg, _ := newRegistry(t, Deps{Bedrock: bedrockClient(t, srv), Logger: logger})
+	if _, err := provider(t, reg, Call{Executor: Bedrock, Step: "triage", Config: map[string]any{"model": "m"}}).Complete(context.Background(), request()); err != nil {
+		t.Fatal(err)
+	}
+	if got := logs.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "executor aws call") || !strings.Contains(got, "step=triage") || !strings.Contains(got, "error=false") {
+		t.Errorf("log = %q", got)
 	}
 }

@@ -8,8 +8,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
-
+	"github.com/stepline/stepline/shared/awsrest"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 	"github.com/stepline/stepline/shared/secret"
@@ -71,13 +70,18 @@ func scripts(name string) bool {
 	return false
 }
 
-// ConverseAPI is the part of the Bedrock runtime client the bedrock
-// executor calls (satisfied by *bedrockruntime.Client).
+// ConverseAPI is the Bedrock runtime call the bedrock executor makes
+// (satisfied by *awsrest.BedrockRuntime).
 type ConverseAPI interface {
-	Converse(ctx context.Context, in *bedrockruntime.ConverseInput, opts ...func(*bedrockruntime.Options)) (*bedrockruntime.ConverseOutput, error)
+	// Converse sends a Converse request body (JSON) for the model with the
+	// given id, inference profile or ARN, and returns the answer's body.
+	// An error answer of the service is an *awsrest.ResponseError; an
+	// answer too large to read wraps awsrest.ErrBodyTooLarge; other errors
+	// are transport and context errors.
+	Converse(ctx context.Context, modelID string, body []byte) ([]byte, error)
 }
 
-var _ ConverseAPI = (*bedrockruntime.Client)(nil)
+var _ ConverseAPI = (*awsrest.BedrockRuntime)(nil)
 
 // Every executor with a provider is an llmoutput.Provider.
 var (

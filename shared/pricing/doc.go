@@ -12,4 +12,8 @@
 // default.yaml, shipped with the package and returned by [Default], is an
 // example covering a few well-known models at list prices of its date;
 // operators are expected to keep their own table current.
+//
+// [Lazy] defers loading a table to its first use, so that a process (a
+// Lambda function's cold start) does not parse a table before it prices
+// its first call.
 package pricing

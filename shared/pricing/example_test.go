@@ -24,3 +24,18 @@ func ExampleTable_Cost() {
 	// 0.0027 true
 	// false
 }
+
+func ExampleLazy() {
+	loads := 0
+	table := pricing.Lazy(func() (*pricing.Table, error) {
+		loads++
+		return pricing.Default()
+	})
+	fmt.Println("loads before use:", loads)
+	_, ok := table.Cost("bedrock", "us.anthropic.claude-sonnet-4-20250514-v1:0", pricing.Usage{InputTokens: 1000})
+	table.Cost("openai", "gpt-4o", pricing.Usage{InputTokens: 1000})
+	fmt.Println("priced:", ok, "loads:", loads)
+	// Output:
+	// loads before use: 0
+	// priced: true loads: 1
+}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -31,6 +32,57 @@ type Entry struct {
 // immutable and safe for concurrent use.
 type Table struct {
 	entries []Entry // normalised: lower-case provider and prefix
+	lazy    *lazy   // set by Lazy: the table is the one it loads
+}
+
+// lazy is the table Lazy loads on first use.
+type lazy struct {
+	once sync.Once
+	load func() (*Table, error)
+	t    *Table
+	err  error
+}
+
+// Lazy returns a table that calls load when it is first used (by Cost,
+// Match, Entries or Err) and from then on prices as the table load
+// returned. It lets a process start without parsing a table it may never
+// need, or need only after its first request. When load fails or returns
+// nil, the table prices nothing and Err returns the failure.
+func Lazy(load func() (*Table, error)) *Table {
+	return &Table{lazy: &lazy{load: load}}
+}
+
+// loaded returns the table that prices for t: t itself, or for a table
+// from Lazy the one it loads (nil when loading failed).
+func (t *Table) loaded() *Table {
+	if t == nil || t.lazy == nil {
+		return t
+	}
+	l := t.lazy
+	l.once.Do(func() {
+		got, err := l.load()
+		l.load = nil
+		switch {
+		case err != nil:
+			l.err = err
+		case got == nil:
+			l.err = fmt.Errorf("price table: the loader returned no table")
+		default:
+			l.t, l.err = got.loaded(), got.Err()
+		}
+	})
+	return l.t
+}
+
+// Err returns why a table from Lazy prices nothing: its loader's error.
+// It loads the table if that has not happened yet. It is nil for every
+// other table.
+func (t *Table) Err() error {
+	if t == nil || t.lazy == nil {
+		return nil
+	}
+	t.loaded()
+	return t.lazy.err
 }
 
 // New returns a table of entries. An entry needs a provider or a model
@@ -163,6 +215,7 @@ func Default() (*Table, error) {
 
 // Entries returns a copy of the table's entries, normalised to lower case.
 func (t *Table) Entries() []Entry {
+	t = t.loaded()
 	if t == nil {
 		return nil
 	}
@@ -175,6 +228,7 @@ func (t *Table) Entries() []Entry {
 // Bedrock cross-region inference profile ("us.anthropic.…") without its
 // geography.
 func (t *Table) Match(provider, model string) (Entry, bool) {
+	t = t.loaded()
 	if t == nil {
 		return Entry{}, false
 	}

@@ -1,8 +1,11 @@
 package pricing
 
 import (
+	"errors"
 	"math"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -142,4 +145,74 @@ func TestNewRejectsBadEntries(t *testing.T) {
 	if e := tab.Entries()[0]; e.Provider != "openai" || e.ModelPrefix != "gpt-4o" {
 		t.Errorf("entry not normalised: %+v", e)
 	}
+}
+
+func TestLazy(t *testing.T) {
+	u := Usage{InputTokens: 1_000_000}
+	t.Run("loads once, on first use", func(t *testing.T) {
+		var calls atomic.Int32
+		tab := Lazy(func() (*Table, error) {
+			calls.Add(1)
+			return Load("prices.yaml", strings.NewReader(testTable))
+		})
+		if calls.Load() != 0 {
+			t.Fatal("Lazy loaded the table before its first use")
+		}
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if got, ok := tab.Cost("openai", "gpt-4o-mini", u); !ok || math.Abs(got-0.15) > 1e-9 {
+					t.Errorf("Cost = %v, %v; want 0.15, true", got, ok)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := len(tab.Entries()); n != 7 || tab.Err() != nil {
+			t.Errorf("%d entries, Err %v; want 7, nil", n, tab.Err())
+		}
+		if calls.Load() != 1 {
+			t.Errorf("loader called %d times, want 1", calls.Load())
+		}
+	})
+	t.Run("failure prices nothing", func(t *testing.T) {
+		var calls atomic.Int32
+		tab := Lazy(func() (*Table, error) {
+			calls.Add(1)
+			return Load("prices.yaml", strings.NewReader("- {provider: x}"))
+		})
+		if _, ok := tab.Cost("x", "m", u); ok {
+			t.Error("a table that failed to load prices a call")
+		}
+		if err := tab.Err(); err == nil || !strings.Contains(err.Error(), "prices.yaml:1:3: input_per_mtok and output_per_mtok are required") {
+			t.Errorf("Err = %v", err)
+		}
+		if _, ok := tab.Match("x", "m"); ok || tab.Entries() != nil || calls.Load() != 1 {
+			t.Errorf("after a failure: loader called %d times, entries %v", calls.Load(), tab.Entries())
+		}
+	})
+	t.Run("nil table from the loader", func(t *testing.T) {
+		tab := Lazy(func() (*Table, error) { return nil, nil })
+		if _, ok := tab.Cost("openai", "gpt-4o", u); ok || tab.Err() == nil {
+			t.Errorf("Err = %v, want an error", tab.Err())
+		}
+	})
+	t.Run("lazy table from the loader", func(t *testing.T) {
+		inner := Lazy(func() (*Table, error) { return nil, errors.New("no file") })
+		tab := Lazy(func() (*Table, error) { return inner, nil })
+		if err := tab.Err(); err == nil || err.Error() != "no file" {
+			t.Errorf("Err = %v, want the inner loader's error", err)
+		}
+		ok := Lazy(func() (*Table, error) { return Lazy(Default), nil })
+		if _, priced := ok.Cost("bedrock", "us.anthropic.claude-sonnet-4-20250514-v1:0", u); !priced {
+			t.Error("a lazy table's lazy default table prices nothing")
+		}
+	})
+	t.Run("eager tables have no error", func(t *testing.T) {
+		var nilTable *Table
+		if nilTable.Err() != nil || mustTable(t, testTable).Err() != nil {
+			t.Error("Err of an eager table")
+		}
+	})
 }

@@ -1,18 +1,12 @@
 package secret
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -20,10 +14,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/smithy-go"
 
-	"github.com/stepline/stepline/shared/awsenv"
+	"github.com/stepline/stepline/shared/awsrest"
 	"github.com/stepline/stepline/shared/fault"
 )
 
@@ -371,18 +364,18 @@ func (a *AWS) describe(name string, ref Ref, err error) error {
 	return fault.Errorf[fault.ExecutorUnavailable]("secret %q: %s: store unreachable: %v", name, where, err)
 }
 
-// The two clients below speak the AWS JSON 1.1 protocol directly: a POST
-// to the service's endpoint naming the operation in X-Amz-Target, signed
-// with Signature Version 4. They implement only the reads the resolver
-// makes, so that a Lambda using them does not link the SDK's Secrets
-// Manager and SSM packages, whose initialisers alone cost about a
-// millisecond of every cold start.
+// The two clients below speak the AWS JSON 1.1 protocol: a POST to the
+// service's endpoint naming the operation in X-Amz-Target, signed with
+// Signature Version 4 (package shared/awsrest sends it). They implement
+// only the reads the resolver makes, so that a Lambda using them does not
+// link the SDK's Secrets Manager and SSM packages, whose initialisers
+// alone cost about a millisecond of every cold start.
 
 // DefaultMaxAttempts is how many times the Secrets Manager and Parameter
 // Store clients try a request that fails for a reason a retry can fix
 // (transport errors, 5xx answers, throttling), unless aws.Config's
 // RetryMaxAttempts says otherwise.
-const DefaultMaxAttempts = 3
+const DefaultMaxAttempts = awsrest.DefaultMaxAttempts
 
 // maxResponse bounds a response body: a secret holds at most 64 KiB and a
 // parameter 8 KiB.
@@ -463,226 +456,39 @@ func (p *ParameterStore) GetParameter(ctx context.Context, name string, decrypt 
 // implements smithy.APIError. Code is the exception name with any
 // namespace removed ("ResourceNotFoundException"); it is "" when the
 // answer named none.
-type ResponseError struct {
-	StatusCode int
-	Code       string
-	Message    string
-}
-
-var _ smithy.APIError = (*ResponseError)(nil)
-
-func (e *ResponseError) Error() string {
-	s := fmt.Sprintf("HTTP %d", e.StatusCode)
-	if e.Code != "" {
-		s += " " + e.Code
-	}
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	return s
-}
-
-// ErrorCode implements smithy.APIError.
-func (e *ResponseError) ErrorCode() string { return e.Code }
-
-// ErrorMessage implements smithy.APIError.
-func (e *ResponseError) ErrorMessage() string { return e.Message }
-
-// ErrorFault implements smithy.APIError.
-func (e *ResponseError) ErrorFault() smithy.ErrorFault {
-	switch {
-	case e.StatusCode >= 500:
-		return smithy.FaultServer
-	case e.StatusCode >= 400:
-		return smithy.FaultClient
-	}
-	return smithy.FaultUnknown
-}
+type ResponseError = awsrest.ResponseError
 
 // jsonClient makes signed AWS JSON 1.1 calls to one service.
 type jsonClient struct {
-	endpoint    string // URL requests are posted to
-	region      string
-	signingName string // service name in the credential scope
-	target      string // X-Amz-Target prefix
-	creds       aws.CredentialsProvider
-	http        aws.HTTPClient
-	signer      *v4.Signer
-	attempts    int
-	backoff     func(retry int) time.Duration // wait before retry 1, 2, …
-	now         func() time.Time
+	rest   *awsrest.Client
+	target string // X-Amz-Target prefix
 }
 
 func newJSONClient(cfg aws.Config, sdkID, signingName, target string) (*jsonClient, error) {
-	if cfg.Credentials == nil {
-		return nil, fmt.Errorf("%s client: no credentials in the AWS configuration", sdkID)
+	c, err := awsrest.New(cfg, awsrest.Service{SDKID: sdkID, SigningName: signingName, EndpointPrefix: signingName})
+	if err != nil {
+		return nil, err
 	}
-	if !hostLabel(cfg.Region) {
-		return nil, fmt.Errorf("%s client: region %q is not a valid region name", sdkID, cfg.Region)
-	}
-	endpoint := awsenv.Endpoint(cfg, sdkID)
-	if endpoint == "" {
-		domain := "amazonaws.com"
-		if strings.HasPrefix(cfg.Region, "cn-") {
-			domain = "amazonaws.com.cn"
-		}
-		endpoint = "https://" + signingName + "." + cfg.Region + "." + domain
-	}
-	u, err := url.Parse(endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
-		return nil, fmt.Errorf("%s client: endpoint %q is not an http or https URL", sdkID, endpoint)
-	}
-	if u.Path == "" {
-		u.Path = "/"
-	}
-	c := &jsonClient{
-		endpoint:    u.String(),
-		region:      cfg.Region,
-		signingName: signingName,
-		target:      target,
-		creds:       cfg.Credentials,
-		http:        cfg.HTTPClient,
-		signer:      v4.NewSigner(),
-		attempts:    cfg.RetryMaxAttempts,
-		backoff:     backoff,
-		now:         time.Now,
-	}
-	if c.http == nil {
-		c.http = http.DefaultClient
-	}
-	if c.attempts <= 0 {
-		c.attempts = DefaultMaxAttempts
-	}
-	return c, nil
+	return &jsonClient{rest: c, target: target}, nil
 }
 
-// hostLabel reports whether s can stand in a host name: letters, digits
-// and inner hyphens.
-func hostLabel(s string) bool {
-	if s == "" || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// backoff waits a random time up to 100 ms × 2^(retry-1), at most 2 s.
-func backoff(retry int) time.Duration {
-	limit := min(100*time.Millisecond<<(retry-1), 2*time.Second)
-	return rand.N(limit) + 1
-}
-
-// call posts in as operation op and decodes the answer into out. It
-// retries transport errors, 5xx answers and throttling up to c.attempts
-// times in all.
+// call posts in as operation op and decodes the answer into out. The
+// client retries transport errors, 5xx answers and throttling. The answer
+// holds the secret, so a decoding error says only that it is malformed.
 func (c *jsonClient) call(ctx context.Context, op string, in, out any) error {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	sum := sha256.Sum256(body)
-	payloadHash := hex.EncodeToString(sum[:])
-	for attempt := 1; ; attempt++ {
-		resp, retry, err := c.send(ctx, op, body, payloadHash)
-		if err == nil {
-			return c.decode(op, resp, out)
-		}
-		if !retry || attempt >= c.attempts || ctx.Err() != nil {
-			return err
-		}
-		t := time.NewTimer(c.backoff(attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-	}
-}
-
-// send makes one signed request. On success the caller owns resp.Body.
-// retry reports whether a failure is one a retry may fix.
-func (c *jsonClient) send(ctx context.Context, op string, body []byte, payloadHash string) (resp *http.Response, retry bool, err error) {
-	creds, err := c.creds.Retrieve(ctx)
+	h := http.Header{}
+	h.Set("Content-Type", "application/x-amz-json-1.1")
+	h.Set("X-Amz-Target", c.target+"."+op)
+	resp, err := c.rest.Do(ctx, awsrest.Request{Method: http.MethodPost, Path: "/", Header: h, Body: body, MaxBody: maxResponse})
 	if err != nil {
-		return nil, false, fmt.Errorf("%s: credentials: %w", op, err)
+		return fmt.Errorf("%s: %w", op, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
-	if err != nil {
-		return nil, false, fmt.Errorf("%s: %w", op, err)
-	}
-	req.Header.Set("Content-Type", "application/x-amz-json-1.1")
-	req.Header.Set("X-Amz-Target", c.target+"."+op)
-	if err := c.signer.SignHTTP(ctx, creds, req, payloadHash, c.signingName, c.region, c.now()); err != nil {
-		return nil, false, fmt.Errorf("%s: sign: %w", op, err)
-	}
-	resp, err = c.http.Do(req)
-	if err != nil {
-		return nil, true, fmt.Errorf("%s: %w", op, err)
-	}
-	if resp.StatusCode/100 == 2 {
-		return resp, false, nil
-	}
-	defer resp.Body.Close()
-	e := responseError(resp)
-	return nil, retryable(e), e
-}
-
-// retryable reports whether an error answer may go away on its own.
-func retryable(e *ResponseError) bool {
-	switch e.Code {
-	case "RequestTimeout", "RequestTimeoutException", "PriorRequestNotComplete":
-		return true
-	}
-	return e.StatusCode >= 500 || throttled(e.Code, e.StatusCode)
-}
-
-// responseError reads an error answer. The exception name comes from the
-// X-Amzn-ErrorType header, else the body's __type or code member, with a
-// namespace ("com.amazonaws.ssm#") and a trailing ":<uri>" removed.
-func responseError(resp *http.Response) *ResponseError {
-	e := &ResponseError{StatusCode: resp.StatusCode}
-	var doc struct {
-		Type    string `json:"__type"`
-		Code    string
-		Message string
-	}
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
-	_ = json.Unmarshal(raw, &doc)
-	code := resp.Header.Get("X-Amzn-ErrorType")
-	for _, c := range []string{doc.Type, doc.Code} {
-		if code == "" {
-			code = c
-		}
-	}
-	if i := strings.IndexByte(code, ':'); i >= 0 {
-		code = code[:i]
-	}
-	if i := strings.IndexByte(code, '#'); i >= 0 {
-		code = code[i+1:]
-	}
-	e.Code, e.Message = code, doc.Message
-	return e
-}
-
-// decode reads a successful answer into out. The body holds the secret,
-// so a decoding error says only that it is malformed.
-func (c *jsonClient) decode(op string, resp *http.Response, out any) error {
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
-	if err != nil {
-		return fmt.Errorf("%s: read answer: %w", op, err)
-	}
-	if len(raw) > maxResponse {
-		return fmt.Errorf("%s: answer larger than %d bytes", op, maxResponse)
-	}
-	if json.Unmarshal(raw, out) != nil {
-		return fmt.Errorf("%s: malformed answer (%d bytes)", op, len(raw))
+	if json.Unmarshal(resp.Body, out) != nil {
+		return fmt.Errorf("%s: malformed answer (%d bytes)", op, len(resp.Body))
 	}
 	return nil
 }

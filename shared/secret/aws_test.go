@@ -379,7 +379,7 @@ func fakeAWS(t *testing.T, service, target string, answer func(w http.ResponseWr
 	return srv, &calls
 }
 
-func noBackoff(c *jsonClient) { c.backoff = func(int) time.Duration { return 0 } }
+func noBackoff(c *jsonClient) { c.rest.Backoff = func(int) time.Duration { return 0 } }
 
 func TestSecretsManagerClient(t *testing.T) {
 	srv, calls := fakeAWS(t, "secretsmanager", "secretsmanager.GetSecretValue", func(w http.ResponseWriter, r *http.Request, in map[string]any) {
@@ -572,7 +572,7 @@ func TestAWSClientUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var waits []int
-	ps.c.backoff = func(retry int) time.Duration { waits = append(waits, retry); return 0 }
+	ps.c.rest.Backoff = func(retry int) time.Duration { waits = append(waits, retry); return 0 }
 	a, err := NewAWS(AWSConfig{SSM: ps, Refs: mustRefs(t, "P=ssm:/p")})
 	if err != nil {
 		t.Fatal(err)
@@ -588,19 +588,9 @@ func TestAWSClientUnreachable(t *testing.T) {
 	cfg := testConfig(srv.URL)
 	cfg.RetryMaxAttempts = 1
 	once, _ := NewParameterStore(cfg)
-	once.c.backoff = func(int) time.Duration { t.Error("retried with RetryMaxAttempts 1"); return 0 }
+	once.c.rest.Backoff = func(int) time.Duration { t.Error("retried with RetryMaxAttempts 1"); return 0 }
 	if _, err := once.GetParameter(context.Background(), "/p", true); err == nil {
 		t.Error("no error from an unreachable endpoint")
-	}
-}
-
-func TestBackoff(t *testing.T) {
-	for retry, limit := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 3: 400 * time.Millisecond, 10: 2 * time.Second} {
-		for range 50 {
-			if d := backoff(retry); d <= 0 || d > limit {
-				t.Fatalf("backoff(%d) = %v, want in (0, %v]", retry, d, limit)
-			}
-		}
 	}
 }
 
@@ -619,11 +609,11 @@ func TestNewAWSClients(t *testing.T) {
 		cfg     aws.Config
 		sm, ssm string // endpoints, or the error
 	}{
-		{"regional endpoints", testConfig(""), "https://secretsmanager.eu-west-1.amazonaws.com/", "https://ssm.eu-west-1.amazonaws.com/"},
-		{"China", cn, "https://secretsmanager.cn-north-1.amazonaws.com.cn/", "https://ssm.cn-north-1.amazonaws.com.cn/"},
+		{"regional endpoints", testConfig(""), "https://secretsmanager.eu-west-1.amazonaws.com", "https://ssm.eu-west-1.amazonaws.com"},
+		{"China", cn, "https://secretsmanager.cn-north-1.amazonaws.com.cn", "https://ssm.cn-north-1.amazonaws.com.cn"},
 		{"base endpoint with a path", testConfig("http://localhost:4566/aws"), "http://localhost:4566/aws", "http://localhost:4566/aws"},
-		{"per-service endpoints", env("AWS_ENDPOINT_URL_SECRETS_MANAGER=http://127.0.0.1:9001", "AWS_ENDPOINT_URL_SSM=http://127.0.0.1:9002"), "http://127.0.0.1:9001/", "http://127.0.0.1:9002/"},
-		{"per-service wins over global", env("AWS_ENDPOINT_URL=http://127.0.0.1:4566", "AWS_ENDPOINT_URL_SSM=http://127.0.0.1:9002"), "http://127.0.0.1:4566/", "http://127.0.0.1:9002/"},
+		{"per-service endpoints", env("AWS_ENDPOINT_URL_SECRETS_MANAGER=http://127.0.0.1:9001", "AWS_ENDPOINT_URL_SSM=http://127.0.0.1:9002"), "http://127.0.0.1:9001", "http://127.0.0.1:9002"},
+		{"per-service wins over global", env("AWS_ENDPOINT_URL=http://127.0.0.1:4566", "AWS_ENDPOINT_URL_SSM=http://127.0.0.1:9002"), "http://127.0.0.1:4566", "http://127.0.0.1:9002"},
 		{"no credentials", aws.Config{Region: "eu-west-1"}, "no credentials", "no credentials"},
 		{"no region", aws.Config{Credentials: testConfig("").Credentials}, `region "" is not a valid region name`, `region "" is not a valid region name`},
 		{"region that is not a host label", func() aws.Config { c := testConfig(""); c.Region = "eu-west-1.evil.example/"; return c }(), "not a valid region name", "not a valid region name"},
@@ -635,7 +625,8 @@ func TestNewAWSClients(t *testing.T) {
 			if sm, err := NewSecretsManager(c.cfg); err != nil {
 				got = err.Error()
 			} else {
-				got = sm.c.endpoint
+				u, _ := sm.c.rest.Endpoint()
+				got = u.String()
 			}
 			if !strings.Contains(got, c.sm) {
 				t.Errorf("Secrets Manager: %q, want %q", got, c.sm)
@@ -643,7 +634,8 @@ func TestNewAWSClients(t *testing.T) {
 			if ps, err := NewParameterStore(c.cfg); err != nil {
 				got = err.Error()
 			} else {
-				got = ps.c.endpoint
+				u, _ := ps.c.rest.Endpoint()
+				got = u.String()
 			}
 			if !strings.Contains(got, c.ssm) {
 				t.Errorf("SSM: %q, want %q", got, c.ssm)

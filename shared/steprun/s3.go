@@ -1,23 +1,26 @@
 package steprun
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/stepline/stepline/shared/awsrest"
 )
 
-// S3API is the part of the S3 client the artifact store calls.
+// S3API is the part of the S3 client the artifact store calls (satisfied
+// by *awsrest.S3).
 type S3API interface {
-	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
-	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	// PutObject stores body as object key of bucket, with the given
+	// Content-Type.
+	PutObject(ctx context.Context, bucket, key string, body []byte, contentType string) error
+	// GetObject returns the content of object key of bucket, reading at
+	// most maxBytes. For a missing object, awsrest.IsNoSuchKey(err) is
+	// true.
+	GetObject(ctx context.Context, bucket, key string, maxBytes int64) ([]byte, error)
 }
+
+var _ S3API = (*awsrest.S3)(nil)
 
 // S3 keeps artifacts in an S3 bucket under <run>/<step>/<key>; references
 // look like s3://bucket/run/step/key.
@@ -31,38 +34,27 @@ var _ ArtifactStore = S3{}
 // Put implements ArtifactStore.
 func (s S3) Put(ctx context.Context, run, step, key, content string) (string, error) {
 	k := strings.Join([]string{safeSegment(run), safeSegment(step), safeSegment(key)}, "/")
-	_, err := s.Client.PutObject(ctx, &s3.PutObjectInput{
-		Bucket:      aws.String(s.Bucket),
-		Key:         aws.String(k),
-		Body:        strings.NewReader(content),
-		ContentType: aws.String("text/plain; charset=utf-8"),
-	})
-	if err != nil {
+	if err := s.Client.PutObject(ctx, s.Bucket, k, []byte(content), "text/plain; charset=utf-8"); err != nil {
 		return "", fmt.Errorf("put artifact %q: %w", k, err)
 	}
 	return "s3://" + s.Bucket + "/" + k, nil
 }
 
-// Get implements ArtifactStore.
+// Get implements ArtifactStore. An artifact larger than maxArtifactBytes
+// is an error.
 func (s S3) Get(ctx context.Context, ref string) (string, error) {
 	k, ok := strings.CutPrefix(ref, "s3://"+s.Bucket+"/")
 	if !ok {
 		return "", fmt.Errorf("get artifact %q: %w", ref, ErrArtifactNotFound)
 	}
-	out, err := s.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(k)})
-	var nsk *types.NoSuchKey
-	if errors.As(err, &nsk) {
+	b, err := s.Client.GetObject(ctx, s.Bucket, k, maxArtifactBytes)
+	if awsrest.IsNoSuchKey(err) {
 		return "", fmt.Errorf("get artifact %q: %w", ref, ErrArtifactNotFound)
 	}
 	if err != nil {
 		return "", fmt.Errorf("get artifact %q: %w", ref, err)
 	}
-	defer out.Body.Close()
-	var b bytes.Buffer
-	if _, err := io.Copy(&b, io.LimitReader(out.Body, maxArtifactBytes)); err != nil {
-		return "", fmt.Errorf("get artifact %q: %w", ref, err)
-	}
-	return b.String(), nil
+	return string(b), nil
 }
 
 // safeSegment keeps a key segment to characters S3 keys handle plainly.

@@ -12,7 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/stepline/stepline/shared/awsrest"
 )
 
 // TestS3Artifacts puts and gets artifacts through the real S3 client
@@ -23,8 +24,14 @@ func TestS3Artifacts(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
+		if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=k/") || !strings.Contains(r.Header.Get("Authorization"), "/us-east-1/s3/aws4_request") {
+			t.Errorf("request not signed for S3: Authorization %q", r.Header.Get("Authorization"))
+		}
 		switch r.Method {
 		case http.MethodPut:
+			if ct := r.Header.Get("Content-Type"); ct != "text/plain; charset=utf-8" {
+				t.Errorf("Content-Type %q", ct)
+			}
 			b, _ := io.ReadAll(r.Body)
 			objects[r.URL.Path] = string(b)
 			w.Header().Set("ETag", `"e"`)
@@ -40,12 +47,15 @@ func TestS3Artifacts(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	client := s3.New(s3.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(srv.URL),
-		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider("k", "s", ""),
+	client, err := awsrest.NewS3(aws.Config{
+		Region:           "us-east-1",
+		BaseEndpoint:     aws.String(srv.URL),
+		Credentials:      credentials.NewStaticCredentialsProvider("k", "s", ""),
+		RetryMaxAttempts: 1,
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	store := S3{Client: client, Bucket: "artifacts"}
 	ctx := context.Background()
 	ref, err := store.Put(ctx, "run-1", "fan/0", "report.md", "# Report\nall good")
@@ -67,5 +77,13 @@ func TestS3Artifacts(t *testing.T) {
 	}
 	if _, err := store.Get(ctx, "s3://other-bucket/k"); !errors.Is(err, ErrArtifactNotFound) || !strings.Contains(err.Error(), "other-bucket") {
 		t.Errorf("foreign ref: %v", err)
+	}
+	big := strings.Repeat("x", maxArtifactBytes+1)
+	ref, err = store.Put(ctx, "run-1", "s", "big.txt", big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := store.Get(ctx, ref); !errors.Is(err, awsrest.ErrBodyTooLarge) || got != "" {
+		t.Errorf("artifact beyond the bound: %d bytes, %v; want an error, not a truncated artifact", len(got), err)
 	}
 }
