@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"context"
 	"os"
 	"path/filepath"
@@ -84,5 +85,54 @@ func TestSchemaCommand(t *testing.T) {
 	}
 	if code, _, _ := run(t, "", "schema", "extra"); code != 2 {
 		t.Errorf("schema with an argument: exit %d, want 2", code)
+	}
+}
+
+func TestRunJSONReport(t *testing.T) {
+	dir := t.TempDir()
+	path := writeFile(t, "p.yaml", `name: report
+steps:
+  - {name: first, executor: scripted}
+  - {name: skipped, executor: scripted, when: 'steps.first.action == "never"'}
+  - parallel:
+      name: group
+      steps: [{name: left, executor: scripted}, {name: right, executor: scripted}]
+  - fan_out: {name: each, over: steps.first.items, executor: scripted}
+`)
+	responses := writeFile(t, "r.yaml", `first: ['{"confidence": 0.9, "summary": "s", "next_step_context": "", "items": [1, 2]}']
+left: ['{"confidence": 0.8, "summary": "l", "next_step_context": ""}']
+right: ['{"confidence": 0.78, "summary": "r", "next_step_context": ""}']
+each/0: ['{"confidence": 0.95, "summary": "0", "next_step_context": ""}']
+each/1: ['{"confidence": 0.85, "summary": "1", "next_step_context": ""}']
+`)
+	code, out, errOut := run(t, "", "run", "--json", "--dir", dir, "--responses", responses, path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep runReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var names []string
+	conf := map[string]float64{}
+	for _, s := range rep.Steps {
+		names = append(names, s.Name)
+		if s.Confidence != nil {
+			conf[s.Name] = *s.Confidence
+		}
+	}
+	if rep.Status != "completed" || rep.Pipeline != "report" || !strings.HasPrefix(rep.RunID, "run-") {
+		t.Errorf("report %+v", rep)
+	}
+	want := map[string]float64{"first": 0.9, "left": 0.8, "right": 0.78, "group": 0.78, "each/0": 0.95, "each/1": 0.85, "each": 0.85}
+	for n, c := range want {
+		if conf[n] != c {
+			t.Errorf("step %q confidence %v, want %v (steps %v)", n, conf[n], c, names)
+		}
+	}
+	for _, n := range names {
+		if n == "skipped" {
+			t.Error("a skipped step appears in the report")
+		}
 	}
 }

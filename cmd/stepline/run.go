@@ -290,11 +290,12 @@ func buildReport(ctx context.Context, r *local.Runner, o local.Outcome) (runRepo
 	}
 	index := map[string]int{}
 	for _, s := range steps {
-		i, ok := index[s.Name]
+		name := reportName(s.Name)
+		i, ok := index[name]
 		if !ok {
 			i = len(rep.Steps)
-			index[s.Name] = i
-			rep.Steps = append(rep.Steps, stepReport{Name: s.Name})
+			index[name] = i
+			rep.Steps = append(rep.Steps, stepReport{Name: name})
 		}
 		sr := &rep.Steps[i]
 		sr.Attempts = max(sr.Attempts, s.Attempt)
@@ -303,6 +304,17 @@ func buildReport(ctx context.Context, r *local.Runner, o local.Outcome) (runRepo
 		sr.Output = s.Output
 	}
 	return rep, nil
+}
+
+// reportName is how a step appears in the report: a parallel branch,
+// recorded as "<group>/<branch>", under its own name; a fan-out item as
+// "<fan_out>/<i>".
+func reportName(record string) string {
+	_, branch, ok := strings.Cut(record, "/")
+	if !ok || strings.Trim(branch, "0123456789") == "" {
+		return record
+	}
+	return branch
 }
 
 func report(ctx context.Context, e env, r *local.Runner, o local.Outcome, asJSON bool) int {

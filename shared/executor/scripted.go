@@ -27,6 +27,7 @@ import (
 //	  - {error: timeout}                    # the call fails: ExecutorTimeout
 //	  - {error: "http 500"}                 # any other message: ExecutorUnavailable
 //	triage:verifier: ['{"confidence": 0.8, "summary": "agrees", "next_step_context": ""}']
+//	draft: [{reply: '{"confidence": 0.9, ...}', input_tokens: 1200, output_tokens: 300}]  # with usage
 //	fan/0: [...]                            # fan-out item 0 of step "fan"
 //	approve-deploy: [approve, {decision: reject, by: oncall-lead, comment: too risky}]
 //
@@ -55,6 +56,7 @@ type scriptedReply struct {
 	approved  bool
 	by        string
 	comment   string
+	in, out   int64 // tokens the reply reports using
 	line, col int
 }
 
@@ -161,6 +163,30 @@ func parseReply(name string, n *yaml.Node) (scriptedReply, error) {
 		rep.kind, rep.text = replyError, ev.Value
 		return rep, nil
 	}
+	if rv, ok := fields["reply"]; ok {
+		for k, v := range fields {
+			switch k {
+			case "reply":
+				if v.Kind != yaml.ScalarNode {
+					return fail(v, "reply: want the model's raw reply as a string")
+				}
+			case "input_tokens", "output_tokens":
+				var n int64
+				if v.Kind != yaml.ScalarNode || v.Decode(&n) != nil || n < 0 {
+					return fail(v, "%s: want a whole number of tokens", k)
+				}
+				if k == "input_tokens" {
+					rep.in = n
+				} else {
+					rep.out = n
+				}
+			default:
+				return fail(n, "unknown key %q in a reply (want reply, input_tokens, output_tokens)", k)
+			}
+		}
+		rep.text = rv.Value
+		return rep, nil
+	}
 	if dv, ok := fields["decision"]; ok {
 		for k, v := range fields {
 			if k != "decision" && k != "by" && k != "comment" {
@@ -248,10 +274,22 @@ func (r *Responses) failure(step string, rep scriptedReply) error {
 // scripts. A step with no reply left, or whose next reply is a human
 // decision, is a ConfigError naming the step.
 func (r *Responses) Next(step string) (string, error) {
+	text, _, err := r.next(step)
+	return text, err
+}
+
+// next is Next with the usage the reply reports.
+func (r *Responses) next(step string) (string, llmoutput.Usage, error) {
 	rep, err := r.take(step)
 	if err != nil {
-		return "", err
+		return "", llmoutput.Usage{}, err
 	}
+	text, err := r.reply(step, rep)
+	return text, llmoutput.Usage{InputTokens: rep.in, OutputTokens: rep.out}, err
+}
+
+// reply is the text of a taken reply, or the error it scripts.
+func (r *Responses) reply(step string, rep scriptedReply) (string, error) {
 	switch rep.kind {
 	case replyError:
 		return "", r.failure(step, rep)
@@ -341,7 +379,7 @@ func (s *scripted) Complete(ctx context.Context, _ llmoutput.Request) (llmoutput
 	if s.call.Step == "" {
 		return llmoutput.Completion{}, fault.Errorf[fault.ConfigError]("%s: scripted replies need the step's key", s.call.Executor)
 	}
-	text, err := s.replies.Next(s.call.Step)
+	text, usage, err := s.replies.next(s.call.Step)
 	if err != nil {
 		return llmoutput.Completion{}, err
 	}
@@ -357,6 +395,7 @@ func (s *scripted) Complete(ctx context.Context, _ llmoutput.Request) (llmoutput
 		FinishReason: llmoutput.FinishStop,
 		Model:        Scripted,
 		Provider:     Scripted,
+		Usage:        usage,
 		Raw:          auditRaw(raw, false),
 	}, nil
 }

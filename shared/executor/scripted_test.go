@@ -274,3 +274,28 @@ func TestScriptedExecutorNeedsResponses(t *testing.T) {
 	_, err := reg.Provider(Call{Executor: Scripted, Step: "s"})
 	assertFault(t, err, fault.NameConfigError, "no scripted replies")
 }
+
+func TestScriptedReplyWithUsage(t *testing.T) {
+	rs, err := ParseResponses("r.yaml", []byte("draft:\n  - {reply: '{\"confidence\": 0.9, \"summary\": \"x\", \"next_step_context\": \"\"}', input_tokens: 1200, output_tokens: 300}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := NewRegistry(Deps{Responses: rs})
+	p, err := reg.Provider(Call{Executor: Scripted, Step: "draft"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := p.Complete(context.Background(), llmoutput.Request{})
+	if err != nil || c.Usage.InputTokens != 1200 || c.Usage.OutputTokens != 300 || !strings.Contains(c.Content, `"summary": "x"`) {
+		t.Fatalf("completion %+v, %v", c, err)
+	}
+	for _, bad := range []struct{ src, want string }{
+		{"a: [{reply: x, tokens: 3}]\n", `r.yaml:1:5: unknown key "tokens" in a reply`},
+		{"a: [{reply: x, input_tokens: -1}]\n", "r.yaml:1:30: input_tokens: want a whole number of tokens"},
+		{"a: [{reply: [x]}]\n", "r.yaml:1:13: reply: want the model's raw reply as a string"},
+	} {
+		if _, err := ParseResponses("r.yaml", []byte(bad.src)); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%q: %v, want %q", bad.src, err, bad.want)
+		}
+	}
+}

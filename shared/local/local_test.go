@@ -361,14 +361,29 @@ func TestScenarios(t *testing.T) {
 }
 
 func TestBudgetExceeded(t *testing.T) {
-	// Scripted replies report no tokens; a cost limit of zero cannot be
-	// written, so the budget is checked with a token limit against a
-	// provider that reports usage in the step tests (shared/steprun). Here
-	// the run-level plumbing: a budget pipeline compiles and completes
-	// within its limit.
-	o, _, _ := runScenario(t, "name: p\nbudget: {max_tokens: 100}\nsteps:\n  - {name: a, executor: scripted}\n", "a: ["+reply(0.9, "x", "")+"]\n", "")
-	if o.Status != store.RunCompleted {
-		t.Fatalf("status %q: %s", o.Status, o.Reason)
+	withUsage := func(conf float64, in, out int) string {
+		return "{reply: " + reply(conf, "drafted", "") + ", input_tokens: " + strconv.Itoa(in) + ", output_tokens: " + strconv.Itoa(out) + "}"
+	}
+	cases := []struct {
+		name, budget, reason string
+		status               store.RunStatus
+	}{
+		{"over the token limit", "{max_tokens: 1000}", "Token budget exceeded: 1,500 tokens used (limit: 1,000)", store.RunAborted},
+		{"within the limit", "{max_tokens: 5000}", "", store.RunCompleted},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := "name: p\nbudget: " + c.budget + "\nsteps:\n  - {name: a, executor: scripted}\n  - {name: b, executor: scripted}\n"
+			o, steps, _ := runScenario(t, p, "a: ["+withUsage(0.9, 1200, 300)+"]\nb: ["+reply(0.9, "b", "")+"]\n", "")
+			if o.Status != c.status || o.Reason != c.reason {
+				t.Errorf("status %q reason %q, want %q %q", o.Status, o.Reason, c.status, c.reason)
+			}
+			if c.status == store.RunAborted {
+				if got := finals(steps); got["b"] != "" {
+					t.Errorf("step b ran after the budget was exceeded: %v", got)
+				}
+			}
+		})
 	}
 }
 
