@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,30 +31,6 @@ const (
 	eventFile = "approval-request.json"
 )
 
-// fakeSecretsManager answers GetSecretValue in the Secrets Manager JSON
-// protocol for the secrets it holds.
-func fakeSecretsManager(t *testing.T, secrets map[string]string) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var in struct{ SecretId string }
-		body, _ := io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-		if r.Header.Get("X-Amz-Target") != "secretsmanager.GetSecretValue" || json.Unmarshal(body, &in) != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			io.WriteString(w, `{"__type": "InvalidRequestException", "message": "unexpected request"}`)
-			return
-		}
-		v, ok := secrets[in.SecretId]
-		if !ok {
-			w.WriteHeader(http.StatusBadRequest)
-			io.WriteString(w, `{"__type": "ResourceNotFoundException", "message": "Secrets Manager can't find the specified secret."}`)
-			return
-		}
-		json.NewEncoder(w).Encode(map[string]any{"ARN": in.SecretId, "Name": "stepline-approval-key", "SecretString": v, "VersionId": "v1"})
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
 
 func readEvent(t *testing.T, name string) map[string]any {
 	t.Helper()
@@ -109,7 +83,7 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 	endpoint := dynamotest.Endpoint(t)
 	client := dynamotest.Client(t)
 	table := dynamotest.NewTable(t, client)
-	sm := fakeSecretsManager(t, map[string]string{keyARN: rieKey})
+	sm := rietest.FakeSecretsManager(t, map[string]string{keyARN: rieKey})
 	hook := newHook(t, http.StatusOK)
 	bin := rietest.Build(t, ".")
 	e := rietest.Start(t, bin,

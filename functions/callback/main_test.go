@@ -41,30 +41,6 @@ const (
 
 var linkExpiry = time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// fakeSecretsManager answers GetSecretValue in the Secrets Manager JSON
-// protocol for the secrets it holds.
-func fakeSecretsManager(t *testing.T, secrets map[string]string) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var in struct{ SecretId string }
-		body, _ := io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-		if r.Header.Get("X-Amz-Target") != "secretsmanager.GetSecretValue" || json.Unmarshal(body, &in) != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			io.WriteString(w, `{"__type": "InvalidRequestException", "message": "unexpected request"}`)
-			return
-		}
-		v, ok := secrets[in.SecretId]
-		if !ok {
-			w.WriteHeader(http.StatusBadRequest)
-			io.WriteString(w, `{"__type": "ResourceNotFoundException", "message": "Secrets Manager can't find the specified secret."}`)
-			return
-		}
-		json.NewEncoder(w).Encode(map[string]any{"ARN": in.SecretId, "Name": "stepline-approval-key", "SecretString": v})
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
 
 // sfnCall is one request to the fake Step Functions.
 type sfnCall struct {
@@ -174,7 +150,7 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 	endpoint := dynamotest.Endpoint(t)
 	client := dynamotest.Client(t)
 	table := dynamotest.NewTable(t, client)
-	sm := fakeSecretsManager(t, map[string]string{keyARN: rieKey})
+	sm := rietest.FakeSecretsManager(t, map[string]string{keyARN: rieKey})
 	const expiredToken = "AQCEAAAAKgAAAAMAAAAAAAAAAUVYUElSRUQtVEFTSy1UT0tFTg=="
 	sf := newFakeStepFunctions(t, expiredToken)
 	st := dynamo.New(client, table)

@@ -29,30 +29,6 @@ func TestMain(m *testing.M) {
 
 const tokenARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:stepline-webhook-token-Gh7Jk2"
 
-// fakeSecretsManager answers GetSecretValue in the Secrets Manager JSON
-// protocol for the secrets it holds.
-func fakeSecretsManager(t *testing.T, secrets map[string]string) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var in struct{ SecretId string }
-		body, _ := io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-		if r.Header.Get("X-Amz-Target") != "secretsmanager.GetSecretValue" || json.Unmarshal(body, &in) != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			io.WriteString(w, `{"__type": "InvalidRequestException", "message": "unexpected request"}`)
-			return
-		}
-		v, ok := secrets[in.SecretId]
-		if !ok {
-			w.WriteHeader(http.StatusBadRequest)
-			io.WriteString(w, `{"__type": "ResourceNotFoundException", "message": "Secrets Manager can't find the specified secret."}`)
-			return
-		}
-		json.NewEncoder(w).Encode(map[string]any{"ARN": in.SecretId, "Name": "stepline-webhook-token", "SecretString": v})
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
 
 // execution is a StartExecution call the fake Step Functions took.
 type execution struct {
@@ -149,7 +125,7 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 	endpoint := dynamotest.Endpoint(t)
 	client := dynamotest.Client(t)
 	table := dynamotest.NewTable(t, client)
-	sm := fakeSecretsManager(t, map[string]string{tokenARN: testToken})
+	sm := rietest.FakeSecretsManager(t, map[string]string{tokenARN: testToken})
 	sf := newFakeStepFunctions(t)
 	machines, err := json.Marshal(testMachines)
 	if err != nil {
