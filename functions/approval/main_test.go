@@ -31,7 +31,6 @@ const (
 	eventFile = "approval-request.json"
 )
 
-
 func readEvent(t *testing.T, name string) map[string]any {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "events", "lambda", name))

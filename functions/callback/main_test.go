@@ -41,7 +41,6 @@ const (
 
 var linkExpiry = time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
 
-
 // sfnCall is one request to the fake Step Functions.
 type sfnCall struct {
 	Target string

@@ -29,7 +29,6 @@ func TestMain(m *testing.M) {
 
 const tokenARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:stepline-webhook-token-Gh7Jk2"
 
-
 // execution is a StartExecution call the fake Step Functions took.
 type execution struct {
 	StateMachineArn string `json:"stateMachineArn"`
