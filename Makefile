@@ -4,7 +4,7 @@
 GO        ?= go
 BIN       := bin
 NODE_BIN  := node_modules/.bin
-STATICCHECK_VERSION := 2025.1.1
+STATICCHECK_VERSION := v0.8.2
 
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20

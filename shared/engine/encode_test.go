@@ -30,7 +30,7 @@ func TestEncodeJSONMatchesEncodingJSON(t *testing.T) {
 	}{
 		{"null", nil},
 		{"booleans", []any{true, false}},
-		{"integers", []any{0.0, -0.0, 1.0, -42.0, 1e20, 123456789012345678.0}},
+		{"integers", []any{0.0, math.Copysign(0, -1), 1.0, -42.0, 1e20, 123456789012345678.0}},
 		{"fractions", []any{0.1, -2.5, 1.0 / 3, 0.000001, 123.456e-3}},
 		{"exponents", []any{1e21, 1e-7, -3.2e-9, 5e300, math.SmallestNonzeroFloat64, math.MaxFloat64}},
 		{"go integers", []any{3, int64(-7)}},
