@@ -43,6 +43,7 @@ const DefaultDedupWindow = pipeline.DefaultDedupWindowSeconds * time.Second
 // Store is what Accept needs of the run store.
 type Store interface {
 	ClaimDedup(ctx context.Context, pipeline, fingerprint, runID string, window time.Duration, now time.Time) (existing string, claimed bool, err error)
+	ReleaseDedup(ctx context.Context, pipeline, fingerprint, runID string) error
 	CreateRun(ctx context.Context, r store.Run) error
 	UpdateRun(ctx context.Context, id string, u store.RunUpdate) error
 }
@@ -249,6 +250,7 @@ func (in *Intake) Accept(ctx context.Context, req Request) (Decision, error) {
 		}
 	}
 
+	claimedKey := false
 	if dd := in.dedupFor(p); dd.Enabled && c.Fingerprint != "" {
 		existing, claimed, err := in.store.ClaimDedup(ctx, p.Name, c.Fingerprint, runID, dd.Window, received)
 		if err != nil {
@@ -262,6 +264,17 @@ func (in *Intake) Accept(ctx context.Context, req Request) (Decision, error) {
 			in.log.InfoContext(ctx, "event deduplicated", "pipeline", p.Name, "run", existing, "fingerprint", c.Fingerprint, "team", c.Team)
 			return d, nil
 		}
+		claimedKey = true
+	}
+	// A run that never starts gives its dedup claim up, so that the
+	// sender's retry of the same event is not deduplicated against it.
+	unclaim := func() {
+		if !claimedKey {
+			return
+		}
+		if err := in.store.ReleaseDedup(context.WithoutCancel(ctx), p.Name, c.Fingerprint, runID); err != nil {
+			in.log.ErrorContext(ctx, "release dedup claim", "run", runID, "error", err.Error())
+		}
 	}
 
 	run := store.Run{
@@ -270,10 +283,12 @@ func (in *Intake) Accept(ctx context.Context, req Request) (Decision, error) {
 	}
 	if err := in.store.CreateRun(ctx, run); err != nil {
 		release()
+		unclaim()
 		return Decision{}, fmt.Errorf("%s: %w", op, err)
 	}
 	if err := in.starter.Start(ctx, p, runID, c); err != nil {
 		release()
+		unclaim()
 		done := in.now()
 		// The request's context may be the reason Start failed; the record
 		// must still be closed.

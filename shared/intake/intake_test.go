@@ -523,6 +523,13 @@ func TestAcceptStartFailure(t *testing.T) {
 	if limit.Active() != 0 {
 		t.Errorf("the failed run holds room")
 	}
+	// The sender retries the same event once Step Functions recovers: the
+	// run that never started does not deduplicate it.
+	f.starter.err = nil
+	d, err := f.in.Accept(ctx, webhook("generic", readEvent(t, "generic-order.json")))
+	if err != nil || d.Status != StatusAccepted || d.RunID == runs[0].ID {
+		t.Fatalf("retry after a failed start: %+v %v", d, err)
+	}
 }
 
 func TestNewErrors(t *testing.T) {

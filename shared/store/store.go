@@ -111,11 +111,18 @@ type Store interface {
 	// and claimed=false. Otherwise runID takes the claim (claimed=true,
 	// existing=""). Claiming again for the run that holds the claim
 	// succeeds. The decision is atomic: of any number of concurrent
-	// claimers for one key, exactly one is told claimed=true. There is no
-	// release: a claim lapses when its run ends and the window has passed.
+	// claimers for one key, exactly one is told claimed=true. A claim lapses
+	// when its run ends and the window has passed, or at once when
+	// ReleaseDedup gives it up.
 	// Errors: ErrInvalid (empty pipeline, fingerprint or runID, negative
 	// window).
 	ClaimDedup(ctx context.Context, pipeline, fingerprint, runID string, window time.Duration, now time.Time) (existing string, claimed bool, err error)
+
+	// ReleaseDedup gives up runID's claim on (pipeline, fingerprint), for a
+	// run that never started: the next claimer takes the key at once. A
+	// claim held by another run is left alone (no error). Errors:
+	// ErrInvalid.
+	ReleaseDedup(ctx context.Context, pipeline, fingerprint, runID string) error
 }
 
 // Checkpointer keeps the local engine's execution state: the latest snapshot

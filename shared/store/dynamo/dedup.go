@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/store/internal/record"
 )
 
 // claimRounds bounds the claim loop. Every failed round means another
@@ -115,4 +116,33 @@ func (s *Store) getClaim(ctx context.Context, pk string) (map[string]types.Attri
 		return nil, err
 	}
 	return out.Item, nil
+}
+
+// ReleaseDedup implements store.Store: the claim is emptied (no holder,
+// claimed at the epoch) so that the next claimer takes it at once; a
+// conditional write, so a claim another run took meanwhile is left alone.
+func (s *Store) ReleaseDedup(ctx context.Context, pipeline, fingerprint, runID string) error {
+	if pipeline == "" || fingerprint == "" || runID == "" {
+		return fmt.Errorf("release dedup: %w: empty pipeline, fingerprint or run id", store.ErrInvalid)
+	}
+	pk := prefixDedup + escape(pipeline) + "#" + escape(fingerprint)
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      item{AttrPK: str(pk), AttrSK: str(skDedup)},
+		UpdateExpression:         aws.String("SET #run = :none, #at = :epoch"),
+		ConditionExpression:      aws.String("#run = :holder"),
+		ExpressionAttributeNames: map[string]string{"#run": aRunID, "#at": aClaimedAt},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":none":   str("-"),
+			":epoch":  str(record.FormatTime(time.Unix(0, 0).UTC())),
+			":holder": str(runID),
+		},
+	})
+	if _, ok := conditionFailed(err); ok {
+		return nil // not (or no longer) this run's claim
+	}
+	if err != nil {
+		return fmt.Errorf("release dedup for run %q: %w", runID, err)
+	}
+	return nil
 }

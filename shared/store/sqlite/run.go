@@ -331,3 +331,18 @@ func timePtr(s sql.NullString) (*time.Time, error) {
 	}
 	return &t, nil
 }
+
+// ReleaseDedup implements store.Store.
+func (s *Store) ReleaseDedup(ctx context.Context, pipeline, fingerprint, runID string) error {
+	if pipeline == "" || fingerprint == "" || runID == "" {
+		return fmt.Errorf("release dedup: %w: empty pipeline, fingerprint or run id", store.ErrInvalid)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM dedup WHERE pipeline = ? AND fingerprint = ? AND run_id = ?`, pipeline, fingerprint, runID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("release dedup for run %q: %w", runID, err)
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -189,4 +190,33 @@ func testClaimConcurrentTakeover(t *testing.T, s store.Store) {
 	createRuns(t, s, minimalRun("old", "p", t0))
 	must(t, s.UpdateRun(ctx, "old", store.RunUpdate{Status: store.RunCompleted, CompletedAt: tp(t0.Add(time.Minute))}))
 	claimRace(t, s, 50, "fp", t0.Add(time.Hour))
+}
+
+func testReleaseDedup(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	claim := func(run string) (string, bool) {
+		t.Helper()
+		existing, claimed, err := s.ClaimDedup(ctx, "p", "fp-release", run, time.Hour, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return existing, claimed
+	}
+	if _, ok := claim("first"); !ok {
+		t.Fatal("first claim refused")
+	}
+	// Another run's release leaves the claim alone.
+	must(t, s.ReleaseDedup(ctx, "p", "fp-release", "someone-else"))
+	if existing, ok := claim("second"); ok || existing != "first" {
+		t.Fatalf("claim after a stranger's release: existing %q claimed %v, want first's claim to hold", existing, ok)
+	}
+	// The holder's release (its run never started) frees the key at once.
+	must(t, s.ReleaseDedup(ctx, "p", "fp-release", "first"))
+	if existing, ok := claim("second"); !ok || existing != "" {
+		t.Fatalf("claim after release: existing %q claimed %v, want claimed", existing, ok)
+	}
+	if err := s.ReleaseDedup(ctx, "", "fp", "r"); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("release with an empty pipeline: %v, want ErrInvalid", err)
+	}
 }

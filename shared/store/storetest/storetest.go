@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ClaimDedup/invalid", testClaimInvalid},
 		{"ClaimDedup/concurrent claim", testClaimConcurrent},
 		{"ClaimDedup/concurrent takeover", testClaimConcurrentTakeover},
+		{"ReleaseDedup", testReleaseDedup},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
