@@ -318,11 +318,7 @@ func (h *handler) trigger(ctx context.Context, ev triggerEvent) (triggerResult, 
 	if c.Pipeline == "" {
 		return h.refuse(ctx, ev, "the event names no pipeline"), nil
 	}
-	body, err := genericBody(c)
-	if err != nil {
-		return h.refuse(ctx, ev, err.Error()), nil
-	}
-	d, err := h.events.Accept(ctx, intake.Request{Source: intake.SourceGeneric, Body: body})
+	d, err := h.events.Accept(ctx, intake.Request{Event: &c})
 	if err != nil {
 		if intake.HTTPStatus(err) >= 500 {
 			return triggerResult{}, fmt.Errorf("ingest trigger event %s: %w", ev.Event.ID, err)
@@ -335,33 +331,6 @@ func (h *handler) trigger(ctx context.Context, ev triggerEvent) (triggerResult, 
 func (h *handler) refuse(ctx context.Context, ev triggerEvent, reason string) triggerResult {
 	h.log.WarnContext(ctx, "trigger event refused", "pipeline", ev.Pipeline, "event", ev.Event.ID, "source", ev.Event.Source, "reason", reason)
 	return triggerResult{Status: StatusRefused, Pipeline: ev.Pipeline, Reason: reason}
-}
-
-// genericBody writes a normalized event as the generic webhook payload
-// that normalizes back to it: pipeline, source, severity, summary, labels,
-// fingerprint (as idempotency_key) and metadata (as data). The team and
-// the original raw payload are not carried.
-func genericBody(c intake.Context) ([]byte, error) {
-	body := map[string]any{
-		"pipeline": c.Pipeline,
-		"source":   c.Source,
-		"severity": c.Severity,
-		"summary":  c.Summary,
-	}
-	if len(c.Labels) > 0 {
-		body["labels"] = c.Labels
-	}
-	if c.Fingerprint != "" {
-		body["idempotency_key"] = c.Fingerprint
-	}
-	if len(c.Metadata) > 0 {
-		body["data"] = c.Metadata
-	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		return nil, fmt.Errorf("encode trigger: %w", err)
-	}
-	return b, nil
 }
 
 // sortedNames lists the pipelines of a router, for the start-up log.

@@ -153,6 +153,11 @@ type Request struct {
 	// checked only when one is given.
 	Manual       bool
 	PipelineName string
+	// Event, when set, is an event normalized already by a trusted
+	// producer (an EventBridge trigger): it is routed, deduplicated and
+	// gated as it is, with its team and raw payload, and no bearer token is
+	// asked for. Body and Source are ignored.
+	Event *Context
 }
 
 // Decision is what Accept did with an event.
@@ -192,9 +197,12 @@ func (in *Intake) Accept(ctx context.Context, req Request) (Decision, error) {
 	const op = "accept event"
 	received := in.now()
 
-	team, err := in.authenticate(req)
-	if err != nil {
-		return Decision{}, err
+	var team string
+	var err error
+	if req.Event == nil {
+		if team, err = in.authenticate(req); err != nil {
+			return Decision{}, err
+		}
 	}
 	if len(req.Body) > MaxBodyBytes {
 		return Decision{}, fmt.Errorf("%s: %w: %d bytes, limit %d", op, ErrTooLarge, len(req.Body), MaxBodyBytes)
@@ -206,11 +214,18 @@ func (in *Intake) Accept(ctx context.Context, req Request) (Decision, error) {
 		}
 	}
 
-	c, err := in.normalize(req, received)
-	if err != nil {
-		return Decision{}, err
+	var c Context
+	if req.Event != nil {
+		c = *req.Event
+		if c.ReceivedAt.IsZero() {
+			c.ReceivedAt = received
+		}
+	} else {
+		if c, err = in.normalize(req, received); err != nil {
+			return Decision{}, err
+		}
+		c.Team = team
 	}
-	c.Team = team
 
 	router := in.router.Load()
 	var p *pipeline.Pipeline

@@ -555,3 +555,32 @@ func TestNewErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestAcceptNormalizedEvent: an event a trusted producer normalized
+// (EventBridge) is routed and recorded as it is, team and raw included,
+// without a bearer token even when webhooks need one.
+func TestAcceptNormalizedEvent(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.Tokens = Tokens{"checkout": "tok-1"} })
+	ctx := context.Background()
+	ev := Context{Source: "generic", Labels: map[string]string{"event": "order.created"}, Summary: "order 7",
+		Fingerprint: "order-7", Team: "sales", Raw: json.RawMessage(`{"kept": true}`)}
+	d, err := f.in.Accept(ctx, Request{Event: &ev})
+	if err != nil || d.Status != StatusAccepted || d.Pipeline != "order-intake" {
+		t.Fatalf("decision %+v, %v", d, err)
+	}
+	run, err := f.store.GetRun(ctx, d.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trig Context
+	if err := json.Unmarshal(run.Trigger, &trig); err != nil {
+		t.Fatal(err)
+	}
+	if run.Team != "sales" || trig.Team != "sales" || string(trig.Raw) != `{"kept":true}` || trig.ReceivedAt.IsZero() {
+		t.Errorf("run team %q, trigger %+v", run.Team, trig)
+	}
+	// The same event again is deduplicated like any other.
+	if d2, err := f.in.Accept(ctx, Request{Event: &ev}); err != nil || d2.Status != StatusDeduplicated || d2.RunID != d.RunID {
+		t.Errorf("repeat: %+v %v", d2, err)
+	}
+}
