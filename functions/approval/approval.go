@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/pipeline"
-	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
@@ -159,30 +157,4 @@ func approvalTasks(next TaskHandler) TaskHandler {
 		ctx = withFacts(ctx, facts{pipeline: req.Pipeline, trigger: req.Trigger, steps: req.Steps})
 		return next(ctx, req)
 	}
-}
-
-// SecretReader reads a Secrets Manager secret (satisfied by
-// *secret.SecretsManager).
-type SecretReader interface {
-	GetSecretValue(ctx context.Context, id string) (secret.SecretValue, error)
-}
-
-// loadSigningKey reads the approval signing key: the secret's value, text
-// or binary, used as it is. Errors name the secret, never its value.
-func loadSigningKey(ctx context.Context, sm SecretReader, id string) ([]byte, error) {
-	if id == "" {
-		return nil, errors.New("signing key: no secret given")
-	}
-	v, err := sm.GetSecretValue(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("signing key %s: %w", id, err)
-	}
-	key := []byte(v.String)
-	if v.Binary != nil {
-		key = v.Binary
-	}
-	if err := (&approval.Signer{Key: key}).Check(); err != nil {
-		return nil, fmt.Errorf("signing key %s: %w", id, err)
-	}
-	return key, nil
 }

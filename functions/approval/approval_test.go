@@ -18,7 +18,6 @@ import (
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/pipeline"
-	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
 )
@@ -199,55 +198,6 @@ func TestApprovalTasks(t *testing.T) {
 			}
 			if seen.pipeline.Name != "deploy" || string(seen.trigger) != `{"source": "manual"}` {
 				t.Errorf("facts = %+v", seen)
-			}
-		})
-	}
-}
-
-type fakeSecrets map[string]secret.SecretValue
-
-func (f fakeSecrets) GetSecretValue(_ context.Context, id string) (secret.SecretValue, error) {
-	v, ok := f[id]
-	if !ok {
-		return secret.SecretValue{}, &secret.ResponseError{StatusCode: 400, Code: "ResourceNotFoundException"}
-	}
-	return v, nil
-}
-
-func TestLoadSigningKey(t *testing.T) {
-	sm := fakeSecrets{
-		"text":   {String: "a-long-enough-signing-key"},
-		"binary": {Binary: []byte("0123456789abcdef0123")},
-		"short":  {String: "tiny"},
-	}
-	tests := []struct {
-		id      string
-		want    string
-		wantErr error
-	}{
-		{id: "text", want: "a-long-enough-signing-key"},
-		{id: "binary", want: "0123456789abcdef0123"},
-		{id: "short", wantErr: approval.ErrNoKey},
-		{id: "missing"},
-		{id: ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.id, func(t *testing.T) {
-			key, err := loadSigningKey(context.Background(), sm, tc.id)
-			if tc.want != "" {
-				if err != nil || string(key) != tc.want {
-					t.Fatalf("key = %q, %v", key, err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatal("no error")
-			}
-			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
-				t.Errorf("err = %v, want %v", err, tc.wantErr)
-			}
-			if strings.Contains(err.Error(), "tiny") {
-				t.Errorf("the error shows the key: %v", err)
 			}
 		})
 	}

@@ -74,16 +74,21 @@ func main() {
 		fail("secrets", "err", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	key, err := loadSigningKey(ctx, sm, os.Getenv("APPROVAL_KEY_SECRET_ARN"))
+	key, err := approval.LoadKey(ctx, sm, os.Getenv("APPROVAL_KEY_SECRET_ARN"))
 	cancel()
 	if err != nil {
 		fail("APPROVAL_KEY_SECRET_ARN", "err", err)
+	}
+	sns, err := notify.NewSNS(cfg)
+	if err != nil {
+		logger.Error("sns", "err", err)
+		os.Exit(1)
 	}
 	client := &http.Client{}
 	notices := &notify.Dispatcher{
 		HTTP:    client,
 		Secrets: secrets,
-		SNS:     &notify.SNS{Config: cfg, Endpoint: awsenv.Endpoint(cfg, "SNS"), HTTP: client},
+		SNS:     sns,
 		Logger:  logger,
 	}
 	h := &steprun.Handler{

@@ -16,8 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
-	"github.com/stepline/stepline/shared/approval"
-	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/task"
 )
 
@@ -186,30 +184,4 @@ func resumeWith(c TaskSender) func(ctx context.Context, taskToken string, d task
 		}
 		return nil
 	}
-}
-
-// SecretReader reads a Secrets Manager secret (satisfied by
-// *secret.SecretsManager).
-type SecretReader interface {
-	GetSecretValue(ctx context.Context, id string) (secret.SecretValue, error)
-}
-
-// loadSigningKey reads the approval signing key: the secret's value, text
-// or binary, used as it is. Errors name the secret, never its value.
-func loadSigningKey(ctx context.Context, sm SecretReader, id string) ([]byte, error) {
-	if id == "" {
-		return nil, errors.New("signing key: no secret given")
-	}
-	v, err := sm.GetSecretValue(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("signing key %s: %w", id, err)
-	}
-	key := []byte(v.String)
-	if v.Binary != nil {
-		key = v.Binary
-	}
-	if err := (&approval.Signer{Key: key}).Check(); err != nil {
-		return nil, fmt.Errorf("signing key %s: %w", id, err)
-	}
-	return key, nil
 }

@@ -52,7 +52,7 @@ func main() {
 		fail("secrets", "err", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	key, err := loadSigningKey(ctx, sm, os.Getenv("APPROVAL_KEY_SECRET_ARN"))
+	key, err := approval.LoadKey(ctx, sm, os.Getenv("APPROVAL_KEY_SECRET_ARN"))
 	cancel()
 	if err != nil {
 		fail("APPROVAL_KEY_SECRET_ARN", "err", err)

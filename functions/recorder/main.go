@@ -102,6 +102,11 @@ func main() {
 	if err != nil {
 		fail("secrets", "err", err)
 	}
+	sns, err := notify.NewSNS(cfg)
+	if err != nil {
+		logger.Error("sns", "err", err)
+		os.Exit(1)
+	}
 	client := &http.Client{}
 	r := &Recorder{
 		Store:     dynamo.New(dynamodb.NewFromConfig(cfg), table),
@@ -109,7 +114,7 @@ func main() {
 		Notifications: &notify.Dispatcher{
 			HTTP:    client,
 			Secrets: secrets,
-			SNS:     &notify.SNS{Config: cfg, Endpoint: awsenv.Endpoint(cfg, "SNS"), HTTP: client},
+			SNS:     sns,
 			Logger:  logger,
 		},
 		Machines: machines,

@@ -83,6 +83,11 @@ func main() {
 		logger.Error("bedrock", "err", err)
 		os.Exit(1)
 	}
+	sns, err := notify.NewSNS(cfg)
+	if err != nil {
+		logger.Error("sns", "err", err)
+		os.Exit(1)
+	}
 	client := &http.Client{}
 	h := &steprun.Handler{
 		Store:     dynamo.New(dynamodb.NewFromConfig(cfg), table),
@@ -92,7 +97,7 @@ func main() {
 		Logger:    logger,
 		Pricing:   lazyPrices(os.Getenv("PRICE_TABLE"), logger),
 		// A step that ends its run sends the pipeline's notifications.
-		Notifications: &notify.Dispatcher{HTTP: client, Secrets: secrets, SNS: &notify.SNS{Config: cfg, Endpoint: awsenv.Endpoint(cfg, "SNS"), HTTP: client}, Logger: logger},
+		Notifications: &notify.Dispatcher{HTTP: client, Secrets: secrets, SNS: sns, Logger: logger},
 		Metrics:       &metrics.EMF{W: os.Stdout, Namespace: os.Getenv("METRIC_NAMESPACE")},
 	}
 	if bucket := os.Getenv("ARTIFACT_BUCKET"); bucket != "" {

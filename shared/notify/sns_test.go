@@ -28,7 +28,11 @@ func TestSNSPublish(t *testing.T) {
 		io.WriteString(w, `<PublishResponse><PublishResult><MessageId>m-1</MessageId></PublishResult></PublishResponse>`)
 	}))
 	defer srv.Close()
-	s := &SNS{Endpoint: srv.URL, Config: aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", "")}}
+	cfg := aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", ""), BaseEndpoint: aws.String(srv.URL)}
+	s, err := NewSNS(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	topic := "arn:aws:sns:eu-west-1:123456789012:ops"
 	if err := s.Publish(context.Background(), topic, "Run escalated:\nsre-alert-triage", "confidence 0.4 < 0.75"); err != nil {
 		t.Fatal(err)
@@ -39,7 +43,7 @@ func TestSNSPublish(t *testing.T) {
 	if !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKID/") || !strings.Contains(auth, "/eu-west-1/sns/aws4_request") {
 		t.Errorf("authorization: %q", auth)
 	}
-	err := s.Publish(context.Background(), "arn:aws:sns:eu-west-1:123456789012:missing", "", "x")
+	err = s.Publish(context.Background(), "arn:aws:sns:eu-west-1:123456789012:missing", "", "x")
 	if err == nil || !strings.Contains(err.Error(), "NotFound: Topic does not exist") {
 		t.Errorf("error: %v", err)
 	}
