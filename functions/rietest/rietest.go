@@ -26,6 +26,7 @@ import (
 // Emulator is one running emulator with its bootstrap.
 type Emulator struct {
 	URL  string // the invocation endpoint
+	addr string // host:port the emulator listens on
 	cmd  *exec.Cmd
 	out  *lockedBuffer
 	done chan struct{}
@@ -74,51 +75,86 @@ func Build(t testing.TB, pkg string) string {
 
 // Start runs bootstrap under the emulator with env added to the process
 // environment, on free loopback ports. The emulator stops when the test
-// ends.
+// ends. Test packages run in parallel, so a port found free can be taken
+// before the emulator binds it; an emulator that exits before it listens
+// is started again on other ports.
 func Start(t testing.TB, bootstrap string, env ...string) *Emulator {
 	t.Helper()
 	rie := find(t)
+	var failure string
+	for range 3 {
+		e, err := start(rie, bootstrap, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.listening() {
+			t.Cleanup(func() {
+				e.stop()
+				if t.Failed() {
+					t.Logf("emulator output:\n%s", e.out.String())
+				}
+			})
+			return e
+		}
+		e.stop()
+		failure = e.out.String()
+	}
+	t.Fatalf("the emulator did not start: %s", failure)
+	return nil
+}
+
+func start(rie, bootstrap string, env []string) (*Emulator, error) {
 	api, err := freePort()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	port, err := freePort()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cmd := exec.Command(rie,
 		"--runtime-interface-emulator-address", fmt.Sprintf("127.0.0.1:%d", port),
 		"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", api),
 		bootstrap)
 	cmd.Env = append(os.Environ(), env...)
-	e := &Emulator{URL: fmt.Sprintf("http://127.0.0.1:%d/2015-03-31/functions/function/invocations", port), cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
+	e := &Emulator{URL: fmt.Sprintf("http://127.0.0.1:%d/2015-03-31/functions/function/invocations", port), addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = e.out, e.out
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start emulator: %v", err)
+		return nil, fmt.Errorf("start emulator: %w", err)
 	}
 	go func() { cmd.Wait(); close(e.done) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-e.done
-		if t.Failed() {
-			t.Logf("emulator output:\n%s", e.out.String())
-		}
-	})
+	return e, nil
+}
+
+// listening waits up to 20 s for the emulator to accept connections. It
+// reports false when the process exits first or never listens.
+func (e *Emulator) listening() bool {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond)
+		c, err := net.DialTimeout("tcp", e.addr, 200*time.Millisecond)
 		if err == nil {
 			c.Close()
-			return e
+			// Another package's emulator may hold the port: ours, unable
+			// to bind, is then exiting.
+			select {
+			case <-e.done:
+				return false
+			case <-time.After(50 * time.Millisecond):
+				return true
+			}
 		}
 		select {
 		case <-e.done:
-			t.Fatalf("emulator exited: %s", e.out.String())
+			return false
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	t.Fatalf("emulator did not listen within 20 s: %s", e.out.String())
-	return nil
+	return false
+}
+
+func (e *Emulator) stop() {
+	e.cmd.Process.Kill()
+	<-e.done
 }
 
 // Invoke sends one event and waits for the answer. The emulator takes one
