@@ -137,6 +137,10 @@ type Request struct {
 	Body       []byte
 	// MaxBody bounds the answer body read; 0 means DefaultMaxBody.
 	MaxBody int64
+	// Verify, when set, checks a 2xx answer before Do returns it (a
+	// checksum, say). An answer it rejects counts as a failed attempt that
+	// a retry may fix; the last one's error is returned.
+	Verify func(*Response) error
 }
 
 // Response is a successful (2xx) answer, read whole.
@@ -202,7 +206,13 @@ func (c *Client) send(ctx context.Context, req Request, payloadHash string) (res
 	if int64(len(body)) > limit {
 		return nil, false, fmt.Errorf("%s %s: %w (more than %d bytes)", req.Method, r.URL.Redacted(), ErrBodyTooLarge, limit)
 	}
-	return &Response{StatusCode: hr.StatusCode, Header: hr.Header, Body: body}, false, nil
+	resp = &Response{StatusCode: hr.StatusCode, Header: hr.Header, Body: body}
+	if req.Verify != nil {
+		if err := req.Verify(resp); err != nil {
+			return nil, true, fmt.Errorf("%s %s: %w", req.Method, r.URL.Redacted(), err)
+		}
+	}
+	return resp, false, nil
 }
 
 // request builds and signs the HTTP request of one attempt.
@@ -294,6 +304,10 @@ type ResponseError struct {
 	StatusCode int
 	Code       string
 	Message    string
+	// Body is the answer's body, up to the request's bound. Some errors
+	// carry data besides the message (DynamoDB's failed condition can
+	// return the item); Error never includes it.
+	Body []byte
 }
 
 var _ smithy.APIError = (*ResponseError)(nil)
@@ -329,7 +343,8 @@ func (e *ResponseError) ErrorFault() smithy.ErrorFault {
 // throttled reports whether the answer asks the caller to slow down.
 func (e *ResponseError) throttled() bool {
 	switch e.Code {
-	case "TooManyUpdates", "TooManyRequestsException", "RequestLimitExceeded", "SlowDown":
+	case "TooManyUpdates", "TooManyRequestsException", "RequestLimitExceeded", "SlowDown",
+		"ProvisionedThroughputExceededException":
 		return true
 	}
 	return strings.Contains(e.Code, "Throttl") || e.StatusCode == http.StatusTooManyRequests
@@ -351,6 +366,7 @@ func retryable(e *ResponseError) bool {
 func responseError(resp *http.Response, limit int64) *ResponseError {
 	e := &ResponseError{StatusCode: resp.StatusCode}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, limit))
+	e.Body = raw
 	raw = bytes.TrimSpace(raw)
 	var code string
 	switch {

@@ -214,6 +214,8 @@ func TestDoRetries(t *testing.T) {
 		{name: "request timeout then success", handlers: []http.HandlerFunc{reply(408, `{"__type":"RequestTimeoutException"}`), reply(200, `{}`)}, requests: 2, ok: true},
 		{name: "client error is final", handlers: []http.HandlerFunc{reply(400, `{"__type":"ValidationException","message":"bad"}`)}, requests: 1, code: "ValidationException"},
 		{name: "not found is final", handlers: []http.HandlerFunc{reply(404, `<Error><Code>NoSuchKey</Code></Error>`)}, requests: 1, code: "NoSuchKey"},
+		{name: "DynamoDB throughput exceeded", handlers: []http.HandlerFunc{reply(400, `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException"}`), reply(200, `{}`)}, requests: 2, ok: true},
+		{name: "DynamoDB failed condition is final", handlers: []http.HandlerFunc{reply(400, `{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException"}`)}, requests: 1, code: "ConditionalCheckFailedException"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -242,6 +244,49 @@ func TestDoRetries(t *testing.T) {
 			var re *ResponseError
 			if !errors.As(err, &re) || re.Code != c.code {
 				t.Fatalf("err = %v, want a ResponseError %q", err, c.code)
+			}
+		})
+	}
+}
+
+func TestDoVerify(t *testing.T) {
+	errBad := errors.New("checksum mismatch")
+	verify := func(r *Response) error {
+		if string(r.Body) != "good" {
+			return errBad
+		}
+		return nil
+	}
+	cases := []struct {
+		name     string
+		bodies   []string
+		requests int
+		ok       bool
+	}{
+		{"accepted at once", []string{"good"}, 1, true},
+		{"rejected, then accepted", []string{"bad", "good"}, 2, true},
+		{"rejected every time", []string{"bad"}, DefaultMaxAttempts, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var hs []http.HandlerFunc
+			for _, b := range c.bodies {
+				hs = append(hs, reply(200, b))
+			}
+			f := newFake(t, hs...)
+			cfg := testConfig(f.URL)
+			cfg.RetryMaxAttempts = 0
+			cl, _ := New(cfg, testService)
+			cl.Backoff = func(int) time.Duration { return 0 }
+			resp, err := cl.Do(context.Background(), Request{Method: "POST", Path: "/", Verify: verify})
+			if n := len(f.seen()); n != c.requests {
+				t.Errorf("%d requests, want %d", n, c.requests)
+			}
+			switch {
+			case c.ok && (err != nil || string(resp.Body) != "good"):
+				t.Errorf("Do = %v, %v; want the good answer", resp, err)
+			case !c.ok && !errors.Is(err, errBad):
+				t.Errorf("err = %v, want the verification's error", err)
 			}
 		})
 	}
@@ -323,6 +368,12 @@ func TestResponseError(t *testing.T) {
 			e := responseError(&http.Response{StatusCode: c.status, Header: h, Body: io.NopCloser(strings.NewReader(c.body))}, 1<<20)
 			if e.StatusCode != c.status || e.Code != c.code || e.Message != c.message {
 				t.Errorf("= %+v, want %d %q %q", e, c.status, c.code, c.message)
+			}
+			if string(e.Body) != c.body {
+				t.Errorf("Body = %q, want the answer's body %q", e.Body, c.body)
+			}
+			if c.body != "" && strings.Contains(e.Error(), c.body) {
+				t.Errorf("Error() = %q repeats the body", e.Error())
 			}
 			var api smithy.APIError = e
 			if api.ErrorCode() != c.code {
