@@ -10,8 +10,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/stepline/stepline/shared/store/dynamo"
@@ -20,34 +18,29 @@ import (
 // addData adds the run store's table and the artifact bucket with its
 // access-log bucket.
 func (b *builder) addData() {
-	def := dynamo.TableDefinition("stepline")
-	key := func(ks []types.KeySchemaElement, kind types.KeyType) *awsdynamodb.Attribute {
-		for _, k := range ks {
-			if k.KeyType == kind {
-				return &awsdynamodb.Attribute{Name: k.AttributeName, Type: awsdynamodb.AttributeType_STRING}
-			}
-		}
-		return nil
+	def := dynamo.Schema()
+	key := func(name string) *awsdynamodb.Attribute {
+		return &awsdynamodb.Attribute{Name: jsii.String(name), Type: awsdynamodb.AttributeType_STRING}
 	}
 	b.table = awsdynamodb.NewTable(b.stack, jsii.String("Table"), &awsdynamodb.TableProps{
-		PartitionKey: key(def.KeySchema, types.KeyTypeHash),
-		SortKey:      key(def.KeySchema, types.KeyTypeRange),
+		PartitionKey: key(def.PartitionKey),
+		SortKey:      key(def.SortKey),
 		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
-		TimeToLiveAttribute: jsii.String(dynamo.AttrTTL),
+		TimeToLiveAttribute: jsii.String(def.TTLAttribute),
 		Encryption:          awsdynamodb.TableEncryption_AWS_MANAGED,
 		DeletionProtection:  jsii.Bool(true),
 		RemovalPolicy:       awscdk.RemovalPolicy_RETAIN,
 	})
-	for _, g := range def.GlobalSecondaryIndexes {
+	for _, g := range def.Indexes {
 		b.table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
-			IndexName:        g.IndexName,
-			PartitionKey:     key(g.KeySchema, types.KeyTypeHash),
-			SortKey:          key(g.KeySchema, types.KeyTypeRange),
+			IndexName:        jsii.String(g.Name),
+			PartitionKey:     key(g.PartitionKey),
+			SortKey:          key(g.SortKey),
 			ProjectionType:   awsdynamodb.ProjectionType_INCLUDE,
-			NonKeyAttributes: jsii.Strings(g.Projection.NonKeyAttributes...),
+			NonKeyAttributes: jsii.Strings(g.NonKeyAttributes...),
 		})
 	}
 
@@ -130,10 +123,9 @@ func (b *builder) addShared() {
 // table and its two indexes; nothing else, no Scan, no DeleteItem.
 func (b *builder) tableAccess() awsiam.PolicyStatement {
 	arn := *b.table.TableArn()
-	def := dynamo.TableDefinition("stepline")
 	resources := []string{arn}
-	for _, g := range def.GlobalSecondaryIndexes {
-		resources = append(resources, arn+"/index/"+aws.ToString(g.IndexName))
+	for _, g := range dynamo.Schema().Indexes {
+		resources = append(resources, arn+"/index/"+g.Name)
 	}
 	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("RunStore"),

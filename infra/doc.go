@@ -6,7 +6,7 @@
 // # Resources
 //
 //   - DynamoDB table: the run store of shared/store/dynamo, mirrored from
-//     dynamo.TableDefinition (keys PK/SK, indexes GSI1 and GSI2 with their
+//     dynamo.Schema (keys PK/SK, indexes GSI1 and GSI2 with their
 //     INCLUDE projection), on demand, point-in-time recovery, TTL on "ttl",
 //     deletion protection, retained.
 //   - S3 bucket for artifacts: SSE-S3, public access blocked, TLS only,

@@ -31,7 +31,7 @@ func TestTable(t *testing.T) {
 	}
 	// The table mirrors the store's own definition: keys, attribute
 	// types, indexes and their projections.
-	def := dynamo.TableDefinition("x")
+	def := dynamo.Schema()
 	keys := func(v any) string {
 		var parts []string
 		for _, k := range list(v) {
@@ -40,7 +40,7 @@ func TestTable(t *testing.T) {
 		}
 		return strings.Join(parts, ",")
 	}
-	if got, want := keys(p["KeySchema"]), *def.KeySchema[0].AttributeName+"/HASH,"+*def.KeySchema[1].AttributeName+"/RANGE"; got != want {
+	if got, want := keys(p["KeySchema"]), def.PartitionKey+"/HASH,"+def.SortKey+"/RANGE"; got != want {
 		t.Errorf("KeySchema = %s, want %s", got, want)
 	}
 	var attrs []string
@@ -49,8 +49,8 @@ func TestTable(t *testing.T) {
 		attrs = append(attrs, str(m["AttributeName"])+":"+str(m["AttributeType"]))
 	}
 	var wantAttrs []string
-	for _, a := range def.AttributeDefinitions {
-		wantAttrs = append(wantAttrs, *a.AttributeName+":"+string(a.AttributeType))
+	for _, a := range def.KeyAttributes() {
+		wantAttrs = append(wantAttrs, a+":S")
 	}
 	sort.Strings(attrs)
 	sort.Strings(wantAttrs)
@@ -62,25 +62,25 @@ func TestTable(t *testing.T) {
 		m := g.(map[string]any)
 		gsis[str(m["IndexName"])] = m
 	}
-	if len(gsis) != len(def.GlobalSecondaryIndexes) {
-		t.Fatalf("%d indexes, want %d", len(gsis), len(def.GlobalSecondaryIndexes))
+	if len(gsis) != len(def.Indexes) {
+		t.Fatalf("%d indexes, want %d", len(gsis), len(def.Indexes))
 	}
-	for _, want := range def.GlobalSecondaryIndexes {
-		g, ok := gsis[*want.IndexName]
+	for _, want := range def.Indexes {
+		g, ok := gsis[want.Name]
 		if !ok {
-			t.Errorf("index %s missing", *want.IndexName)
+			t.Errorf("index %s missing", want.Name)
 			continue
 		}
-		wantKeys := *want.KeySchema[0].AttributeName + "/HASH," + *want.KeySchema[1].AttributeName + "/RANGE"
+		wantKeys := want.PartitionKey + "/HASH," + want.SortKey + "/RANGE"
 		if got := keys(g["KeySchema"]); got != wantKeys {
-			t.Errorf("index %s keys = %s, want %s", *want.IndexName, got, wantKeys)
+			t.Errorf("index %s keys = %s, want %s", want.Name, got, wantKeys)
 		}
 		proj := g["Projection"].(map[string]any)
 		got := strs(list(proj["NonKeyAttributes"]))
 		wantAttrs := append([]string(nil), dynamo.ProjectedAttributes()...)
 		sort.Strings(wantAttrs)
 		if proj["ProjectionType"] != "INCLUDE" || !reflect.DeepEqual(got, wantAttrs) {
-			t.Errorf("index %s projection = %v %v, want INCLUDE %v", *want.IndexName, proj["ProjectionType"], got, wantAttrs)
+			t.Errorf("index %s projection = %v %v, want INCLUDE %v", want.Name, proj["ProjectionType"], got, wantAttrs)
 		}
 	}
 }

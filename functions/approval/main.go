@@ -33,7 +33,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/awsenv"
@@ -91,8 +90,13 @@ func main() {
 		SNS:     sns,
 		Logger:  logger,
 	}
+	db, err := dynamo.NewClient(cfg)
+	if err != nil {
+		logger.Error("dynamodb", "err", err)
+		os.Exit(1)
+	}
 	h := &steprun.Handler{
-		Store: dynamo.New(dynamodb.NewFromConfig(cfg), table),
+		Store: dynamo.New(db, table),
 		Notifier: &linkNotifier{
 			links:         &approval.Service{Signer: &approval.Signer{Key: key}},
 			baseURL:       baseURL,

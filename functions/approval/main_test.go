@@ -81,7 +81,7 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 	}
 	endpoint := dynamotest.Endpoint(t)
 	client := dynamotest.Client(t)
-	table := dynamotest.NewTable(t, client)
+	table := dynamotest.NewTable(t)
 	sm := rietest.FakeSecretsManager(t, map[string]string{keyARN: rieKey})
 	hook := newHook(t, http.StatusOK)
 	bin := rietest.Build(t, ".")

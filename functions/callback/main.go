@@ -24,7 +24,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/stepline/stepline/shared/approval"
@@ -57,8 +56,12 @@ func main() {
 	if err != nil {
 		fail("APPROVAL_KEY_SECRET_ARN", "err", err)
 	}
+	db, err := dynamo.NewClient(cfg)
+	if err != nil {
+		fail("dynamodb", "err", err)
+	}
 	svc := &approval.Service{
-		Store:    dynamo.New(dynamodb.NewFromConfig(cfg), table),
+		Store:    dynamo.New(db, table),
 		Signer:   &approval.Signer{Key: key},
 		Complete: resumeWith(sfn.NewFromConfig(cfg)),
 		Logger:   logger,

@@ -148,7 +148,7 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 	}
 	endpoint := dynamotest.Endpoint(t)
 	client := dynamotest.Client(t)
-	table := dynamotest.NewTable(t, client)
+	table := dynamotest.NewTable(t)
 	sm := rietest.FakeSecretsManager(t, map[string]string{keyARN: rieKey})
 	const expiredToken = "AQCEAAAAKgAAAAMAAAAAAAAAAUVYUElSRUQtVEFTSy1UT0tFTg=="
 	sf := newFakeStepFunctions(t, expiredToken)

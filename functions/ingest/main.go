@@ -49,7 +49,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/stepline/stepline/shared/awsenv"
@@ -111,7 +110,11 @@ func main() {
 		// The parse error may quote the secret: say where, not what.
 		fail("WEBHOOK_TOKEN_SECRET_ARN: the secret holds no usable token list (want a token, team=token pairs or a JSON object)", "secret", tokenARN)
 	}
-	st := dynamo.New(dynamodb.NewFromConfig(cfg), table)
+	db, err := dynamo.NewClient(cfg)
+	if err != nil {
+		fail("dynamodb", "err", err)
+	}
+	st := dynamo.New(db, table)
 	start := starter{sfn: sfn.NewFromConfig(cfg), machines: machines}
 	webhooks, err := intake.New(intake.Config{Router: router, Store: st, Starter: start, Tokens: tokens, Logger: logger})
 	if err != nil {

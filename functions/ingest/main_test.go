@@ -123,7 +123,7 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 	}
 	endpoint := dynamotest.Endpoint(t)
 	client := dynamotest.Client(t)
-	table := dynamotest.NewTable(t, client)
+	table := dynamotest.NewTable(t)
 	sm := rietest.FakeSecretsManager(t, map[string]string{tokenARN: testToken})
 	sf := newFakeStepFunctions(t)
 	machines, err := json.Marshal(testMachines)

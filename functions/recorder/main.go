@@ -45,7 +45,6 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/stepline/stepline/shared/awsenv"
@@ -108,8 +107,12 @@ func main() {
 		os.Exit(1)
 	}
 	client := &http.Client{}
+	db, err := dynamo.NewClient(cfg)
+	if err != nil {
+		fail("dynamodb", "err", err)
+	}
 	r := &Recorder{
-		Store:     dynamo.New(dynamodb.NewFromConfig(cfg), table),
+		Store:     dynamo.New(db, table),
 		Pipelines: definitions{sfn: sfn.NewFromConfig(cfg)},
 		Notifications: &notify.Dispatcher{
 			HTTP:    client,

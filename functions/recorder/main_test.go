@@ -110,7 +110,7 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 	}
 	endpoint := dynamotest.Endpoint(t)
 	client := dynamotest.Client(t)
-	table := dynamotest.NewTable(t, client)
+	table := dynamotest.NewTable(t)
 	hook := newRecorded(t, func(w http.ResponseWriter, _ string, _ []byte) { w.WriteHeader(http.StatusNoContent) })
 	sf := fakeStepFunctions(t, compiled(t, hook.srv.URL+"/escalate"))
 	st := dynamo.New(client, table)

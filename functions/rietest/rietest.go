@@ -157,6 +157,10 @@ func (e *Emulator) stop() {
 	<-e.done
 }
 
+// Stop stops the emulator and its function now rather than when the test
+// ends. Stopping twice is harmless.
+func (e *Emulator) Stop() { e.stop() }
+
 // Invoke sends one event and waits for the answer. The emulator takes one
 // invocation at a time.
 func (e *Emulator) Invoke(t testing.TB, event []byte) Result {

@@ -17,9 +17,10 @@
 // AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE> overrides), not through
 // the SDK's config package, whose credential chain the function never
 // needs and whose package initialisers slow every cold start. For the same
-// reason Bedrock and S3 are called through package shared/awsrest rather
-// than the SDK's service clients, and the price table is parsed when the
-// first call is priced, not at start-up.
+// reason Bedrock and S3 are called through package shared/awsrest and
+// DynamoDB through the store's own client (dynamo.NewClient) rather than
+// the SDK's service clients, and the price table is parsed when the first
+// call is priced, not at start-up.
 package main
 
 import (
@@ -28,7 +29,6 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/awsrest"
@@ -89,8 +89,13 @@ func main() {
 		os.Exit(1)
 	}
 	client := &http.Client{}
+	db, err := dynamo.NewClient(cfg)
+	if err != nil {
+		logger.Error("dynamodb", "err", err)
+		os.Exit(1)
+	}
 	h := &steprun.Handler{
-		Store:     dynamo.New(dynamodb.NewFromConfig(cfg), table),
+		Store:     dynamo.New(db, table),
 		Executors: executor.NewRegistry(executor.Deps{HTTP: client, Secrets: secrets, Bedrock: bedrock, Logger: logger}),
 		HTTP:      client,
 		Secrets:   secrets,

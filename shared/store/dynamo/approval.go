@@ -5,10 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/internal/record"
 )
@@ -22,10 +18,10 @@ func (s *Store) CreateApproval(ctx context.Context, a store.Approval) error {
 	if err != nil {
 		return fmt.Errorf("create approval: %w", err)
 	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                aws.String(s.table),
+	_, err = s.db.PutItem(ctx, &PutItemInput{
+		TableName:                s.table,
 		Item:                     approvalItem(a),
-		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+		ConditionExpression:      "attribute_not_exists(#pk)",
 		ExpressionAttributeNames: map[string]string{"#pk": AttrPK},
 	})
 	if _, ok := conditionFailed(err); ok {
@@ -39,10 +35,10 @@ func (s *Store) CreateApproval(ctx context.Context, a store.Approval) error {
 
 // GetApproval implements store.Store: one strongly consistent GetItem.
 func (s *Store) GetApproval(ctx context.Context, id string) (store.Approval, error) {
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(s.table),
+	out, err := s.db.GetItem(ctx, &GetItemInput{
+		TableName:      s.table,
 		Key:            key(prefixApproval+escape(id), skApproval),
-		ConsistentRead: aws.Bool(true),
+		ConsistentRead: true,
 	})
 	if err != nil {
 		return store.Approval{}, fmt.Errorf("get approval: %w", err)
@@ -64,22 +60,22 @@ func (s *Store) DecideApproval(ctx context.Context, id string, d store.Decision,
 	if err := store.CheckDecision(id, d, by); err != nil {
 		return store.Approval{}, fmt.Errorf("decide approval: %w", err)
 	}
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(s.table),
+	out, err := s.db.UpdateItem(ctx, &UpdateItemInput{
+		TableName:           s.table,
 		Key:                 key(prefixApproval+escape(id), skApproval),
-		UpdateExpression:    aws.String("SET #decision = :decision, #by = :by, #at = :at"),
-		ConditionExpression: aws.String("attribute_exists(#pk) AND attribute_not_exists(#decision) AND #expires > :now"),
+		UpdateExpression:    "SET #decision = :decision, #by = :by, #at = :at",
+		ConditionExpression: "attribute_exists(#pk) AND attribute_not_exists(#decision) AND #expires > :now",
 		ExpressionAttributeNames: map[string]string{
 			"#pk": AttrPK, "#decision": aDecision, "#by": aDecidedBy, "#at": aDecidedAt, "#expires": aExpiresAt,
 		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":decision": str(string(d)),
-			":by":       str(by),
-			":at":       str(record.FormatTime(now)),
-			":now":      str(record.FormatTime(now)),
+		ExpressionAttributeValues: Item{
+			":decision": S(string(d)),
+			":by":       S(by),
+			":at":       S(record.FormatTime(now)),
+			":now":      S(record.FormatTime(now)),
 		},
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnValues:                        ReturnAllNew,
+		ReturnValuesOnConditionCheckFailure: ReturnAllOld,
 	})
 	if old, ok := conditionFailed(err); ok {
 		if old == nil {

@@ -6,10 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/internal/record"
 )
@@ -33,9 +29,9 @@ func (s *Store) ClaimDedup(ctx context.Context, pipeline, fingerprint, runID str
 		return "", false, fmt.Errorf("claim dedup: %w", err)
 	}
 	pk := prefixDedup + escape(pipeline) + "#" + escape(fingerprint)
-	claim := item{
-		AttrPK:  str(pk),
-		AttrSK:  str(skDedup),
+	claim := Item{
+		AttrPK:  S(pk),
+		AttrSK:  S(skDedup),
 		AttrTTL: num(now.Add(window + DedupRetention).Unix()),
 	}
 	claim.s(aPipeline, pipeline)
@@ -43,12 +39,12 @@ func (s *Store) ClaimDedup(ctx context.Context, pipeline, fingerprint, runID str
 	claim.s(aRunID, runID)
 	claim.t(aClaimedAt, &now)
 
-	put := &dynamodb.PutItemInput{
-		TableName:                           aws.String(s.table),
+	put := &PutItemInput{
+		TableName:                           s.table,
 		Item:                                claim,
-		ConditionExpression:                 aws.String("attribute_not_exists(#pk)"),
+		ConditionExpression:                 "attribute_not_exists(#pk)",
 		ExpressionAttributeNames:            map[string]string{"#pk": AttrPK},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnValuesOnConditionCheckFailure: ReturnAllOld,
 	}
 	for range claimRounds {
 		_, err := s.db.PutItem(ctx, put)
@@ -85,14 +81,14 @@ func (s *Store) ClaimDedup(ctx context.Context, pipeline, fingerprint, runID str
 			return holder, false, nil
 		}
 		// Take the lapsed claim over, if it is still the one judged.
-		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName:                aws.String(s.table),
+		_, err = s.db.PutItem(ctx, &PutItemInput{
+			TableName:                s.table,
 			Item:                     claim,
-			ConditionExpression:      aws.String("#run = :holder AND #at = :at"),
+			ConditionExpression:      "#run = :holder AND #at = :at",
 			ExpressionAttributeNames: map[string]string{"#run": aRunID, "#at": aClaimedAt},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":holder": str(holder),
-				":at":     str(at),
+			ExpressionAttributeValues: Item{
+				":holder": S(holder),
+				":at":     S(at),
 			},
 		})
 		if err == nil {
@@ -106,11 +102,11 @@ func (s *Store) ClaimDedup(ctx context.Context, pipeline, fingerprint, runID str
 	return "", false, fmt.Errorf("claim dedup for run %q: %w", runID, errContention)
 }
 
-func (s *Store) getClaim(ctx context.Context, pk string) (map[string]types.AttributeValue, error) {
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(s.table),
+func (s *Store) getClaim(ctx context.Context, pk string) (Item, error) {
+	out, err := s.db.GetItem(ctx, &GetItemInput{
+		TableName:      s.table,
 		Key:            key(pk, skDedup),
-		ConsistentRead: aws.Bool(true),
+		ConsistentRead: true,
 	})
 	if err != nil {
 		return nil, err
@@ -126,16 +122,16 @@ func (s *Store) ReleaseDedup(ctx context.Context, pipeline, fingerprint, runID s
 		return fmt.Errorf("release dedup: %w: empty pipeline, fingerprint or run id", store.ErrInvalid)
 	}
 	pk := prefixDedup + escape(pipeline) + "#" + escape(fingerprint)
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      item{AttrPK: str(pk), AttrSK: str(skDedup)},
-		UpdateExpression:         aws.String("SET #run = :none, #at = :epoch"),
-		ConditionExpression:      aws.String("#run = :holder"),
+	_, err := s.db.UpdateItem(ctx, &UpdateItemInput{
+		TableName:                s.table,
+		Key:                      Item{AttrPK: S(pk), AttrSK: S(skDedup)},
+		UpdateExpression:         "SET #run = :none, #at = :epoch",
+		ConditionExpression:      "#run = :holder",
 		ExpressionAttributeNames: map[string]string{"#run": aRunID, "#at": aClaimedAt},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":none":   str("-"),
-			":epoch":  str(record.FormatTime(time.Unix(0, 0).UTC())),
-			":holder": str(runID),
+		ExpressionAttributeValues: Item{
+			":none":   S("-"),
+			":epoch":  S(record.FormatTime(time.Unix(0, 0).UTC())),
+			":holder": S(runID),
 		},
 	})
 	if _, ok := conditionFailed(err); ok {

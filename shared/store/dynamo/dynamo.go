@@ -6,9 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/stepline/stepline/shared/store"
 )
 
@@ -54,13 +51,13 @@ const (
 	skDedup        = "DEDUP"
 )
 
-// API is the part of the DynamoDB client the store uses;
-// *dynamodb.Client implements it.
+// API is the DynamoDB access the store needs; *Client implements it. A
+// failed condition is reported as a *ConditionFailedError.
 type API interface {
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	PutItem(ctx context.Context, in *PutItemInput) (*PutItemOutput, error)
+	GetItem(ctx context.Context, in *GetItemInput) (*GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *UpdateItemInput) (*UpdateItemOutput, error)
+	Query(ctx context.Context, in *QueryInput) (*QueryOutput, error)
 }
 
 // Store is the DynamoDB store: one table holding runs, step records,
@@ -88,20 +85,16 @@ func escape(s string) string {
 
 func runPK(id string) string { return prefixRun + escape(id) }
 
-func key(pk, sk string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{AttrPK: str(pk), AttrSK: str(sk)}
+func key(pk, sk string) Item {
+	return Item{AttrPK: S(pk), AttrSK: S(sk)}
 }
 
 // conditionFailed reports whether err is a failed condition, and returns the
 // item the failure carried back (nil when absent or not asked for).
-func conditionFailed(err error) (map[string]types.AttributeValue, bool) {
-	var cf *types.ConditionalCheckFailedException
+func conditionFailed(err error) (Item, bool) {
+	var cf *ConditionFailedError
 	if errors.As(err, &cf) {
 		return cf.Item, true
 	}
 	return nil, false
 }
-
-// Attribute value constructors.
-
-func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }

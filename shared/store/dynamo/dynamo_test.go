@@ -9,10 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/dynamo"
 	"github.com/stepline/stepline/shared/store/dynamo/dynamotest"
@@ -28,7 +24,7 @@ func TestMain(m *testing.M) {
 func TestConformance(t *testing.T) {
 	c := dynamotest.Client(t)
 	storetest.Run(t, func(t *testing.T) store.Store {
-		return dynamo.New(c, dynamotest.NewTable(t, c))
+		return dynamo.New(c, dynamotest.NewTable(t))
 	})
 }
 
@@ -41,13 +37,13 @@ type counter struct {
 	indexWCU float64
 }
 
-func (c *counter) count(op string, cc *types.ConsumedCapacity) {
+func (c *counter) count(op string, cc *dynamo.ConsumedCapacity) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls[op]++
 	if cc != nil {
 		for _, g := range cc.GlobalSecondaryIndexes {
-			c.indexWCU += aws.ToFloat64(g.CapacityUnits)
+			c.indexWCU += g.CapacityUnits
 		}
 	}
 }
@@ -60,10 +56,10 @@ func (c *counter) take() (map[string]int, float64) {
 	return calls, wcu
 }
 
-func (c *counter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
-	out, err := c.API.PutItem(ctx, in, o...)
-	var cc *types.ConsumedCapacity
+func (c *counter) PutItem(ctx context.Context, in *dynamo.PutItemInput) (*dynamo.PutItemOutput, error) {
+	in.ReturnConsumedCapacity = "INDEXES"
+	out, err := c.API.PutItem(ctx, in)
+	var cc *dynamo.ConsumedCapacity
 	if out != nil {
 		cc = out.ConsumedCapacity
 	}
@@ -71,10 +67,10 @@ func (c *counter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...f
 	return out, err
 }
 
-func (c *counter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
-	out, err := c.API.UpdateItem(ctx, in, o...)
-	var cc *types.ConsumedCapacity
+func (c *counter) UpdateItem(ctx context.Context, in *dynamo.UpdateItemInput) (*dynamo.UpdateItemOutput, error) {
+	in.ReturnConsumedCapacity = "INDEXES"
+	out, err := c.API.UpdateItem(ctx, in)
+	var cc *dynamo.ConsumedCapacity
 	if out != nil {
 		cc = out.ConsumedCapacity
 	}
@@ -82,14 +78,14 @@ func (c *counter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, 
 	return out, err
 }
 
-func (c *counter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+func (c *counter) GetItem(ctx context.Context, in *dynamo.GetItemInput) (*dynamo.GetItemOutput, error) {
 	c.count("GetItem", nil)
-	return c.API.GetItem(ctx, in, o...)
+	return c.API.GetItem(ctx, in)
 }
 
-func (c *counter) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+func (c *counter) Query(ctx context.Context, in *dynamo.QueryInput) (*dynamo.QueryOutput, error) {
 	c.count("Query", nil)
-	return c.API.Query(ctx, in, o...)
+	return c.API.Query(ctx, in)
 }
 
 // TestRequestsPerStep pins the cost of recording a step: one PutItem for the
@@ -98,7 +94,7 @@ func (c *counter) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(
 func TestRequestsPerStep(t *testing.T) {
 	c := dynamotest.Client(t)
 	api := &counter{API: c, calls: map[string]int{}}
-	s := dynamo.New(api, dynamotest.NewTable(t, c))
+	s := dynamo.New(api, dynamotest.NewTable(t))
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	if err := s.CreateRun(ctx, store.Run{ID: "r1", Pipeline: "p", Status: store.RunRunning, StartedAt: now,

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/internal/record"
 )
@@ -74,53 +72,48 @@ func ProjectedAttributes() []string {
 		aParentRunID, aConfigFingerprint, aStartedAt, aCompletedAt, aResumedAt}
 }
 
-// item builds an attribute map, leaving out empty optional values.
-type item map[string]types.AttributeValue
+// Item's setters build an item, leaving out empty optional values.
 
-func (m item) s(name, v string) {
+func (m Item) s(name, v string) {
 	if v != "" {
-		m[name] = str(v)
+		m[name] = S(v)
 	}
 }
 
-func (m item) n(name string, v int64) { m[name] = num(v) }
+func (m Item) n(name string, v int64) { m[name] = num(v) }
 
-func (m item) f(name string, v *float64) {
+func (m Item) f(name string, v *float64) {
 	if v != nil {
 		m[name] = flt(*v)
 	}
 }
 
-func (m item) t(name string, v *time.Time) {
+func (m Item) t(name string, v *time.Time) {
 	if v != nil {
-		m[name] = str(record.FormatTime(*v))
+		m[name] = S(record.FormatTime(*v))
 	}
 }
 
-func (m item) j(name string, v json.RawMessage) {
+func (m Item) j(name string, v json.RawMessage) {
 	if len(v) > 0 {
-		m[name] = str(string(v))
+		m[name] = S(string(v))
 	}
 }
 
-func num(v int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
-}
+func num(v int64) Value { return N(strconv.FormatInt(v, 10)) }
 
-func flt(v float64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatFloat(v, 'f', -1, 64)}
-}
+func flt(v float64) Value { return N(strconv.FormatFloat(v, 'f', -1, 64)) }
 
 func sortKey(t time.Time, id string) string { return record.FormatTime(t) + "#" + id }
 
-func runItem(r store.Run) item {
-	m := item{
-		AttrPK:     str(runPK(r.ID)),
-		AttrSK:     str(skRun),
-		AttrGSI1PK: str(prefixPipeline + escape(r.Pipeline)),
-		AttrGSI1SK: str(sortKey(r.StartedAt, r.ID)),
-		AttrGSI2PK: str(prefixStatus + string(r.Status)),
-		AttrGSI2SK: str(sortKey(r.StartedAt, r.ID)),
+func runItem(r store.Run) Item {
+	m := Item{
+		AttrPK:     S(runPK(r.ID)),
+		AttrSK:     S(skRun),
+		AttrGSI1PK: S(prefixPipeline + escape(r.Pipeline)),
+		AttrGSI1SK: S(sortKey(r.StartedAt, r.ID)),
+		AttrGSI2PK: S(prefixStatus + string(r.Status)),
+		AttrGSI2SK: S(sortKey(r.StartedAt, r.ID)),
 	}
 	m.s(aID, r.ID)
 	m.s(aPipeline, r.Pipeline)
@@ -143,10 +136,10 @@ func runItem(r store.Run) item {
 	return m
 }
 
-func stepItem(r store.StepRecord, digest string) item {
-	m := item{
-		AttrPK: str(runPK(r.RunID)),
-		AttrSK: str(stepSK(r.Name, r.Attempt)),
+func stepItem(r store.StepRecord, digest string) Item {
+	m := Item{
+		AttrPK: S(runPK(r.RunID)),
+		AttrSK: S(stepSK(r.Name, r.Attempt)),
 	}
 	m.s(aRunID, r.RunID)
 	m.s(aName, r.Name)
@@ -168,11 +161,11 @@ func stepItem(r store.StepRecord, digest string) item {
 	m.n(aOutputTokens, r.OutputTokens)
 	m.f(aCostUSD, r.CostUSD)
 	if len(r.Flags) > 0 {
-		l := make([]types.AttributeValue, len(r.Flags))
+		l := make([]Value, len(r.Flags))
 		for i, f := range r.Flags {
-			l[i] = str(f)
+			l[i] = S(f)
 		}
-		m[aFlags] = &types.AttributeValueMemberL{Value: l}
+		m[aFlags] = L(l...)
 	}
 	m.t(aStartedAt, &r.StartedAt)
 	m.t(aFinishedAt, &r.FinishedAt)
@@ -185,10 +178,10 @@ func stepSK(name string, attempt int) string {
 	return fmt.Sprintf("%s%s#%04d", prefixStep, escape(name), attempt)
 }
 
-func approvalItem(a store.Approval) item {
-	m := item{
-		AttrPK:  str(prefixApproval + escape(a.ID)),
-		AttrSK:  str(skApproval),
+func approvalItem(a store.Approval) Item {
+	m := Item{
+		AttrPK:  S(prefixApproval + escape(a.ID)),
+		AttrSK:  S(skApproval),
 		AttrTTL: num(a.ExpiresAt.Add(ApprovalRetention).Unix()),
 	}
 	m.s(aID, a.ID)
@@ -204,53 +197,59 @@ func approvalItem(a store.Approval) item {
 
 // reader decodes attributes, keeping the first error.
 type reader struct {
-	m   map[string]types.AttributeValue
+	m   Item
 	err error
 }
 
+// num returns the decimal text of a number attribute; ok is false when
+// it is absent or (recorded in r.err) not a number.
+func (r *reader) num(name string) (string, bool) {
+	v, present := r.m[name]
+	if !present {
+		return "", false
+	}
+	text, ok := v.Num()
+	if !ok {
+		r.fail(name, "a number")
+	}
+	return text, ok
+}
+
 func (r *reader) s(name string) string {
-	switch v := r.m[name].(type) {
-	case nil:
-		return ""
-	case *types.AttributeValueMemberS:
-		return v.Value
-	default:
-		r.fail(name, "a string")
+	v, present := r.m[name]
+	if !present {
 		return ""
 	}
+	s, ok := v.Str()
+	if !ok {
+		r.fail(name, "a string")
+	}
+	return s
 }
 
 func (r *reader) n(name string) int64 {
-	switch v := r.m[name].(type) {
-	case nil:
-		return 0
-	case *types.AttributeValueMemberN:
-		i, err := strconv.ParseInt(v.Value, 10, 64)
-		if err != nil {
-			r.fail(name, "an integer")
-		}
-		return i
-	default:
-		r.fail(name, "a number")
+	text, ok := r.num(name)
+	if !ok {
 		return 0
 	}
+	i, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		r.fail(name, "an integer")
+	}
+	return i
 }
 
 func (r *reader) f(name string) *float64 {
-	switch v := r.m[name].(type) {
-	case nil:
+	text, ok := r.num(name)
+	if !ok {
 		return nil
-	case *types.AttributeValueMemberN:
-		f, err := strconv.ParseFloat(v.Value, 64)
-		if err != nil {
-			r.fail(name, "a number")
-			return nil
-		}
-		return &f
-	default:
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil {
 		r.fail(name, "a number")
 		return nil
 	}
+	return &f
 }
 
 func (r *reader) t(name string) *time.Time {
@@ -281,24 +280,25 @@ func (r *reader) j(name string) json.RawMessage {
 }
 
 func (r *reader) strings(name string) []string {
-	switch v := r.m[name].(type) {
-	case nil:
+	v, present := r.m[name]
+	if !present {
 		return nil
-	case *types.AttributeValueMemberL:
-		out := make([]string, 0, len(v.Value))
-		for _, e := range v.Value {
-			s, ok := e.(*types.AttributeValueMemberS)
-			if !ok {
-				r.fail(name, "a list of strings")
-				return nil
-			}
-			out = append(out, s.Value)
-		}
-		return out
-	default:
+	}
+	l, ok := v.List()
+	if !ok {
 		r.fail(name, "a list")
 		return nil
 	}
+	out := make([]string, 0, len(l))
+	for _, e := range l {
+		s, ok := e.Str()
+		if !ok {
+			r.fail(name, "a list of strings")
+			return nil
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func (r *reader) fail(name, want string) {
@@ -307,7 +307,7 @@ func (r *reader) fail(name, want string) {
 	}
 }
 
-func decodeRun(m map[string]types.AttributeValue) (store.Run, error) {
+func decodeRun(m Item) (store.Run, error) {
 	r := reader{m: m}
 	run := store.Run{
 		ID:                r.s(aID),
@@ -337,7 +337,7 @@ func decodeRun(m map[string]types.AttributeValue) (store.Run, error) {
 	return run, nil
 }
 
-func decodeStep(m map[string]types.AttributeValue) (store.StepRecord, error) {
+func decodeStep(m Item) (store.StepRecord, error) {
 	r := reader{m: m}
 	rec := store.StepRecord{
 		RunID:               r.s(aRunID),
@@ -370,7 +370,7 @@ func decodeStep(m map[string]types.AttributeValue) (store.StepRecord, error) {
 	return rec, nil
 }
 
-func decodeApproval(m map[string]types.AttributeValue) (store.Approval, error) {
+func decodeApproval(m Item) (store.Approval, error) {
 	r := reader{m: m}
 	a := store.Approval{
 		ID:        r.s(aID),

@@ -39,24 +39,27 @@ func TestKeysDoNotCollide(t *testing.T) {
 	}
 }
 
-func TestTableDefinition(t *testing.T) {
-	def := TableDefinition("runs")
-	if got := *def.TableName; got != "runs" {
-		t.Errorf("table name %q", got)
+func TestSchema(t *testing.T) {
+	def := Schema()
+	if got, want := def.KeyAttributes(), []string{AttrPK, AttrSK, AttrGSI1PK, AttrGSI1SK, AttrGSI2PK, AttrGSI2SK}; !slices.Equal(got, want) {
+		t.Errorf("key attributes %v, want %v", got, want)
 	}
-	if len(def.GlobalSecondaryIndexes) != 2 {
-		t.Fatalf("%d indexes, want 2", len(def.GlobalSecondaryIndexes))
+	if def.TTLAttribute != AttrTTL {
+		t.Errorf("TTL attribute %q", def.TTLAttribute)
 	}
-	for _, g := range def.GlobalSecondaryIndexes {
-		proj := g.Projection.NonKeyAttributes
+	if len(def.Indexes) != 2 {
+		t.Fatalf("%d indexes, want 2", len(def.Indexes))
+	}
+	for _, g := range def.Indexes {
+		proj := g.NonKeyAttributes
 		for _, usage := range []string{aInputTokens, aOutputTokens, aCostUSD, aUsageKeys, aTrigger, aFinalOutput} {
 			if slices.Contains(proj, usage) {
-				t.Errorf("index %s projects %q: AddUsage and big fields must not reach the indexes", *g.IndexName, usage)
+				t.Errorf("index %s projects %q: AddUsage and big fields must not reach the indexes", g.Name, usage)
 			}
 		}
 		for _, need := range []string{aID, aPipeline, aStatus, aStartedAt} {
 			if !slices.Contains(proj, need) {
-				t.Errorf("index %s does not project %q", *g.IndexName, need)
+				t.Errorf("index %s does not project %q", g.Name, need)
 			}
 		}
 	}

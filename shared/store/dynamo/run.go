@@ -6,10 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/internal/record"
 )
@@ -20,10 +16,10 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	if err != nil {
 		return fmt.Errorf("create run: %w", err)
 	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:           aws.String(s.table),
+	_, err = s.db.PutItem(ctx, &PutItemInput{
+		TableName:           s.table,
 		Item:                runItem(r),
-		ConditionExpression: aws.String("attribute_not_exists(#pk)"),
+		ConditionExpression: "attribute_not_exists(#pk)",
 		ExpressionAttributeNames: map[string]string{
 			"#pk": AttrPK,
 		},
@@ -39,10 +35,10 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 
 // GetRun implements store.Store: one strongly consistent GetItem.
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(s.table),
+	out, err := s.db.GetItem(ctx, &GetItemInput{
+		TableName:      s.table,
 		Key:            key(runPK(id), skRun),
-		ConsistentRead: aws.Bool(true),
+		ConsistentRead: true,
 	})
 	if err != nil {
 		return store.Run{}, fmt.Errorf("get run %q: %w", id, err)
@@ -62,18 +58,18 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 func (s *Store) GetRunWithSteps(ctx context.Context, id string) (store.Run, []store.StepRecord, error) {
 	var run *store.Run
 	var steps []store.StepRecord
-	err := s.queryPartition(ctx, id, false, func(m map[string]types.AttributeValue) error {
-		sk, _ := m[AttrSK].(*types.AttributeValueMemberS)
+	err := s.queryPartition(ctx, id, false, func(m Item) error {
+		sk, ok := m[AttrSK].Str()
 		switch {
-		case sk == nil:
+		case !ok:
 			return fmt.Errorf("item without %s", AttrSK)
-		case sk.Value == skRun:
+		case sk == skRun:
 			r, err := decodeRun(m)
 			if err != nil {
 				return err
 			}
 			run = &r
-		case strings.HasPrefix(sk.Value, prefixStep):
+		case strings.HasPrefix(sk, prefixStep):
 			rec, err := decodeStep(m)
 			if err != nil {
 				return err
@@ -94,46 +90,57 @@ func (s *Store) GetRunWithSteps(ctx context.Context, id string) (store.Run, []st
 
 // queryPartition reads every item of a run's partition (only its steps when
 // stepsOnly), strongly consistent, page by page.
-func (s *Store) queryPartition(ctx context.Context, runID string, stepsOnly bool, fn func(map[string]types.AttributeValue) error) error {
-	in := &dynamodb.QueryInput{
-		TableName:                aws.String(s.table),
-		KeyConditionExpression:   aws.String("#pk = :pk"),
+func (s *Store) queryPartition(ctx context.Context, runID string, stepsOnly bool, fn func(Item) error) error {
+	in := &QueryInput{
+		TableName:                s.table,
+		KeyConditionExpression:   "#pk = :pk",
 		ExpressionAttributeNames: map[string]string{"#pk": AttrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": str(runPK(runID)),
+		ExpressionAttributeValues: Item{
+			":pk": S(runPK(runID)),
 		},
-		ConsistentRead: aws.Bool(true),
+		ConsistentRead: true,
 	}
 	if stepsOnly {
-		in.KeyConditionExpression = aws.String("#pk = :pk AND begins_with(#sk, :step)")
+		in.KeyConditionExpression = "#pk = :pk AND begins_with(#sk, :step)"
 		in.ExpressionAttributeNames["#sk"] = AttrSK
-		in.ExpressionAttributeValues[":step"] = str(prefixStep)
+		in.ExpressionAttributeValues[":step"] = S(prefixStep)
 	}
-	p := dynamodb.NewQueryPaginator(s.db, in)
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
+	return s.query(ctx, in, func(page []Item) (bool, error) {
+		for _, m := range page {
+			if err := fn(m); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+}
+
+// query reads in's pages in order, handing each to fn until fn returns
+// false or the last page has been read.
+func (s *Store) query(ctx context.Context, in *QueryInput, fn func([]Item) (bool, error)) error {
+	for {
+		out, err := s.db.Query(ctx, in)
 		if err != nil {
 			return err
 		}
-		for _, m := range out.Items {
-			if err := fn(m); err != nil {
-				return err
-			}
+		more, err := fn(out.Items)
+		if err != nil || !more || len(out.LastEvaluatedKey) == 0 {
+			return err
 		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
-	return nil
 }
 
 // terminalCondition is the condition of a run update: the run exists and
 // has not ended.
-func terminalCondition(names map[string]string, values map[string]types.AttributeValue) string {
+func terminalCondition(names map[string]string, values Item) string {
 	names["#pk"] = AttrPK
 	names["#status"] = aStatus
 	var ph []string
 	for _, st := range store.RunStatuses() {
 		if st.Terminal() {
 			p := ":t_" + string(st)
-			values[p] = str(string(st))
+			values[p] = S(string(st))
 			ph = append(ph, p)
 		}
 	}
@@ -150,33 +157,33 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u store.RunUpdate) err
 		return fmt.Errorf("update run %q: %w", id, err)
 	}
 	names := map[string]string{"#reason": aReason, "#gsi2pk": AttrGSI2PK}
-	values := map[string]types.AttributeValue{
-		":status": str(string(u.Status)),
-		":gsi2pk": str(prefixStatus + string(u.Status)),
+	values := Item{
+		":status": S(string(u.Status)),
+		":gsi2pk": S(prefixStatus + string(u.Status)),
 	}
 	cond := terminalCondition(names, values)
 	set := []string{"#status = :status", "#gsi2pk = :gsi2pk"}
 	var remove []string
 	if u.Reason != "" {
 		set = append(set, "#reason = :reason")
-		values[":reason"] = str(u.Reason)
+		values[":reason"] = S(u.Reason)
 	} else {
 		remove = append(remove, "#reason")
 	}
 	if u.CompletedAt != nil {
 		set = append(set, "#completed = :completed")
 		names["#completed"] = aCompletedAt
-		values[":completed"] = str(record.FormatTime(*u.CompletedAt))
+		values[":completed"] = S(record.FormatTime(*u.CompletedAt))
 	}
 	if u.ResumedAt != nil {
 		set = append(set, "#resumed = :resumed")
 		names["#resumed"] = aResumedAt
-		values[":resumed"] = str(record.FormatTime(*u.ResumedAt))
+		values[":resumed"] = S(record.FormatTime(*u.ResumedAt))
 	}
 	if len(u.FinalOutput) > 0 {
 		set = append(set, "#final = :final")
 		names["#final"] = aFinalOutput
-		values[":final"] = str(string(u.FinalOutput))
+		values[":final"] = S(string(u.FinalOutput))
 	}
 	if u.Usage != nil {
 		set = append(set, "#in = :in", "#out = :out")
@@ -193,11 +200,11 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u store.RunUpdate) err
 	if len(remove) > 0 {
 		expr += " REMOVE " + strings.Join(remove, ", ")
 	}
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
+	_, err = s.db.UpdateItem(ctx, &UpdateItemInput{
+		TableName:                 s.table,
 		Key:                       key(runPK(id), skRun),
-		UpdateExpression:          aws.String(expr),
-		ConditionExpression:       aws.String(cond),
+		UpdateExpression:          expr,
+		ConditionExpression:       cond,
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	})
@@ -222,11 +229,11 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u store.RunUpdate) err
 
 // runStatus reads only a run's status, strongly consistent.
 func (s *Store) runStatus(ctx context.Context, id string) (store.RunStatus, bool, error) {
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:                aws.String(s.table),
+	out, err := s.db.GetItem(ctx, &GetItemInput{
+		TableName:                s.table,
 		Key:                      key(runPK(id), skRun),
-		ConsistentRead:           aws.Bool(true),
-		ProjectionExpression:     aws.String("#status"),
+		ConsistentRead:           true,
+		ProjectionExpression:     "#status",
 		ExpressionAttributeNames: map[string]string{"#status": aStatus},
 	})
 	if err != nil {
@@ -248,9 +255,9 @@ func (s *Store) AddUsage(ctx context.Context, runID, k string, u store.Usage) er
 		return fmt.Errorf("add usage to run %q: %w", runID, err)
 	}
 	names := map[string]string{"#pk": AttrPK, "#keys": aUsageKeys, "#in": aInputTokens, "#out": aOutputTokens}
-	values := map[string]types.AttributeValue{
-		":key":  str(k),
-		":keys": &types.AttributeValueMemberSS{Value: []string{k}},
+	values := Item{
+		":key":  S(k),
+		":keys": SS(k),
 		":in":   num(u.InputTokens),
 		":out":  num(u.OutputTokens),
 	}
@@ -260,11 +267,11 @@ func (s *Store) AddUsage(ctx context.Context, runID, k string, u store.Usage) er
 		names["#cost"] = aCostUSD
 		values[":cost"] = flt(*u.CostUSD)
 	}
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
+	_, err := s.db.UpdateItem(ctx, &UpdateItemInput{
+		TableName:                 s.table,
 		Key:                       key(runPK(runID), skRun),
-		UpdateExpression:          aws.String(expr),
-		ConditionExpression:       aws.String("attribute_exists(#pk) AND NOT contains(#keys, :key)"),
+		UpdateExpression:          expr,
+		ConditionExpression:       "attribute_exists(#pk) AND NOT contains(#keys, :key)",
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	})
@@ -339,40 +346,37 @@ type listed struct {
 // keeping only items whose filterAttr equals filterValue when filterAttr is
 // set.
 func (s *Store) queryIndex(ctx context.Context, index, pkAttr, skAttr, pk, filterAttr, filterValue string, limit int) ([]listed, error) {
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(s.table),
-		IndexName:                 aws.String(index),
-		KeyConditionExpression:    aws.String("#pk = :pk"),
+	backwards := false
+	in := &QueryInput{
+		TableName:                 s.table,
+		IndexName:                 index,
+		KeyConditionExpression:    "#pk = :pk",
 		ExpressionAttributeNames:  map[string]string{"#pk": pkAttr},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk)},
-		ScanIndexForward:          aws.Bool(false),
-		Limit:                     aws.Int32(int32(limit)),
+		ExpressionAttributeValues: Item{":pk": S(pk)},
+		ScanIndexForward:          &backwards,
+		Limit:                     int32(limit),
 	}
 	if filterAttr != "" {
-		in.FilterExpression = aws.String("#f = :f")
+		in.FilterExpression = "#f = :f"
 		in.ExpressionAttributeNames["#f"] = filterAttr
-		in.ExpressionAttributeValues[":f"] = str(filterValue)
+		in.ExpressionAttributeValues[":f"] = S(filterValue)
 		// Limit counts items read before the filter: read wider pages.
-		in.Limit = aws.Int32(int32(min(max(2*limit, 100), 1000)))
+		in.Limit = int32(min(max(2*limit, 100), 1000))
 	}
 	var runs []listed
-	p := dynamodb.NewQueryPaginator(s.db, in)
-	for p.HasMorePages() && len(runs) < limit {
-		out, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range out.Items {
+	err := s.query(ctx, in, func(page []Item) (bool, error) {
+		for _, m := range page {
 			r, err := decodeRun(m)
 			if err != nil {
-				return nil, err
+				return false, err
 			}
-			sk, _ := m[skAttr].(*types.AttributeValueMemberS)
-			if sk == nil {
-				return nil, fmt.Errorf("index item without %s", skAttr)
+			sk, ok := m[skAttr].Str()
+			if !ok {
+				return false, fmt.Errorf("index item without %s", skAttr)
 			}
-			runs = append(runs, listed{sk: sk.Value, run: r.Summary()})
+			runs = append(runs, listed{sk: sk, run: r.Summary()})
 		}
-	}
-	return runs, nil
+		return len(runs) < limit, nil
+	})
+	return runs, err
 }

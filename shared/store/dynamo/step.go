@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/internal/record"
 )
@@ -24,12 +20,12 @@ func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 	if err != nil {
 		return fmt.Errorf("put step %q: %w", rec.Name, err)
 	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                 aws.String(s.table),
+	_, err = s.db.PutItem(ctx, &PutItemInput{
+		TableName:                 s.table,
 		Item:                      stepItem(rec, digest),
-		ConditionExpression:       aws.String("attribute_not_exists(#pk) OR #digest = :digest"),
+		ConditionExpression:       "attribute_not_exists(#pk) OR #digest = :digest",
 		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#digest": aDigest},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":digest": str(digest)},
+		ExpressionAttributeValues: Item{":digest": S(digest)},
 	})
 	if _, ok := conditionFailed(err); ok {
 		return fmt.Errorf("put step %q attempt %d of run %q: %w: a different record is stored", rec.Name, rec.Attempt, rec.RunID, store.ErrConflict)
@@ -44,7 +40,7 @@ func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 // run's step items, sorted into execution order.
 func (s *Store) ListSteps(ctx context.Context, runID string) ([]store.StepRecord, error) {
 	var recs []store.StepRecord
-	err := s.queryPartition(ctx, runID, true, func(m map[string]types.AttributeValue) error {
+	err := s.queryPartition(ctx, runID, true, func(m Item) error {
 		rec, err := decodeStep(m)
 		if err != nil {
 			return err

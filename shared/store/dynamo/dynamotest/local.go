@@ -34,6 +34,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/stepline/stepline/shared/store/dynamo"
 )
@@ -98,25 +99,35 @@ func Endpoint(t testing.TB) string {
 	return local.endpoint
 }
 
-// Client returns a client for DynamoDB Local (see Endpoint).
-func Client(t testing.TB) *dynamodb.Client {
+// Client returns the store's client for DynamoDB Local (see Endpoint).
+func Client(t testing.TB) *dynamo.Client {
 	t.Helper()
-	Endpoint(t)
-	return dynamodb.New(dynamodb.Options{
-		Region:                          "us-east-1",
-		BaseEndpoint:                    aws.String(local.endpoint),
-		Credentials:                     credentials.NewStaticCredentialsProvider("local", "local", ""),
-		DisableValidateResponseChecksum: true,
-	})
+	c, err := dynamo.NewClient(config(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
-// NewTable creates a fresh Stepline table and deletes it when the test
-// ends.
-func NewTable(t testing.TB, c *dynamodb.Client) string {
+// config returns an AWS configuration for DynamoDB Local.
+func config(t testing.TB) aws.Config {
 	t.Helper()
+	Endpoint(t)
+	return aws.Config{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(local.endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+	}
+}
+
+// NewTable creates a fresh Stepline table (dynamo.Schema, with TTL on)
+// and deletes it when the test ends. The tables are managed through the
+// SDK's client: the store itself never creates or deletes tables.
+func NewTable(t testing.TB) string {
+	t.Helper()
+	c := dynamodb.NewFromConfig(config(t))
 	name := fmt.Sprintf("stepline-test-%d", tableSeq.Add(1))
-	ctx := context.Background()
-	if err := dynamo.CreateTable(ctx, c, name); err != nil {
+	if err := CreateTable(context.Background(), c, name, dynamo.Schema()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -125,6 +136,53 @@ func NewTable(t testing.TB, c *dynamodb.Client) string {
 		}
 	})
 	return name
+}
+
+// CreateTable creates a table with schema s, on-demand billing, waits
+// until it is active and turns TTL on.
+func CreateTable(ctx context.Context, c *dynamodb.Client, name string, s dynamo.TableSchema) error {
+	keys := func(pk, sk string) []types.KeySchemaElement {
+		return []types.KeySchemaElement{
+			{AttributeName: aws.String(pk), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(sk), KeyType: types.KeyTypeRange},
+		}
+	}
+	in := &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		KeySchema:   keys(s.PartitionKey, s.SortKey),
+		BillingMode: types.BillingModePayPerRequest,
+	}
+	for _, a := range s.KeyAttributes() {
+		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(a), AttributeType: types.ScalarAttributeTypeS})
+	}
+	for _, ix := range s.Indexes {
+		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
+			IndexName:  aws.String(ix.Name),
+			KeySchema:  keys(ix.PartitionKey, ix.SortKey),
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: ix.NonKeyAttributes},
+		})
+	}
+	if _, err := c.CreateTable(ctx, in); err != nil {
+		return fmt.Errorf("create table %q: %w", name, err)
+	}
+	w := dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay = 100 * time.Millisecond
+		o.MaxDelay = 5 * time.Second
+	})
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 5*time.Minute); err != nil {
+		return fmt.Errorf("create table %q: wait until active: %w", name, err)
+	}
+	_, err := c.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName: aws.String(name),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{
+			AttributeName: aws.String(s.TTLAttribute),
+			Enabled:       aws.Bool(true),
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("create table %q: enable TTL: %w", name, err)
+	}
+	return nil
 }
 
 func locate() (endpoint, jar string, err error) {
