@@ -15,6 +15,9 @@
 //   - [S3] puts and gets whole objects (REST-XML errors, path-style
 //     addressing when an endpoint is configured).
 //
+// Package shared/store/dynamo builds its DynamoDB client (JSON protocol)
+// on [Client] the same way.
+//
 // Configuration comes from an aws.Config as package shared/awsenv builds
 // it: region, credentials, HTTP client, AWS_MAX_ATTEMPTS, and the endpoint
 // overrides AWS_ENDPOINT_URL_<SERVICE> and AWS_ENDPOINT_URL.
