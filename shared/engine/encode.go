@@ -7,7 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/stepline/stepline/shared/internal/jsonstr"
 )
 
 // encodeJSON encodes v as encoding/json does, byte for byte, but without
@@ -33,7 +34,7 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 	case bool:
 		return strconv.AppendBool(dst, x), nil
 	case string:
-		return appendJSONString(dst, x), nil
+		return jsonstr.Append(dst, x, true), nil
 	case float64:
 		return appendJSONFloat(dst, x)
 	case int:
@@ -55,7 +56,7 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, k)
+			dst = jsonstr.Append(dst, k, true)
 			dst = append(dst, ':')
 			var err error
 			if dst, err = appendJSON(dst, x[k]); err != nil {
@@ -108,61 +109,6 @@ func appendJSONFloat(dst []byte, f float64) ([]byte, error) {
 	return dst, nil
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString writes s quoted as encoding/json does by default:
-// HTML-safe, invalid UTF-8 replaced, U+2028 and U+2029 escaped.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
 // jsonObject writes a JSON object field by field, as encoding/json writes
 // a struct: fields in order, names as given (they need no escaping).
 type jsonObject struct {
@@ -188,7 +134,7 @@ func (o *jsonObject) str(name, v string, omitEmpty bool) {
 		return
 	}
 	o.key(name)
-	o.b = appendJSONString(o.b, v)
+	o.b = jsonstr.Append(o.b, v, true)
 }
 
 func (o *jsonObject) int(name string, v int, omitEmpty bool) {

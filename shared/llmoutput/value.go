@@ -3,7 +3,8 @@ package llmoutput
 import (
 	"math"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/stepline/stepline/shared/internal/jsonstr"
 )
 
 // kind is the type of a parsed JSON value.
@@ -138,57 +139,9 @@ func appendJSON(dst []byte, v *value) []byte {
 	return append(dst, "null"...)
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendString appends s as a JSON string. It escapes only what JSON
 // requires (plus U+2028/U+2029), so the text stays readable.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+func appendString(dst []byte, s string) []byte { return jsonstr.Append(dst, s, false) }
 
 // toAny converts v to the values encoding/json produces: map[string]any,
 // []any, float64, string, bool, nil.

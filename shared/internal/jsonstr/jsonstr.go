@@ -1,0 +1,64 @@
+// Package jsonstr writes Go strings as JSON string literals without
+// reflection, for the packages that encode JSON by hand on hot paths (the
+// engine's events and checkpoints, the LLMOutput contract's values).
+package jsonstr
+
+import "unicode/utf8"
+
+const hexDigits = "0123456789abcdef"
+
+// Append appends s to dst as a quoted JSON string, escaping as
+// encoding/json does: '"' and '\', control characters (\b \f \n \r \t
+// short, others as \u00XX), invalid UTF-8 as \ufffd, and U+2028 and
+// U+2029. With html set it also escapes '<', '>' and '&', as
+// encoding/json does by default.
+func Append(dst []byte, s string, html bool) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && (!html || b != '<' && b != '>' && b != '&') {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
