@@ -124,7 +124,7 @@ func (s *Store) ReleaseDedup(ctx context.Context, pipeline, fingerprint, runID s
 	pk := prefixDedup + escape(pipeline) + "#" + escape(fingerprint)
 	_, err := s.db.UpdateItem(ctx, &UpdateItemInput{
 		TableName:                s.table,
-		Key:                      Item{AttrPK: S(pk), AttrSK: S(skDedup)},
+		Key:                      key(pk, skDedup),
 		UpdateExpression:         "SET #run = :none, #at = :epoch",
 		ConditionExpression:      "#run = :holder",
 		ExpressionAttributeNames: map[string]string{"#run": aRunID, "#at": aClaimedAt},

@@ -72,8 +72,8 @@ func ProjectedAttributes() []string {
 		aParentRunID, aConfigFingerprint, aStartedAt, aCompletedAt, aResumedAt}
 }
 
-// Item's setters build an item, leaving out empty optional values.
-
+// s, n, f, t and j set an attribute of an item being built; s, f, t and
+// j leave empty optional values out.
 func (m Item) s(name, v string) {
 	if v != "" {
 		m[name] = S(v)
