@@ -56,19 +56,7 @@ func main() {
 	if table == "" || baseURL == "" {
 		fail("TABLE_NAME and API_BASE_URL must be set")
 	}
-	refs, err := secret.ParseRefs(os.Getenv("SECRET_REFS"))
-	if err != nil {
-		fail("SECRET_REFS", "err", err)
-	}
-	sm, err := secret.NewSecretsManager(cfg)
-	if err != nil {
-		fail("secrets", "err", err)
-	}
-	ps, err := secret.NewParameterStore(cfg)
-	if err != nil {
-		fail("secrets", "err", err)
-	}
-	secrets, err := secret.NewAWS(secret.AWSConfig{SecretsManager: sm, SSM: ps, Refs: refs, Fallback: secret.Env(os.Getenv)})
+	secrets, sm, err := secret.ForFunction(cfg, os.Getenv)
 	if err != nil {
 		fail("secrets", "err", err)
 	}

@@ -53,27 +53,7 @@ func main() {
 		logger.Error("TABLE_NAME is not set")
 		os.Exit(1)
 	}
-	refs, err := secret.ParseRefs(os.Getenv("SECRET_REFS"))
-	if err != nil {
-		logger.Error("SECRET_REFS", "err", err)
-		os.Exit(1)
-	}
-	sm, err := secret.NewSecretsManager(cfg)
-	if err != nil {
-		logger.Error("secrets", "err", err)
-		os.Exit(1)
-	}
-	ps, err := secret.NewParameterStore(cfg)
-	if err != nil {
-		logger.Error("secrets", "err", err)
-		os.Exit(1)
-	}
-	secrets, err := secret.NewAWS(secret.AWSConfig{
-		SecretsManager: sm,
-		SSM:            ps,
-		Refs:           refs,
-		Fallback:       secret.Env(os.Getenv),
-	})
+	secrets, _, err := secret.ForFunction(cfg, os.Getenv)
 	if err != nil {
 		logger.Error("secrets", "err", err)
 		os.Exit(1)

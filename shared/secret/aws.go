@@ -492,3 +492,28 @@ func (c *jsonClient) call(ctx context.Context, op string, in, out any) error {
 	}
 	return nil
 }
+
+// ForFunction builds the secrets of a Lambda function from its
+// environment: the names SECRET_REFS maps (see ParseRefs) are read from
+// Secrets Manager and Parameter Store with cfg, any other name from the
+// environment itself (getenv). It also returns the Secrets Manager client,
+// for functions that read secrets of their own through it.
+func ForFunction(cfg aws.Config, getenv func(string) string) (*AWS, *SecretsManager, error) {
+	refs, err := ParseRefs(getenv("SECRET_REFS"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("SECRET_REFS: %w", err)
+	}
+	sm, err := NewSecretsManager(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	ps, err := NewParameterStore(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := NewAWS(AWSConfig{SecretsManager: sm, SSM: ps, Refs: refs, Fallback: Env(getenv)})
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, sm, nil
+}

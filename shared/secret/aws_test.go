@@ -643,3 +643,40 @@ func TestNewAWSClients(t *testing.T) {
 		})
 	}
 }
+
+func TestForFunction(t *testing.T) {
+	srv, calls := fakeAWS(t, "secretsmanager", "secretsmanager.GetSecretValue", func(w http.ResponseWriter, _ *http.Request, in map[string]any) {
+		if in["SecretId"] == "prod/model" {
+			fmt.Fprint(w, `{"SecretString":"{\"key\":\"sk-from-sm\"}"}`)
+			return
+		}
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"__type":"ResourceNotFoundException","message":"no such secret"}`)
+	})
+	env := map[string]string{"SECRET_REFS": "MODEL_API_KEY=secretsmanager:prod/model#key", "WEBHOOK_TOKEN": "from-env"}
+	a, sm, err := ForFunction(testConfig(srv.URL), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if v, err := a.Resolve(ctx, "MODEL_API_KEY"); err != nil || v != "sk-from-sm" {
+		t.Errorf("mapped secret = %q, %v", v, err)
+	}
+	if v, err := a.Resolve(ctx, "WEBHOOK_TOKEN"); err != nil || v != "from-env" {
+		t.Errorf("unmapped secret = %q, %v; want it from the environment", v, err)
+	}
+	if _, err := sm.GetSecretValue(ctx, "prod/model"); err != nil {
+		t.Errorf("the returned Secrets Manager client: %v", err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d Secrets Manager requests, want 2", n)
+	}
+
+	env["SECRET_REFS"] = "MODEL_API_KEY=vault:x"
+	if _, _, err := ForFunction(testConfig(srv.URL), func(k string) string { return env[k] }); err == nil || !strings.HasPrefix(err.Error(), "SECRET_REFS: ") {
+		t.Errorf("bad SECRET_REFS: err = %v", err)
+	}
+	if _, _, err := ForFunction(aws.Config{Region: "eu-west-1"}, func(string) string { return "" }); err == nil {
+		t.Error("no error without credentials")
+	}
+}
