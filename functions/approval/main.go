@@ -27,81 +27,52 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"os"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/stepline/stepline/functions/internal/boot"
 	"github.com/stepline/stepline/shared/approval"
-	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/steprun"
-	"github.com/stepline/stepline/shared/store/dynamo"
 )
 
 func main() {
-	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: logLevel(os.Getenv("LOG_LEVEL"))}))
-	fail := func(msg string, args ...any) {
-		logger.Error(msg, args...)
-		os.Exit(1)
+	f := boot.Start()
+	st := f.Store()
+	baseURL := os.Getenv("API_BASE_URL")
+	if baseURL == "" {
+		f.Fail("API_BASE_URL is not set")
 	}
-	cfg, err := awsenv.Load(os.Environ())
-	if err != nil {
-		fail("load AWS configuration", "err", err)
-	}
-	table, baseURL := os.Getenv("TABLE_NAME"), os.Getenv("API_BASE_URL")
-	if table == "" || baseURL == "" {
-		fail("TABLE_NAME and API_BASE_URL must be set")
-	}
-	secrets, sm, err := secret.ForFunction(cfg, os.Getenv)
-	if err != nil {
-		fail("secrets", "err", err)
-	}
+	secrets, sm, err := secret.ForFunction(f.AWS, os.Getenv)
+	f.Check(err, "secrets")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	key, err := approval.LoadKey(ctx, sm, os.Getenv("APPROVAL_KEY_SECRET_ARN"))
 	cancel()
-	if err != nil {
-		fail("APPROVAL_KEY_SECRET_ARN", "err", err)
-	}
-	sns, err := notify.NewSNS(cfg)
-	if err != nil {
-		logger.Error("sns", "err", err)
-		os.Exit(1)
-	}
+	f.Check(err, "APPROVAL_KEY_SECRET_ARN")
+	sns, err := notify.NewSNS(f.AWS)
+	f.Check(err, "sns")
 	client := &http.Client{}
 	notices := &notify.Dispatcher{
 		HTTP:    client,
 		Secrets: secrets,
 		SNS:     sns,
-		Logger:  logger,
-	}
-	db, err := dynamo.NewClient(cfg)
-	if err != nil {
-		logger.Error("dynamodb", "err", err)
-		os.Exit(1)
+		Logger:  f.Log,
 	}
 	h := &steprun.Handler{
-		Store: dynamo.New(db, table),
+		Store: st,
 		Notifier: &linkNotifier{
 			links:         &approval.Service{Signer: &approval.Signer{Key: key}},
 			baseURL:       baseURL,
 			notifications: notices,
-			log:           logger,
+			log:           f.Log,
 		},
 		HTTP:    client,
 		Secrets: secrets,
-		Logger:  logger,
+		Logger:  f.Log,
 	}
 	lambda.Start(approvalTasks(h.Lambda()))
-}
-
-func logLevel(s string) slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return slog.LevelInfo
-	}
-	return l
 }

@@ -18,7 +18,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"time"
 
@@ -26,55 +25,27 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
+	"github.com/stepline/stepline/functions/internal/boot"
 	"github.com/stepline/stepline/shared/approval"
-	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/secret"
-	"github.com/stepline/stepline/shared/store/dynamo"
 )
 
 func main() {
-	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: logLevel(os.Getenv("LOG_LEVEL"))}))
-	fail := func(msg string, args ...any) {
-		logger.Error(msg, args...)
-		os.Exit(1)
-	}
-	cfg, err := awsenv.Load(os.Environ())
-	if err != nil {
-		fail("load AWS configuration", "err", err)
-	}
-	table := os.Getenv("TABLE_NAME")
-	if table == "" {
-		fail("TABLE_NAME is not set")
-	}
-	sm, err := secret.NewSecretsManager(cfg)
-	if err != nil {
-		fail("secrets", "err", err)
-	}
+	f := boot.Start()
+	st := f.Store()
+	sm, err := secret.NewSecretsManager(f.AWS)
+	f.Check(err, "secrets")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	key, err := approval.LoadKey(ctx, sm, os.Getenv("APPROVAL_KEY_SECRET_ARN"))
 	cancel()
-	if err != nil {
-		fail("APPROVAL_KEY_SECRET_ARN", "err", err)
-	}
-	db, err := dynamo.NewClient(cfg)
-	if err != nil {
-		fail("dynamodb", "err", err)
-	}
+	f.Check(err, "APPROVAL_KEY_SECRET_ARN")
 	svc := &approval.Service{
-		Store:    dynamo.New(db, table),
+		Store:    st,
 		Signer:   &approval.Signer{Key: key},
-		Complete: resumeWith(sfn.NewFromConfig(cfg)),
-		Logger:   logger,
+		Complete: resumeWith(sfn.NewFromConfig(f.AWS)),
+		Logger:   f.Log,
 	}
 	lambda.Start(func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return serveAPI(ctx, svc, ev), nil
 	})
-}
-
-func logLevel(s string) slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return slog.LevelInfo
-	}
-	return l
 }

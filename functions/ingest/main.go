@@ -43,7 +43,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -51,88 +50,47 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
-	"github.com/stepline/stepline/shared/awsenv"
+	"github.com/stepline/stepline/functions/internal/boot"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/secret"
-	"github.com/stepline/stepline/shared/store/dynamo"
 )
 
 func main() {
-	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: logLevel(os.Getenv("LOG_LEVEL"))}))
-	fail := func(msg string, args ...any) {
-		logger.Error(msg, args...)
-		os.Exit(1)
-	}
-	cfg, err := awsenv.Load(os.Environ())
-	if err != nil {
-		fail("load AWS configuration", "err", err)
-	}
-	table := os.Getenv("TABLE_NAME")
-	if table == "" {
-		fail("TABLE_NAME is not set")
-	}
+	f := boot.Start()
+	st := f.Store()
 	machines, err := parseMachines(os.Getenv("STATE_MACHINES"))
-	if err != nil {
-		fail("STATE_MACHINES", "err", err)
-	}
+	f.Check(err, "STATE_MACHINES")
 	dir := os.Getenv("PIPELINE_DIR")
 	if dir == "" {
 		exe, err := os.Executable()
-		if err != nil {
-			fail("find the bootstrap's directory", "err", err)
-		}
+		f.Check(err, "find the bootstrap's directory")
 		dir = filepath.Join(filepath.Dir(exe), "pipelines")
 	}
 	ps, err := loadPipelines(dir, machines)
-	if err != nil {
-		fail("pipelines", "err", err)
-	}
+	f.Check(err, "pipelines")
 	router, err := intake.NewRouter(ps)
-	if err != nil {
-		fail("pipelines", "err", err)
-	}
-	sm, err := secret.NewSecretsManager(cfg)
-	if err != nil {
-		fail("secrets", "err", err)
-	}
+	f.Check(err, "pipelines")
+	sm, err := secret.NewSecretsManager(f.AWS)
+	f.Check(err, "secrets")
 	tokenARN := os.Getenv("WEBHOOK_TOKEN_SECRET_ARN")
 	if tokenARN == "" {
-		fail("WEBHOOK_TOKEN_SECRET_ARN is not set: webhooks would be unauthenticated")
+		f.Fail("WEBHOOK_TOKEN_SECRET_ARN is not set: webhooks would be unauthenticated")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	v, err := sm.GetSecretValue(ctx, tokenARN)
 	cancel()
-	if err != nil {
-		fail("WEBHOOK_TOKEN_SECRET_ARN", "err", err)
-	}
+	f.Check(err, "WEBHOOK_TOKEN_SECRET_ARN")
 	tokens, err := intake.ParseTokenList(v.String)
 	if err != nil || len(tokens) == 0 {
 		// The parse error may quote the secret: say where, not what.
-		fail("WEBHOOK_TOKEN_SECRET_ARN: the secret holds no usable token list (want a token, team=token pairs or a JSON object)", "secret", tokenARN)
+		f.Fail("WEBHOOK_TOKEN_SECRET_ARN: the secret holds no usable token list (want a token, team=token pairs or a JSON object)", "secret", tokenARN)
 	}
-	db, err := dynamo.NewClient(cfg)
-	if err != nil {
-		fail("dynamodb", "err", err)
-	}
-	st := dynamo.New(db, table)
-	start := starter{sfn: sfn.NewFromConfig(cfg), machines: machines}
-	webhooks, err := intake.New(intake.Config{Router: router, Store: st, Starter: start, Tokens: tokens, Logger: logger})
-	if err != nil {
-		fail("intake", "err", err)
-	}
-	trigger, err := intake.New(intake.Config{Router: router, Store: st, Starter: start, Logger: logger})
-	if err != nil {
-		fail("intake", "err", err)
-	}
-	logger.Debug("pipelines loaded", "dir", dir, "pipelines", sortedNames(router))
-	h := &handler{webhooks: webhooks, events: trigger, log: logger}
+	start := starter{sfn: sfn.NewFromConfig(f.AWS), machines: machines}
+	webhooks, err := intake.New(intake.Config{Router: router, Store: st, Starter: start, Tokens: tokens, Logger: f.Log})
+	f.Check(err, "intake")
+	trigger, err := intake.New(intake.Config{Router: router, Store: st, Starter: start, Logger: f.Log})
+	f.Check(err, "intake")
+	f.Log.Debug("pipelines loaded", "dir", dir, "pipelines", sortedNames(router))
+	h := &handler{webhooks: webhooks, events: trigger, log: f.Log}
 	lambda.Start(h.Handle)
-}
-
-func logLevel(s string) slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return slog.LevelInfo
-	}
-	return l
 }

@@ -40,17 +40,15 @@ package main
 
 import (
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
-	"github.com/stepline/stepline/shared/awsenv"
+	"github.com/stepline/stepline/functions/internal/boot"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/secret"
-	"github.com/stepline/stepline/shared/store/dynamo"
 )
 
 // DefaultMetricNamespace is the namespace of the Runs metric when
@@ -58,24 +56,13 @@ import (
 const DefaultMetricNamespace = "Stepline"
 
 func main() {
-	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: logLevel(os.Getenv("LOG_LEVEL"))}))
-	fail := func(msg string, args ...any) {
-		logger.Error(msg, args...)
-		os.Exit(1)
-	}
-	cfg, err := awsenv.Load(os.Environ())
-	if err != nil {
-		fail("load AWS configuration", "err", err)
-	}
-	table := os.Getenv("TABLE_NAME")
-	if table == "" {
-		fail("TABLE_NAME is not set")
-	}
+	f := boot.Start()
+	st := f.Store()
 	machines := map[string]string{}
 	if s := os.Getenv("STATE_MACHINES"); s != "" {
 		var byName map[string]string
 		if err := json.Unmarshal([]byte(s), &byName); err != nil {
-			fail("STATE_MACHINES: want a JSON object {\"<pipeline>\": \"<state machine ARN>\"}", "err", err)
+			f.Fail("STATE_MACHINES: want a JSON object {\"<pipeline>\": \"<state machine ARN>\"}", "err", err)
 		}
 		for name, arn := range byName {
 			machines[arn] = name
@@ -85,40 +72,22 @@ func main() {
 	if namespace == "" {
 		namespace = DefaultMetricNamespace
 	}
-	secrets, _, err := secret.ForFunction(cfg, os.Getenv)
-	if err != nil {
-		fail("secrets", "err", err)
-	}
-	sns, err := notify.NewSNS(cfg)
-	if err != nil {
-		logger.Error("sns", "err", err)
-		os.Exit(1)
-	}
-	client := &http.Client{}
-	db, err := dynamo.NewClient(cfg)
-	if err != nil {
-		fail("dynamodb", "err", err)
-	}
+	secrets, _, err := secret.ForFunction(f.AWS, os.Getenv)
+	f.Check(err, "secrets")
+	sns, err := notify.NewSNS(f.AWS)
+	f.Check(err, "sns")
 	r := &Recorder{
-		Store:     dynamo.New(db, table),
-		Pipelines: definitions{sfn: sfn.NewFromConfig(cfg)},
+		Store:     st,
+		Pipelines: definitions{sfn: sfn.NewFromConfig(f.AWS)},
 		Notifications: &notify.Dispatcher{
-			HTTP:    client,
+			HTTP:    &http.Client{},
 			Secrets: secrets,
 			SNS:     sns,
-			Logger:  logger,
+			Logger:  f.Log,
 		},
 		Machines: machines,
 		Metrics:  &Metrics{W: os.Stdout, Namespace: namespace},
-		Log:      logger,
+		Log:      f.Log,
 	}
 	lambda.Start(r.Handle)
-}
-
-func logLevel(s string) slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return slog.LevelInfo
-	}
-	return l
 }

@@ -30,7 +30,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/stepline/stepline/shared/awsenv"
+	"github.com/stepline/stepline/functions/internal/boot"
 	"github.com/stepline/stepline/shared/awsrest"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/metrics"
@@ -38,59 +38,32 @@ import (
 	"github.com/stepline/stepline/shared/pricing"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/steprun"
-	"github.com/stepline/stepline/shared/store/dynamo"
 )
 
 func main() {
-	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: logLevel(os.Getenv("LOG_LEVEL"))}))
-	cfg, err := awsenv.Load(os.Environ())
-	if err != nil {
-		logger.Error("load AWS configuration", "err", err)
-		os.Exit(1)
-	}
-	table := os.Getenv("TABLE_NAME")
-	if table == "" {
-		logger.Error("TABLE_NAME is not set")
-		os.Exit(1)
-	}
-	secrets, _, err := secret.ForFunction(cfg, os.Getenv)
-	if err != nil {
-		logger.Error("secrets", "err", err)
-		os.Exit(1)
-	}
-	bedrock, err := awsrest.NewBedrockRuntime(cfg)
-	if err != nil {
-		logger.Error("bedrock", "err", err)
-		os.Exit(1)
-	}
-	sns, err := notify.NewSNS(cfg)
-	if err != nil {
-		logger.Error("sns", "err", err)
-		os.Exit(1)
-	}
+	f := boot.Start()
+	st := f.Store()
+	secrets, _, err := secret.ForFunction(f.AWS, os.Getenv)
+	f.Check(err, "secrets")
+	bedrock, err := awsrest.NewBedrockRuntime(f.AWS)
+	f.Check(err, "bedrock")
+	sns, err := notify.NewSNS(f.AWS)
+	f.Check(err, "sns")
 	client := &http.Client{}
-	db, err := dynamo.NewClient(cfg)
-	if err != nil {
-		logger.Error("dynamodb", "err", err)
-		os.Exit(1)
-	}
 	h := &steprun.Handler{
-		Store:     dynamo.New(db, table),
-		Executors: executor.NewRegistry(executor.Deps{HTTP: client, Secrets: secrets, Bedrock: bedrock, Logger: logger}),
+		Store:     st,
+		Executors: executor.NewRegistry(executor.Deps{HTTP: client, Secrets: secrets, Bedrock: bedrock, Logger: f.Log}),
 		HTTP:      client,
 		Secrets:   secrets,
-		Logger:    logger,
-		Pricing:   lazyPrices(os.Getenv("PRICE_TABLE"), logger),
+		Logger:    f.Log,
+		Pricing:   lazyPrices(os.Getenv("PRICE_TABLE"), f.Log),
 		// A step that ends its run sends the pipeline's notifications.
-		Notifications: &notify.Dispatcher{HTTP: client, Secrets: secrets, SNS: sns, Logger: logger},
+		Notifications: &notify.Dispatcher{HTTP: client, Secrets: secrets, SNS: sns, Logger: f.Log},
 		Metrics:       &metrics.EMF{W: os.Stdout, Namespace: os.Getenv("METRIC_NAMESPACE")},
 	}
 	if bucket := os.Getenv("ARTIFACT_BUCKET"); bucket != "" {
-		objects, err := awsrest.NewS3(cfg)
-		if err != nil {
-			logger.Error("artifacts", "err", err)
-			os.Exit(1)
-		}
+		objects, err := awsrest.NewS3(f.AWS)
+		f.Check(err, "artifacts")
 		h.Artifacts = steprun.S3{Client: objects, Bucket: bucket}
 	}
 	lambda.Start(h.Lambda())
@@ -120,12 +93,4 @@ func loadPrices(path string) (*pricing.Table, error) {
 	}
 	defer f.Close()
 	return pricing.Load(path, f)
-}
-
-func logLevel(s string) slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return slog.LevelInfo
-	}
-	return l
 }

@@ -1,0 +1,80 @@
+package boot
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+type exited int
+
+// run calls fn with a Function whose exit panics, and reports the status
+// it exited with (-1 when it did not) and what it logged.
+func run(t *testing.T, fn func(exit func(int), w *bytes.Buffer)) (status int, log string) {
+	t.Helper()
+	var buf bytes.Buffer
+	status = -1
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				e, ok := r.(exited)
+				if !ok {
+					panic(r)
+				}
+				status = int(e)
+			}
+		}()
+		fn(func(code int) { panic(exited(code)) }, &buf)
+	}()
+	return status, buf.String()
+}
+
+func TestStart(t *testing.T) {
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKID")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("LOG_LEVEL", "warn")
+	var f *Function
+	status, log := run(t, func(exit func(int), w *bytes.Buffer) {
+		f = start(w, exit)
+		f.Log.Info("hidden")
+		f.Log.Warn("shown")
+	})
+	if status != -1 || f.AWS.Region != "eu-west-1" {
+		t.Fatalf("exit %d, region %q", status, f.AWS.Region)
+	}
+	if strings.Contains(log, "hidden") || !strings.Contains(log, `"msg":"shown"`) {
+		t.Errorf("LOG_LEVEL=warn not honoured: %s", log)
+	}
+}
+
+func TestStartFails(t *testing.T) {
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	t.Setenv("LOG_LEVEL", "loud") // unknown: info
+	status, log := run(t, func(exit func(int), w *bytes.Buffer) { start(w, exit) })
+	if status != 1 || !strings.Contains(log, `"level":"ERROR","msg":"load AWS configuration"`) {
+		t.Errorf("exit %d, log %s; want 1 and the reason", status, log)
+	}
+}
+
+func TestStore(t *testing.T) {
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKID")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("TABLE_NAME", "")
+	status, log := run(t, func(exit func(int), w *bytes.Buffer) { start(w, exit).Store() })
+	if status != 1 || !strings.Contains(log, "TABLE_NAME is not set") {
+		t.Errorf("exit %d, log %s; want 1 and TABLE_NAME named", status, log)
+	}
+	t.Setenv("TABLE_NAME", "runs")
+	status, log = run(t, func(exit func(int), w *bytes.Buffer) {
+		if start(w, exit).Store() == nil {
+			t.Error("no store")
+		}
+	})
+	if status != -1 {
+		t.Errorf("exit %d: %s", status, log)
+	}
+}
