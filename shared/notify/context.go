@@ -24,32 +24,7 @@ func bindings(p task.Pipeline, action string, c Context) map[string]any {
 	b["pipeline_name"] = p.Name
 	b["current_step"] = c.CurrentStep
 	b["_testing"] = p.Stage != pipeline.StageProduction
-	labels, _ := trig["labels"].(map[string]any)
-	if labels == nil {
-		labels = map[string]any{}
-	}
-	b["labels"] = labels
-	if team, ok := trig["team"]; ok {
-		b["team"] = team
-	}
-	for _, path := range p.Include {
-		v, ok := lookup(trig, path)
-		if !ok {
-			continue
-		}
-		leaf := path
-		if i := strings.LastIndexByte(path, '.'); i >= 0 {
-			leaf = path[i+1:]
-			root := path[:strings.IndexByte(path, '.')]
-			if _, set := b[root]; !set {
-				b[root] = trig[root]
-			}
-		}
-		b[leaf] = v
-	}
-	for k, v := range p.Vars {
-		b[k] = v
-	}
+	p.TriggerBindings(b, trig)
 	b["steps"] = steps(c.Steps)
 
 	b["action"] = action
@@ -94,19 +69,4 @@ func steps(raw map[string]json.RawMessage) map[string]any {
 		}
 	}
 	return out
-}
-
-// lookup reads a dotted path in a decoded JSON object.
-func lookup(m map[string]any, path string) (any, bool) {
-	var cur any = m
-	for _, part := range strings.Split(path, ".") {
-		obj, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = obj[part]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
 }

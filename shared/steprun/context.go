@@ -263,33 +263,7 @@ func (h *Handler) bindings(ctx context.Context, req *task.Request, trig map[stri
 	b["pipeline_name"] = req.Pipeline.Name
 	b["current_step"] = sc.current
 	b["_testing"] = req.Pipeline.Stage != "production"
-	labels, _ := trig["labels"].(map[string]any)
-	if labels == nil {
-		labels = map[string]any{}
-	}
-	b["labels"] = labels
-	if team, ok := trig["team"]; ok {
-		b["team"] = team
-	}
-	for _, path := range req.Pipeline.Include {
-		v, ok := lookupPath(trig, path)
-		if !ok {
-			continue
-		}
-		leaf := path
-		if i := strings.LastIndexByte(path, '.'); i >= 0 {
-			leaf = path[i+1:]
-			// The dotted path reads through its root.
-			root := path[:strings.IndexByte(path, '.')]
-			if _, set := b[root]; !set {
-				b[root] = trig[root]
-			}
-		}
-		b[leaf] = v
-	}
-	for k, v := range req.Pipeline.Vars {
-		b[k] = v
-	}
+	req.Pipeline.TriggerBindings(b, trig)
 	steps := newStepsValue(req.Steps)
 	b["steps"] = steps
 	b["artifacts"] = &artifactsValue{ctx: ctx, steps: steps, store: h.Artifacts}
@@ -308,19 +282,4 @@ func (h *Handler) bindings(ctx context.Context, req *task.Request, trig map[stri
 		b["step_failure"] = sc.failure
 	}
 	return b
-}
-
-// lookupPath reads a dotted path in a decoded JSON object.
-func lookupPath(m map[string]any, path string) (any, bool) {
-	var cur any = m
-	for _, part := range strings.Split(path, ".") {
-		obj, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = obj[part]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
 }

@@ -9,6 +9,7 @@ package task
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/stepline/stepline/shared/pipeline"
 )
@@ -96,6 +97,56 @@ type Pipeline struct {
 	Include       []string          `json:"include,omitempty"` // context_template.include
 	Budget        *pipeline.Budget  `json:"budget,omitempty"`
 	Notifications []pipeline.Action `json:"notifications,omitempty"`
+}
+
+// TriggerBindings adds to b the template variables the pipeline takes
+// from its run's trigger (decoded JSON) and its vars, the same for a
+// step's templates and a notification's: labels (an empty object when the
+// trigger has none), team, each context_template.include path's value
+// under its leaf name (a dotted path also makes its root readable as it
+// is in the trigger), then vars, which win over all of them.
+func (p Pipeline) TriggerBindings(b, trig map[string]any) {
+	labels, _ := trig["labels"].(map[string]any)
+	if labels == nil {
+		labels = map[string]any{}
+	}
+	b["labels"] = labels
+	if team, ok := trig["team"]; ok {
+		b["team"] = team
+	}
+	for _, path := range p.Include {
+		v, ok := lookupPath(trig, path)
+		if !ok {
+			continue
+		}
+		leaf := path
+		if i := strings.LastIndexByte(path, '.'); i >= 0 {
+			leaf = path[i+1:]
+			root := path[:strings.IndexByte(path, '.')]
+			if _, set := b[root]; !set {
+				b[root] = trig[root]
+			}
+		}
+		b[leaf] = v
+	}
+	for k, v := range p.Vars {
+		b[k] = v
+	}
+}
+
+// lookupPath reads a dotted path in a decoded JSON object.
+func lookupPath(m map[string]any, path string) (any, bool) {
+	var cur any = m
+	for _, part := range strings.Split(path, ".") {
+		obj, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = obj[part]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
 }
 
 // Run identifies the run a Task belongs to.
