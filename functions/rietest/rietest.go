@@ -17,10 +17,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stepline/stepline/shared/harness"
 )
 
 // Emulator is one running emulator with its bootstrap.
@@ -104,11 +105,11 @@ func Start(t testing.TB, bootstrap string, env ...string) *Emulator {
 }
 
 func start(rie, bootstrap string, env []string) (*Emulator, error) {
-	api, err := freePort()
+	api, err := harness.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +193,7 @@ func (e *Emulator) Output() string { return e.out.String() }
 func find(t testing.TB) string {
 	t.Helper()
 	candidates := []string{os.Getenv("STEPLINE_RIE")}
-	if root := repoRoot(); root != "" {
+	if root := harness.RepoRoot(); root != "" {
 		candidates = append(candidates, filepath.Join(root, "bin", "aws-lambda-rie"))
 	}
 	if p, err := exec.LookPath("aws-lambda-rie"); err == nil {
@@ -206,37 +207,6 @@ func find(t testing.TB) string {
 			return c
 		}
 	}
-	msg := "the Lambda Runtime Interface Emulator is not installed: run make tools"
-	switch strings.ToLower(os.Getenv("CI")) {
-	case "", "0", "false", "no":
-		t.Skip(msg)
-	}
-	t.Fatal(msg)
+	harness.Missing(t, "the Lambda Runtime Interface Emulator is not installed: run make tools")
 	return ""
-}
-
-func repoRoot() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

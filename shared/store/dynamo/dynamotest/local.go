@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,6 +35,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/stepline/stepline/shared/harness"
 	"github.com/stepline/stepline/shared/store/dynamo"
 )
 
@@ -76,25 +76,13 @@ func findLocal() {
 	}
 }
 
-// inCI reports whether the CI environment variable is set to a true value.
-func inCI() bool {
-	switch strings.ToLower(os.Getenv("CI")) {
-	case "", "0", "false", "no":
-		return false
-	}
-	return true
-}
-
 // Endpoint returns the URL of DynamoDB Local, or skips the test (fails it
 // in CI) when there is none.
 func Endpoint(t testing.TB) string {
 	t.Helper()
 	local.once.Do(findLocal)
 	if local.endpoint == "" {
-		if inCI() {
-			t.Fatalf("DynamoDB Local is required in CI: %s", local.missing)
-		}
-		t.Skipf("DynamoDB Local not available (%s); run scripts/dynamodb-local.sh install", local.missing)
+		harness.Missing(t, fmt.Sprintf("DynamoDB Local not available (%s); run make dynamodb-local", local.missing))
 	}
 	return local.endpoint
 }
@@ -196,7 +184,7 @@ func locate() (endpoint, jar string, err error) {
 		return "", "", fmt.Errorf("STEPLINE_DYNAMODB_LOCAL=%s holds no DynamoDBLocal.jar", v)
 	}
 	var dirs []string
-	if root := repoRoot(); root != "" {
+	if root := harness.RepoRoot(); root != "" {
 		dirs = append(dirs, filepath.Join(root, ".cache", "dynamodb-local"))
 	}
 	if x := os.Getenv("XDG_CACHE_HOME"); x != "" {
@@ -220,23 +208,6 @@ func findJar(dir string) string {
 		}
 	}
 	return ""
-}
-
-func repoRoot() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
 }
 
 type process struct {
@@ -265,7 +236,7 @@ func start(jar string) (*process, error) {
 }
 
 func startOnce(java, jar string) (*process, error) {
-	port, err := freePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -306,13 +277,4 @@ func (p *process) stop() {
 		p.cmd.Process.Kill()
 		<-p.done
 	})
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -1,0 +1,63 @@
+// Package harness holds what the test harnesses that run real tools share
+// (functions/rietest for the Lambda Runtime Interface Emulator,
+// shared/store/dynamo/dynamotest for DynamoDB Local): where the repository
+// is, whether the tools are required, and free loopback ports.
+package harness
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// InCI reports whether the CI environment variable is set to a true
+// value. In CI a missing tool fails the tests instead of skipping them.
+func InCI() bool {
+	switch strings.ToLower(os.Getenv("CI")) {
+	case "", "0", "false", "no":
+		return false
+	}
+	return true
+}
+
+// Missing reports a tool the test needs and does not have: it fails the
+// test in CI (see InCI) and skips it elsewhere.
+func Missing(t testing.TB, msg string) {
+	t.Helper()
+	if InCI() {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// RepoRoot returns the nearest directory at or above the working
+// directory that holds go.mod, or "" when there is none.
+func RepoRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// Another process can take it before the caller binds it; callers retry.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
