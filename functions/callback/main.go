@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
+	"github.com/stepline/stepline/functions/internal/apigw"
 	"github.com/stepline/stepline/functions/internal/boot"
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/secret"
@@ -46,6 +47,6 @@ func main() {
 		Logger:   f.Log,
 	}
 	lambda.Start(func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		return serveAPI(ctx, svc, ev), nil
+		return apigw.Serve(ctx, svc, ev, maxRequestBody), nil
 	})
 }

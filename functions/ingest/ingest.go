@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
+	"github.com/stepline/stepline/functions/internal/apigw"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/pipeline"
 )
@@ -192,7 +193,7 @@ func (h *handler) api(ctx context.Context, ev events.APIGatewayV2HTTPRequest) ev
 	case route == "/webhook":
 		// ?source= wins over the header (the intake reads the query).
 		if query.Get("source") == "" {
-			req.Source = header(ev.Headers, "x-pipeline-source")
+			req.Source = apigw.Header(ev.Headers, "x-pipeline-source")
 		}
 	case strings.HasPrefix(route, "/pipelines/") && strings.HasSuffix(route, "/runs"):
 		req.Manual = true
@@ -216,7 +217,7 @@ func (h *handler) api(ctx context.Context, ev events.APIGatewayV2HTTPRequest) ev
 		r.Headers["Allow"] = http.MethodPost
 		return r
 	}
-	req.Bearer = intake.BearerToken(header(ev.Headers, "authorization"))
+	req.Bearer = intake.BearerToken(apigw.Header(ev.Headers, "authorization"))
 	req.Body = []byte(ev.Body)
 	if ev.IsBase64Encoded {
 		if req.Body, err = base64.StdEncoding.DecodeString(ev.Body); err != nil {
@@ -246,20 +247,6 @@ func jsonResponse(status int, body map[string]any) events.APIGatewayV2HTTPRespon
 		Headers:    map[string]string{"Content-Type": "application/json", "Cache-Control": "no-store"},
 		Body:       string(b),
 	}
-}
-
-// header looks a header up by name in any case (HTTP APIs send them in
-// lower case).
-func header(h map[string]string, name string) string {
-	if v, ok := h[name]; ok {
-		return v
-	}
-	for k, v := range h {
-		if strings.EqualFold(k, name) {
-			return v
-		}
-	}
-	return ""
 }
 
 // triggerEvent is what an EventBridge rule sends the ingest function:
