@@ -903,10 +903,17 @@ func (l *lowerer) lowerHuman(i int, s *pipeline.Step, refs []string, failed []as
 	})
 	dp := l.payload(task.ModeHuman, s, []string{})
 	dp["decision"] = "{% $states.input %}"
-	l.add(&l.sm.States, decision, &asl.Task{
-		Comment:        "Turn the decision into the step's output, decide and record.",
+	l.addDecision(i, s, decision, "Turn the decision into the step's output, decide and record.", dp, failed)
+}
+
+// addDecision adds the Task that hands what a step waited for (a human's
+// decision, a sub-pipeline's outcome) to the step function, which turns it
+// into the step's output, decides and records; then the step's outcome.
+func (l *lowerer) addDecision(i int, s *pipeline.Step, name, comment string, payload map[string]any, failed []asl.Catcher) {
+	l.add(&l.sm.States, name, &asl.Task{
+		Comment:        comment,
 		Resource:       asl.ResourceLambdaInvoke,
-		Arguments:      invoke(task.StepFunctionPlaceholder, dp),
+		Arguments:      invoke(task.StepFunctionPlaceholder, payload),
 		TimeoutSeconds: bookkeepingTimeoutSeconds,
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch:          failed,
@@ -948,18 +955,7 @@ func (l *lowerer) lowerChild(i int, s *pipeline.Step, failed []asl.Catcher) {
 	dp := l.payload(task.ModeChild, s, []string{})
 	dp["child"] = "{% $exists($states.input.child) ? $states.input.child : null %}"
 	dp["error"] = "{% $exists($states.input.error) ? $states.input.error : null %}"
-	l.add(&l.sm.States, decision, &asl.Task{
-		Comment:        "Turn the sub-pipeline's outcome into the step's output, decide and record.",
-		Resource:       asl.ResourceLambdaInvoke,
-		Arguments:      invoke(task.StepFunctionPlaceholder, dp),
-		TimeoutSeconds: bookkeepingTimeoutSeconds,
-		Retry:          []asl.Retrier{lambdaRetrier()},
-		Catch:          failed,
-		Assign:         assignResult(s.Name, s),
-		Output:         "{% $states.result.Payload %}",
-		Next:           s.Name + ": outcome",
-	})
-	l.outcome(i, s.Name)
+	l.addDecision(i, s, decision, "Turn the sub-pipeline's outcome into the step's output, decide and record.", dp, failed)
 }
 
 // lostBranch is the output of a branch whose Task failed outside the step
