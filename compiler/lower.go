@@ -903,25 +903,26 @@ func (l *lowerer) lowerHuman(i int, s *pipeline.Step, refs []string, failed []as
 	})
 	dp := l.payload(task.ModeHuman, s, []string{})
 	dp["decision"] = "{% $states.input %}"
-	l.addDecision(i, s, decision, "Turn the decision into the step's output, decide and record.", dp, failed)
+	l.addDecision(i, s.Name, s, decision, "Turn the decision into the step's output, decide and record.", dp, failed)
 }
 
-// addDecision adds the Task that hands what a step waited for (a human's
-// decision, a sub-pipeline's outcome) to the step function, which turns it
-// into the step's output, decides and records; then the step's outcome.
-func (l *lowerer) addDecision(i int, s *pipeline.Step, name, comment string, payload map[string]any, failed []asl.Catcher) {
-	l.add(&l.sm.States, name, &asl.Task{
+// addDecision adds the Task that hands what node i waited for (a human's
+// decision, a sub-pipeline's outcome, a group's branches) to the step
+// function, which turns it into the node's output, decides and records;
+// then the node's outcome.
+func (l *lowerer) addDecision(i int, node string, cfg any, state, comment string, payload map[string]any, catch []asl.Catcher) {
+	l.add(&l.sm.States, state, &asl.Task{
 		Comment:        comment,
 		Resource:       asl.ResourceLambdaInvoke,
 		Arguments:      invoke(task.StepFunctionPlaceholder, payload),
 		TimeoutSeconds: bookkeepingTimeoutSeconds,
 		Retry:          []asl.Retrier{lambdaRetrier()},
-		Catch:          failed,
-		Assign:         assignResult(s.Name, s),
+		Catch:          catch,
+		Assign:         assignResult(node, cfg),
 		Output:         "{% $states.result.Payload %}",
-		Next:           s.Name + ": outcome",
+		Next:           node + ": outcome",
 	})
-	l.outcome(i, s.Name)
+	l.outcome(i, node)
 }
 
 func (l *lowerer) lowerChild(i int, s *pipeline.Step, failed []asl.Catcher) {
@@ -955,7 +956,7 @@ func (l *lowerer) lowerChild(i int, s *pipeline.Step, failed []asl.Catcher) {
 	dp := l.payload(task.ModeChild, s, []string{})
 	dp["child"] = "{% $exists($states.input.child) ? $states.input.child : null %}"
 	dp["error"] = "{% $exists($states.input.error) ? $states.input.error : null %}"
-	l.addDecision(i, s, decision, "Turn the sub-pipeline's outcome into the step's output, decide and record.", dp, failed)
+	l.addDecision(i, s.Name, s, decision, "Turn the sub-pipeline's outcome into the step's output, decide and record.", dp, failed)
 }
 
 // lostBranch is the output of a branch whose Task failed outside the step
@@ -995,18 +996,7 @@ func (l *lowerer) join(i int, name string, cfg any, branches string) {
 	p["group"] = name
 	p["branches"] = branches
 	p["error"] = "{% $exists($states.input.error) ? $states.input.error : null %}"
-	l.add(&l.sm.States, name+": join", &asl.Task{
-		Comment:        "Join the branches' confidences, decide and record the group.",
-		Resource:       asl.ResourceLambdaInvoke,
-		Arguments:      invoke(task.StepFunctionPlaceholder, p),
-		TimeoutSeconds: bookkeepingTimeoutSeconds,
-		Retry:          []asl.Retrier{lambdaRetrier()},
-		Catch:          l.failureCatch(name, cfg, pipeline.FailureAbort),
-		Assign:         assignResult(name, cfg),
-		Output:         "{% $states.result.Payload %}",
-		Next:           name + ": outcome",
-	})
-	l.outcome(i, name)
+	l.addDecision(i, name, cfg, name+": join", "Join the branches' confidences, decide and record the group.", p, l.failureCatch(name, cfg, pipeline.FailureAbort))
 }
 
 func (l *lowerer) lowerParallel(i int, g *pipeline.Parallel) {
