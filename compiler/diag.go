@@ -97,6 +97,9 @@ func (e *Error) Error() string {
 	case 1:
 		return e.List[0].String()
 	}
+	if len(e.List) == 2 {
+		return fmt.Sprintf("%s (and 1 more error)", e.List[0])
+	}
 	return fmt.Sprintf("%s (and %d more errors)", e.List[0], len(e.List)-1)
 }
 

@@ -136,3 +136,21 @@ each/1: ['{"confidence": 0.85, "summary": "1", "next_step_context": ""}']
 		}
 	}
 }
+
+// A pipeline that does not compile is not run, and run names every error
+// as validate does.
+func TestRunInvalidPipeline(t *testing.T) {
+	bad := writeFile(t, "bad.yaml", "name: b\nsteps:\n  - name: a\n    executor: gatway\n    promt_template: x\n")
+	code, _, errOut := run(t, "", "run", "--dir", t.TempDir(), bad)
+	if code != exitFailed {
+		t.Errorf("exit %d, want %d", code, exitFailed)
+	}
+	for _, want := range []string{bad + `:4:15: step "a": executor "gatway"`, bad + `:5:5: step "a": unknown field "promt_template" (did you mean "prompt_template"?)`} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr %q lacks %q", errOut, want)
+		}
+	}
+	if strings.Contains(errOut, "more error") {
+		t.Errorf("stderr %q summarises instead of listing", errOut)
+	}
+}

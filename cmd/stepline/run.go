@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/local"
 	"github.com/stepline/stepline/shared/store"
@@ -173,6 +174,10 @@ func cmdRun(ctx context.Context, e env) int {
 		fmt.Fprintf(e.stdout, "running %s\n", path)
 	}
 	o, err := r.Run(ctx, path, trigger, "")
+	if ds, ok := compiler.AsError(err); ok {
+		fmt.Fprint(e.stderr, ds.String()) // every error, as validate prints them
+		return exitFailed
+	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "%v\n", err)
 		return exitFailed
