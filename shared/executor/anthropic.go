@@ -74,13 +74,7 @@ func readAnthropic(r *reader) anthropicConfig {
 
 // Complete sends one Messages API request.
 func (p *anthropic) Complete(ctx context.Context, req llmoutput.Request) (llmoutput.Completion, error) {
-	a, err := p.reg.begin(ctx, p.call, DefaultModelTimeout)
-	if err != nil {
-		return finish(nil, llmoutput.Completion{}, err)
-	}
-	defer a.cancel()
-	c, err := p.complete(a, req)
-	return finish(a.red, c, err)
+	return p.reg.completeModel(ctx, p.call, req, p.complete)
 }
 
 type anthropicMessage struct {

@@ -65,13 +65,7 @@ func readBedrock(r *reader) bedrockConfig {
 
 // Complete sends one Converse request.
 func (p *bedrock) Complete(ctx context.Context, req llmoutput.Request) (llmoutput.Completion, error) {
-	a, err := p.reg.begin(ctx, p.call, DefaultModelTimeout)
-	if err != nil {
-		return finish(nil, llmoutput.Completion{}, err)
-	}
-	defer a.cancel()
-	c, err := p.complete(a, req)
-	return finish(a.red, c, err)
+	return p.reg.completeModel(ctx, p.call, req, p.complete)
 }
 
 // converseRequest is the Converse request body, as far as the executor

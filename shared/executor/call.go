@@ -39,6 +39,19 @@ func (r *Registry) begin(ctx context.Context, call Call, def time.Duration) (*at
 	return a, nil
 }
 
+// completeModel makes one model call: the attempt's deadline and
+// redactor from begin, the provider's send, errors and the raw answer
+// redacted by finish.
+func (r *Registry) completeModel(ctx context.Context, call Call, req llmoutput.Request, send func(*attempt, llmoutput.Request) (llmoutput.Completion, error)) (llmoutput.Completion, error) {
+	a, err := r.begin(ctx, call, DefaultModelTimeout)
+	if err != nil {
+		return finish(nil, llmoutput.Completion{}, err)
+	}
+	defer a.cancel()
+	c, err := send(a, req)
+	return finish(a.red, c, err)
+}
+
 // finish scrubs resolved secrets from what a Complete returns: the error,
 // or the recorded raw response.
 func finish(red *secret.Redactor, c llmoutput.Completion, err error) (llmoutput.Completion, error) {

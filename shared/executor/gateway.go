@@ -111,13 +111,7 @@ func readStructured(r *reader) string {
 
 // Complete sends one chat completion.
 func (g *gateway) Complete(ctx context.Context, req llmoutput.Request) (llmoutput.Completion, error) {
-	a, err := g.reg.begin(ctx, g.call, DefaultModelTimeout)
-	if err != nil {
-		return finish(nil, llmoutput.Completion{}, err)
-	}
-	defer a.cancel()
-	c, err := g.complete(a, req)
-	return finish(a.red, c, err)
+	return g.reg.completeModel(ctx, g.call, req, g.complete)
 }
 
 func (g *gateway) complete(a *attempt, req llmoutput.Request) (llmoutput.Completion, error) {
