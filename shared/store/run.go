@@ -101,6 +101,7 @@ type RunUpdate struct {
 type RunFilter struct {
 	Pipeline string
 	Status   RunStatus
+	Team     string // the team recorded on the run (Run.Team); runs without a team never match a set Team
 	Limit    int
 }
 

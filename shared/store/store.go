@@ -58,7 +58,7 @@ type Store interface {
 	UpdateRun(ctx context.Context, id string, u RunUpdate) error
 
 	// ListRuns returns run summaries, newest StartedAt first (ties by ID,
-	// descending), filtered by pipeline and/or status. Summaries carry every
+	// descending), filtered by pipeline, status and/or team. Summaries carry every
 	// field except Trigger, FinalOutput and Usage; GetRun has the full run.
 	// Limit <= 0 means DefaultRunLimit; it is capped at MaxRunLimit. On
 	// DynamoDB the list is read from indexes, so it may trail a write by a

@@ -49,6 +49,8 @@
 //	pipeline and status       GSI2 with a pipeline filter for running, waiting and
 //	                          interrupted (few runs); GSI1 with a status filter otherwise
 //	all runs                  one GSI2 query per status, merged
+//	a team's runs             any of the above with a team filter (no index:
+//	                          the partitions read are read whole if need be)
 //	an approval               GetItem APPROVAL#id
 //
 // Index reads are eventually consistent: a list may trail a write by a

@@ -296,25 +296,34 @@ func (s *Store) AddUsage(ctx context.Context, runID, k string, u store.Usage) er
 // IndexByPipeline, a status's from IndexByStatus, both newest first. With
 // both filters it reads the smaller side: the status index for the active
 // and interrupted statuses (few runs), the pipeline index with a status
-// filter otherwise. Without filters it merges the status partitions.
+// filter otherwise. Without filters it merges the status partitions. A team
+// has no index: it is a filter on whichever partitions are read, so a team
+// with few runs among many costs reading the others.
 func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, error) {
 	f, err := store.NormalizeRunFilter(f)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
+	// filters adds the team filter, when there is one, to more.
+	filters := func(more ...equals) []equals {
+		if f.Team != "" {
+			more = append(more, equals{aTeam, f.Team})
+		}
+		return more
+	}
 	var runs []listed
 	switch {
 	case f.Pipeline != "" && f.Status != "" && !f.Status.Terminal():
-		runs, err = s.queryIndex(ctx, IndexByStatus, AttrGSI2PK, AttrGSI2SK, prefixStatus+string(f.Status), aPipeline, f.Pipeline, f.Limit)
+		runs, err = s.queryIndex(ctx, IndexByStatus, AttrGSI2PK, AttrGSI2SK, prefixStatus+string(f.Status), filters(equals{aPipeline, f.Pipeline}), f.Limit)
 	case f.Pipeline != "" && f.Status != "":
-		runs, err = s.queryIndex(ctx, IndexByPipeline, AttrGSI1PK, AttrGSI1SK, prefixPipeline+escape(f.Pipeline), aStatus, string(f.Status), f.Limit)
+		runs, err = s.queryIndex(ctx, IndexByPipeline, AttrGSI1PK, AttrGSI1SK, prefixPipeline+escape(f.Pipeline), filters(equals{aStatus, string(f.Status)}), f.Limit)
 	case f.Pipeline != "":
-		runs, err = s.queryIndex(ctx, IndexByPipeline, AttrGSI1PK, AttrGSI1SK, prefixPipeline+escape(f.Pipeline), "", "", f.Limit)
+		runs, err = s.queryIndex(ctx, IndexByPipeline, AttrGSI1PK, AttrGSI1SK, prefixPipeline+escape(f.Pipeline), filters(), f.Limit)
 	case f.Status != "":
-		runs, err = s.queryIndex(ctx, IndexByStatus, AttrGSI2PK, AttrGSI2SK, prefixStatus+string(f.Status), "", "", f.Limit)
+		runs, err = s.queryIndex(ctx, IndexByStatus, AttrGSI2PK, AttrGSI2SK, prefixStatus+string(f.Status), filters(), f.Limit)
 	default:
 		for _, st := range store.RunStatuses() {
-			part, err := s.queryIndex(ctx, IndexByStatus, AttrGSI2PK, AttrGSI2SK, prefixStatus+string(st), "", "", f.Limit)
+			part, err := s.queryIndex(ctx, IndexByStatus, AttrGSI2PK, AttrGSI2SK, prefixStatus+string(st), filters(), f.Limit)
 			if err != nil {
 				return nil, fmt.Errorf("list runs: %w", err)
 			}
@@ -342,10 +351,12 @@ type listed struct {
 	run store.Run
 }
 
+// equals keeps the items whose string attribute attr equals value.
+type equals struct{ attr, value string }
+
 // queryIndex reads up to limit runs from one index partition, newest first,
-// keeping only items whose filterAttr equals filterValue when filterAttr is
-// set.
-func (s *Store) queryIndex(ctx context.Context, index, pkAttr, skAttr, pk, filterAttr, filterValue string, limit int) ([]listed, error) {
+// keeping only the items that pass every filter.
+func (s *Store) queryIndex(ctx context.Context, index, pkAttr, skAttr, pk string, filters []equals, limit int) ([]listed, error) {
 	backwards := false
 	in := &QueryInput{
 		TableName:                 s.table,
@@ -356,10 +367,15 @@ func (s *Store) queryIndex(ctx context.Context, index, pkAttr, skAttr, pk, filte
 		ScanIndexForward:          &backwards,
 		Limit:                     int32(limit),
 	}
-	if filterAttr != "" {
-		in.FilterExpression = "#f = :f"
-		in.ExpressionAttributeNames["#f"] = filterAttr
-		in.ExpressionAttributeValues[":f"] = S(filterValue)
+	if len(filters) > 0 {
+		conds := make([]string, len(filters))
+		for i, f := range filters {
+			name, value := fmt.Sprintf("#f%d", i), fmt.Sprintf(":f%d", i)
+			conds[i] = name + " = " + value
+			in.ExpressionAttributeNames[name] = f.attr
+			in.ExpressionAttributeValues[value] = S(f.value)
+		}
+		in.FilterExpression = strings.Join(conds, " AND ")
 		// Limit counts items read before the filter: read wider pages.
 		in.Limit = int32(min(max(2*limit, 100), 1000))
 	}

@@ -137,6 +137,9 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, e
 	if f.Status != "" {
 		where, args = append(where, "status = ?"), append(args, string(f.Status))
 	}
+	if f.Team != "" {
+		where, args = append(where, "team = ?"), append(args, f.Team)
+	}
 	q := `SELECT ` + summaryColumns + ` FROM runs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")

@@ -195,6 +195,16 @@ func testListRuns(t *testing.T, s store.Store) {
 		fullRun("a3", "a", at(5)), fullRun("a4", "a", at(7)),
 		fullRun("b1", "b", at(3)), fullRun("b2", "b", at(5)), fullRun("b3", "b", at(6)),
 	}
+	// Teams cut across pipelines and statuses: sre (fullRun's) on a1, a2x,
+	// a3, b1; payments on a2, a4, b2; none on b3.
+	for i := range runs {
+		switch runs[i].ID {
+		case "a2", "a4", "b2":
+			runs[i].Team = "payments"
+		case "b3":
+			runs[i].Team = ""
+		}
+	}
 	createRuns(t, s, runs...)
 	must(t, s.UpdateRun(ctx, "a2", store.RunUpdate{Status: store.RunCompleted, CompletedAt: tp(at(4))}))
 	must(t, s.UpdateRun(ctx, "b1", store.RunUpdate{Status: store.RunCompleted, CompletedAt: tp(at(4))}))
@@ -221,6 +231,19 @@ func testListRuns(t *testing.T, s store.Store) {
 		{"running limit 2", store.RunFilter{Status: store.RunRunning, Limit: 2}, "b2,a3"},
 		{"pipeline a running limit 1", store.RunFilter{Pipeline: "a", Status: store.RunRunning, Limit: 1}, "a3"},
 		{"pipeline a completed limit 1", store.RunFilter{Pipeline: "a", Status: store.RunCompleted, Limit: 1}, "a2"},
+		{"team sre", store.RunFilter{Team: "sre"}, "a3,b1,a2x,a1"},
+		{"team payments", store.RunFilter{Team: "payments"}, "a4,b2,a2"},
+		{"team differs only in case", store.RunFilter{Team: "SRE"}, ""},
+		{"unknown team", store.RunFilter{Team: "nobody"}, ""},
+		{"team sre limit 2", store.RunFilter{Team: "sre", Limit: 2}, "a3,b1"},
+		{"team sre pipeline a", store.RunFilter{Team: "sre", Pipeline: "a"}, "a3,a2x,a1"},
+		{"team payments pipeline b", store.RunFilter{Team: "payments", Pipeline: "b"}, "b2"},
+		{"team sre running", store.RunFilter{Team: "sre", Status: store.RunRunning}, "a3,a2x,a1"},
+		{"team payments completed", store.RunFilter{Team: "payments", Status: store.RunCompleted}, "a2"},
+		{"team payments pipeline b running", store.RunFilter{Team: "payments", Pipeline: "b", Status: store.RunRunning}, "b2"},
+		{"team sre pipeline b running", store.RunFilter{Team: "sre", Pipeline: "b", Status: store.RunRunning}, ""},
+		{"team payments pipeline a failed", store.RunFilter{Team: "payments", Pipeline: "a", Status: store.RunFailed}, "a4"},
+		{"team sre pipeline a failed", store.RunFilter{Team: "sre", Pipeline: "a", Status: store.RunFailed}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
