@@ -90,7 +90,7 @@ func TestCheckConfig(t *testing.T) {
 			[]issue{{"content_type", false, `"???" is not a media type`}, {"method", false, `want one of GET, POST, PUT, PATCH, DELETE, got "TRACE"`}, {"url", false, "want an absolute http or https URL"}}},
 		{"webhook url from a secret", Webhook, map[string]any{"url": "${SLACK_WEBHOOK_URL}"}, nil},
 		{"notify ok", Notify, map[string]any{"url": "https://hooks.slack.com/services/${SLACK_PATH}", "payload": map[string]any{"text": "{{ steps.triage.summary }}"}}, nil},
-		{"notify payload list", Notify, map[string]any{"url": "https://x", "payload": []any{1}}, []issue{{"payload", false, "want a mapping or a string, got a list"}}},
+		{"notify payload number", Notify, map[string]any{"url": "https://x", "payload": 1}, []issue{{"payload", false, "want a mapping, a list or a string, got a number"}}},
 		{"pipeline needs its child", Pipeline, map[string]any{"context": "x"}, []issue{{"context", false, "want a mapping, got a string"}, {"pipeline", false, "required"}}},
 		{"scripted takes no keys", Scripted, map[string]any{"file": "x"}, []issue{{"file", true, "unknown key, ignored"}}},
 		{"openclaw", OpenClaw, map[string]any{"agent": "x"}, []issue{{"", false, `executor "openclaw" is not supported`}}},

@@ -21,21 +21,38 @@ import (
 // synthesised answer's next_step_context.
 const ContextChars = 200
 
-// webhook sends the rendered prompt to a URL as the request body.
+// webhook sends a request to a URL. Its body is executor_config.payload,
+// encoded, or else the rendered prompt_template as text.
 //
 // executor_config:
 //
 //	url              required
 //	method           GET, POST (default), PUT, PATCH or DELETE
 //	headers          request headers
+//	payload          the body as structure: a mapping or a list
 //	content_type     default application/json
 //	timeout_seconds  default DefaultDeliveryTimeout
 //
+// payload is the body for anything built from run data. Its string leaves
+// arrive rendered one by one (the runner renders every string of
+// executor_config as a Liquid template), and the whole value is encoded
+// only then: as JSON, or as form fields for content_type
+// application/x-www-form-urlencoded (a mapping of scalars). A rendered
+// value is one string in the body whatever it holds, so event data or a
+// model's reply cannot add keys or change the body's shape; leaves that
+// are not strings keep their YAML type (numbers, booleans, null). Without
+// payload the body is the rendered prompt_template, sent as written; the
+// compiler warns when that text is JSON with values pasted into it.
+// payload together with a non-empty prompt_template is a ConfigError (the
+// body would be ambiguous), as is payload with method GET (a GET request
+// has no body); DELETE sends it like POST.
+//
 // A non-2xx status is an error. A 2xx body that is an LLMOutput is the
 // step's answer; any other body is delivered: confidence 1, summary
-// "Webhook delivered: HTTP <code>", next_step_context its start. The body
-// sent is the request's first user message (the rendered prompt_template);
-// it is not secret-expanded.
+// "Webhook delivered: HTTP <code>", next_step_context its start. ${NAME}
+// in payload resolves like anywhere in executor_config (a "${" that a
+// rendered value brought in stays literal); the prompt_template body is
+// not secret-expanded.
 type webhook struct {
 	reg  *Registry
 	call Call
@@ -46,45 +63,78 @@ type deliveryConfig struct {
 	method      string
 	headers     map[string]string
 	contentType string
-	payload     any // notify only: map or string
+	// payload is the structured body: a mapping or a list (for notify
+	// also a string, sent as it is); nil when there is none.
+	payload any
 }
 
 func readWebhook(r *reader) deliveryConfig {
-	return readDelivery(r, false)
+	return readDelivery(r, Webhook)
 }
 
 func readNotify(r *reader) deliveryConfig {
-	return readDelivery(r, true)
+	return readDelivery(r, Notify)
 }
 
-func readDelivery(r *reader, notify bool) deliveryConfig {
+func readDelivery(r *reader, executor string) deliveryConfig {
 	c := deliveryConfig{contentType: "application/json"}
 	c.url = r.url("url", true)
 	c.method = r.method("method")
 	c.headers = r.headers("headers")
+	ctKnown := true
 	if ct := strings.TrimSpace(r.str("content_type", false)); ct != "" {
 		if _, _, err := mime.ParseMediaType(ct); err != nil && !r.pending(ct) {
 			r.fail("content_type", "%q is not a media type", ct)
+			ctKnown = false
 		}
+		ctKnown = ctKnown && !r.pending(ct)
 		c.contentType = ct
 	}
 	r.seconds("timeout_seconds")
-	if notify {
-		v := r.get("payload")
-		switch x := v.(type) {
-		case nil:
-			c.payload = map[string]any{}
-		case string:
-			c.payload = x
-		default:
-			m, ok := stringMap(v)
-			if !ok {
-				r.fail("payload", "want a mapping or a string, got %s", typeName(v))
+	readPayload(r, executor, &c, ctKnown)
+	return c
+}
+
+// readPayload reads executor_config.payload into c and checks that it can
+// be sent: a structured payload needs a body (not GET) and a content type
+// it can be encoded as (checked when ctKnown).
+func readPayload(r *reader, executor string, c *deliveryConfig, ctKnown bool) {
+	v := r.get("payload")
+	switch x := v.(type) {
+	case nil:
+		if executor == Notify && c.method != http.MethodGet {
+			c.payload = map[string]any{} // notify always posts a body: {} by default
+		}
+		return
+	case string:
+		if executor != Notify {
+			r.fail("payload", "want a mapping or a list, got a string (a text body is the prompt_template)")
+			return
+		}
+		c.payload = x
+	case []any:
+		c.payload = x
+	default:
+		m, ok := stringMap(v)
+		if !ok {
+			want := "a mapping or a list"
+			if executor == Notify {
+				want = "a mapping, a list or a string"
 			}
-			c.payload = m
+			r.fail("payload", "want %s, got %s", want, typeName(v))
+			return
+		}
+		c.payload = m
+	}
+	if c.method == http.MethodGet {
+		r.fail("payload", "a GET request has no body: use POST, PUT, PATCH or DELETE, or drop payload")
+		return
+	}
+	if ctKnown {
+		if _, is := encodePayload(c.payload, c.contentType); is != nil {
+			r.issues = append(r.issues, is)
 		}
 	}
-	return c
 }
 
 // Complete delivers the prompt.
@@ -103,12 +153,32 @@ func (w *webhook) complete(a *attempt, req llmoutput.Request) (llmoutput.Complet
 	if err := configError(Webhook, a.cfg.done()); err != nil {
 		return llmoutput.Completion{}, err
 	}
-	rep, err := deliver(a, w.reg, Webhook, cfg, []byte(prompt(req)))
+	reqBody, err := webhookBody(cfg, prompt(req))
+	if err != nil {
+		return llmoutput.Completion{}, err
+	}
+	rep, err := deliver(a, w.reg, Webhook, cfg, reqBody)
 	if err != nil {
 		return llmoutput.Completion{}, err
 	}
 	body := []byte(a.red.Redact(string(rep.body)))
 	return webhookAnswer(rep.status, body, rep.truncated), nil
+}
+
+// webhookBody is a webhook's request body: the encoded payload, or else
+// the rendered prompt as text. Both at once is a ConfigError.
+func webhookBody(cfg deliveryConfig, prompt string) ([]byte, error) {
+	if cfg.payload == nil {
+		return []byte(prompt), nil
+	}
+	if strings.TrimSpace(prompt) != "" {
+		return nil, fault.Errorf[fault.ConfigError]("webhook: executor_config.payload and prompt_template both give the request body; keep one (payload)")
+	}
+	b, is := encodePayload(cfg.payload, cfg.contentType)
+	if is != nil {
+		return nil, fault.Errorf[fault.ConfigError]("webhook: %s", is.Error())
+	}
+	return b, nil
 }
 
 // prompt is the request's first user message: the rendered prompt.
@@ -194,11 +264,12 @@ func isLLMOutput(body []byte) bool {
 // to a URL. Outside the production stage nothing is resolved or sent and
 // the step answers as delivered, marked muted.
 //
-// executor_config: url (required), method, headers, payload (a mapping,
-// encoded per content_type: JSON by default, or form fields; or a string
-// sent as it is), content_type, timeout_seconds (default
-// DefaultDeliveryTimeout). ${NAME} is expanded everywhere, payload
-// included.
+// executor_config: url (required), method, headers, payload,
+// content_type, timeout_seconds (default DefaultDeliveryTimeout). payload
+// is a mapping or a list encoded as the webhook executor encodes it (JSON
+// by default, or form fields), {} when absent, or a string sent as it is;
+// with method GET there is no body, and a payload is an error. ${NAME} is
+// expanded everywhere, payload included.
 type notify struct {
 	reg  *Registry
 	call Call
@@ -233,9 +304,12 @@ func (n *notify) complete(a *attempt) (llmoutput.Completion, error) {
 	if err := configError(Notify, a.cfg.done()); err != nil {
 		return llmoutput.Completion{}, err
 	}
-	body, err := encodePayload(cfg.payload, cfg.contentType)
-	if err != nil {
-		return llmoutput.Completion{}, err
+	var body []byte
+	if cfg.payload != nil {
+		var is *ConfigIssue
+		if body, is = encodePayload(cfg.payload, cfg.contentType); is != nil {
+			return llmoutput.Completion{}, fault.Errorf[fault.ConfigError]("notify: %s", is.Error())
+		}
 	}
 	rep, err := deliver(a, n.reg, Notify, cfg, body)
 	if err != nil {
@@ -254,17 +328,22 @@ func notifyAnswer(status int, body []byte, truncated bool) llmoutput.Completion 
 	}
 }
 
-// encodePayload encodes a notify payload for its content type: a string
-// as it is; a mapping as JSON, or as form fields for
-// application/x-www-form-urlencoded (values must then be scalars).
-func encodePayload(payload any, contentType string) ([]byte, error) {
+// encodePayload encodes a payload for its content type: a string as it
+// is; a mapping or a list as JSON, or a mapping of scalars as form fields
+// for application/x-www-form-urlencoded. A problem is returned as the
+// issue of the payload key it concerns; it never quotes a value, which
+// may hold a resolved secret.
+func encodePayload(payload any, contentType string) ([]byte, *ConfigIssue) {
 	if s, ok := payload.(string); ok {
 		return []byte(s), nil
 	}
-	m, _ := payload.(map[string]any)
 	mt, _, _ := mime.ParseMediaType(contentType)
 	switch {
 	case mt == "application/x-www-form-urlencoded":
+		m, ok := payload.(map[string]any)
+		if !ok {
+			return nil, &ConfigIssue{Key: "payload", Msg: "form fields need a mapping, got " + typeName(payload)}
+		}
 		form := url.Values{}
 		keys := make([]string, 0, len(m))
 		for k := range m {
@@ -282,18 +361,18 @@ func encodePayload(payload any, contentType string) ([]byte, error) {
 			default:
 				f, ok := number(v)
 				if !ok {
-					return nil, fault.Errorf[fault.ConfigError]("notify: executor_config.payload.%s: form fields must be scalars", k)
+					return nil, &ConfigIssue{Key: "payload." + k, Msg: "form fields must be scalars"}
 				}
 				form.Set(k, strconv.FormatFloat(f, 'f', -1, 64))
 			}
 		}
 		return []byte(form.Encode()), nil
 	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
-		b, err := json.Marshal(m)
+		b, err := json.Marshal(payload)
 		if err != nil {
-			return nil, fault.Errorf[fault.ConfigError]("notify: executor_config.payload cannot be encoded as JSON: %v", err)
+			return nil, &ConfigIssue{Key: "payload", Msg: "cannot be encoded as JSON: " + err.Error()}
 		}
 		return b, nil
 	}
-	return nil, fault.Errorf[fault.ConfigError]("notify: a payload mapping cannot be sent as %q (use JSON, form fields, or a string payload)", mt)
+	return nil, &ConfigIssue{Key: "payload", Msg: fmt.Sprintf("a mapping or a list cannot be sent as %q: use application/json (the default) or application/x-www-form-urlencoded", mt)}
 }

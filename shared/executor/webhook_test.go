@@ -222,12 +222,14 @@ func TestNotify(t *testing.T) {
 		}
 	})
 
+	// A payload its content type cannot carry is found when the
+	// configuration is read (validate, and Provider before any call).
 	t.Run("mapping payload as text is a config error", func(t *testing.T) {
 		srv := newServer(t, answer(200, "ok"))
 		reg, _ := newRegistry(t, Deps{HTTP: srv.Client()})
-		_, err := provider(t, reg, Call{Executor: Notify, Stage: StageProduction, Config: map[string]any{
+		_, err := reg.Provider(Call{Executor: Notify, Stage: StageProduction, Config: map[string]any{
 			"url": srv.URL, "content_type": "text/plain", "payload": map[string]any{"a": "b"},
-		}}).Complete(context.Background(), request())
+		}})
 		assertFault(t, err, fault.NameConfigError, `cannot be sent as "text/plain"`)
 		if len(srv.seen()) != 0 {
 			t.Error("request sent")
@@ -236,9 +238,9 @@ func TestNotify(t *testing.T) {
 
 	t.Run("nested form field is a config error", func(t *testing.T) {
 		reg, _ := newRegistry(t, Deps{})
-		_, err := provider(t, reg, Call{Executor: Notify, Stage: StageProduction, Config: map[string]any{
+		_, err := reg.Provider(Call{Executor: Notify, Stage: StageProduction, Config: map[string]any{
 			"url": "http://127.0.0.1:1", "content_type": "application/x-www-form-urlencoded", "payload": map[string]any{"a": map[string]any{}},
-		}}).Complete(context.Background(), request())
+		}})
 		assertFault(t, err, fault.NameConfigError, "payload.a: form fields must be scalars")
 	})
 }
