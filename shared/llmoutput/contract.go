@@ -185,6 +185,12 @@ func (j contractJudge) judgeObject(v *value, maxDepth int) judgement {
 		case keyModel, keyProvider, keyRawResponse:
 			jd.flags |= flagExecutorFieldIgnored
 		default:
+			if Reserved(m.key) {
+				// A runner-reserved name, or a contract, executor or
+				// runner name in another case: never the agent's to set.
+				jd.flags |= flagReservedFieldIgnored
+				continue
+			}
 			if p, lit, bad := firstNonFinite(val, m.key); bad {
 				fail(p, CodeWrongType, "%s is not a JSON number; use a finite number, a string or null", lit)
 				continue

@@ -16,6 +16,33 @@
 // for them are dropped. [ContractSchemaJSON] publishes the JSON Schema,
 // [ContractInstruction] the system-prompt text asking for it.
 //
+// # Reserved names
+//
+// Some names in a step's output belong to the runner, which writes them
+// and decides on them; an answer may not set them. [RunnerFields]:
+//
+//	failed               true on the output of a failed step or branch
+//	failed_branches      a group's output: the names of the branches that failed
+//	join                 a group's output: its join rule
+//	sub_run_id           a pipeline step's output: the child run's id
+//	sub_pipeline_status  a pipeline step's output: the child run's status
+//
+// and the executor's model, provider and raw_response. Parse drops such a
+// field from an answer and flags it (reserved_field_ignored, or
+// executor_field_ignored for the executor's three), and does the same
+// with a contract, executor or runner name written in another case
+// ("Confidence", "FAILED"), which encoding/json would match to the real
+// field in any Go struct reading the output. [Reserved] is the test. The
+// field is dropped rather than moved under another key: its value has no
+// meaning of its own under the runner's name, the reply as received is
+// kept whole in raw_response for audit, and a pipeline that wants such a
+// value from its model asks for it under a name of its own. The runner
+// sets these names with [Output.SetExtra], and takes a branch's or a
+// step's state from its own record (the Task's status), never from an
+// output. decided_by and comment (human steps) and muted (notify steps)
+// are not reserved: those outputs are built whole by the runner or the
+// executor, with no reply to mix in, and nothing decides on them.
+//
 // # Parsing: tolerant where lossless, strict where it would guess
 //
 // [Parse] finds the answer in a reply: the whole reply; else every
@@ -55,6 +82,7 @@
 //	null_optional           null on an optional field read as absent
 //	object_string           an object given as a JSON string (reasoning) decoded
 //	executor_field_ignored  model, provider or raw_response sent by the agent dropped
+//	reserved_field_ignored  a runner-reserved name, or a contract, executor or runner name in another case, dropped
 //
 // Parse never guesses: it invents no required field; it never clamps or
 // rescales confidence (85, 1.2, -0.1, "high", "0.7-0.9", "0,8", NaN are

@@ -62,6 +62,50 @@ const (
 	keyRawResponse     = "raw_response"
 )
 
+// Runner-reserved names: the fields the runner writes into a step's output
+// for its own bookkeeping. The runner sets them with SetExtra; a reply never
+// does (Parse drops them, flagged reserved_field_ignored), so whatever
+// reads them reads the runner's value.
+const (
+	FieldFailed            = "failed"              // true on the output of a failed step or branch
+	FieldFailedBranches    = "failed_branches"     // a group's output: the branches that failed
+	FieldJoin              = "join"                // a group's output: its join rule
+	FieldSubRunID          = "sub_run_id"          // a pipeline step's output: the child run
+	FieldSubPipelineStatus = "sub_pipeline_status" // a pipeline step's output: the child run's status
+)
+
+var runnerFields = [...]string{FieldFailed, FieldFailedBranches, FieldJoin, FieldSubRunID, FieldSubPipelineStatus}
+
+// contractNames are the contract and executor fields, which no extra field
+// may use.
+var contractNames = [...]string{keyConfidence, keySummary, keyNextStepContext, keyProceed, keyProceedReason,
+	keyReasoning, keyArtifacts, keyModel, keyProvider, keyRawResponse}
+
+// RunnerFields returns the runner-reserved names, in a new slice.
+func RunnerFields() []string {
+	return append([]string(nil), runnerFields[:]...)
+}
+
+// Reserved reports whether an answer from an agent may not carry name as
+// a field of its own: a contract or executor field (as an extra), a
+// runner-reserved name, or any of these written in another case. The last
+// rule exists because encoding/json matches object keys to struct fields
+// case-insensitively (with Unicode folding: "ſummary" is summary), so
+// a Go reader of an output would take "Confidence" for confidence.
+func Reserved(name string) bool {
+	for _, n := range contractNames {
+		if strings.EqualFold(name, n) {
+			return true
+		}
+	}
+	for _, n := range runnerFields {
+		if strings.EqualFold(name, n) {
+			return true
+		}
+	}
+	return false
+}
+
 // isReserved reports whether name is a contract or executor field, which
 // an extra field may not use.
 func isReserved(name string) bool {

@@ -106,6 +106,13 @@ func verdictErr(o Outcome, errs []FieldError, attempts int) error {
 // output cannot express (a free-form object, oneOf, not, ...).
 var ErrNotStrict = errors.New("schema cannot be made strict")
 
+// Flags a caller may want to act on: the reply tried to set a field that
+// is not the agent's. Callers record them with the step.
+const (
+	FlagExecutorFieldIgnored = "executor_field_ignored" // model, provider or raw_response dropped
+	FlagReservedFieldIgnored = "reserved_field_ignored" // a runner-reserved name, or a contract, executor or runner name in another case, dropped
+)
+
 // flagSet holds the repairs and extraction steps applied to a reply.
 type flagSet uint32
 
@@ -135,6 +142,7 @@ const (
 	flagNullOptional
 	flagObjectString
 	flagExecutorFieldIgnored
+	flagReservedFieldIgnored
 	flagCount = iota
 )
 
@@ -164,7 +172,8 @@ func flagNames() [flagCount]string {
 		"bool_string",
 		"null_optional",
 		"object_string",
-		"executor_field_ignored",
+		FlagExecutorFieldIgnored,
+		FlagReservedFieldIgnored,
 	}
 }
 
