@@ -14,8 +14,8 @@
 //     gating; an executor error is answered as a failed branch (confidence
 //     0), never returned;
 //   - join: combines the branch confidences (all_must_pass = min,
-//     any_must_pass = max, weighted_average = Σc·w/Σw), gates and records
-//     the group;
+//     any_must_pass = max, weighted_average = Σc·w/Σw; a failed branch
+//     counts 0), gates and records the group;
 //   - approval: records a pending approval holding the task token and tells
 //     the approvers through the [Notifier];
 //   - human, child: turn a human decision or a sub-pipeline's outcome into
@@ -48,6 +48,18 @@
 //     attempts (attempt = last recorded + 1, flag failure_outcome), because
 //     a Task that timed out or crashed left no record of its own; the flag
 //     tells it from a real try.
+//   - The runner's bookkeeping is never read back from a field a model can
+//     set. A branch is failed when its Task's status says so (the status
+//     the branch answered, or the one the state machine's Catch wrote),
+//     or when its output has no numeric confidence; the output's failed
+//     field is never read, and confidence and summary are read by their
+//     exact names. Replies that carry a runner-reserved name (failed,
+//     failed_branches, join, sub_run_id, sub_pipeline_status; see package
+//     llmoutput) have it dropped by the parser, and the step's record is
+//     flagged reserved_field_ignored (executor_field_ignored for model,
+//     provider, raw_response). A pipeline step's output is the child's
+//     final answer without the child's own runner-reserved fields, plus
+//     sub_run_id and sub_pipeline_status from the child execution.
 //   - Step records are ordered by Index = milliseconds since the run
 //     started, which is the execution order without any counter to keep.
 //   - The run record is created on first contact; runs that end at a step

@@ -205,24 +205,20 @@ func (t *taskRun) join(ctx context.Context) (task.Response, error) {
 		if i < len(weights) {
 			w = weights[i]
 		}
+		// Whether a branch failed is the runner's own record: the status
+		// its Task answered (or the Catch wrote), never a field of its
+		// output, which carries the model's answer.
 		r := branchResult{name: bname, weight: w, failed: br.Status != task.StatusCompleted}
-		var out struct {
-			Confidence *float64 `json:"confidence"`
-			Summary    string   `json:"summary"`
-			Failed     bool     `json:"failed"`
-		}
-		if len(br.Output) > 0 {
-			_ = json.Unmarshal(br.Output, &out)
-		}
-		if out.Confidence != nil && !r.failed && !out.Failed {
-			r.confidence = *out.Confidence
+		conf, summary, ok := branchAnswer(br.Output)
+		r.summary = summary
+		if ok && !r.failed {
+			r.confidence = conf
 		} else {
 			r.failed = true
 		}
-		r.summary = out.Summary
 		results = append(results, r)
 		output := br.Output
-		if len(output) == 0 || r.failed && !out.Failed {
+		if r.failed {
 			output = failedOutput(r.summary)
 		}
 		extra[bname] = output
@@ -236,7 +232,7 @@ func (t *taskRun) join(ctx context.Context) (task.Response, error) {
 	eff := combineBranches(pipeline.Join(join), results)
 	summary, next := groupSummary(name, join, eff, results)
 	o := &llmoutput.Output{Confidence: eff, Summary: summary, NextStepContext: next, Proceed: true}
-	_ = o.SetExtra("join", join)
+	_ = o.SetExtra(llmoutput.FieldJoin, join)
 	var failedNames []string
 	for _, r := range results {
 		if r.failed {
@@ -244,7 +240,7 @@ func (t *taskRun) join(ctx context.Context) (task.Response, error) {
 		}
 	}
 	if len(failedNames) > 0 {
-		_ = o.SetExtra("failed_branches", failedNames)
+		_ = o.SetExtra(llmoutput.FieldFailedBranches, failedNames)
 	}
 	out, err := compact(o, eff)
 	if err != nil {
@@ -253,6 +249,22 @@ func (t *taskRun) join(ctx context.Context) (task.Response, error) {
 	status, reason, flags := gate(name, g, eff, o, false)
 	rec.Flags = append(rec.Flags, flags...)
 	return fin(status, reason, out, usage, extra, &eff)
+}
+
+// branchAnswer reads a branch output's confidence and summary by their
+// exact names (encoding/json would also take "Confidence" or "SUMMARY"
+// for them). ok is false when there is no numeric confidence.
+func branchAnswer(output json.RawMessage) (confidence float64, summary string, ok bool) {
+	var m map[string]json.RawMessage
+	if len(output) == 0 || json.Unmarshal(output, &m) != nil {
+		return 0, "", false
+	}
+	_ = json.Unmarshal(m["summary"], &summary)
+	raw := m["confidence"]
+	if len(raw) == 0 || json.Unmarshal(raw, &confidence) != nil {
+		return 0, summary, false
+	}
+	return confidence, summary, true
 }
 
 // recordLostBranch records a failed branch the handler never saw (its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -165,10 +166,14 @@ func (t *taskRun) child(ctx context.Context) (task.Response, error) {
 			o.NextStepContext = errorText(t.req.Error)
 		}
 	}
+	// The child's output may carry the runner-reserved names of the
+	// child's own last step (a group's join, a nested sub_run_id): they are
+	// not this step's. This step's are the child execution's id and status.
+	o.Extra = slices.DeleteFunc(o.Extra, func(f llmoutput.Field) bool { return llmoutput.Reserved(f.Name) })
 	if cr.RunID != "" {
-		_ = o.SetExtra("sub_run_id", cr.RunID)
+		_ = o.SetExtra(llmoutput.FieldSubRunID, cr.RunID)
 	}
-	_ = o.SetExtra("sub_pipeline_status", status)
+	_ = o.SetExtra(llmoutput.FieldSubPipelineStatus, status)
 	var usage stepUsage
 	if cr.Usage != nil {
 		usage.addUsage(*cr.Usage)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -121,8 +122,20 @@ func (t *taskRun) call(ctx context.Context, exec, key string, cfg map[string]any
 		res.raw = rr.RawContent
 		return nil, rr.Err()
 	}
+	for _, f := range rr.Flags {
+		if recordedParseFlag(f) && !slices.Contains(res.flags, f) {
+			res.flags = append(res.flags, f)
+		}
+	}
 	out := rr.Data
 	return &out, nil
+}
+
+// recordedParseFlag reports whether a flag of the accepted reply goes on
+// the step record: the reply tried to set a field that is the executor's
+// or the runner's. Repairs (fences, trailing commas) are not recorded.
+func recordedParseFlag(f string) bool {
+	return f == llmoutput.FlagReservedFieldIgnored || f == llmoutput.FlagExecutorFieldIgnored
 }
 
 func (h *Handler) price(provider, model string, u llmoutput.Usage) (float64, bool) {
@@ -289,7 +302,7 @@ func compact(out *llmoutput.Output, confidence float64) (json.RawMessage, error)
 
 // failedOutput is the output of a failed step or branch.
 func failedOutput(summary string) json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"confidence": 0, "summary": summary, "next_step_context": "", "failed": true})
+	b, _ := json.Marshal(map[string]any{"confidence": 0, "summary": summary, "next_step_context": "", llmoutput.FieldFailed: true})
 	return b
 }
 
