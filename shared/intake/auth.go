@@ -41,6 +41,33 @@ func (t Tokens) Team(bearer string) (team string, ok bool) {
 	return found[0], true
 }
 
+// AdminTeam is the reserved team name of the admin token: on stepline
+// serve its holder sees every team's runs and starts any pipeline. Runs it
+// starts are recorded with this team. Elsewhere (the ingest function) it is
+// a team like any other.
+const AdminTeam = "admin"
+
+// CheckTeams reports tokens that cannot tell whose runs a caller may see,
+// beyond what Check reports: a token without a team (whose runs would it
+// see: its own, or everyone's as the old single token did?), and a team
+// name that differs from AdminTeam only in case or surrounding space
+// ("Admin", " admin"), which reads as the admin token but would not be one.
+// stepline serve requires it whenever tokens are configured.
+func (t Tokens) CheckTeams() error {
+	if err := t.Check(); err != nil {
+		return err
+	}
+	for _, team := range sortedKeys(t) {
+		switch {
+		case strings.TrimSpace(team) == "":
+			return fmt.Errorf("a token has no team: name one (team=token), or call it %q to see and start everything", AdminTeam)
+		case team != AdminTeam && strings.EqualFold(strings.TrimSpace(team), AdminTeam):
+			return fmt.Errorf("team %q looks like the admin team but is not it: the admin team is spelled %q", team, AdminTeam)
+		}
+	}
+	return nil
+}
+
 // Check reports tokens that cannot work: an empty token, one with spaces,
 // and one token shared by two teams (which team would it name?).
 func (t Tokens) Check() error {

@@ -133,3 +133,59 @@ func TestBearerToken(t *testing.T) {
 		}
 	}
 }
+
+func TestTokensCheckTeams(t *testing.T) {
+	tests := []struct {
+		name    string
+		tokens  Tokens
+		wantErr string
+	}{
+		{"teams", Tokens{"checkout": "tok-1", "payments": "tok-2"}, ""},
+		{"teams and the admin", Tokens{"checkout": "tok-1", AdminTeam: "tok-a"}, ""},
+		{"the admin alone", Tokens{AdminTeam: "tok-a"}, ""},
+		{"a team whose name contains admin", Tokens{"admins": "tok-1", "sysadmin": "tok-2"}, ""},
+		{"no tokens", Tokens{}, ""},
+		{"a token without a team", Tokens{"": "tok-legacy", "checkout": "tok-1"}, `a token has no team: name one (team=token), or call it "admin"`},
+		{"a team of white space", Tokens{" ": "tok-1"}, "a token has no team"},
+		{"Admin", Tokens{"Admin": "tok-a"}, `team "Admin" looks like the admin team but is not it: the admin team is spelled "admin"`},
+		{"ADMIN beside admin", Tokens{"ADMIN": "tok-b", AdminTeam: "tok-a"}, `team "ADMIN" looks like the admin team`},
+		{"admin with spaces", Tokens{" admin": "tok-a"}, `team " admin" looks like the admin team`},
+		{"what Check refuses", Tokens{"checkout": "same", AdminTeam: "same"}, `teams "admin" and "checkout" share a token`},
+		{"an empty token", Tokens{AdminTeam: ""}, `team "admin" has an empty token`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.tokens.CheckTeams()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestTokensTeamAdmin(t *testing.T) {
+	tok := Tokens{"checkout": "tok-checkout-1", AdminTeam: "tok-admin-1"}
+	tests := []struct {
+		name, bearer, team string
+		ok                 bool
+	}{
+		{"the admin token names the admin team", "tok-admin-1", AdminTeam, true},
+		{"the admin's name is no token", AdminTeam, "", false},
+		{"a prefix of the admin token", "tok-admin-", "", false},
+		{"the admin token and more", "tok-admin-12", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			team, ok := tok.Team(tt.bearer)
+			if team != tt.team || ok != tt.ok {
+				t.Errorf("Team(%q) = %q %v, want %q %v", tt.bearer, team, ok, tt.team, tt.ok)
+			}
+		})
+	}
+}
