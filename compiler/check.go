@@ -1,11 +1,14 @@
 package compiler
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/osteele/liquid"
 
@@ -80,6 +83,7 @@ func CheckWith(f *File, checkExecutor ExecutorCheck) Diagnostics {
 		}
 	}
 	c.checkPipeline()
+	c.checkBodies()
 	return c.ds
 }
 
@@ -660,4 +664,282 @@ func isPathOrList(e when.Expr) bool {
 		return ok
 	}
 	return false
+}
+
+// checkBodies checks request bodies written as text, where values are
+// pasted into what the author wrote: a webhook step's prompt_template, a
+// notify step's string payload and a webhook notification's template. A
+// webhook step that also has executor_config.payload is an error (which
+// of the two is the body would be ambiguous); text that is JSON with a
+// value pasted in unencoded gets a warning at the {{ that does it.
+func (c *checker) checkBodies() {
+	b := &bodyCheck{c: c}
+	for _, n := range c.p.Steps {
+		switch n := n.(type) {
+		case *pipeline.Step:
+			b.step(fmt.Sprintf("step %q", n.Name), n.Executor, n.ExecutorConfig, n.PromptTemplate, n.Fields, n.Pos)
+		case *pipeline.Parallel:
+			for _, br := range n.Branches {
+				b.step(fmt.Sprintf("branch %q of parallel %q", br.Name, n.Name), br.Executor, br.ExecutorConfig, br.PromptTemplate, br.Fields, br.Pos)
+			}
+		case *pipeline.FanOut:
+			b.step(fmt.Sprintf("fan_out %q", n.Name), n.Executor, n.ExecutorConfig, n.PromptTemplate, n.Fields, n.Pos)
+		}
+	}
+	for _, a := range c.p.Notifications {
+		for _, n := range a.Notices {
+			if n.Channel == pipeline.ChannelWebhook {
+				pos := n.Pos
+				b.warnPastes(fmt.Sprintf("notifications.%s", a.Name), "template", n.Template, func() pipeline.Pos { return b.valuePos(pos, "template") }, fixJSONFilter)
+			}
+		}
+	}
+}
+
+// bodyCheck checks the request bodies of one file.
+type bodyCheck struct {
+	c *checker
+	// mappings indexes the file's YAML mappings by position, built when
+	// a warning needs the position of a value the model does not keep
+	// (inside executor_config, or a notification's template).
+	mappings map[pipeline.Pos]*yaml.Node
+}
+
+// bodyFix says how to write a body so that values stay values.
+type bodyFix int
+
+const (
+	fixPayload        bodyFix = iota // a webhook step: executor_config.payload
+	fixPayloadMapping                // a notify step's string payload
+	fixJSONFilter                    // a notification template: the json filter
+)
+
+func (b *bodyCheck) step(where, exec string, cfg map[string]any, prompt string, fs pipeline.Fields, pos pipeline.Pos) {
+	switch exec {
+	case pipeline.ExecWebhook:
+		at := fieldPos(fs, "prompt_template", pos)
+		if cfg["payload"] != nil {
+			if strings.TrimSpace(prompt) != "" {
+				b.c.ds.errorf(at, "%s: prompt_template and executor_config.payload are both the webhook's request body; keep one (payload keeps values out of the body's structure)", where)
+			}
+			return
+		}
+		b.warnPastes(where, "prompt_template", prompt, func() pipeline.Pos { return at }, fixPayload)
+	case pipeline.ExecNotify:
+		if s, ok := cfg["payload"].(string); ok {
+			b.warnPastes(where, "executor_config.payload", s, func() pipeline.Pos { return b.valuePos(fieldPos(fs, "executor_config", pos), "payload") }, fixPayloadMapping)
+		}
+	}
+}
+
+// warnPastes warns at every {{ }} output that text, when it is JSON,
+// pastes into it unencoded: inside a string literal (whatever its
+// filters), or outside one without the json filter last. at is where text
+// is written.
+func (b *bodyCheck) warnPastes(where, field, text string, at func() pipeline.Pos, fix bodyFix) {
+	var start pipeline.Pos
+	located := false
+	for _, p := range jsonPastes(text) {
+		if !p.inString && p.encoded {
+			continue
+		}
+		if !located {
+			start, located = at(), true
+		}
+		pos := b.c.f.TextPos(start, text, p.offset)
+		encoded := "{{ " + p.expr + " | json }}"
+		if p.encoded {
+			encoded = "{{ " + p.expr + " }}"
+		}
+		if p.inString {
+			how := map[bodyFix]string{
+				fixPayload:        "write the body as executor_config.payload (a mapping) instead",
+				fixPayloadMapping: "write executor_config.payload as a mapping instead",
+				fixJSONFilter:     "write the value outside quotes with the json filter, as " + encoded,
+			}[fix]
+			b.c.ds.warnf(pos, "%s: %s: %q is pasted into a JSON string in the request body, so a value containing a quote can change the body's structure; %s", where, field, p.tag, how)
+			continue
+		}
+		how := map[bodyFix]string{
+			fixPayload:        "write " + encoded + ", or the body as executor_config.payload (a mapping)",
+			fixPayloadMapping: "write " + encoded + ", or executor_config.payload as a mapping",
+			fixJSONFilter:     "write " + encoded + " instead",
+		}[fix]
+		b.c.ds.warnf(pos, "%s: %s: %q is pasted into JSON text unencoded, so a value can change the body's structure; %s", where, field, p.tag, how)
+	}
+}
+
+// valuePos returns where the value of key is written in the mapping that
+// starts at container, or container when that cannot be found.
+func (b *bodyCheck) valuePos(container pipeline.Pos, key string) pipeline.Pos {
+	if b.mappings == nil {
+		b.mappings = map[pipeline.Pos]*yaml.Node{}
+		var doc yaml.Node
+		if yaml.Unmarshal(bytes.Join(b.c.f.lines, []byte("\n")), &doc) == nil {
+			b.index(&doc, 0)
+		}
+	}
+	if v := lookupKey(pairs(b.mappings[container]), key); v != nil {
+		return b.c.f.pos(resolve(v))
+	}
+	return container
+}
+
+func (b *bodyCheck) index(n *yaml.Node, depth int) {
+	if n == nil || depth > 200 {
+		return
+	}
+	if n.Kind == yaml.MappingNode {
+		b.mappings[b.c.f.pos(n)] = n
+	}
+	for _, ch := range n.Content {
+		b.index(ch, depth+1)
+	}
+}
+
+// paste is a Liquid output in JSON text.
+type paste struct {
+	offset   int    // of its {{ in the text
+	tag      string // the output as written, {{ … }}
+	expr     string // what it outputs: the tag without braces and trim marks
+	inString bool   // it is inside a JSON string literal
+	encoded  bool   // its last filter is json
+}
+
+// jsonPastes returns the Liquid outputs in text when text is JSON: after
+// blanks and Liquid tags it starts with { or [. A JSON string runs from
+// a quote to the next quote not escaped with a backslash; the text of
+// Liquid tags ({% … %}) does not count, nor does what {% comment %} holds,
+// while what {% raw %} holds is JSON text with no outputs.
+func jsonPastes(text string) []paste {
+	if !looksLikeJSON(text) {
+		return nil
+	}
+	var out []paste
+	inString, raw := false, false
+	for i := 0; i < len(text); {
+		rest := text[i:]
+		switch {
+		case raw:
+			if strings.HasPrefix(rest, "{%") && tagName(rest) == "endraw" {
+				raw = false
+				i += tagEnd(rest)
+				continue
+			}
+		case strings.HasPrefix(rest, "{{"):
+			n := strings.Index(rest[2:], "}}")
+			if n < 0 {
+				return out // unterminated: the template check reports it
+			}
+			tag := rest[:n+4]
+			out = append(out, paste{offset: i, tag: tag, expr: outputExpr(tag), inString: inString, encoded: lastFilter(outputExpr(tag)) == "json"})
+			i += len(tag)
+			continue
+		case strings.HasPrefix(rest, "{%"):
+			name := tagName(rest)
+			i += tagEnd(rest)
+			switch name {
+			case "raw":
+				raw = true
+			case "comment":
+				if j := liquidTagAt(text[i:], "endcomment"); j >= 0 {
+					i += j + tagEnd(text[i+j:])
+				} else {
+					i = len(text)
+				}
+			}
+			continue
+		}
+		switch c := text[i]; {
+		case inString && c == '\\' && i+1 < len(text) && !strings.HasPrefix(text[i+1:], "{{") && !strings.HasPrefix(text[i+1:], "{%"):
+			i += 2
+			continue
+		case c == '"':
+			inString = !inString
+		}
+		i++
+	}
+	return out
+}
+
+// looksLikeJSON reports whether text, after blanks and Liquid tags, starts
+// with { (not an output's {{) or [.
+func looksLikeJSON(text string) bool {
+	s := strings.TrimSpace(text)
+	for strings.HasPrefix(s, "{%") {
+		s = strings.TrimSpace(s[tagEnd(s):])
+	}
+	return strings.HasPrefix(s, "[") || (strings.HasPrefix(s, "{") && !strings.HasPrefix(s, "{{"))
+}
+
+// tagEnd is the length of the Liquid tag s starts with, up to and
+// including its %}; all of s when it is not closed.
+func tagEnd(s string) int {
+	if j := strings.Index(s, "%}"); j >= 0 {
+		return j + 2
+	}
+	return len(s)
+}
+
+// tagName is the name of the Liquid tag s starts with.
+func tagName(s string) string {
+	inner := s[2:]
+	if j := strings.Index(inner, "%}"); j >= 0 {
+		inner = inner[:j]
+	}
+	inner = strings.TrimLeft(inner, "- \t\r\n")
+	if i := strings.IndexAny(inner, " \t\r\n-"); i >= 0 {
+		inner = inner[:i]
+	}
+	return inner
+}
+
+// liquidTagAt returns the offset in s of the first Liquid tag named name,
+// or -1.
+func liquidTagAt(s, name string) int {
+	for off := 0; ; {
+		j := strings.Index(s[off:], "{%")
+		if j < 0 {
+			return -1
+		}
+		if tagName(s[off+j:]) == name {
+			return off + j
+		}
+		off += j + 2
+	}
+}
+
+// outputExpr is what an output tag outputs: {{- x | f -}} gives "x | f".
+func outputExpr(tag string) string {
+	s := strings.TrimSuffix(strings.TrimPrefix(tag, "{{"), "}}")
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "-"), "-")
+	return strings.TrimSpace(s)
+}
+
+// lastFilter is the name of the last filter of a Liquid output
+// expression, or "" when it has none. Pipes inside quoted strings do not
+// count.
+func lastFilter(expr string) string {
+	last := -1
+	var quote byte
+	for i := 0; i < len(expr); i++ {
+		switch c := expr[i]; {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '|':
+			last = i
+		}
+	}
+	if last < 0 {
+		return ""
+	}
+	f := strings.TrimSpace(expr[last+1:])
+	if i := strings.IndexAny(f, ": \t\r\n"); i >= 0 {
+		f = f[:i]
+	}
+	return f
 }
