@@ -44,17 +44,23 @@
 //
 // # Request bodies
 //
-// A body built from run data is written as structure: executor_config.payload
-// on the webhook and notify executors, like a step's on_failure.webhook.payload
-// (sent by package steprun). The three follow one rule: the runner renders each
-// string leaf as a Liquid template on its own, then the whole value is encoded
-// (JSON, Content-Type application/json, unless content_type asks for form
-// fields), so a rendered value is always one string in the body and never
-// structure. Leaves that are not strings keep their YAML type. A webhook's
-// payload is a mapping or a list; without one, its body is the rendered
-// prompt_template as text, and giving both is a ConfigError. notify also takes
-// a string payload, sent as it is, and posts {} when it has none. With method
-// GET there is no body: a payload is a ConfigError. The compiler warns when a
-// text body (a webhook's prompt_template, a notify string payload, a webhook
-// notification's template) is JSON with a {{ }} output pasted into a string.
+// A body built from run data is written as structure:
+// executor_config.payload on the webhook and notify executors, like a
+// step's on_failure.webhook.payload (sent by package steprun). The three
+// follow one rule: the runner renders each string leaf as a Liquid
+// template on its own, then the whole value is encoded (JSON, Content-Type
+// application/json, unless content_type asks for form fields), so a
+// rendered value is always one string in the body and never structure.
+// Leaves that are not strings keep their YAML type. A webhook's payload is
+// a mapping or a list; without one, its body is the rendered
+// prompt_template as text, and giving both is a ConfigError. notify also
+// takes a string payload, sent as it is, and posts {} when it has none.
+// With method GET there is no body: a payload is a ConfigError.
+//
+// Text bodies (a webhook's prompt_template, a notify string payload, a
+// webhook notification's template) are the author's to encode: the
+// compiler warns when such text is JSON and a {{ }} output is pasted into
+// a string literal, or outside one without the json filter last. A value
+// that must keep its JSON type (a list from the event, a number) is
+// written outside quotes as {{ value | json }}.
 package executor
