@@ -138,7 +138,7 @@ func (p *anthropic) complete(a *attempt, req llmoutput.Request) (llmoutput.Compl
 	if !strings.HasSuffix(endpoint, "/v1/messages") {
 		endpoint += "/v1/messages"
 	}
-	rep, err := p.reg.send(a.ctx, exchange{executor: Anthropic, method: http.MethodPost, url: endpoint, header: h, body: payload, limit: a.limit})
+	rep, err := p.reg.send(a.ctx, exchange{executor: Anthropic, method: http.MethodPost, url: endpoint, header: h, body: payload, limit: a.limit, red: a.red})
 	if err != nil {
 		return llmoutput.Completion{}, err
 	}

@@ -187,7 +187,8 @@ func (p *bedrock) complete(a *attempt, req llmoutput.Request) (llmoutput.Complet
 	if err != nil {
 		return llmoutput.Completion{}, bedrockError(a, cfg.model, err)
 	}
-	return parseConverse(out, cfg.model, tool)
+	// Scrubbed as it arrives, as transport does for the HTTP executors.
+	return parseConverse([]byte(a.red.Redact(string(out))), cfg.model, tool)
 }
 
 // bedrockError maps a Converse failure by its AWS error code, else by its
@@ -205,7 +206,7 @@ func bedrockError(a *attempt, model string, err error) error {
 		if code == "" {
 			code = fmt.Sprintf("HTTP %d", re.StatusCode)
 		}
-		msg := fmt.Sprintf("bedrock: %s: %s: %s", model, code, clip(re.Message, 300))
+		msg := fmt.Sprintf("bedrock: %s: %s: %s", model, code, clip(a.red.Redact(re.Message), 300))
 		switch re.Code {
 		case "ThrottlingException", "ServiceQuotaExceededException", "TooManyRequestsException":
 			return &fault.RateLimited{Msg: msg}

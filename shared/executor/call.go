@@ -52,12 +52,23 @@ func (r *Registry) completeModel(ctx context.Context, call Call, req llmoutput.R
 	return finish(a.red, c, err)
 }
 
-// finish scrubs resolved secrets from what a Complete returns: the error,
-// or the recorded raw response.
+// finish is the one way out of a Complete: it scrubs the call's resolved
+// secrets from the error, or from every text of the Completion (the reply,
+// which becomes the parsed answer and the recorded raw_response; the
+// refusal; the model, provider and finish reason the reply reported; the
+// body kept for audit, which stays JSON). The reply was already scrubbed
+// as it arrived (exchange.red), so nothing that cuts or quotes it saw a
+// secret; this pass catches what the executor composed itself (a URL in
+// an error) and secrets one more level of escaping deep in the reply.
 func finish(red *secret.Redactor, c llmoutput.Completion, err error) (llmoutput.Completion, error) {
 	if err != nil {
 		return llmoutput.Completion{}, red.Error(err)
 	}
+	c.Content = red.Redact(c.Content)
+	c.Refusal = red.Redact(c.Refusal)
+	c.Model = red.Redact(c.Model)
+	c.Provider = red.Redact(c.Provider)
+	c.FinishReason = red.Redact(c.FinishReason)
 	c.Raw = red.RedactJSON(c.Raw)
 	return c, nil
 }

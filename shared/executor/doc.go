@@ -23,8 +23,16 @@
 // Secrets: ${NAME} anywhere in executor_config (URLs, headers, keys,
 // payloads) is resolved at call time through Deps.Secrets (see package
 // secret); the rendered prompt is never expanded, so no secret is ever sent
-// to a model. Resolved values are scrubbed from errors and from the
-// recorded raw response.
+// to a model. The call's resolved values are scrubbed from everything that
+// comes back, by the call's own secret.Redactor, in two places: the reply
+// as it arrives (body and header values, before anything parses, cuts or
+// quotes it: a 300-character excerpt of an error body must not keep half
+// a key), and everything Complete returns (the error, and every text of
+// the Completion: the reply, which becomes the step's answer and its
+// recorded raw_response, the refusal, the reported model and provider,
+// the audit body). A provider or a webhook target that echoes a key, also
+// behind JSON escapes, hands on [REDACTED] instead; what the runner
+// stores, logs and prints comes from there.
 //
 // Deadlines: a call ends at the earlier of the step's timeout (Call.Timeout)
 // and the executor's own timeout_seconds (defaults: [DefaultModelTimeout],

@@ -187,7 +187,7 @@ func (g *gateway) complete(a *attempt, req llmoutput.Request) (llmoutput.Complet
 		}
 	}
 	setHeaders(h, cfg.headers)
-	rep, err := g.reg.send(a.ctx, exchange{executor: Gateway, method: http.MethodPost, url: endpoint, header: h, body: payload, limit: a.limit})
+	rep, err := g.reg.send(a.ctx, exchange{executor: Gateway, method: http.MethodPost, url: endpoint, header: h, body: payload, limit: a.limit, red: a.red})
 	if err != nil {
 		return llmoutput.Completion{}, err
 	}

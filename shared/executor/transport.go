@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stepline/stepline/shared/fault"
+	"github.com/stepline/stepline/shared/secret"
 )
 
 // exchange is one HTTP request an executor sends.
@@ -27,6 +28,10 @@ type exchange struct {
 	header   http.Header   // request headers, secrets resolved
 	body     []byte        // request body
 	limit    time.Duration // the call's time bound, for messages (0: none)
+	// red scrubs the call's resolved secrets from the reply as it
+	// arrives: its body and header values, before anything parses, cuts
+	// or quotes them (nil: nothing to scrub).
+	red *secret.Redactor
 }
 
 // reply is a response read whole (up to MaxBodyBytes).
@@ -101,6 +106,14 @@ func (r *Registry) roundTrip(ctx context.Context, x exchange) (reply, error) {
 		body, rep.truncated = body[:MaxBodyBytes], true
 	}
 	rep.body = body
+	if x.red != nil {
+		rep.body = []byte(x.red.Redact(string(body)))
+		for _, vs := range rep.header {
+			for i, v := range vs {
+				vs[i] = x.red.Redact(v)
+			}
+		}
+	}
 	return rep, nil
 }
 

@@ -161,8 +161,7 @@ func (w *webhook) complete(a *attempt, req llmoutput.Request) (llmoutput.Complet
 	if err != nil {
 		return llmoutput.Completion{}, err
 	}
-	body := []byte(a.red.Redact(string(rep.body)))
-	return webhookAnswer(rep.status, body, rep.truncated), nil
+	return webhookAnswer(rep.status, rep.body, rep.truncated), nil
 }
 
 // webhookBody is a webhook's request body: the encoded payload, or else
@@ -198,7 +197,7 @@ func deliver(a *attempt, reg *Registry, executor string, cfg deliveryConfig, bod
 		h.Set("Content-Type", cfg.contentType)
 	}
 	setHeaders(h, cfg.headers)
-	return reg.send(a.ctx, exchange{executor: executor, method: cfg.method, url: cfg.url, header: h, body: body, limit: a.limit})
+	return reg.send(a.ctx, exchange{executor: executor, method: cfg.method, url: cfg.url, header: h, body: body, limit: a.limit, red: a.red})
 }
 
 // webhookAnswer is a webhook step's answer to a 2xx reply.
@@ -315,8 +314,7 @@ func (n *notify) complete(a *attempt) (llmoutput.Completion, error) {
 	if err != nil {
 		return llmoutput.Completion{}, err
 	}
-	red := []byte(a.red.Redact(string(rep.body)))
-	return notifyAnswer(rep.status, red, rep.truncated), nil
+	return notifyAnswer(rep.status, rep.body, rep.truncated), nil
 }
 
 func notifyAnswer(status int, body []byte, truncated bool) llmoutput.Completion {
