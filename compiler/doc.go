@@ -1,8 +1,9 @@
 // Package compiler turns a pipeline file into an AWS Step Functions state
 // machine. It works in three phases over the model in shared/pipeline:
 //
-//   - Parse reads the YAML, checks it against the published JSON Schema
-//     (Schema) and builds the model with the format's defaults applied;
+//   - Parse reads the YAML within bounds, checks it against the published
+//     JSON Schema (Schema) and every number against its field's range, and
+//     builds the model with the format's defaults applied;
 //   - Check finds what the schema cannot: duplicate names, references to
 //     steps that do not exist or run later, when: expressions that do not
 //     parse, executor configurations, cron and regex syntax, and warnings
@@ -12,6 +13,48 @@
 //
 // Every problem is a Diagnostic positioned file:line:col; all of a file's
 // problems are collected and sorted, never only the first.
+//
+// # Bounds and ranges
+//
+// Parse reads the file with package shared/yamldoc, which refuses a
+// document over 8 MiB, over 1,000,000 nodes once its aliases are expanded
+// (a "billion laughs" file of a few hundred bytes is refused in
+// microseconds, at the alias that crosses the budget), nested deeper than
+// 100 levels, or with an alias inside the value it names. Nothing after it
+// expands an alias the measure has not counted.
+//
+// Every numeric field has a range; a value outside it is an error that
+// names the field, the value as written and the range ("step "a":
+// retry.attempts: 2147483648 is out of range: 1..100"), at the value. NaN
+// and infinities are errors too ("must be a finite number"), also as
+// trigger.match operands. A number is never clamped or replaced by its
+// default. The ranges, which the JSON Schema states as well:
+//
+//	version                             1..2147483647           informational
+//	trigger.dedup.window_seconds        0..31536000             a year: the longest a Standard run lasts
+//	durable.max_resume_age_seconds      1..31536000             (or null: the service default)
+//	budget.max_tokens                   1..9007199254740991     2^53-1: exact as a JSON number (JSONata, the runtime)
+//	budget.max_usd, budget.max_cost     above 0, up to 1000000
+//	confidence_threshold                0..1                    steps, parallel and fan_out
+//	timeout_seconds                     1..99999999             Step Functions' TimeoutSeconds limit; a step the
+//	                                                            step function runs (every executor but human and
+//	                                                            pipeline) at most 900, Lambda's limit (Check)
+//	on_failure.webhook.timeout_seconds  1..45                   the failure Task has 60 s, 15 kept for the record
+//	retry.attempts                      1..100                  total tries
+//	retry.delay_seconds                 0..99999999             IntervalSeconds' limit
+//	loop_until.confidence               0..1
+//	loop_until.max_iterations           1..100
+//	verifier.veto_floor                 0..1
+//	verifier.trigger.confidence_below   0..1
+//	verifier.trigger.confidence_above   0..1
+//	weight                              above 0, up to 1000000  a branch's weight: relative, so a million to one
+//	                                                            already means all or nothing
+//	max_items                           1..1000                 a Map iteration costs about 7 of the run's
+//	                                                            25,000 history events
+//	trigger.match operands              any finite number
+//
+// Whole-number fields take whole numbers only; a fraction there, or a
+// value of the wrong type, is the schema's error.
 //
 // # The state machine
 //

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/yamldoc"
 )
 
 // File is a parsed pipeline file: the model and what the later phases need
@@ -30,26 +32,29 @@ type span struct {
 	indent int // block scalars: the indentation of the content lines
 }
 
-// maxFileSize bounds the pipeline files the parser reads.
-const maxFileSize = 8 << 20
-
 // Parse reads one pipeline file. It checks the document against the
-// pipeline JSON Schema, then builds the model with defaults applied. Every
-// problem found is returned, positioned; the model is nil only when the
-// file is not YAML at all.
+// pipeline JSON Schema and every numeric field against its range, then
+// builds the model with defaults applied. Every problem found is returned,
+// positioned; the model is nil only when the file is not YAML at all, or
+// a document out of yamldoc's bounds (size, aliases expanded, depth).
 func Parse(name string, src []byte) (*File, Diagnostics) {
 	var ds Diagnostics
 	filePos := pipeline.Pos{File: name, Line: 1, Col: 1}
-	if len(src) > maxFileSize {
-		ds.errorf(filePos, "file is larger than %d MiB", maxFileSize>>20)
+	if len(src) > yamldoc.MaxBytes {
+		ds.errorf(filePos, "file is larger than %d MiB", yamldoc.MaxBytes>>20)
 		return nil, ds
 	}
 	if !utf8.Valid(src) {
 		ds.errorf(filePos, "file is not valid UTF-8")
 		return nil, ds
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(src, &doc); err != nil {
+	doc, err := yamldoc.Parse(src)
+	if err != nil {
+		var be *yamldoc.Error
+		if errors.As(err, &be) {
+			ds.errorf(pipeline.Pos{File: name, Line: be.Line, Col: be.Column}, "%s", be.Msg)
+			return nil, ds
+		}
 		ds = append(ds, yamlError(name, err))
 		return nil, ds
 	}
@@ -63,10 +68,10 @@ func Parse(name string, src []byte) (*File, Diagnostics) {
 		ds.errorf(f.pos(root), "a pipeline file must be a mapping with name and steps, not a %s", kindName(root))
 		return nil, ds
 	}
-	ds = append(ds, duplicateKeys(f, root, 0)...)
-	ds = append(ds, validateSchema(f, root)...)
-	d := &decoder{f: f}
+	ds = append(ds, duplicateKeys(f, root)...)
+	d := &decoder{f: f, reported: map[*yaml.Node]bool{}}
 	f.Pipeline = d.pipeline(root)
+	ds = append(ds, validateSchema(f, root, d.reported)...)
 	ds = append(ds, d.ds...)
 	return f, ds
 }
@@ -208,10 +213,13 @@ func lookupKey(ps [][2]*yaml.Node, key string) *yaml.Node {
 }
 
 // toValue converts a YAML node to the plain Go value JSON would give:
-// map[string]any, []any, string, float64/int64, bool or nil.
-func toValue(n *yaml.Node, depth int) any {
+// map[string]any, []any, string, float64/int64, bool or nil. yamldoc has
+// bounded the document's size and depth, aliases expanded, so the
+// recursion is bounded too. A number that is not finite stays the text it
+// was written as (JSON has no NaN or infinity).
+func toValue(n *yaml.Node) any {
 	n = resolve(n)
-	if n == nil || depth > 200 {
+	if n == nil {
 		return nil
 	}
 	switch n.Kind {
@@ -219,13 +227,13 @@ func toValue(n *yaml.Node, depth int) any {
 		ps := pairs(n)
 		m := make(map[string]any, len(ps))
 		for _, p := range ps {
-			m[p[0].Value] = toValue(p[1], depth+1)
+			m[p[0].Value] = toValue(p[1])
 		}
 		return m
 	case yaml.SequenceNode:
 		s := make([]any, len(n.Content))
 		for i, c := range n.Content {
-			s[i] = toValue(c, depth+1)
+			s[i] = toValue(c)
 		}
 		return s
 	case yaml.ScalarNode:
@@ -261,11 +269,102 @@ func scalarValue(n *yaml.Node) any {
 	return n.Value
 }
 
-// decoder builds the model from a document the schema has already judged:
-// values of the wrong type were reported there and are skipped here.
+// numRange is the range of values a numeric field accepts.
+type numRange struct {
+	lo, hi float64
+	loOpen bool // lo itself is out of range
+	whole  bool // the field takes whole numbers only
+}
+
+func (r numRange) contains(v float64) bool {
+	if r.loOpen {
+		return v > r.lo && v <= r.hi
+	}
+	return v >= r.lo && v <= r.hi
+}
+
+// String writes the range as messages give it: "1..100", or "above 0, up
+// to 1000000" when the low end is excluded.
+func (r numRange) String() string {
+	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	if r.loOpen {
+		return "above " + num(r.lo) + ", up to " + num(r.hi)
+	}
+	return num(r.lo) + ".." + num(r.hi)
+}
+
+// Limits behind the ranges of numRanges.
+const (
+	// maxTaskSeconds is the largest TimeoutSeconds and IntervalSeconds
+	// Step Functions accepts.
+	maxTaskSeconds = 99999999
+	// maxRunSeconds is a year, the longest a Standard workflow runs: a
+	// resume age or a dedup window beyond it means nothing more.
+	maxRunSeconds = 365 * 24 * 3600
+	// maxExactInteger is the largest integer a JSON number (a float64, as
+	// JSONata and the runtime read it) holds exactly.
+	maxExactInteger = 1<<53 - 1
+	// maxWebhookTimeoutSeconds leaves the failure Task, which has
+	// bookkeepingTimeoutSeconds in all, 15 s to record the failure after
+	// the webhook.
+	maxWebhookTimeoutSeconds = bookkeepingTimeoutSeconds - 15
+)
+
+// anyFinite is the range of a number with no other bound.
+var anyFinite = numRange{lo: -math.MaxFloat64, hi: math.MaxFloat64}
+
+// numRanges is the range of every numeric field of the format, by its
+// name as messages write it. The schema states the same bounds
+// (TestNumberRangesMatchSchema) so that editors show them; the package
+// documentation lists them with their reasons.
+var numRanges = map[string]numRange{
+	"version":                            {lo: 1, hi: math.MaxInt32, whole: true},
+	"trigger.dedup.window_seconds":       {lo: 0, hi: maxRunSeconds, whole: true},
+	"durable.max_resume_age_seconds":     {lo: 1, hi: maxRunSeconds, whole: true},
+	"budget.max_tokens":                  {lo: 1, hi: maxExactInteger, whole: true},
+	"budget.max_usd":                     {lo: 0, loOpen: true, hi: 1e6},
+	"budget.max_cost":                    {lo: 0, loOpen: true, hi: 1e6},
+	"confidence_threshold":               {lo: 0, hi: 1},
+	"timeout_seconds":                    {lo: 1, hi: maxTaskSeconds, whole: true},
+	"on_failure.webhook.timeout_seconds": {lo: 1, hi: maxWebhookTimeoutSeconds, whole: true},
+	"retry.attempts":                     {lo: 1, hi: 100, whole: true},
+	"retry.delay_seconds":                {lo: 0, hi: maxTaskSeconds},
+	"loop_until.confidence":              {lo: 0, hi: 1},
+	"loop_until.max_iterations":          {lo: 1, hi: 100, whole: true},
+	"verifier.veto_floor":                {lo: 0, hi: 1},
+	"verifier.trigger.confidence_below":  {lo: 0, hi: 1},
+	"verifier.trigger.confidence_above":  {lo: 0, hi: 1},
+	"weight":                             {lo: 0, loOpen: true, hi: 1e6},
+	"max_items":                          {lo: 1, hi: 1000, whole: true},
+}
+
+// decoder builds the model. Values of the wrong type are the schema's to
+// report and are skipped here; numbers of the right type are checked
+// against their field's range (numRanges) here, and the nodes reported
+// are noted so that the schema does not report them again.
 type decoder struct {
-	f  *File
-	ds Diagnostics
+	f        *File
+	ds       Diagnostics
+	where    string              // the node being decoded, for messages: `step "a"`
+	reported map[*yaml.Node]bool // values this decoder reported
+}
+
+// within sets where for the fields of the node being decoded and returns
+// the function that restores the outer one.
+func (d *decoder) within(where string) func() {
+	outer := d.where
+	d.where = where
+	return func() { d.where = outer }
+}
+
+// report adds an error at n, prefixed with where.
+func (d *decoder) report(n *yaml.Node, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if d.where != "" {
+		msg = d.where + ": " + msg
+	}
+	d.ds.errorf(d.f.pos(n), "%s", msg)
+	d.reported[n] = true
 }
 
 func (d *decoder) fields(n *yaml.Node) (pipeline.Fields, [][2]*yaml.Node) {
@@ -291,29 +390,98 @@ func (d *decoder) text(n *yaml.Node) string {
 	return s
 }
 
-func (d *decoder) num(n *yaml.Node) (float64, bool) {
+// number reads the numeric field whose value is n; field is its name as
+// messages and numRanges write it ("retry.attempts"). A value that is no
+// number is the schema's to report: number answers false. A number that is
+// not finite, or outside the field's range, is reported here, naming the
+// value as written and the range, and number answers false: the field
+// keeps its default. A fraction in a whole-number field is the schema's.
+func (d *decoder) number(n *yaml.Node, field string) (float64, bool) {
 	n = resolve(n)
 	if n == nil || n.Kind != yaml.ScalarNode {
 		return 0, false
 	}
-	switch v := scalarValue(n).(type) {
-	case int64:
-		return float64(v), true
-	case float64:
+	v, ok := numberValue(n)
+	if !ok {
+		return 0, false
+	}
+	r, ok := numRanges[field]
+	if !ok {
+		r = anyFinite // every field has a range: TestNumberRangesMatchSchema
+	}
+	switch {
+	case math.IsNaN(v) || (math.IsInf(v, 0) && n.ShortTag() == "!!float"):
+		d.report(n, "%s must be a finite number, not %s", field, n.Value)
+	case !r.contains(v):
+		d.report(n, "%s: %s is out of range: %s", field, n.Value, r)
+	case r.whole && v != math.Trunc(v):
+		return 0, false
+	default:
 		return v, true
 	}
 	return 0, false
 }
 
-func (d *decoder) integer(n *yaml.Node) (int, bool) {
-	n = resolve(n)
-	if n == nil || n.Kind != yaml.ScalarNode {
-		return 0, false
-	}
-	if v, ok := scalarValue(n).(int64); ok && v >= math.MinInt32 && v <= math.MaxInt32 {
-		return int(v), true
+// whole is number for the fields that take whole numbers into an int:
+// their ranges fit one on every platform (budget.max_tokens, which needs
+// an int64, reads number).
+func (d *decoder) whole(n *yaml.Node, field string) (int, bool) {
+	v, ok := d.number(n, field)
+	return int(v), ok
+}
+
+// numberValue is the number a scalar holds: an int or a float as YAML
+// resolves them (NaN and infinities included), or a plain scalar written
+// as a number too large for a float (YAML resolves 1e400 to a string),
+// as an infinity.
+func numberValue(n *yaml.Node) (float64, bool) {
+	switch n.ShortTag() {
+	case "!!int":
+		var i int64
+		if n.Decode(&i) == nil {
+			return float64(i), true
+		}
+		var f float64
+		if n.Decode(&f) == nil {
+			return f, true
+		}
+	case "!!float":
+		var f float64
+		if n.Decode(&f) == nil {
+			return f, true
+		}
+	case "!!str":
+		if n.Style == 0 {
+			f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
+			if errors.Is(err, strconv.ErrRange) && math.IsInf(f, 0) {
+				return f, true
+			}
+		}
 	}
 	return 0, false
+}
+
+// finiteOperands reports the numbers of a trigger.match operand (a scalar,
+// or the list of in and not_in) that are not finite: they would never
+// compare as meant.
+func (d *decoder) finiteOperands(n *yaml.Node, field string) {
+	n = resolve(n)
+	if n == nil {
+		return
+	}
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		items = n.Content
+	}
+	for _, it := range items {
+		it = resolve(it)
+		if it == nil || it.Kind != yaml.ScalarNode {
+			continue
+		}
+		if v, ok := numberValue(it); ok && it.ShortTag() == "!!float" && (math.IsNaN(v) || math.IsInf(v, 0)) {
+			d.report(it, "%s must be a finite number, not %s", field, it.Value)
+		}
+	}
 }
 
 func (d *decoder) boolean(n *yaml.Node) (bool, bool) {
@@ -359,7 +527,7 @@ func (d *decoder) object(n *yaml.Node) map[string]any {
 		return nil
 	}
 	d.noteAll(n)
-	m, _ := toValue(n, 0).(map[string]any)
+	m, _ := toValue(n).(map[string]any)
 	return m
 }
 
@@ -397,7 +565,7 @@ func (d *decoder) pipeline(root *yaml.Node) *pipeline.Pipeline {
 		case "tags":
 			p.Tags = d.strList(v)
 		case "version":
-			if i, ok := d.integer(v); ok {
+			if i, ok := d.whole(v, "version"); ok {
 				p.Version = i
 			}
 		case "stage":
@@ -424,8 +592,8 @@ func (d *decoder) pipeline(root *yaml.Node) *pipeline.Pipeline {
 			}
 		case "steps":
 			if seq := resolve(v); seq.Kind == yaml.SequenceNode {
-				for _, c := range seq.Content {
-					if node := d.stepEntry(c); node != nil {
+				for i, c := range seq.Content {
+					if node := d.stepEntry(c, i); node != nil {
 						p.Steps = append(p.Steps, node)
 					}
 				}
@@ -489,10 +657,12 @@ func (d *decoder) trigger(n *yaml.Node) *pipeline.Trigger {
 					}
 					m.Op = ops[0][0].Value
 					m.Pos = d.f.pos(resolve(ops[0][1]))
-					m.Value = toValue(ops[0][1], 0)
+					d.finiteOperands(ops[0][1], "trigger.match."+m.Field+"."+m.Op)
+					m.Value = toValue(ops[0][1])
 					d.f.noteScalar(resolve(ops[0][1]))
 				} else {
-					m.Value = toValue(val, 0)
+					d.finiteOperands(val, "trigger.match."+m.Field)
+					m.Value = toValue(val)
 				}
 				t.Match = append(t.Match, m)
 			}
@@ -505,7 +675,7 @@ func (d *decoder) trigger(n *yaml.Node) *pipeline.Trigger {
 						dd.Enabled = &b
 					}
 				case "window_seconds":
-					if i, ok := d.integer(dp[1]); ok {
+					if i, ok := d.whole(dp[1], "trigger.dedup.window_seconds"); ok {
 						dd.WindowSeconds = &i
 					}
 				}
@@ -535,7 +705,7 @@ func (d *decoder) durable(n *yaml.Node) *pipeline.Durable {
 				du.OnInterrupted = s
 			}
 		case "max_resume_age_seconds":
-			if i, ok := d.integer(kv[1]); ok {
+			if i, ok := d.whole(kv[1], "durable.max_resume_age_seconds"); ok {
 				du.MaxResumeAgeSeconds = &i
 			}
 		}
@@ -552,12 +722,12 @@ func (d *decoder) budget(n *yaml.Node) *pipeline.Budget {
 	for _, kv := range pairs(n) {
 		switch kv[0].Value {
 		case "max_tokens":
-			if f, ok := d.num(kv[1]); ok {
-				i := int64(f)
+			if f, ok := d.number(kv[1], "budget.max_tokens"); ok {
+				i := int64(f) // exact: the range ends at 2^53-1
 				b.MaxTokens = &i
 			}
 		case "max_usd", "max_cost":
-			if f, ok := d.num(kv[1]); ok {
+			if f, ok := d.number(kv[1], "budget."+kv[0].Value); ok {
 				b.MaxUSD = &f
 			}
 		case "include_approx_cost":
@@ -591,18 +761,26 @@ func (d *decoder) schedule(n *yaml.Node) *pipeline.Schedule {
 	return s
 }
 
-func (d *decoder) stepEntry(n *yaml.Node) pipeline.Node {
+// stepEntry decodes entry i of steps. Messages name it as the schema's
+// do (describe): `step "a"`, `parallel "g"`, `fan_out "f"`, or by its
+// place in steps when it has no name (`step #2`).
+func (d *decoder) stepEntry(n *yaml.Node, i int) pipeline.Node {
 	n = resolve(n)
 	if n.Kind != yaml.MappingNode {
 		return nil
 	}
 	ps := pairs(n)
+	place := fmt.Sprintf("#%d", i+1)
 	if v := lookupKey(ps, "parallel"); v != nil {
-		return d.parallel(v)
+		where := "parallel " + nameOr(v, place)
+		defer d.within(where)()
+		return d.parallel(v, where)
 	}
 	if v := lookupKey(ps, "fan_out"); v != nil {
+		defer d.within("fan_out " + nameOr(v, place))()
 		return d.fanOut(v)
 	}
+	defer d.within("step " + nameOr(n, place))()
 	return d.step(n)
 }
 
@@ -618,7 +796,7 @@ func defaultGate() pipeline.Gate {
 func (d *decoder) gateField(g *pipeline.Gate, key string, v *yaml.Node) bool {
 	switch key {
 	case "confidence_threshold":
-		if f, ok := d.num(v); ok {
+		if f, ok := d.number(v, "confidence_threshold"); ok {
 			g.ConfidenceThreshold = f
 		}
 	case "on_low_confidence":
@@ -653,7 +831,7 @@ func (d *decoder) step(n *yaml.Node) *pipeline.Step {
 		case "prompt_template":
 			s.PromptTemplate = d.text(v)
 		case "timeout_seconds":
-			s.TimeoutSeconds, _ = d.integer(v)
+			s.TimeoutSeconds, _ = d.whole(v, "timeout_seconds")
 		case "when":
 			s.When = d.text(v)
 		case "on_failure":
@@ -667,9 +845,9 @@ func (d *decoder) step(n *yaml.Node) *pipeline.Step {
 			for _, lp := range pairs(v) {
 				switch lp[0].Value {
 				case "confidence":
-					lu.Confidence, _ = d.num(lp[1])
+					lu.Confidence, _ = d.number(lp[1], "loop_until.confidence")
 				case "max_iterations":
-					if i, ok := d.integer(lp[1]); ok {
+					if i, ok := d.whole(lp[1], "loop_until.max_iterations"); ok {
 						lu.MaxIterations = i
 					}
 				}
@@ -708,7 +886,7 @@ func (d *decoder) onFailure(n *yaml.Node) pipeline.OnFailure {
 				case "payload":
 					w.Payload = d.object(wp[1])
 				case "timeout_seconds":
-					if i, ok := d.integer(wp[1]); ok {
+					if i, ok := d.whole(wp[1], "on_failure.webhook.timeout_seconds"); ok {
 						w.TimeoutSeconds = i
 					}
 				}
@@ -729,7 +907,7 @@ func (d *decoder) retry(n *yaml.Node) *pipeline.Retry {
 	for _, kv := range ps {
 		switch kv[0].Value {
 		case "attempts":
-			if i, ok := d.integer(kv[1]); ok {
+			if i, ok := d.whole(kv[1], "retry.attempts"); ok {
 				r.Attempts = i
 			}
 		case "backoff":
@@ -737,7 +915,7 @@ func (d *decoder) retry(n *yaml.Node) *pipeline.Retry {
 				r.Backoff = pipeline.Backoff(s)
 			}
 		case "delay_seconds":
-			if f, ok := d.num(kv[1]); ok {
+			if f, ok := d.number(kv[1], "retry.delay_seconds"); ok {
 				r.DelaySeconds = f
 			}
 		}
@@ -771,7 +949,7 @@ func (d *decoder) verifier(n *yaml.Node) *pipeline.Verifier {
 				v.CombinationStrategy = s
 			}
 		case "veto_floor":
-			if f, ok := d.num(kv[1]); ok {
+			if f, ok := d.number(kv[1], "verifier.veto_floor"); ok {
 				v.VetoFloor = f
 			}
 		case "trigger":
@@ -780,11 +958,11 @@ func (d *decoder) verifier(n *yaml.Node) *pipeline.Verifier {
 				case "always":
 					v.Trigger.Always, _ = d.boolean(tp[1])
 				case "confidence_below":
-					if f, ok := d.num(tp[1]); ok {
+					if f, ok := d.number(tp[1], "verifier.trigger.confidence_below"); ok {
 						v.Trigger.ConfidenceBelow = f
 					}
 				case "confidence_above":
-					if f, ok := d.num(tp[1]); ok {
+					if f, ok := d.number(tp[1], "verifier.trigger.confidence_above"); ok {
 						v.Trigger.ConfidenceAbove = f
 					}
 				}
@@ -794,7 +972,8 @@ func (d *decoder) verifier(n *yaml.Node) *pipeline.Verifier {
 	return v
 }
 
-func (d *decoder) parallel(n *yaml.Node) *pipeline.Parallel {
+// parallel decodes a parallel group; where names it in messages.
+func (d *decoder) parallel(n *yaml.Node, where string) *pipeline.Parallel {
 	n = resolve(n)
 	if n.Kind != yaml.MappingNode {
 		return nil
@@ -814,13 +993,13 @@ func (d *decoder) parallel(n *yaml.Node) *pipeline.Parallel {
 				g.Join = pipeline.Join(s)
 			}
 		case "timeout_seconds":
-			g.TimeoutSeconds, _ = d.integer(v)
+			g.TimeoutSeconds, _ = d.whole(v, "timeout_seconds")
 		case "when":
 			g.When = d.text(v)
 		case "steps":
 			if seq := resolve(v); seq.Kind == yaml.SequenceNode {
-				for _, c := range seq.Content {
-					if b := d.branch(c); b != nil {
+				for i, c := range seq.Content {
+					if b := d.branch(c, fmt.Sprintf("branch %s of %s", nameOr(c, fmt.Sprintf("#%d", i+1)), where)); b != nil {
 						g.Branches = append(g.Branches, b)
 					}
 				}
@@ -830,11 +1009,14 @@ func (d *decoder) parallel(n *yaml.Node) *pipeline.Parallel {
 	return g
 }
 
-func (d *decoder) branch(n *yaml.Node) *pipeline.Branch {
+// branch decodes a branch of a parallel group; where names it in
+// messages.
+func (d *decoder) branch(n *yaml.Node, where string) *pipeline.Branch {
 	n = resolve(n)
 	if n.Kind != yaml.MappingNode {
 		return nil
 	}
+	defer d.within(where)()
 	fs, ps := d.fields(n)
 	b := &pipeline.Branch{Pos: d.f.pos(n), Fields: fs, Weight: pipeline.DefaultBranchWeight}
 	for _, kv := range ps {
@@ -849,9 +1031,9 @@ func (d *decoder) branch(n *yaml.Node) *pipeline.Branch {
 		case "prompt_template":
 			b.PromptTemplate = d.text(v)
 		case "timeout_seconds":
-			b.TimeoutSeconds, _ = d.integer(v)
+			b.TimeoutSeconds, _ = d.whole(v, "timeout_seconds")
 		case "weight":
-			if f, ok := d.num(v); ok {
+			if f, ok := d.number(v, "weight"); ok {
 				b.Weight = f
 			}
 		case "verifier":
@@ -892,13 +1074,13 @@ func (d *decoder) fanOut(n *yaml.Node) *pipeline.FanOut {
 		case "prompt_template":
 			g.PromptTemplate = d.text(v)
 		case "timeout_seconds":
-			g.TimeoutSeconds, _ = d.integer(v)
+			g.TimeoutSeconds, _ = d.whole(v, "timeout_seconds")
 		case "join":
 			if s, ok := d.str(v); ok {
 				g.Join = pipeline.Join(s)
 			}
 		case "max_items":
-			if i, ok := d.integer(v); ok {
+			if i, ok := d.whole(v, "max_items"); ok {
 				g.MaxItems = i
 			}
 		case "on_empty":
@@ -988,10 +1170,11 @@ func keyNodeAt(root *yaml.Node, path []string) *yaml.Node {
 }
 
 // duplicateKeys reports keys written twice in one mapping: YAML forbids
-// them, and silently keeping either value would guess.
-func duplicateKeys(f *File, n *yaml.Node, depth int) Diagnostics {
+// them, and silently keeping either value would guess. It walks the tree
+// as written (aliases are not followed), which yamldoc bounds in depth.
+func duplicateKeys(f *File, n *yaml.Node) Diagnostics {
 	var ds Diagnostics
-	if n == nil || depth > 200 {
+	if n == nil {
 		return ds
 	}
 	if n.Kind == yaml.MappingNode {
@@ -1009,7 +1192,7 @@ func duplicateKeys(f *File, n *yaml.Node, depth int) Diagnostics {
 		}
 	}
 	for _, c := range n.Content {
-		ds = append(ds, duplicateKeys(f, c, depth+1)...)
+		ds = append(ds, duplicateKeys(f, c)...)
 	}
 	return ds
 }

@@ -215,22 +215,22 @@ func TestErrors(t *testing.T) {
 			`p.yaml:4:15: step "a": executor "gatway" is not one of gateway, anthropic, bedrock, openclaw, webhook, notify, human, pipeline, scripted (did you mean "gateway"?)`,
 		}},
 		{"threshold out of range", head + "  - name: a\n    executor: scripted\n    confidence_threshold: 1.5\n", []string{
-			`p.yaml:5:27: step "a": confidence_threshold must be between 0 and 1`,
+			`p.yaml:5:27: step "a": confidence_threshold: 1.5 is out of range: 0..1`,
 		}},
 		{"threshold wrong type", head + "  - name: a\n    executor: scripted\n    confidence_threshold: high\n", []string{
 			`p.yaml:5:27: step "a": confidence_threshold must be a number, not string`,
 		}},
 		{"attempts below one", head + "  - name: a\n    executor: scripted\n    retry: {attempts: 0}\n", []string{
-			`p.yaml:5:23: step "a": retry.attempts must be at least 1`,
+			`p.yaml:5:23: step "a": retry.attempts: 0 is out of range: 1..100`,
 		}},
 		{"negative timeout", head + "  - name: a\n    executor: scripted\n    timeout_seconds: -5\n", []string{
-			`p.yaml:5:22: step "a": timeout_seconds must be at least 1`,
+			`p.yaml:5:22: step "a": timeout_seconds: -5 is out of range: 1..99999999`,
 		}},
 		{"timeout over lambda limit", head + "  - name: a\n    executor: gateway\n    executor_config: {base_url: http://x/v1, model: m}\n    timeout_seconds: 1200\n", []string{
 			`p.yaml:6:22: step "a": timeout_seconds 1200 is over 900: a gateway step runs in one Lambda invocation, which stops at 900 s`,
 		}},
 		{"weight not positive", head + "  - parallel:\n      name: g\n      join: weighted_average\n      steps:\n        - {name: a, executor: scripted, weight: 0}\n", []string{
-			`p.yaml:7:49: branch "a" of parallel "g": weight must be greater than 0`,
+			`p.yaml:7:49: branch "a" of parallel "g": weight: 0 is out of range: above 0, up to 1000000`,
 		}},
 		{"bad on_low_confidence", head + "  - name: a\n    executor: scripted\n    on_low_confidence: retry\n", []string{
 			`p.yaml:5:24: step "a": on_low_confidence "retry" is not one of escalate, abort, proceed`,
@@ -321,7 +321,7 @@ func TestErrors(t *testing.T) {
 		}},
 		{"several errors sorted", head + "  - {name: a, executor: nope}\n  - {name: b, executor: scripted, retry: {attempts: 0}}\n", []string{
 			`p.yaml:3:25: step "a": executor "nope" is not one of gateway, anthropic, bedrock, openclaw, webhook, notify, human, pipeline, scripted`,
-			`p.yaml:4:53: step "b": retry.attempts must be at least 1`,
+			`p.yaml:4:53: step "b": retry.attempts: 0 is out of range: 1..100`,
 		}},
 	}
 	for _, c := range cases {

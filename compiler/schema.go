@@ -65,15 +65,17 @@ var unsupported = map[string]string{
 }
 
 // validateSchema checks the document against the pipeline schema and turns
-// each violation into a positioned, readable diagnostic.
-func validateSchema(f *File, root *yaml.Node) Diagnostics {
+// each violation into a positioned, readable diagnostic. Violations at the
+// nodes in reported are left out: the decoder has said better what is
+// wrong with them (a number out of its field's range, or not finite).
+func validateSchema(f *File, root *yaml.Node, reported map[*yaml.Node]bool) Diagnostics {
 	var ds Diagnostics
 	schema, err := compiledSchema()
 	if err != nil {
 		ds.errorf(pipeline.Pos{File: f.name}, "internal: pipeline schema does not load: %v", err)
 		return ds
 	}
-	res, err := schema.Validate(gojsonschema.NewGoLoader(toValue(root, 0)))
+	res, err := schema.Validate(gojsonschema.NewGoLoader(toValue(root)))
 	if err != nil {
 		ds.errorf(f.pos(root), "%v", err)
 		return ds
@@ -84,6 +86,9 @@ func validateSchema(f *File, root *yaml.Node) Diagnostics {
 	// when nothing more precise was said at or below their path.
 	for _, e := range errs {
 		path := splitPath(e.Context())
+		if reported[nodeAt(root, path)] {
+			continue
+		}
 		switch e.Type() {
 		case "condition_then", "condition_else":
 			continue
