@@ -10,10 +10,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/osteele/liquid"
-
 	"github.com/stepline/stepline/compiler/when"
 	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/template"
 )
 
 // MaxSyncTimeoutSeconds is the longest timeout_seconds a step that runs in
@@ -32,7 +31,7 @@ type checker struct {
 	f      *File
 	p      *pipeline.Pipeline
 	ds     Diagnostics
-	liquid *liquid.Engine
+	liquid *template.Engine
 	// seen maps every name a template can use for a step that ran before
 	// the node being checked (its own name and its underscore alias) to the
 	// step's real name.
@@ -64,7 +63,7 @@ func CheckWith(f *File, checkExecutor ExecutorCheck) Diagnostics {
 	if f == nil || f.Pipeline == nil {
 		return nil
 	}
-	c := &checker{f: f, p: f.Pipeline, liquid: liquid.NewEngine(), seen: map[string]string{}, later: map[string]string{}, execCheck: checkExecutor}
+	c := &checker{f: f, p: f.Pipeline, liquid: template.New(template.Limits{}), seen: map[string]string{}, later: map[string]string{}, execCheck: checkExecutor}
 	c.buildScope()
 	c.checkNames()
 	for _, n := range c.p.Steps {
@@ -357,6 +356,7 @@ func (c *checker) checkVerifier(where, exec string, v *pipeline.Verifier) {
 	if v == nil {
 		return
 	}
+	c.checkValueTemplates(where, "verifier.executor_config", v.ExecutorConfig, v.Pos, false)
 	if exec == pipeline.ExecHuman {
 		c.ds.errorf(v.Pos, "%s: a human step cannot have a verifier: the approver's decision is final", where)
 	}
@@ -502,8 +502,8 @@ func (c *checker) checkTemplate(where, field, tpl string, at pipeline.Pos) {
 	if !strings.Contains(tpl, "{{") && !strings.Contains(tpl, "{%") {
 		return
 	}
-	if _, err := c.liquid.ParseString(tpl); err != nil {
-		c.ds.errorf(liquidErrorPos(c.f, at, tpl, err), "%s: %s: %s", where, field, liquidMessage(err))
+	if _, err := c.liquid.Parse(tpl); err != nil {
+		c.ds.errorf(templateErrorPos(c.f, at, tpl, err), "%s: %s: %s", where, field, templateMessage(err))
 		return
 	}
 	for _, r := range templateRefs(tpl) {
@@ -511,44 +511,38 @@ func (c *checker) checkTemplate(where, field, tpl string, at pipeline.Pos) {
 	}
 }
 
-// liquidErrorPos places a Liquid parse error: at the tag the message
-// quotes when it can be found (Liquid reports the line of the enclosing
-// block for unterminated tags), else at the line Liquid names.
-func liquidErrorPos(f *File, at pipeline.Pos, tpl string, err error) pipeline.Pos {
-	msg := err.Error()
-	if i := strings.LastIndex(msg, " in {"); i >= 0 {
-		if j := strings.Index(tpl, msg[i+4:]); j >= 0 {
-			return f.TextPos(at, tpl, j)
-		}
+// templateErrorPos places a template error: at the construct at fault
+// when the engine located it, else at the line it names, else at the
+// field.
+func templateErrorPos(f *File, at pipeline.Pos, tpl string, err error) pipeline.Pos {
+	var te *template.Error
+	if !errors.As(err, &te) {
+		return at
 	}
-	var le interface{ LineNumber() int }
-	if errors.As(err, &le) && le.LineNumber() > 0 {
-		return f.TextPos(at, tpl, lineOffset(tpl, le.LineNumber()))
+	switch {
+	case te.Offset >= 0:
+		return f.TextPos(at, tpl, te.Offset)
+	case te.Line > 0:
+		off := 0
+		for i := 1; i < te.Line; i++ {
+			j := strings.IndexByte(tpl[off:], '\n')
+			if j < 0 {
+				break
+			}
+			off += j + 1
+		}
+		return f.TextPos(at, tpl, off)
 	}
 	return at
 }
 
-func lineOffset(s string, line int) int {
-	off := 0
-	for i := 1; i < line; i++ {
-		j := strings.IndexByte(s[off:], '\n')
-		if j < 0 {
-			return off
-		}
-		off += j + 1
+// templateMessage is a template error's message without its position.
+func templateMessage(err error) string {
+	var te *template.Error
+	if errors.As(err, &te) {
+		return te.Msg
 	}
-	return off
-}
-
-func liquidMessage(err error) string {
-	msg := err.Error()
-	if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, "Liquid error") {
-		msg = msg[i+2:]
-	}
-	if i := strings.LastIndex(msg, " in {"); i >= 0 {
-		msg = msg[:i]
-	}
-	return lowerFirst(strings.TrimSpace(msg))
+	return err.Error()
 }
 
 func (c *checker) checkConfigTemplates(where string, cfg map[string]any) {
@@ -627,8 +621,8 @@ func (c *checker) checkPipeline() {
 func (c *checker) checkNotification(action string, n pipeline.Notification) {
 	where := fmt.Sprintf("notifications.%s", action)
 	if n.Template != "" {
-		if _, err := c.liquid.ParseString(n.Template); err != nil {
-			c.ds.errorf(n.Pos, "%s: template: %s", where, liquidMessage(err))
+		if _, err := c.liquid.Parse(n.Template); err != nil {
+			c.ds.errorf(n.Pos, "%s: template: %s", where, templateMessage(err))
 		}
 	}
 	str := func(k string) string { s, _ := n.Config[k].(string); return s }

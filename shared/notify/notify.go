@@ -15,12 +15,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/osteele/liquid"
-
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/task"
+	"github.com/stepline/stepline/shared/template"
 )
 
 // Defaults.
@@ -123,13 +122,13 @@ type Dispatcher struct {
 	Now     func() time.Time
 
 	once   sync.Once
-	engine *liquid.Engine
+	engine *template.Engine
 	client *http.Client
 }
 
 func (d *Dispatcher) init() {
 	d.once.Do(func() {
-		d.engine = liquid.NewEngine()
+		d.engine = template.New(template.Limits{})
 		d.client = d.HTTP
 		if d.client == nil {
 			d.client = &http.Client{}
@@ -191,7 +190,7 @@ func (d *Dispatcher) deliver(ctx context.Context, p task.Pipeline, action string
 		}
 		dl.Duration = d.now().Sub(start)
 	}()
-	msg, err := d.render(n.Template, b)
+	msg, err := d.render(ctx, n.Template, b)
 	if err != nil {
 		dl.Err = err
 		return dl
@@ -251,17 +250,17 @@ func target(n pipeline.Notification) string {
 	return ""
 }
 
-func (d *Dispatcher) render(src string, b map[string]any) (string, error) {
+func (d *Dispatcher) render(ctx context.Context, src string, b map[string]any) (string, error) {
 	if src == "" {
 		src = DefaultTemplate
 	}
-	t, serr := d.engine.ParseString(src)
-	if serr != nil {
-		return "", fault.Errorf[fault.TemplateError]("notification template: %s", serr.Error())
+	t, err := d.engine.Parse(src)
+	if err != nil {
+		return "", fault.Errorf[fault.TemplateError]("notification template: %s", err)
 	}
-	out, serr := t.RenderString(b)
-	if serr != nil {
-		return "", fault.Errorf[fault.TemplateError]("notification template: %s", serr.Error())
+	out, err := t.Render(ctx, b)
+	if err != nil {
+		return "", fault.Errorf[fault.TemplateError]("notification template: %s", err)
 	}
 	return out, nil
 }

@@ -4,7 +4,8 @@
 // A reference may stand for a whole value ("${API_KEY}") or sit inside one
 // ("Bearer ${TOKEN}", "https://hooks.example.com/${HOOK_PATH}"). NAME follows
 // the shell's rule, [A-Za-z_][A-Za-z0-9_]*; anything else after "${" is left
-// as written. "$${" is the escape for a literal "${".
+// as written. "$$" is the escape for a literal "$", so "$${NAME}" is the
+// literal text "${NAME}" (and "$$" alone a single "$").
 //
 // References are resolved at call time, inside the function that makes the
 // call, through a [Resolver]: [Env] reads the process environment (local

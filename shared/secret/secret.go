@@ -73,7 +73,8 @@ type token struct {
 	ref  string // the NAME of a ${NAME} reference
 }
 
-// scan splits s into literal text and references, applying the $${ escape.
+// scan splits s into literal text and references, applying the $$ escape
+// (a literal "$"), so "$${X}" is the literal text "${X}".
 func scan(s string) []token {
 	var out []token
 	var lit strings.Builder
@@ -93,9 +94,9 @@ func scan(s string) []token {
 			i += j
 			continue
 		}
-		if strings.HasPrefix(s[i:], "$${") {
-			lit.WriteString("${")
-			i += 3
+		if strings.HasPrefix(s[i:], "$$") {
+			lit.WriteByte('$')
+			i += 2
 			continue
 		}
 		if strings.HasPrefix(s[i:], "${") {
@@ -120,9 +121,9 @@ func scan(s string) []token {
 // Expand replaces every ${NAME} in s with the value r resolves for NAME.
 // The first failed resolution is returned (it names the secret, never a
 // value). A string without references is returned as it is, without
-// calling r, except that "$${" becomes "${".
+// calling r, except that the escape "$$" becomes "$".
 func Expand(ctx context.Context, r Resolver, s string) (string, error) {
-	if !strings.Contains(s, "${") {
+	if !strings.Contains(s, "${") && !strings.Contains(s, "$$") {
 		return s, nil
 	}
 	toks := scan(s)
@@ -232,6 +233,25 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
+// MapRefs returns s as Expand reads it, with each ${NAME} reference
+// replaced by f(NAME) and the "$$" escapes resolved. A renderer uses it to
+// mark the references a template itself wrote before rendering, so that
+// only those are references afterwards (see Escape).
+func MapRefs(s string, f func(name string) string) string {
+	if !strings.Contains(s, "${") && !strings.Contains(s, "$$") {
+		return s
+	}
+	var b strings.Builder
+	for _, t := range scan(s) {
+		if t.ref == "" {
+			b.WriteString(t.text)
+		} else {
+			b.WriteString(f(t.ref))
+		}
+	}
+	return b.String()
+}
+
 // Names returns the distinct secret names referenced in s, in order of
 // first appearance. The compiler uses it to list what a pipeline needs.
 func Names(s string) []string {
@@ -249,9 +269,16 @@ func Names(s string) []string {
 	return names
 }
 
-// Escape returns s with every "${" written as "$${", so that Expand gives s
+// Escape returns s with every "$" written as "$$", so that Expand gives s
 // back unchanged instead of resolving references inside it. Apply it to
-// untrusted text rendered into a value that is expanded later.
+// untrusted text rendered into a value that is expanded later. Escaping
+// every "$", not only those of "${", is what keeps text and references
+// apart when they meet: untrusted "cost $" followed by a reference the
+// template wrote, "${TOKEN}", is "cost $$${TOKEN}", which still expands
+// the reference ("$${TOKEN}" would have been a literal).
 func Escape(s string) string {
-	return strings.ReplaceAll(s, "${", "$${")
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	return strings.ReplaceAll(s, "$", "$$")
 }

@@ -45,6 +45,9 @@ func TestExpand(t *testing.T) {
 		{name: "unterminated", in: "x ${TOKEN", want: "x ${TOKEN"},
 		{name: "empty braces", in: "${}", want: "${}"},
 		{name: "dollar at end", in: "cost $", want: "cost $"},
+		{name: "double dollar is one", in: "cost $$5", want: "cost $5"},
+		{name: "escaped dollar before a reference", in: "cost $$${TOKEN}", want: "cost $tok-123"},
+		{name: "triple dollar then brace", in: "$$$${TOKEN}", want: "$${TOKEN}"},
 		{name: "missing", in: "Bearer ${NOPE}", wantErr: `secret "NOPE" is not set`},
 	}
 	for _, c := range cases {
@@ -235,4 +238,40 @@ func TestRedactor(t *testing.T) {
 			t.Errorf("err = %v", err)
 		}
 	})
+}
+
+// TestEscapeKeepsReferences: untrusted text escaped on either side of a
+// reference the pipeline wrote never switches it off or on, whatever the
+// text ends or starts with.
+func TestEscapeKeepsReferences(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	alphabet := []byte("${}K_x")
+	r := &mapResolver{values: map[string]string{"K": "val"}}
+	word := func() string {
+		b := make([]byte, rng.Intn(6))
+		for j := range b {
+			b[j] = alphabet[rng.Intn(len(alphabet))]
+		}
+		return string(b)
+	}
+	for i := 0; i < 5000; i++ {
+		before, after := word(), word()
+		got, err := Expand(context.Background(), r, Escape(before)+"${K}"+Escape(after))
+		if want := before + "val" + after; err != nil || got != want {
+			t.Fatalf("Expand(Escape(%q)+${K}+Escape(%q)) = %q, %v; want %q", before, after, got, err, want)
+		}
+	}
+	for _, c := range []struct{ before, after string }{{"cost $", ""}, {"$", "$"}, {"$$", "{K}"}, {"", "{K}"}} {
+		got, _ := Expand(context.Background(), r, Escape(c.before)+"${K}"+Escape(c.after))
+		if want := c.before + "val" + c.after; got != want {
+			t.Errorf("%q ${K} %q: got %q, want %q", c.before, c.after, got, want)
+		}
+	}
+}
+
+func TestMapRefs(t *testing.T) {
+	got := MapRefs("a ${K} $${L} $$ ${bad-} $", func(n string) string { return "<" + n + ">" })
+	if want := "a <K> ${L} $ ${bad-} $"; got != want {
+		t.Errorf("MapRefs = %q, want %q", got, want)
+	}
 }

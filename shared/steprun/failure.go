@@ -84,14 +84,14 @@ func (t *taskRun) sendFailureWebhook(ctx context.Context, step string, wh *pipel
 	red := secret.NewRedactor(resolver)
 	fail := func(err error) error { return red.Error(err) }
 
-	url, err := t.h.render.renderSecretSafe(step, "on_failure.webhook.url", wh.URL, b)
+	url, err := t.h.render.renderSecretSafe(ctx, step, "on_failure.webhook.url", wh.URL, b)
 	if err != nil {
 		return err
 	}
 	if url, err = secret.Expand(ctx, red, url); err != nil {
 		return fail(fmt.Errorf("on_failure.webhook.url: %w", err))
 	}
-	payload, err := t.h.render.renderValue(step, "on_failure.webhook.payload", wh.Payload, b)
+	payload, err := t.h.render.renderValue(ctx, step, "on_failure.webhook.payload", wh.Payload, b)
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (t *taskRun) sendFailureWebhook(ctx context.Context, step string, wh *pipel
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range wh.Headers {
-		hv, err := t.h.render.renderSecretSafe(step, "on_failure.webhook.headers."+k, v, b)
+		hv, err := t.h.render.renderSecretSafe(ctx, step, "on_failure.webhook.headers."+k, v, b)
 		if err != nil {
 			return err
 		}

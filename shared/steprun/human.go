@@ -32,7 +32,7 @@ func (t *taskRun) approval(ctx context.Context) (task.Response, error) {
 		return task.Response{}, fault.Errorf[fault.ConfigError]("step %q: approval request has no task token", st.Name)
 	}
 	b := t.h.bindings(ctx, t.req, t.trig, scope{current: st.Name})
-	msg, err := t.h.render.render(st.Name, "prompt_template", st.PromptTemplate, b)
+	msg, err := t.h.render.render(ctx, st.Name, "prompt_template", st.PromptTemplate, b)
 	if err != nil {
 		return task.Response{}, err
 	}

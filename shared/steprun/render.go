@@ -1,49 +1,47 @@
 package steprun
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
-	"github.com/osteele/liquid"
-
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/secret"
+	"github.com/stepline/stepline/shared/template"
 )
 
 // maxCachedTemplates bounds the parsed-template cache. A step Lambda sees a
 // few distinct templates; the bound only guards against unbounded growth.
 const maxCachedTemplates = 4096
 
-// renderer parses and renders Liquid templates, caching parsed templates
-// by source. Safe for concurrent use.
+// renderer parses and renders templates through the one Liquid engine
+// (shared/template), caching parsed templates by source. Safe for
+// concurrent use.
 type renderer struct {
-	engine *liquid.Engine
+	engine *template.Engine
 	mu     sync.RWMutex
-	cache  map[string]*liquid.Template
-	// open stands in for "${" while a template that feeds secret
-	// expansion renders: what the template wrote resolves, what the
-	// values brought is escaped.
+	cache  map[string]*template.Template
+	// open starts the mark that stands for a ${NAME} reference the
+	// template itself wrote, while a template that feeds secret expansion
+	// renders: what the template wrote resolves, what the values brought
+	// is escaped.
 	open string
 }
 
 func newRenderer(nonce string) *renderer {
-	return &renderer{engine: liquid.NewEngine(), cache: make(map[string]*liquid.Template), open: "\x00" + nonce + "\x00"}
+	return &renderer{engine: template.New(template.Limits{}), cache: make(map[string]*template.Template), open: "\x00" + nonce + "\x00"}
 }
 
-func isTemplate(s string) bool {
-	return strings.Contains(s, "{{") || strings.Contains(s, "{%")
-}
-
-func (r *renderer) parse(src string) (*liquid.Template, error) {
+func (r *renderer) parse(src string) (*template.Template, error) {
 	r.mu.RLock()
 	t, ok := r.cache[src]
 	r.mu.RUnlock()
 	if ok {
 		return t, nil
 	}
-	t, err := r.engine.ParseTemplateLocation([]byte(src), "", 1)
+	t, err := r.engine.Parse(src)
 	if err != nil {
 		return nil, err
 	}
@@ -57,47 +55,72 @@ func (r *renderer) parse(src string) (*liquid.Template, error) {
 }
 
 // render renders src; errors are *fault.TemplateError naming the step, the
-// field and the line.
-func (r *renderer) render(step, field, src string, b map[string]any) (string, error) {
-	if !isTemplate(src) {
+// field and the line. Rendering stops when ctx is done.
+func (r *renderer) render(ctx context.Context, step, field, src string, b map[string]any) (string, error) {
+	if !template.IsTemplate(src) {
 		return src, nil
 	}
 	t, err := r.parse(src)
 	if err != nil {
 		return "", templateError(step, field, err)
 	}
-	out, serr := t.RenderString(b)
-	if serr != nil {
-		return "", templateError(step, field, serr)
+	out, err := t.Render(ctx, b)
+	if err != nil {
+		return "", templateError(step, field, err)
 	}
 	return out, nil
 }
 
 // renderSecretSafe renders src whose result is later passed to secret
-// expansion: ${NAME} the template itself wrote stays live, while any "${"
-// a rendered value brought in is escaped.
-func (r *renderer) renderSecretSafe(step, field, src string, b map[string]any) (string, error) {
-	if !isTemplate(src) {
+// expansion: a ${NAME} the template itself wrote stays a reference, while
+// any "$" a rendered value brought in is escaped (secret.Escape), so that
+// no value can make, unmake or move a reference.
+func (r *renderer) renderSecretSafe(ctx context.Context, step, field, src string, b map[string]any) (string, error) {
+	if !template.IsTemplate(src) {
 		return src, nil
 	}
-	masked := strings.ReplaceAll(src, "${", r.open)
-	out, err := r.render(step, field, masked, b)
+	masked := secret.MapRefs(src, func(name string) string { return r.open + name + "\x00" })
+	out, err := r.render(ctx, step, field, masked, b)
 	if err != nil {
 		return "", err
 	}
-	return strings.ReplaceAll(secret.Escape(out), r.open, "${"), nil
+	return r.unmask(secret.Escape(out)), nil
+}
+
+// unmask turns the marks renderSecretSafe made back into references.
+func (r *renderer) unmask(s string) string {
+	if !strings.Contains(s, r.open) {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, r.open)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		rest := s[i+len(r.open):]
+		j := strings.IndexByte(rest, 0)
+		if j < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		b.WriteString("${" + rest[:j] + "}")
+		s = rest[j+1:]
+	}
 }
 
 // renderValue renders every string inside v (maps and lists at any depth)
 // with renderSecretSafe, returning a copy; v is not changed.
-func (r *renderer) renderValue(step, field string, v any, b map[string]any) (any, error) {
+func (r *renderer) renderValue(ctx context.Context, step, field string, v any, b map[string]any) (any, error) {
 	switch v := v.(type) {
 	case string:
-		return r.renderSecretSafe(step, field, v, b)
+		return r.renderSecretSafe(ctx, step, field, v, b)
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			rv, err := r.renderValue(step, field+"."+k, e, b)
+			rv, err := r.renderValue(ctx, step, field+"."+k, e, b)
 			if err != nil {
 				return nil, err
 			}
@@ -107,7 +130,7 @@ func (r *renderer) renderValue(step, field string, v any, b map[string]any) (any
 	case map[string]string:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			rv, err := r.renderSecretSafe(step, field+"."+k, e, b)
+			rv, err := r.renderSecretSafe(ctx, step, field+"."+k, e, b)
 			if err != nil {
 				return nil, err
 			}
@@ -117,7 +140,7 @@ func (r *renderer) renderValue(step, field string, v any, b map[string]any) (any
 	case []any:
 		out := make([]any, len(v))
 		for i, e := range v {
-			rv, err := r.renderValue(step, fmt.Sprintf("%s[%d]", field, i), e, b)
+			rv, err := r.renderValue(ctx, step, fmt.Sprintf("%s[%d]", field, i), e, b)
 			if err != nil {
 				return nil, err
 			}
@@ -128,21 +151,15 @@ func (r *renderer) renderValue(step, field string, v any, b map[string]any) (any
 	return v, nil
 }
 
-// templateError turns a Liquid error into a TemplateError naming the step,
-// the field and the line.
+// templateError turns a template error into a TemplateError naming the
+// step, the field and the line.
 func templateError(step, field string, err error) error {
-	var se liquid.SourceError
-	msg := err.Error()
-	line := 0
-	if errors.As(err, &se) {
-		line = se.LineNumber()
-		if c := se.Cause(); c != nil {
-			msg = c.Error()
-		}
+	var te *template.Error
+	if errors.As(err, &te) && te.Line > 0 {
+		return fault.Errorf[fault.TemplateError]("step %q: %s: line %d: %s", step, field, te.Line, te.Msg)
 	}
-	msg = strings.TrimPrefix(msg, "Liquid error: ")
-	if line > 0 {
-		return fault.Errorf[fault.TemplateError]("step %q: %s: line %d: %s", step, field, line, msg)
+	if te != nil {
+		return fault.Errorf[fault.TemplateError]("step %q: %s: %s", step, field, te.Msg)
 	}
-	return fault.Errorf[fault.TemplateError]("step %q: %s: %s", step, field, msg)
+	return fault.Errorf[fault.TemplateError]("step %q: %s: %s", step, field, err)
 }

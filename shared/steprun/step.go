@@ -155,6 +155,12 @@ func (t *taskRun) execute(ctx context.Context, u unit) (result, error) {
 	}
 	sc := scope{current: u.name, item: u.item}
 	b := t.h.bindings(ctx, t.req, t.trig, sc)
+	rctx := ctx // rendering stops at the step's timeout too
+	if u.timeout > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, time.Duration(u.timeout)*time.Second)
+		defer cancel()
+	}
 	var loopVars map[string]any
 	if u.loop != nil {
 		loopVars = map[string]any{"iteration": 1, "max_iterations": iterations, "prior_confidence": nil, "prior_output": nil}
@@ -168,12 +174,12 @@ func (t *taskRun) execute(ctx context.Context, u unit) (result, error) {
 				loopVars["prior_output"] = withConfidence(res.out.Map(), res.effective)
 			}
 		}
-		prompt, err := t.h.render.render(u.name, "prompt_template", u.prompt, b)
+		prompt, err := t.h.render.render(rctx, u.name, "prompt_template", u.prompt, b)
 		if err != nil {
 			return res, err
 		}
 		res.prompt = prompt
-		cfg, err := t.renderConfig(u.name, "executor_config", u.config, b)
+		cfg, err := t.renderConfig(rctx, u.name, "executor_config", u.config, b)
 		if err != nil {
 			return res, err
 		}
@@ -206,11 +212,11 @@ func withConfidence(m map[string]any, c float64) map[string]any {
 	return m
 }
 
-func (t *taskRun) renderConfig(step, field string, cfg map[string]any, b map[string]any) (map[string]any, error) {
+func (t *taskRun) renderConfig(ctx context.Context, step, field string, cfg map[string]any, b map[string]any) (map[string]any, error) {
 	if len(cfg) == 0 {
 		return cfg, nil
 	}
-	v, err := t.h.render.renderValue(step, field, cfg, b)
+	v, err := t.h.render.renderValue(ctx, step, field, cfg, b)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +258,7 @@ func (t *taskRun) verify(ctx context.Context, u unit, b map[string]any, res *res
 		res.flags = append(res.flags, FlagVerifierFailed)
 		res.verOut, _ = json.Marshal(map[string]string{"error": err.Error()})
 	}
-	cfg, err := t.renderConfig(u.name, "verifier.executor_config", v.ExecutorConfig, b)
+	cfg, err := t.renderConfig(ctx, u.name, "verifier.executor_config", v.ExecutorConfig, b)
 	if err != nil {
 		fail(err)
 		return
