@@ -60,6 +60,13 @@
 //     provider, raw_response). A pipeline step's output is the child's
 //     final answer without the child's own runner-reserved fields, plus
 //     sub_run_id and sub_pipeline_status from the child execution.
+//   - No secret value reaches a record, a log line or a Response through
+//     this package. Prompts are never secret-expanded and no template
+//     variable holds a secret, so a prompt cannot render one; an executor
+//     scrubs the values it resolved from everything it returns (package
+//     executor), and outputs, raw responses, errors and the later steps'
+//     context are made of that; a failure webhook's errors leave through
+//     the redactor that resolved its ${NAME} references.
 //   - Step records are ordered by Index = milliseconds since the run
 //     started, which is the execution order without any counter to keep.
 //   - The run record is created on first contact; runs that end at a step

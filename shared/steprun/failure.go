@@ -72,31 +72,36 @@ func (t *taskRun) failure(ctx context.Context) (task.Response, error) {
 }
 
 // sendFailureWebhook renders and sends an on_failure webhook. ${NAME} in
-// its URL, headers and payload resolve through Handler.Secrets; resolved
-// values are scrubbed from the returned error.
+// its URL, headers and payload resolve through Handler.Secrets; every
+// error leaves through the redactor that resolved them, so none carries a
+// resolved value (a URL in a transport error, a value in a message). The
+// target's answer is read only for its status.
 func (t *taskRun) sendFailureWebhook(ctx context.Context, step string, wh *pipeline.FailureWebhook, summary string) error {
-	b := t.h.bindings(ctx, t.req, t.trig, scope{current: step,
-		failure: map[string]any{"step": step, "summary": summary, "status": task.StatusFailed}})
 	resolver := t.h.Secrets
 	if resolver == nil {
 		resolver = secret.ResolverFunc(func(_ context.Context, name string) (string, error) { return "", secret.Missing(name) })
 	}
 	red := secret.NewRedactor(resolver)
-	fail := func(err error) error { return red.Error(err) }
+	return red.Error(t.postFailureWebhook(ctx, red, step, wh, summary))
+}
+
+func (t *taskRun) postFailureWebhook(ctx context.Context, red *secret.Redactor, step string, wh *pipeline.FailureWebhook, summary string) error {
+	b := t.h.bindings(ctx, t.req, t.trig, scope{current: step,
+		failure: map[string]any{"step": step, "summary": summary, "status": task.StatusFailed}})
 
 	url, err := t.h.render.renderSecretSafe(ctx, step, "on_failure.webhook.url", wh.URL, b)
 	if err != nil {
 		return err
 	}
 	if url, err = secret.Expand(ctx, red, url); err != nil {
-		return fail(fmt.Errorf("on_failure.webhook.url: %w", err))
+		return fmt.Errorf("on_failure.webhook.url: %w", err)
 	}
 	payload, err := t.h.render.renderValue(ctx, step, "on_failure.webhook.payload", wh.Payload, b)
 	if err != nil {
 		return err
 	}
 	if payload, err = secret.ExpandAll(ctx, red, payload); err != nil {
-		return fail(fmt.Errorf("on_failure.webhook.payload: %w", err))
+		return fmt.Errorf("on_failure.webhook.payload: %w", err)
 	}
 	body, err := json.Marshal(payload)
 	if err != nil {
@@ -114,7 +119,7 @@ func (t *taskRun) sendFailureWebhook(ctx context.Context, step string, wh *pipel
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
-		return fail(fmt.Errorf("on_failure.webhook: %w", err))
+		return fmt.Errorf("on_failure.webhook: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range wh.Headers {
@@ -123,7 +128,7 @@ func (t *taskRun) sendFailureWebhook(ctx context.Context, step string, wh *pipel
 			return err
 		}
 		if hv, err = secret.Expand(ctx, red, hv); err != nil {
-			return fail(fmt.Errorf("on_failure.webhook.headers.%s: %w", k, err))
+			return fmt.Errorf("on_failure.webhook.headers.%s: %w", k, err)
 		}
 		req.Header.Set(k, hv)
 	}
@@ -133,7 +138,7 @@ func (t *taskRun) sendFailureWebhook(ctx context.Context, step string, wh *pipel
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fail(fmt.Errorf("on_failure.webhook: %w", err))
+		return fmt.Errorf("on_failure.webhook: %w", err)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
