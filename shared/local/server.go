@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -11,8 +12,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/asl"
@@ -27,16 +30,41 @@ import (
 //
 //	POST /webhook?source=alertmanager|generic   normalize, route, dedup, start (202)
 //	POST /pipelines/{name}/runs                  start a run of a pipeline (202)
-//	GET  /runs[?pipeline=&status=&limit=]        runs, newest first
+//	GET  /runs[?pipeline=&status=&team=&limit=]  runs, newest first
 //	GET  /runs/{id}                              a run with its steps
 //	GET  /approvals/{token}                      the approval page of a signed link
 //	POST /approvals/{token}                      decide it
 //	GET  /health                                 liveness and active runs
+//
+// # Who may do what
+//
+// Without tokens every request is served to anyone; the caller decides
+// where that is safe (stepline serve only binds loopback then). With tokens
+// (team → bearer token, see [intake.Tokens]) every request but GET /health
+// and the approval links needs "Authorization: Bearer <token>" naming a
+// team; a missing token and a wrong one get the same 401 with a
+// WWW-Authenticate header. The approval links need none: the signed link is
+// the credential. A team sees only the runs recorded with its team (GET
+// /runs lists them, GET /runs/{id} of another team's run is 404, as for a
+// run that does not exist); the runs it starts, by webhook or by name, are
+// recorded with its team. The token of [intake.AdminTeam] sees every run
+// (?team= picks one team's) and may start any pipeline; its runs are
+// recorded as team "admin".
+//
+// # Limits
+//
+// Request bodies are read up to [MaxBodyBytes] (webhooks, manual runs) or
+// [MaxApprovalBodyBytes] (a decision); a longer body is answered 413, a body
+// that stalls past the read timeout 408. [Server.HTTPServer] returns an
+// http.Server bounded by [HTTPLimits], so that slow or idle clients cannot
+// hold connections open.
 type Server struct {
 	runner    *Runner
 	intake    *intake.Intake
 	approvals *approval.Service
 	limiter   *intake.Counter
+	tokens    intake.Tokens
+	limits    HTTPLimits
 	log       *slog.Logger
 
 	mu       sync.Mutex
@@ -45,14 +73,74 @@ type Server struct {
 	wg       sync.WaitGroup
 }
 
+// Bounds of the HTTP server. A request's headers must arrive within
+// ReadHeaderTimeout and the whole request within ReadTimeout; its answer
+// must be written within WriteTimeout of the headers' end. No handler
+// streams or waits on a run (runs and approved runs go on in the
+// background), so WriteTimeout only has to cover reading the body and one
+// store query.
+const (
+	// ReadHeaderTimeout bounds reading a request's headers.
+	ReadHeaderTimeout = 10 * time.Second
+	// ReadTimeout bounds reading a whole request, headers and body: a body
+	// of MaxBodyBytes must come at 35 KB/s or more.
+	ReadTimeout = 30 * time.Second
+	// WriteTimeout bounds a request from the end of its headers to the end
+	// of its answer. It is longer than ReadTimeout, which it includes.
+	WriteTimeout = 60 * time.Second
+	// IdleTimeout closes a kept-alive connection no request has used for
+	// that long.
+	IdleTimeout = 120 * time.Second
+	// MaxHeaderBytes bounds a request's header lines (Go's server allows a
+	// little more, 4 KiB, and answers 431 beyond).
+	MaxHeaderBytes = 64 << 10
+	// MaxBodyBytes bounds the body of a webhook or a manual run.
+	MaxBodyBytes = intake.MaxBodyBytes
+	// MaxApprovalBodyBytes bounds the body of a decision posted to an
+	// approval link (a short form or {decision, by}).
+	MaxApprovalBodyBytes = 16 << 10
+)
+
+// HTTPLimits bound the connections of the http.Server that
+// [Server.HTTPServer] returns. A zero field takes the constant of the same
+// name.
+type HTTPLimits struct {
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
+}
+
+// withDefaults fills l's zero fields.
+func (l HTTPLimits) withDefaults() HTTPLimits {
+	or := func(d, def time.Duration) time.Duration {
+		if d <= 0 {
+			return def
+		}
+		return d
+	}
+	l.ReadHeaderTimeout = or(l.ReadHeaderTimeout, ReadHeaderTimeout)
+	l.ReadTimeout = or(l.ReadTimeout, ReadTimeout)
+	l.WriteTimeout = or(l.WriteTimeout, WriteTimeout)
+	l.IdleTimeout = or(l.IdleTimeout, IdleTimeout)
+	if l.MaxHeaderBytes <= 0 {
+		l.MaxHeaderBytes = MaxHeaderBytes
+	}
+	return l
+}
+
 // ServerConfig wires a Server.
 type ServerConfig struct {
 	Runner       *Runner
-	PipelinesDir string        // pipeline files, routed in file-name order
-	Tokens       intake.Tokens // per-team webhook bearer tokens; empty: none required
-	MaxRuns      int           // runs driven at once; more answer 429
-	Signer       *approval.Signer
-	Logger       *slog.Logger
+	PipelinesDir string // pipeline files, routed in file-name order
+	// Tokens are the teams' bearer tokens; empty: no request is
+	// authenticated. Every token must name a team (Tokens.CheckTeams).
+	Tokens  intake.Tokens
+	MaxRuns int // runs driven at once; more answer 429
+	Signer  *approval.Signer
+	HTTP    HTTPLimits // bounds of HTTPServer's connections
+	Logger  *slog.Logger
 }
 
 // NewServer loads and compiles the pipelines and builds the server. Runs
@@ -66,7 +154,15 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if maxRuns <= 0 {
 		maxRuns = intake.DefaultMaxRuns
 	}
-	s := &Server{runner: cfg.Runner, log: log, ctx: ctx, limiter: intake.NewCounter(maxRuns), machines: map[string]*asl.StateMachine{}}
+	if len(cfg.Tokens) > 0 {
+		if err := cfg.Tokens.CheckTeams(); err != nil {
+			return nil, fmt.Errorf("tokens: %w", err)
+		}
+	}
+	s := &Server{
+		runner: cfg.Runner, log: log, ctx: ctx, limiter: intake.NewCounter(maxRuns),
+		tokens: cfg.Tokens, limits: cfg.HTTP.withDefaults(), machines: map[string]*asl.StateMachine{},
+	}
 	files, err := filepath.Glob(filepath.Join(cfg.PipelinesDir, "*.yaml"))
 	if err != nil {
 		return nil, err
@@ -141,36 +237,152 @@ func (s *Server) Start(_ context.Context, p *pipeline.Pipeline, runID string, tr
 // Wait blocks until every run this server drives has settled or stopped.
 func (s *Server) Wait() { s.wg.Wait() }
 
+// HTTPServer returns an http.Server serving s within the configured
+// HTTPLimits.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: s.limits.ReadHeaderTimeout,
+		ReadTimeout:       s.limits.ReadTimeout,
+		WriteTimeout:      s.limits.WriteTimeout,
+		IdleTimeout:       s.limits.IdleTimeout,
+		MaxHeaderBytes:    s.limits.MaxHeaderBytes,
+	}
+}
+
+// caller is who a request comes from: a team, or anyone at all (no tokens
+// configured, or the admin token).
+type caller struct {
+	team string
+	all  bool
+}
+
+// sees reports whether the caller may see a run recorded with team.
+func (c caller) sees(team string) bool { return c.all || c.team == team }
+
+// authenticate returns the caller of r. Without tokens everyone is served;
+// with tokens, a missing, malformed or unknown bearer token is refused
+// alike.
+func (s *Server) authenticate(r *http.Request) (caller, bool) {
+	if len(s.tokens) == 0 {
+		return caller{all: true}, true
+	}
+	team, ok := s.tokens.Team(intake.BearerToken(r.Header.Get("Authorization")))
+	if !ok {
+		return caller{}, false
+	}
+	return caller{team: team, all: team == intake.AdminTeam}, true
+}
+
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimSuffix(r.URL.Path, "/")
+	// Open to anyone: liveness, and the approval links, which are their
+	// own credential.
 	switch {
-	case path == "/health":
+	case path == "/health" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "active_runs": s.limiter.Active()})
-	case path == "/webhook" && r.Method == http.MethodPost:
+		return
+	case strings.HasPrefix(r.URL.Path, "/approvals/"):
+		s.approval(w, r)
+		return
+	}
+	c, ok := s.authenticate(r)
+	if !ok {
+		s.log.Info("request refused: no valid bearer token", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="stepline"`)
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized: a valid bearer token is required"})
+		return
+	}
+	bearer := intake.BearerToken(r.Header.Get("Authorization"))
+	switch {
+	case path == "/webhook":
+		if !allow(w, r, http.MethodPost) {
+			return
+		}
 		source := r.URL.Query().Get("source")
 		if source == "" {
 			source = r.Header.Get("X-Pipeline-Source")
 		}
-		s.accept(w, r, intake.Request{Source: source, Query: r.URL.Query(), Bearer: intake.BearerToken(r.Header.Get("Authorization"))})
-	case strings.HasPrefix(path, "/pipelines/") && strings.HasSuffix(path, "/runs") && r.Method == http.MethodPost:
+		s.accept(w, r, intake.Request{Source: source, Query: r.URL.Query(), Bearer: bearer})
+	case strings.HasPrefix(path, "/pipelines/") && strings.HasSuffix(path, "/runs"):
+		if !allow(w, r, http.MethodPost) {
+			return
+		}
 		name := strings.TrimSuffix(strings.TrimPrefix(path, "/pipelines/"), "/runs")
-		s.accept(w, r, intake.Request{Source: "generic", Manual: true, PipelineName: name, Query: r.URL.Query(), Bearer: intake.BearerToken(r.Header.Get("Authorization"))})
-	case path == "/runs" && r.Method == http.MethodGet:
-		s.listRuns(w, r)
-	case strings.HasPrefix(path, "/runs/") && r.Method == http.MethodGet:
-		s.getRun(w, r, strings.TrimPrefix(path, "/runs/"))
-	case strings.HasPrefix(r.URL.Path, "/approvals/") && s.approvals != nil:
-		s.approvals.ServeHTTP(w, r)
+		s.accept(w, r, intake.Request{Source: "generic", Manual: true, PipelineName: name, Query: r.URL.Query(), Bearer: bearer})
+	case path == "/runs":
+		if allow(w, r, http.MethodGet) {
+			s.listRuns(w, r, c)
+		}
+	case strings.HasPrefix(path, "/runs/"):
+		if allow(w, r, http.MethodGet) {
+			s.getRun(w, r, c, strings.TrimPrefix(path, "/runs/"))
+		}
+	case path == "/health":
+		allow(w, r, http.MethodGet, http.MethodHead)
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
 	}
 }
 
-func (s *Server) accept(w http.ResponseWriter, r *http.Request, req intake.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, intake.MaxBodyBytes+1))
-	if err != nil {
+// allow reports whether r's method is one of methods, answering 405
+// otherwise.
+func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	if slices.Contains(methods, r.Method) {
+		return true
+	}
+	w.Header().Set("Allow", strings.Join(methods, ", "))
+	writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "use " + strings.Join(methods, " or ")})
+	return false
+}
+
+// approval serves an approval link; a decision's body is read here, so
+// that one too longer than MaxApprovalBodyBytes is answered 413.
+func (s *Server) approval(w http.ResponseWriter, r *http.Request) {
+	if s.approvals == nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
+		return
+	}
+	if r.Method == http.MethodPost {
+		body, ok := readBody(w, r, MaxApprovalBodyBytes)
+		if !ok {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	s.approvals.ServeHTTP(w, r)
+}
+
+// readBody reads r's body, at most limit bytes. A longer body is answered
+// 413, one that stalls past the server's read timeout 408, another read
+// error 400; ok is false then.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, ok bool) {
+	tooLarge := func() {
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("request body too large: limit %d bytes", limit)})
+	}
+	if r.ContentLength > limit {
+		tooLarge()
+		return nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var over *http.MaxBytesError
+	switch {
+	case err == nil:
+		return body, true
+	case errors.As(err, &over):
+		tooLarge()
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		writeJSON(w, http.StatusRequestTimeout, map[string]string{"error": "the request body did not arrive in time"})
+	default:
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "read body: " + err.Error()})
+	}
+	return nil, false
+}
+
+func (s *Server) accept(w http.ResponseWriter, r *http.Request, req intake.Request) {
+	body, ok := readBody(w, r, MaxBodyBytes)
+	if !ok {
 		return
 	}
 	req.Body = body
@@ -188,23 +400,36 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, req intake.Reque
 	writeJSON(w, http.StatusAccepted, d.Response())
 }
 
-func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+// listRuns lists the runs c may see: a team's own, or, for everyone else,
+// all runs or those of ?team=.
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, c caller) {
 	q := r.URL.Query()
 	limit := 50
 	if _, err := fmt.Sscan(q.Get("limit"), &limit); err != nil || limit < 1 || limit > 200 {
 		limit = 50
 	}
-	runs, err := s.runner.Store.ListRuns(r.Context(), store.RunFilter{Pipeline: q.Get("pipeline"), Status: store.RunStatus(q.Get("status")), Limit: limit})
+	f := store.RunFilter{Pipeline: q.Get("pipeline"), Status: store.RunStatus(q.Get("status")), Team: q.Get("team"), Limit: limit}
+	runs := []store.Run{}
+	if !c.all {
+		if f.Team != "" && f.Team != c.team {
+			writeJSON(w, http.StatusOK, map[string]any{"runs": runs}) // another team's: none of them is visible
+			return
+		}
+		f.Team = c.team
+	}
+	found, err := s.runner.Store.ListRuns(r.Context(), f)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": runs})
+	writeJSON(w, http.StatusOK, map[string]any{"runs": append(runs, found...)})
 }
 
-func (s *Server) getRun(w http.ResponseWriter, r *http.Request, id string) {
+// getRun answers a run with its steps; another team's run is answered as
+// a run that does not exist.
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request, c caller, id string) {
 	run, steps, err := s.runner.Store.GetRunWithSteps(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !c.sees(run.Team)) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no run " + id})
 		return
 	}
