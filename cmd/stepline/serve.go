@@ -15,6 +15,7 @@ import (
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/local"
+	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/store"
 )
 
@@ -42,20 +43,40 @@ func cmdServe(ctx context.Context, e env) int {
 	fs.SetOutput(e.stderr)
 	var sf stateFlags
 	sf.register(fs)
-	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
+	addr := fs.String("addr", "127.0.0.1:8080", "listen address; without tokens, loopback only (see --insecure-no-auth)")
 	dir := fs.String("pipelines", "pipelines", "directory of pipeline files, routed in file-name order")
 	maxRuns := fs.Int("max-runs", intake.DefaultMaxRuns, "runs driven at once; more answer 429")
-	tokensFile := fs.String("tokens", "", "YAML file of per-team webhook tokens (default: $STEPLINE_TOKENS, team=token,...)")
+	tokensFile := fs.String("tokens", "", "YAML file of per-team bearer tokens; team \"admin\" sees and starts everything (default: $STEPLINE_TOKENS, team=token,...)")
+	insecure := fs.Bool("insecure-no-auth", false, "serve without tokens on an address other than loopback: anyone who reaches it may start and read every run")
 	publicURL := fs.String("url", "", "public base URL of approval links (default http://ADDR)")
 	if err := fs.Parse(e.args); err != nil || fs.NArg() != 0 {
 		fmt.Fprintln(e.stderr, "usage: stepline serve [flags]")
 		return exitUsage
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
-	tokens, err := loadTokens(*tokensFile, e.getenv("STEPLINE_TOKENS"))
+	tokens, err := loadTokens(ctx, *tokensFile, e.getenv)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitUsage
+	}
+	if *insecure && len(tokens) > 0 {
+		fmt.Fprintln(e.stderr, "stepline: --insecure-no-auth contradicts the tokens configured: drop one of them")
+		return exitUsage
+	}
+	// The address bound decides, not the one asked for: "localhost" or a
+	// host name may resolve anywhere, ":8080" is every interface.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		return exitFailed
+	}
+	defer ln.Close()
+	if err := checkExposure(ln.Addr(), len(tokens) > 0, *insecure); err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		return exitUsage
+	}
+	if *insecure && !isLoopback(ln.Addr()) {
+		fmt.Fprintf(e.stderr, "stepline: warning: serving %s without authentication (--insecure-no-auth)\n", ln.Addr())
 	}
 	stateDir := sf.dir
 	if stateDir == "" {
@@ -66,11 +87,6 @@ func cmdServe(ctx context.Context, e env) int {
 		return exitFailed
 	}
 	key, err := local.LoadOrCreateKey(stateDir)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
-		return exitFailed
-	}
-	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed
@@ -89,13 +105,22 @@ func cmdServe(ctx context.Context, e env) int {
 	defer r.Close()
 	runCtx, stopRuns := context.WithCancel(context.Background())
 	defer stopRuns()
-	srv, err := local.NewServer(runCtx, local.ServerConfig{Runner: r, PipelinesDir: *dir, Tokens: tokens, MaxRuns: *maxRuns, Signer: signer, Logger: logger})
+	srv, err := local.NewServer(runCtx, local.ServerConfig{
+		Runner: r, PipelinesDir: *dir, Tokens: tokens, MaxRuns: *maxRuns, Signer: signer, Logger: logger,
+		HTTP: local.HTTPLimits{
+			ReadHeaderTimeout: local.ReadHeaderTimeout,
+			ReadTimeout:       local.ReadTimeout,
+			WriteTimeout:      local.WriteTimeout,
+			IdleTimeout:       local.IdleTimeout,
+			MaxHeaderBytes:    local.MaxHeaderBytes,
+		},
+	})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed
 	}
 	sweep(ctx, e, r)
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := srv.HTTPServer()
 	fmt.Fprintf(e.stdout, "serving on %s (pipelines from %s, state in %s)\n", base, *dir, stateDir)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -118,16 +143,57 @@ func cmdServe(ctx context.Context, e env) int {
 	return exitOK
 }
 
-func loadTokens(file, env string) (intake.Tokens, error) {
-	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("read tokens: %w", err)
+// loadTokens reads the teams' tokens from file, else from
+// $STEPLINE_TOKENS, and resolves the ${NAME} references in them from the
+// environment. A source that is named but holds no token is an error, not
+// a server open to everyone; every token must name a team.
+func loadTokens(ctx context.Context, file string, getenv func(string) string) (intake.Tokens, error) {
+	var tokens intake.Tokens
+	var err error
+	var from string
+	switch env := getenv("STEPLINE_TOKENS"); {
+	case file != "":
+		from = file
+		b, rerr := os.ReadFile(file)
+		if rerr != nil {
+			return nil, fmt.Errorf("read tokens: %w", rerr)
 		}
-		return intake.ParseTokens(b)
+		tokens, err = intake.ParseTokens(b)
+	case strings.TrimSpace(env) != "":
+		from = "$STEPLINE_TOKENS"
+		tokens, err = intake.ParseTokenList(env)
+	default:
+		return nil, nil
 	}
-	if strings.TrimSpace(env) != "" {
-		return intake.ParseTokenList(env)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
 	}
-	return nil, nil
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("%s: no tokens: list team=token pairs, or name no tokens to serve loopback only", from)
+	}
+	if tokens, err = tokens.Expand(ctx, secret.Env(getenv)); err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
+	}
+	if err := tokens.CheckTeams(); err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
+	}
+	return tokens, nil
+}
+
+// checkExposure refuses to serve a non-loopback address without tokens,
+// unless insecure says so.
+func checkExposure(addr net.Addr, haveTokens, insecure bool) error {
+	if haveTokens || insecure || isLoopback(addr) {
+		return nil
+	}
+	return fmt.Errorf("refusing to serve %s without tokens: anyone who reaches it could start and read every run; "+
+		"configure tokens (--tokens FILE or $STEPLINE_TOKENS), listen on loopback (--addr 127.0.0.1:PORT), "+
+		"or pass --insecure-no-auth", addr)
+}
+
+// isLoopback reports whether addr is a loopback IP address (127.0.0.0/8,
+// ::1); the unspecified address (all interfaces) is not.
+func isLoopback(addr net.Addr) bool {
+	a, ok := addr.(*net.TCPAddr)
+	return ok && a.IP.IsLoopback()
 }
