@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
+	"github.com/stepline/stepline/shared/secret"
 )
 
 // Providers that echo the credential they were sent: in the reply text
@@ -332,6 +334,42 @@ func TestReplyScrubbedOnArrival(t *testing.T) {
 			}
 			if c.clean && (!json.Valid(rep.body) || rep.header.Get("X-Echo") != "[REDACTED]") {
 				t.Errorf("reply = %s, X-Echo %q", rep.body, rep.header.Get("X-Echo"))
+			}
+		})
+	}
+}
+
+// TestDebugLogScrubsHost: the per-request debug line names the host, which
+// a secret may make up (a tenant host kept as a secret); it is scrubbed.
+func TestDebugLogScrubsHost(t *testing.T) {
+	srv := newServer(t, answer(200, "ok"))
+	host := strings.TrimPrefix(srv.URL, "http://")
+	cases := []struct {
+		name    string
+		url     string
+		secrets map[string]string
+		want    string // in the log line
+	}{
+		{"host from a secret", "http://${HOST}/hook", map[string]string{"HOST": host}, "host=[REDACTED]"},
+		{"host written out", srv.URL + "/hook/${TOKEN}", map[string]string{"TOKEN": testToken}, "host=" + host},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var logs strings.Builder
+			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			reg, _ := newRegistry(t, Deps{HTTP: srv.Client(), Logger: logger,
+				Secrets: secret.Env(func(k string) string { return c.secrets[k] })})
+			if _, err := provider(t, reg, Call{Executor: Webhook, Config: map[string]any{"url": c.url}}).Complete(context.Background(), request()); err != nil {
+				t.Fatal(err)
+			}
+			got := logs.String()
+			if !strings.Contains(got, "executor http call") || !strings.Contains(got, c.want) {
+				t.Errorf("log = %q, want %q in it", got, c.want)
+			}
+			for _, v := range c.secrets {
+				if strings.Contains(got, v) {
+					t.Errorf("log = %q holds a secret", got)
+				}
 			}
 		})
 	}

@@ -50,7 +50,7 @@ func (r *Registry) send(ctx context.Context, x exchange) (reply, error) {
 		start := time.Now()
 		rep, err := r.roundTrip(ctx, x)
 		r.log.DebugContext(ctx, "executor http call", "executor", x.executor, "method", x.method,
-			"host", hostOf(x.url), "status", rep.status, "attempt", attempt, "duration", time.Since(start), "error", err != nil)
+			"host", x.red.Redact(hostOf(x.url)), "status", rep.status, "attempt", attempt, "duration", time.Since(start), "error", err != nil)
 		if err != nil {
 			return rep, err
 		}
