@@ -364,7 +364,8 @@ func (d *Dispatcher) post(ctx context.Context, red *secret.Redactor, cfg map[str
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode >= 300 {
-		return resp.StatusCode, fmt.Errorf("%s answered %s%s", pu.Host, resp.Status, excerpt(snippet))
+		// Scrubbed before the excerpt is cut, so no part of an echoed secret stays.
+		return resp.StatusCode, fmt.Errorf("%s answered %s%s", pu.Host, resp.Status, excerpt([]byte(red.Redact(string(snippet)))))
 	}
 	return resp.StatusCode, nil
 }
