@@ -258,3 +258,91 @@ steps:
 		}
 	}
 }
+
+// TestAttackServe: with tokens configured, absence is never easier than a
+// wrong token, a team sees only its runs, and an oversized body is
+// refused; all over loopback.
+func TestAttackServe(t *testing.T) {
+	dir := t.TempDir()
+	pipelines := filepath.Join(dir, "pipelines")
+	if err := os.MkdirAll(pipelines, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pipelines, "p.yaml"), []byte("name: p\nsteps: [{name: a, executor: notify, executor_config: {url: \"http://127.0.0.1:9/x\"}}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- dispatch(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--dir", filepath.Join(dir, "state"), "--pipelines", pipelines},
+			env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getenv: func(k string) string {
+				if k == "STEPLINE_TOKENS" {
+					return "alpha=tok-alpha-1,beta=tok-beta-2"
+				}
+				return ""
+			}})
+	}()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("serve did not stop")
+		}
+	}()
+	base := ""
+	for deadline := time.Now().Add(20 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if i := strings.Index(out.String(), "serving on http://"); i >= 0 {
+			base = strings.Fields(out.String()[i+len("serving on "):])[0]
+		}
+	}
+	if base == "" {
+		t.Fatalf("serve did not start:\n%s\n%s", out.String(), errOut.String())
+	}
+	do := func(method, path, token, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	noneCode, noneBody := do("POST", "/pipelines/p/runs", "", "{}")
+	wrongCode, wrongBody := do("POST", "/pipelines/p/runs", "tok-wrong", "{}")
+	if noneCode != http.StatusUnauthorized || wrongCode != noneCode || wrongBody != noneBody {
+		t.Errorf("no token: %d %q; wrong token: %d %q", noneCode, noneBody, wrongCode, wrongBody)
+	}
+	code, body := do("POST", "/pipelines/p/runs", "tok-alpha-1", "{}")
+	var started struct {
+		RunID string `json:"run_id"`
+	}
+	if code != http.StatusAccepted || json.Unmarshal([]byte(body), &started) != nil || started.RunID == "" {
+		t.Fatalf("alpha's run: %d %s", code, body)
+	}
+	if code, body := do("GET", "/runs/"+started.RunID, "tok-beta-2", ""); code != http.StatusNotFound {
+		t.Errorf("beta reads alpha's run: %d %s", code, body)
+	}
+	if code, body := do("GET", "/runs", "tok-beta-2", ""); code != http.StatusOK || strings.Contains(body, started.RunID) {
+		t.Errorf("beta lists: %d %s", code, body)
+	}
+	if code, body := do("GET", "/runs/"+started.RunID, "tok-alpha-1", ""); code != http.StatusOK || !strings.Contains(body, started.RunID) {
+		t.Errorf("alpha reads its run: %d %s", code, body)
+	}
+	if code, _ := do("GET", "/runs", "", ""); code != http.StatusUnauthorized {
+		t.Errorf("runs without a token: %d", code)
+	}
+	if code, _ := do("GET", "/health", "", ""); code != http.StatusOK {
+		t.Errorf("health: %d", code)
+	}
+	if code, _ := do("POST", "/webhook?source=generic", "tok-alpha-1", `{"pipeline": "p", "summary": "`+strings.Repeat("x", 2<<20)+`"}`); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("2 MiB body: %d", code)
+	}
+}
