@@ -9,7 +9,7 @@ STATICCHECK_VERSION := v0.8.2
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: all build cli lambdas test tools node-tools dynamodb-local rie lint run synth deploy clean
+.PHONY: all build cli lambdas test tools node-tools dynamodb-local rie lint run synth diff deploy clean
 
 all: build
 
@@ -33,13 +33,20 @@ lambdas:
 	done
 
 ## synth: the CloudFormation template (cdk.out/), offline, no AWS credentials
-## needed; deploy: cdk deploy with your credentials
+## needed; diff and deploy: cdk diff / cdk deploy with your credentials.
+## CDK_ARGS passes arguments to cdk, e.g.
+##   make deploy CDK_ARGS="-c stepline:alarmEmail=ops@example.com"
+CDK_ARGS ?=
+
 synth: lambdas node-tools
 	$(GO) build -o $(BIN)/cdk-app ./infra/app
-	$(NODE_BIN)/cdk synth --app $(BIN)/cdk-app --quiet --no-notices
+	$(NODE_BIN)/cdk synth --app $(BIN)/cdk-app --quiet --no-notices $(CDK_ARGS)
+
+diff: synth
+	$(NODE_BIN)/cdk diff --app $(BIN)/cdk-app $(CDK_ARGS)
 
 deploy: synth
-	$(NODE_BIN)/cdk deploy --app $(BIN)/cdk-app
+	$(NODE_BIN)/cdk deploy --app $(BIN)/cdk-app $(CDK_ARGS)
 
 ## tools: everything the tests need (node tools pinned in package-lock.json,
 ## DynamoDB Local for the DynamoDB store's tests)
