@@ -260,61 +260,13 @@ func jsonataName(s string) string {
 }
 
 // jsonataString is s as a single-quoted JSONata string literal.
-func jsonataString(s string) string {
-	var b strings.Builder
-	b.WriteByte('\'')
-	for _, r := range s {
-		switch r {
-		case '\'':
-			b.WriteString(`\u0027`) // JSONata has no \' escape
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		default:
-			if r < 0x20 {
-				fmt.Fprintf(&b, `\u%04x`, r)
-			} else {
-				b.WriteRune(r)
-			}
-		}
-	}
-	b.WriteByte('\'')
-	return b.String()
-}
+func jsonataString(s string) string { return asl.Quote(s) }
 
-// encodeStatic makes static data safe to embed in a JSONata state: a
-// string that Step Functions would evaluate (it starts with {% and ends
-// with %}, as a Liquid template may) becomes a JSONata string literal that
-// evaluates to itself. Multi-line strings are written the same way, with
-// their newlines escaped, and the empty string as an empty literal, so that definition
-// validators that match string values line by line accept them.
-func encodeStatic(v any) any {
-	switch v := v.(type) {
-	case string:
-		if strings.HasPrefix(v, "{%") && strings.HasSuffix(v, "%}") || strings.ContainsAny(v, "\n\r") || v == "" {
-			return "{% " + jsonataString(v) + " %}"
-		}
-		return v
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			out[k] = encodeStatic(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = encodeStatic(e)
-		}
-		return out
-	}
-	return v
-}
+// encodeStatic makes static data safe to embed in a JSONata state: every
+// string that is not plain text (see asl.IsPlain: it begins with {% or
+// ends with %}, as a Liquid template may, is empty or holds a line break)
+// becomes a JSONata expression that evaluates to it.
+func encodeStatic(v any) any { return asl.LiteralValue(v) }
 
 // toPlain converts a value to the maps and slices its JSON would decode to.
 func toPlain(v any) any {
@@ -1083,7 +1035,7 @@ func (l *lowerer) lowerFanOut(i int, g *pipeline.FanOut) {
 		Choices: []asl.ChoiceRule{
 			{
 				Condition: "{% " + notList + " %}",
-				Output:    map[string]any{"error": map[string]any{"Error": "Stepline.NotAList", "Cause": "over: " + g.Over + " is not a list"}},
+				Output:    map[string]any{"error": map[string]any{"Error": "Stepline.NotAList", "Cause": asl.Literal("over: " + g.Over + " is not a list")}},
 				Next:      join,
 			},
 			{

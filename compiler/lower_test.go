@@ -304,7 +304,7 @@ func TestStaticStringsAreEncoded(t *testing.T) {
 	}
 	def, _ := Marshal(sm)
 	s := string(def)
-	if !strings.Contains(s, `"prompt_template": "{% '{% if x %}it\\u0027s{% endif %}' %}"`) {
+	if !strings.Contains(s, `"prompt_template": "{% '{\\u0025 if x \\u0025}it\\u0027s{\\u0025 endif \\u0025}' %}"`) {
 		t.Errorf("Liquid tag template not encoded as a JSONata literal:\n%s", s)
 	}
 	if strings.Contains(s, "${TOKEN}") || !strings.Contains(s, `Bearer $\u007bTOKEN}`) {

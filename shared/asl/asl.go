@@ -1,7 +1,6 @@
 package asl
 
 import (
-	"encoding/json"
 	"strings"
 )
 
@@ -348,12 +347,89 @@ func ExprBody(s string) (string, bool) {
 }
 
 // Literal returns a value that evaluates to the string s wherever JSONata
-// strings are evaluated: s itself, unless s looks like a JSONata string, in
-// which case an expression whose result is s.
+// strings are evaluated: s itself when it is plain text (see [IsPlain]),
+// else the expression {% <s quoted> %}, which evaluates to s.
 func Literal(s string) string {
-	if !IsExpr(s) {
+	if IsPlain(s) {
 		return s
 	}
-	q, _ := json.Marshal(s) // a JSON string literal is a JSONata string literal
-	return Expr(string(q))
+	return Expr(Quote(s))
+}
+
+// LiteralValue is [Literal] applied to every string in v, also nested in
+// objects and arrays: static data embedded in a JSONata state (Arguments,
+// Output, Assign) reads back exactly as v. Maps and slices are copied;
+// object keys are never evaluated and stay as they are.
+func LiteralValue(v any) any {
+	switch v := v.(type) {
+	case string:
+		return Literal(v)
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = LiteralValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = LiteralValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+// IsPlain reports whether s can stand in a JSONata state as itself: Step
+// Functions reads it as text, not as an expression, and so do definition
+// validators. That is a non-empty string that neither begins with "{%"
+// nor ends with "%}" (Step Functions evaluates a string that does both;
+// the pinned asl-validator rejects one that does either, as half an
+// expression) and holds no line terminator (\n, \r, U+2028, U+2029: the
+// validator matches text with a JavaScript pattern whose "." stops at
+// them, and rejects the empty string the same way).
+func IsPlain(s string) bool {
+	if s == "" || strings.HasPrefix(s, "{%") || strings.HasSuffix(s, "%}") {
+		return false
+	}
+	return !strings.ContainsAny(s, "\n\r\u2028\u2029")
+}
+
+// Quote returns s as a single-quoted JSONata string literal that evaluates
+// to s in any JSONata evaluator. A backslash, a quote, every control
+// character, DEL, the line and paragraph separators and a % next to a
+// brace are escaped (\\, \uXXXX, \n, \r, \t), so the literal is one line
+// of printable text in which neither "{%" nor "%}" occurs: it can sit
+// inside "{% ... %}" however its delimiters are found.
+func Quote(s string) string {
+	const hex = "0123456789abcdef"
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('\'')
+	escape := func(r rune) {
+		b.WriteString(`\u`)
+		for shift := 12; shift >= 0; shift -= 4 {
+			b.WriteByte(hex[(r>>shift)&15])
+		}
+	}
+	for i, r := range s {
+		switch {
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\'' || r < 0x20 || r == 0x7f || r == '\u2028' || r == '\u2029':
+			escape(r) // JSONata has no \' escape
+		case r == '%' && (i > 0 && s[i-1] == '{' || i+1 < len(s) && s[i+1] == '}'):
+			escape(r)
+		default:
+			b.WriteRune(r) // an invalid byte becomes U+FFFD, as JSON would have it
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
 }

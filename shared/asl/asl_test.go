@@ -206,7 +206,7 @@ func TestExprHelpers(t *testing.T) {
 		t.Error("Literal changed a plain string")
 	}
 	lit := Literal(`{% raw "q" %}`)
-	if lit != `{% "{% raw \"q\" %}" %}` {
+	if lit != `{% '{\u0025 raw "q" \u0025}' %}` {
 		t.Errorf("Literal = %s", lit)
 	}
 }

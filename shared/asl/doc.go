@@ -18,10 +18,14 @@
 // Values of Arguments, Output, Assign, Items, ItemSelector and Credentials are
 // arbitrary JSON (any); every string of the form "{% expr %}" in them, also
 // nested in objects and arrays, is a JSONata expression. Build such strings
-// with [Expr]; protect a literal string that happens to look like one with
-// [Literal]. Numeric fields that may be computed (TimeoutSeconds,
-// HeartbeatSeconds, Seconds, MaxConcurrency) hold a number or a JSONata
-// string.
+// with [Expr] and string literals inside them with [Quote]; embed static
+// text with [Literal] (static data with [LiteralValue]), which leaves plain
+// text as it is and writes any other string (one that begins with "{%" or
+// ends with "%}", is empty, or holds a line break) as an expression that
+// evaluates to it, so that Step Functions never evaluates text and the
+// pinned asl-validator accepts every string. Numeric fields that may be
+// computed (TimeoutSeconds, HeartbeatSeconds, Seconds, MaxConcurrency) hold
+// a number or a JSONata string.
 //
 // Only JSONata definitions are modelled: the JSONPath fields (InputPath,
 // Parameters, ResultSelector, ResultPath, OutputPath, the Choice comparison
