@@ -31,7 +31,7 @@ func stepHandler(e env, responses *executor.Responses, dir string, approvals ste
 			Notifier:      approvals,
 			Notifications: &notify.Dispatcher{HTTP: client, Secrets: secrets, Logger: logger},
 			Store:         st,
-			Executors:     executor.NewRegistry(executor.Deps{HTTP: client, Secrets: secrets, Responses: responses, Logger: logger}),
+			Executors:     executor.NewRegistry(executor.Deps{HTTP: client, Secrets: secrets, Responses: responses, Logger: logger, Defaults: executor.DefaultsFromEnv(e.getenv)}),
 			Artifacts:     steprun.Dir{Root: filepath.Join(dir, "artifacts")},
 			Pricing:       prices,
 			HTTP:          client,

@@ -9,8 +9,10 @@
 //	PRICE_TABLE       optional YAML/JSON price table file (default: the built-in example table)
 //	LOG_LEVEL         debug, info (default), warn or error
 //	METRIC_NAMESPACE  CloudWatch namespace of the step metrics (default Stepline)
+//	OPENAI_BASE_URL   base URL of gateway steps without executor_config.base_url (optional)
 //
-// Secrets not listed in SECRET_REFS are read from the environment.
+// Secrets not listed in SECRET_REFS are read from the environment (a
+// gateway step without api_key sends OPENAI_API_KEY when it is set).
 //
 // AWS access is configured from the variables the Lambda runtime sets
 // (package shared/awsenv: region, the execution role's credentials,
@@ -52,7 +54,7 @@ func main() {
 	client := &http.Client{}
 	h := &steprun.Handler{
 		Store:     st,
-		Executors: executor.NewRegistry(executor.Deps{HTTP: client, Secrets: secrets, Bedrock: bedrock, Logger: f.Log}),
+		Executors: executor.NewRegistry(executor.Deps{HTTP: client, Secrets: secrets, Bedrock: bedrock, Logger: f.Log, Defaults: executor.DefaultsFromEnv(os.Getenv)}),
 		HTTP:      client,
 		Secrets:   secrets,
 		Logger:    f.Log,

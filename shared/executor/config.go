@@ -16,7 +16,8 @@ import (
 
 // ConfigIssue is one problem in an executor_config. Key is the offending
 // key ("" for the config as a whole), so the compiler can point at it.
-// Warnings (unknown keys) do not stop a pipeline from compiling or running.
+// Warnings (unknown keys, a value left to where the step runs) do not stop
+// a pipeline from compiling or running.
 type ConfigIssue struct {
 	Key     string
 	Msg     string
@@ -36,17 +37,48 @@ func (e *ConfigIssue) Error() string {
 	return "executor_config." + e.Key + ": " + e.Msg
 }
 
+// Defaults are the values an executor_config falls back on that come from
+// where a pipeline runs rather than from its file. Libraries do not read
+// the environment: main does (DefaultsFromEnv) and passes them in, to the
+// Registry (Deps.Defaults) and to the checks (Defaults.CheckConfig).
+type Defaults struct {
+	// OpenAIBaseURL is the base URL of a gateway step without
+	// executor_config.base_url: OPENAI_BASE_URL, the convention of the
+	// OpenAI SDKs. "" when unset.
+	OpenAIBaseURL string
+}
+
+// Environment variables DefaultsFromEnv reads, and the secret a gateway
+// step without api_key sends (resolved like any ${NAME}).
+const (
+	EnvOpenAIBaseURL   = "OPENAI_BASE_URL"
+	OpenAIAPIKeySecret = "OPENAI_API_KEY"
+)
+
+// DefaultsFromEnv reads the Defaults from an environment lookup such as
+// os.Getenv.
+func DefaultsFromEnv(getenv func(string) string) Defaults {
+	return Defaults{OpenAIBaseURL: strings.TrimSpace(getenv(EnvOpenAIBaseURL))}
+}
+
+// CheckConfig is Defaults.CheckConfig where no default is known.
+func CheckConfig(executor string, cfg map[string]any) []error {
+	return Defaults{}.CheckConfig(executor, cfg)
+}
+
 // CheckConfig checks an executor_config as written in a pipeline file,
 // without network: required keys, value types and ranges, URL syntax. A
 // string holding a Liquid tag or a ${NAME} reference stands for any type;
 // it is checked when the step runs. Every returned error is a
-// *ConfigIssue; those with Warning set name keys the executor ignores.
-func CheckConfig(executor string, cfg map[string]any) []error {
+// *ConfigIssue; those with Warning set name keys the executor ignores, or
+// a value the step will only have if the place it runs provides it (a
+// gateway step without base_url when d has no OpenAIBaseURL).
+func (d Defaults) CheckConfig(executor string, cfg map[string]any) []error {
 	if !Known(executor) {
 		return []error{&ConfigIssue{Msg: fmt.Sprintf("unknown executor %q (known: %s)", executor, strings.Join(Names(), ", "))}}
 	}
 	var out []error
-	for _, is := range check(executor, cfg, modeCompile) {
+	for _, is := range check(executor, cfg, modeCompile, d) {
 		out = append(out, is)
 	}
 	return out
@@ -62,11 +94,11 @@ const (
 )
 
 // check reads cfg as executor's configuration and returns its issues.
-func check(executor string, cfg map[string]any, m mode) []*ConfigIssue {
+func check(executor string, cfg map[string]any, m mode, d Defaults) []*ConfigIssue {
 	r := newReader(cfg, m)
 	switch executor {
 	case Gateway:
-		readGateway(r)
+		readGateway(r, d)
 	case Anthropic:
 		readAnthropic(r)
 	case Bedrock:
@@ -117,6 +149,10 @@ func newReader(cfg map[string]any, m mode) *reader {
 
 func (r *reader) fail(key, format string, args ...any) {
 	r.issues = append(r.issues, &ConfigIssue{Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (r *reader) warn(key, format string, args ...any) {
+	r.issues = append(r.issues, &ConfigIssue{Key: key, Msg: fmt.Sprintf(format, args...), Warning: true})
 }
 
 // done adds warnings for keys nobody read and returns the issues, errors
@@ -307,13 +343,18 @@ func (r *reader) url(key string, required bool) string {
 	if s == "" || r.pending(s) {
 		return s
 	}
-	u, err := url.Parse(strings.TrimSpace(s))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if !httpURL(s) {
 		// The value may hold a resolved secret: never quote it.
 		r.fail(key, "want an absolute http or https URL")
 		return ""
 	}
 	return strings.TrimSpace(s)
+}
+
+// httpURL reports whether s is an absolute http or https URL.
+func httpURL(s string) bool {
+	u, err := url.Parse(strings.TrimSpace(s))
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // method reads an HTTP method, POST by default.

@@ -18,6 +18,14 @@
 // configurations naming them validate, but have no Provider. [CheckConfig]
 // validates an executor_config without any network, for the compiler.
 //
+// [Defaults] are what a config falls back on from where it runs, read by
+// main ([DefaultsFromEnv]) and passed in (Deps.Defaults,
+// Defaults.CheckConfig): a gateway step without base_url calls
+// OPENAI_BASE_URL, and without api_key sends the secret OPENAI_API_KEY
+// when it is set, as the OpenAI SDKs do. Checking warns about a gateway
+// step that neither names a base_url nor has one from the environment; a
+// call without either fails with a ConfigError.
+//
 // # Behaviour every executor shares
 //
 // Secrets: ${NAME} anywhere in executor_config (URLs, headers, keys,

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,9 +20,13 @@ import (
 //
 // executor_config:
 //
-//	base_url               required; "/chat/completions" is appended to its path (query kept)
+//	base_url               "/chat/completions" is appended to its path (query kept); default
+//	                       Defaults.OpenAIBaseURL (OPENAI_BASE_URL), without which a call fails
 //	model                  required; sent as written ("provider/model" names the provider)
-//	api_key                optional; sent as "Authorization: Bearer" (Azure: "api-key")
+//	api_key                sent as "Authorization: Bearer" (Azure: "api-key"); default the
+//	                       secret OPENAI_API_KEY when it is set (none sent when it is not); ""
+//	                       sends none. Required when base_url is a Liquid template: a rendered
+//	                       URL may point anywhere, and the default key must not follow it
 //	api_key_header         send the key raw in this header instead
 //	provider               the provider name reported and priced (default: from host or model)
 //	temperature            0..2
@@ -41,6 +46,7 @@ type gatewayConfig struct {
 	baseURL             string
 	model               string
 	apiKey              string
+	apiKeySet           bool // api_key is in the config (else OpenAIAPIKeySecret, when set)
 	apiKeyHeader        string
 	provider            string
 	temperature         *float64
@@ -58,11 +64,28 @@ const (
 	structuredOff    = "off"
 )
 
-func readGateway(r *reader) gatewayConfig {
+func readGateway(r *reader, d Defaults) gatewayConfig {
 	var c gatewayConfig
-	c.baseURL = r.url("base_url", true)
+	switch {
+	case r.get("base_url") != nil:
+		c.baseURL = r.url("base_url", true)
+	case d.OpenAIBaseURL != "" && httpURL(d.OpenAIBaseURL):
+		c.baseURL = strings.TrimSpace(d.OpenAIBaseURL)
+	case d.OpenAIBaseURL != "" && r.mode == modeCompile:
+		r.warn("base_url", "not set, and %s is not an absolute http or https URL", EnvOpenAIBaseURL)
+	case d.OpenAIBaseURL != "" && r.mode == modeCall:
+		r.fail("base_url", "not set, and %s is not an absolute http or https URL", EnvOpenAIBaseURL)
+	case r.mode == modeCompile:
+		r.warn("base_url", "not set, and %s is not set here: the step fails unless %s is set where it runs", EnvOpenAIBaseURL, EnvOpenAIBaseURL)
+	case r.mode == modeCall:
+		r.fail("base_url", "required: set it, or %s where the step runs", EnvOpenAIBaseURL)
+	}
 	c.model = r.str("model", true)
+	c.apiKeySet = r.get("api_key") != nil
 	c.apiKey = r.str("api_key", false)
+	if !c.apiKeySet && r.mode == modeCompile && liquid(r.cfg["base_url"]) {
+		r.fail("api_key", "required when base_url is a template (write api_key: \"\" to send none): the default ${%s} must not go wherever a rendered URL points", OpenAIAPIKeySecret)
+	}
 	c.apiKeyHeader = r.str("api_key_header", false)
 	if c.apiKeyHeader != "" && !r.pending(c.apiKeyHeader) && !validHeaderName(c.apiKeyHeader) {
 		r.fail("api_key_header", "%q is not a valid header name", c.apiKeyHeader)
@@ -83,6 +106,12 @@ func readGateway(r *reader) gatewayConfig {
 	}
 	r.seconds("timeout_seconds")
 	return c
+}
+
+// liquid reports whether v is a string holding a Liquid tag or output.
+func liquid(v any) bool {
+	s, ok := v.(string)
+	return ok && (strings.Contains(s, "{{") || strings.Contains(s, "{%"))
 }
 
 func readStructured(r *reader) string {
@@ -115,9 +144,19 @@ func (g *gateway) Complete(ctx context.Context, req llmoutput.Request) (llmoutpu
 }
 
 func (g *gateway) complete(a *attempt, req llmoutput.Request) (llmoutput.Completion, error) {
-	cfg := readGateway(a.cfg)
+	cfg := readGateway(a.cfg, g.reg.deps.Defaults)
 	if err := configError(Gateway, a.cfg.done()); err != nil {
 		return llmoutput.Completion{}, err
+	}
+	if !cfg.apiKeySet {
+		key, err := a.red.Resolve(a.ctx, OpenAIAPIKeySecret)
+		var unset *fault.ConfigError
+		switch {
+		case err == nil:
+			cfg.apiKey = key
+		case !errors.As(err, &unset): // a store that cannot be reached: retryable
+			return llmoutput.Completion{}, fmt.Errorf("gateway: default api_key: %w", err)
+		}
 	}
 	if len(req.Messages) == 0 {
 		return llmoutput.Completion{}, fault.Errorf[fault.ConfigError]("gateway: the request has no messages")

@@ -103,6 +103,9 @@ type Deps struct {
 	// Bedrock is the Bedrock runtime client. Nil: bedrock steps fail with
 	// a ConfigError.
 	Bedrock ConverseAPI
+	// Defaults are the values executor configs fall back on (the
+	// gateway's OPENAI_BASE_URL), read from the environment by main.
+	Defaults Defaults
 	// Responses, when set, answers every model, webhook and notify call
 	// from scripted replies instead of the network (offline runs).
 	Responses *Responses
@@ -189,7 +192,7 @@ func (r *Registry) Provider(call Call) (llmoutput.Provider, error) {
 	case OpenClaw:
 		return nil, fault.Errorf[fault.ConfigError]("executor %q is not supported", call.Executor)
 	}
-	if err := configError(call.Executor, check(call.Executor, call.Config, modeBuild)); err != nil {
+	if err := configError(call.Executor, check(call.Executor, call.Config, modeBuild, r.deps.Defaults)); err != nil {
 		return nil, err
 	}
 	if r.deps.Responses != nil && scripts(call.Executor) {

@@ -70,12 +70,12 @@ func TestCheckConfig(t *testing.T) {
 		want     []issue
 	}{
 		{"gateway ok", Gateway, map[string]any{"base_url": "https://api.openai.com/v1", "model": "gpt-4o", "api_key": "${OPENAI_API_KEY}", "temperature": 0.3, "max_tokens": 500, "structured_output": "json_object", "timeout_seconds": 60}, nil},
-		{"gateway missing keys", Gateway, map[string]any{}, []issue{{"base_url", false, "required"}, {"model", false, "required"}}},
+		{"gateway missing keys", Gateway, map[string]any{}, []issue{{"model", false, "required"}, {"base_url", true, "not set, and OPENAI_BASE_URL is not set here"}}},
 		{"gateway bad values", Gateway, map[string]any{"base_url": "api.openai.com", "model": "m", "temperature": 3, "max_tokens": 1.5, "structured_output": "yaml", "headers": []any{"x"}, "timeout_seconds": -1},
 			[]issue{{"base_url", false, "want an absolute http or https URL"}, {"headers", false, "want a mapping of header names to strings, got a list"},
 				{"max_tokens", false, "want a whole number, got 1.5"}, {"structured_output", false, `want one of json_schema, json_object, off, got "yaml"`},
 				{"temperature", false, "must be between 0 and 2, got 3"}, {"timeout_seconds", false, "must be between 0 and 604800, got -1"}}},
-		{"gateway templates stand for any type", Gateway, map[string]any{"base_url": "{{ vars.gateway_url }}", "model": "{{ vars.model }}", "temperature": "{{ vars.temp }}", "max_tokens": "${MAX_TOKENS}"}, nil},
+		{"gateway templates stand for any type", Gateway, map[string]any{"base_url": "{{ vars.gateway_url }}", "model": "{{ vars.model }}", "temperature": "{{ vars.temp }}", "max_tokens": "${MAX_TOKENS}", "api_key": "${KEY}"}, nil},
 		{"gateway unknown key warns", Gateway, map[string]any{"base_url": "http://localhost:11434/v1", "model": "llama3", "agent": "triage"}, []issue{{"agent", true, "unknown key, ignored"}}},
 		{"gateway extra_body cannot override messages", Gateway, map[string]any{"base_url": "http://h", "model": "m", "extra_body": map[string]any{"messages": []any{}, "seed": 1}}, []issue{{"extra_body.messages", false, "cannot be overridden"}}},
 		{"gateway header name", Gateway, map[string]any{"base_url": "http://h", "model": "m", "headers": map[string]any{"Bad Header": "x", "X-Ok": 3}}, []issue{{"headers", false, `"Bad Header" is not a valid header name`}}},

@@ -265,8 +265,8 @@ s: ["scripted"]
 	}
 
 	// A bad config is still a bad config offline.
-	_, err = reg.Provider(Call{Executor: Gateway, Step: "g", Config: map[string]any{"model": "gpt-4o"}})
-	assertFault(t, err, fault.NameConfigError, "executor_config.base_url: required")
+	_, err = reg.Provider(Call{Executor: Gateway, Step: "g", Config: map[string]any{"model": "gpt-4o", "temperature": 7}})
+	assertFault(t, err, fault.NameConfigError, "executor_config.temperature: must be between 0 and 2, got 7")
 }
 
 func TestScriptedExecutorNeedsResponses(t *testing.T) {
