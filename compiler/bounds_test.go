@@ -4,47 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/yamldoc/yamldoctest"
 )
-
-// laughs is a "billion laughs" document as the report gave it: nine
-// anchored lists a … i, a of nine scalars, each next of nine aliases to the
-// one before; it expands to about 435 million nodes.
-func laughs() []byte {
-	var b strings.Builder
-	b.WriteString("a: &a [x,x,x,x,x,x,x,x,x]\n")
-	for c := 'b'; c <= 'i'; c++ {
-		fmt.Fprintf(&b, "%c: &%c [%s]\n", c, c, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*%c,", c-1), 9), ","))
-	}
-	return []byte(b.String())
-}
-
-// cheap runs f and fails the test when it takes a second or more, or
-// allocates 100 MB or more.
-func cheap(t *testing.T, f func()) {
-	t.Helper()
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	start := time.Now()
-	f()
-	took := time.Since(start)
-	runtime.ReadMemStats(&after)
-	if took >= time.Second {
-		t.Errorf("took %v, want under 1 s", took)
-	}
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc >= 100<<20 {
-		t.Errorf("allocated %d MB, want under 100 MB", alloc>>20)
-	}
-}
 
 // TestYAMLBounds: documents that would expand past yamldoc's bounds are
 // refused before any walker follows an alias, positioned where they cross.
@@ -60,9 +28,9 @@ func TestYAMLBounds(t *testing.T) {
 	}{
 		// The first *f on line 7 takes the running count past 1,000,000
 		// (package yamldoc's TestBillionLaughs does the sum).
-		{"billion laughs", laughs(), `p.yaml:7:8: alias "*f" expands the document past 1000000 nodes (an alias counts as a copy of the value it names)`},
+		{"billion laughs", yamldoctest.Laughs(9, 9), `p.yaml:7:8: alias "*f" expands the document past 1000000 nodes (an alias counts as a copy of the value it names)`},
 		{"billion laughs in a step", []byte("name: p\nsteps:\n  - name: a\n    executor: scripted\n    executor_config:\n      " +
-			strings.ReplaceAll(strings.TrimSuffix(string(laughs()), "\n"), "\n", "\n      ") + "\n"),
+			strings.ReplaceAll(strings.TrimSuffix(string(yamldoctest.Laughs(9, 9)), "\n"), "\n", "\n      ") + "\n"),
 			`p.yaml:12:14: alias "*f" expands the document past 1000000 nodes (an alias counts as a copy of the value it names)`},
 		{"alias in its own anchor", []byte("name: &n p\n" + selfRef + "\n"),
 			fmt.Sprintf(`p.yaml:2:%d: alias "*s" is inside the value it names: it would expand forever`, strings.Index(selfRef, "*s")+1)},
@@ -75,7 +43,7 @@ func TestYAMLBounds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var f *File
 			var ds Diagnostics
-			cheap(t, func() { f, ds = Load("p.yaml", tt.src) })
+			yamldoctest.Cheap(t, func() { f, ds = Load("p.yaml", tt.src) })
 			if got := strings.TrimSpace(ds.String()); got != tt.want {
 				t.Errorf("diagnostics:\n  got  %s\n  want %s", got, tt.want)
 			}

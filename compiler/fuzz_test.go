@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stepline/stepline/shared/yamldoc/yamldoctest"
 )
 
 // FuzzLoad feeds arbitrary bytes to the front end: it must never panic, and
@@ -22,7 +24,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("name: p\nsteps: [{parallel: {name: g, steps: [{name: a, executor: human}]}}]\n"))
 	f.Add([]byte("a: &x [*x]\n"))
 	f.Add([]byte("name: p\nsteps:\n  - &s {name: a, executor: scripted, <<: *s}\n"))
-	f.Add(laughs())
+	f.Add(yamldoctest.Laughs(9, 9))
 	f.Add([]byte("name: p\nversion: .nan\nsteps: [{name: a, executor: scripted, timeout_seconds: 1e400, retry: {attempts: 0x7fffffffffffffff}}]\n"))
 	f.Add([]byte("name: p\nsteps:\n  - fan_out: {name: f, over: '{{ steps.a.b', executor: scripted}\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {

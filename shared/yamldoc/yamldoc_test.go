@@ -3,46 +3,13 @@ package yamldoc
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/stepline/stepline/shared/yamldoc/yamldoctest"
 )
-
-// laughs is a "billion laughs" document, as in the report: levels
-// anchored lists a, b, c, …, the first of fanOut scalars, each next one of
-// fanOut aliases to the one before. laughs(9, 9) is 306 bytes that expand
-// to about 435 million nodes.
-func laughs(levels, fanOut int) []byte {
-	var b strings.Builder
-	name := func(i int) string { return string(rune('a' + i)) }
-	fmt.Fprintf(&b, "a: &a [%s]\n", strings.TrimSuffix(strings.Repeat("x,", fanOut), ","))
-	for i := 1; i < levels; i++ {
-		fmt.Fprintf(&b, "%s: &%s [%s]\n", name(i), name(i), strings.TrimSuffix(strings.Repeat("*"+name(i-1)+",", fanOut), ","))
-	}
-	return []byte(b.String())
-}
-
-// cheap runs f and fails the test when it takes a second or more, or
-// allocates 100 MB or more.
-func cheap(t *testing.T, f func()) {
-	t.Helper()
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	start := time.Now()
-	f()
-	took := time.Since(start)
-	runtime.ReadMemStats(&after)
-	if took >= time.Second {
-		t.Errorf("took %v, want under 1 s", took)
-	}
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc >= 100<<20 {
-		t.Errorf("allocated %d MB, want under 100 MB", alloc>>20)
-	}
-}
 
 func wantError(t *testing.T, err error, line, col int, msg string) {
 	t.Helper()
@@ -56,18 +23,18 @@ func wantError(t *testing.T, err error, line, col int, msg string) {
 }
 
 func TestBillionLaughs(t *testing.T) {
-	src := laughs(9, 9)
+	src := yamldoctest.Laughs(9, 9)
 	if len(src) > 500 {
 		t.Fatalf("the document is %d bytes, want a small one", len(src))
 	}
 	var err error
-	cheap(t, func() { _, err = Parse(src) })
+	yamldoctest.Cheap(t, func() { _, err = Parse(src) })
 	// Lines 1-6 come to 672,610 nodes (the mapping, six keys, lists of
 	// 10, 91, 820, 7,381, 66,430 and 597,871 nodes); on line 7 the key,
 	// the list and the first *l5 (597,871 more) cross 1,000,000.
 	wantError(t, err, 7, 8, `alias "*f" expands the document past 1000000 nodes`)
 	var v any
-	cheap(t, func() { err = Unmarshal(src, &v) })
+	yamldoctest.Cheap(t, func() { err = Unmarshal(src, &v) })
 	wantError(t, err, 7, 8, `alias "*f" expands the document past 1000000 nodes`)
 }
 
@@ -267,14 +234,14 @@ func TestLibraryAliasGuard(t *testing.T) {
 	// Decoding into Go values, the library refuses the classic attack...
 	var v any
 	var err error
-	cheap(t, func() { err = yaml.Unmarshal(laughs(9, 9), &v) })
+	yamldoctest.Cheap(t, func() { err = yaml.Unmarshal(yamldoctest.Laughs(9, 9), &v) })
 	if err == nil || !strings.Contains(err.Error(), "excessive aliasing") {
 		t.Errorf("yaml.Unmarshal into any: %v, want excessive aliasing", err)
 	}
 	// ...but into a yaml.Node it expands nothing and refuses nothing: the
 	// tree is small, every walker that follows its aliases is not.
 	var n yaml.Node
-	if err := yaml.Unmarshal(laughs(9, 9), &n); err != nil {
+	if err := yaml.Unmarshal(yamldoctest.Laughs(9, 9), &n); err != nil {
 		t.Errorf("yaml.Unmarshal into a Node: %v", err)
 	}
 	// Its guard is a ratio of aliased to decoded nodes (99% for documents
