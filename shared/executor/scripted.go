@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
+	"github.com/stepline/stepline/shared/yamldoc"
 )
 
 // Responses holds scripted replies: for each step key, the replies its
@@ -82,11 +84,15 @@ func LoadResponses(path string) (*Responses, error) {
 
 // ParseResponses reads responses from data; name (a file path) prefixes
 // positions in errors, "name:line:col: message" (syntax errors, for which
-// the YAML parser gives no column, read "name:line: message").
+// the YAML parser gives no column, read "name:line: message"). data is
+// read within package yamldoc's bounds (size, aliases expanded, depth).
 func ParseResponses(name string, data []byte) (*Responses, error) {
 	r := &Responses{name: name, replies: map[string][]scriptedReply{}, used: map[string]int{}}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	doc, err := yamldoc.Parse(data)
+	if err != nil {
+		if be := (*yamldoc.Error)(nil); errors.As(err, &be) {
+			return nil, fmt.Errorf("%s:%w", name, err)
+		}
 		msg := strings.TrimPrefix(err.Error(), "yaml: ")
 		if rest, ok := strings.CutPrefix(msg, "line "); ok {
 			if n, tail, ok := strings.Cut(rest, ": "); ok {
