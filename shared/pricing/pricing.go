@@ -3,6 +3,7 @@ package pricing
 import (
 	"bytes"
 	_ "embed"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -11,6 +12,8 @@ import (
 	"sync"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/stepline/stepline/shared/yamldoc"
 )
 
 // Usage is the token count of one call. It has the fields of
@@ -124,14 +127,18 @@ func check(e Entry) error {
 
 // Load reads a table from YAML or JSON: a list of entries. Errors name the
 // line and column of the offending entry; name is the source's name in
-// messages (a file path).
+// messages (a file path). The source is read within package yamldoc's
+// bounds (size, aliases expanded, depth).
 func Load(name string, r io.Reader) (*Table, error) {
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(io.LimitReader(r, yamldoc.MaxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	doc, err := yamldoc.Parse(data)
+	if err != nil {
+		if be := (*yamldoc.Error)(nil); errors.As(err, &be) {
+			return nil, fmt.Errorf("%s:%w", name, err)
+		}
 		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	if len(doc.Content) == 0 {
