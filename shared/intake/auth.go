@@ -9,9 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/stepline/stepline/shared/secret"
+	"github.com/stepline/stepline/shared/yamldoc"
 )
 
 // Tokens maps a team name to the bearer token its senders use. An empty
@@ -120,7 +119,7 @@ func ParseTokens(data []byte) (Tokens, error) {
 		return Tokens{}, nil
 	}
 	var doc map[string]any
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	if err := yamldoc.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("parse tokens: %w", err)
 	}
 	if auth, ok := doc["auth"].(map[string]any); ok && len(doc) == 1 {
