@@ -4,6 +4,12 @@
 // Every node carries the source position it came from, so that checks made
 // after parsing can still point at the line and column of the problem.
 // Defaults from the pipeline format are applied while parsing: a Step whose
-// YAML omits confidence_threshold holds DefaultConfidenceThreshold, and the
-// map returned by a node's Set method says which fields the author wrote.
+// YAML omits confidence_threshold holds DefaultConfidenceThreshold, and a
+// node's Fields map says which fields the author wrote.
+//
+// Numbers in a model the compiler built lie within the ranges its package
+// documentation lists (retry attempts 1..100, timeouts 1..99999999 s, dedup
+// windows and resume ages at most a year, confidences 0..1, …) and are
+// finite: the parser refuses any other value rather than clamping it, so
+// the runtime can turn seconds into a time.Duration without overflow.
 package pipeline
