@@ -169,7 +169,15 @@
 // # Known differences from Step Functions
 //
 //   - JSONata is github.com/blues/jsonata-go (JSONata 1.5.4); Step
-//     Functions runs jsonata 2.0.6. Missing here: $formatInteger,
+//     Functions runs jsonata 2.0.6. Where the two differ on undefined the
+//     engine follows 2.0.6: JSON null (in a variable, in $states, nested)
+//     is bound as blues' null, so $x holding null is null and
+//     $exists($x) true, not undefined; a plain path that ends at an array
+//     reads it as it is, an empty one too (blues reads []
+//     as undefined). A test evaluates every expression the compiler emits
+//     (its golden definitions) over documents with undefined, null,
+//     missing and empty values in both and requires the same results.
+//     Missing here: $formatInteger,
 //     $parseInteger, $assert, the ?? operator and the % parent operator;
 //     $single needs its second argument; regular expressions are Go's RE2
 //     (no look-around); object keys come out sorted, so $keys and $string

@@ -101,10 +101,13 @@ func compileExpr(body, field string, visible map[string]bool) (*expr, error) {
 }
 
 // lookup evaluates a plain path without JSONata. ok is false when the
-// path meets something other than an object on the way or ends at an
-// array (JSONata maps paths over arrays): JSONata evaluates it then.
-// A missing name or field, and null, are undefined (v nil, ok true,
-// defined false), as JSONata evaluates them here.
+// path meets an array on the way (JSONata maps paths over arrays):
+// JSONata evaluates it then. A missing name or field is undefined (v nil,
+// ok true, defined false); null is a value (defined), and a field of null
+// or of any other scalar is undefined. A path that ends at an array reads
+// the array as it is, an empty one too. All as in jsonata 2.0.6, which
+// Step Functions runs: blues/jsonata-go reads null and a path ending at
+// an empty array as undefined.
 func (e *expr) lookup(env *evalEnv) (v any, defined, ok bool) {
 	name := e.path[0]
 	if name == "states" {
@@ -126,13 +129,6 @@ func (e *expr) lookup(env *evalEnv) (v any, defined, ok bool) {
 			// A field of a scalar is undefined.
 			return nil, false, true
 		}
-	}
-	switch v.(type) {
-	case []any:
-		return nil, false, false
-	case nil:
-		// blues/jsonata-go takes a null value for undefined.
-		return nil, false, true
 	}
 	return v, true, true
 }
@@ -175,12 +171,12 @@ func (e *expr) evalRaw(env *evalEnv) (any, error) {
 	doc := make(map[string]any, len(e.names))
 	for _, n := range e.names {
 		if n == "states" {
-			doc[n] = env.states
+			doc[n] = jsonataValue(env.states)
 			continue
 		}
 		if env.vars != nil {
 			if v, ok := env.vars.lookupVar(n); ok {
-				doc[n] = v
+				doc[n] = jsonataValue(v)
 			}
 		}
 	}
@@ -192,6 +188,81 @@ func (e *expr) evalRaw(env *evalEnv) (any, error) {
 		return nil, queryError("The JSONata expression '%s' specified for the field '%s' failed: %v", e.src, e.field, err)
 	}
 	return v, nil
+}
+
+// jsonNull is how blues/jsonata-go holds JSON null: a nil *interface{}
+// (what its own null literal evaluates to). A nil interface value, which
+// encoding/json decodes null to, is undefined there, so a variable or a
+// field holding null would read as missing, unlike in jsonata 2.0.6 (Step
+// Functions), where $x bound to null is null and $exists($x) is true.
+var jsonNull = (*any)(nil)
+
+// jsonataValue returns v with every JSON null (a nil interface value)
+// replaced by jsonNull, for evaluation by blues/jsonata-go. Values are
+// never modified in place: a map or slice that holds a null is copied
+// (and its parents), one that holds none is returned as it is, so a value
+// without nulls costs a walk and no allocation.
+func jsonataValue(v any) any {
+	if v == nil {
+		return jsonNull
+	}
+	out, _ := withNulls(v)
+	return out
+}
+
+// withNulls is jsonataValue for a non-nil value; changed reports whether
+// the result is a copy.
+func withNulls(v any) (any, bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		var out map[string]any
+		for k, e := range x {
+			var n any
+			changed := false
+			if e == nil {
+				n, changed = jsonNull, true
+			} else {
+				n, changed = withNulls(e)
+			}
+			if !changed {
+				continue
+			}
+			if out == nil {
+				out = make(map[string]any, len(x))
+				for k2, e2 := range x {
+					out[k2] = e2
+				}
+			}
+			out[k] = n
+		}
+		if out == nil {
+			return x, false
+		}
+		return out, true
+	case []any:
+		var out []any
+		for i, e := range x {
+			var n any
+			changed := false
+			if e == nil {
+				n, changed = jsonNull, true
+			} else {
+				n, changed = withNulls(e)
+			}
+			if !changed {
+				continue
+			}
+			if out == nil {
+				out = append([]any(nil), x...)
+			}
+			out[i] = n
+		}
+		if out == nil {
+			return x, false
+		}
+		return out, true
+	}
+	return v, false
 }
 
 func (e *expr) evalLocked(doc map[string]any) (any, error) {
@@ -258,6 +329,12 @@ func convert(v any) (any, error) {
 		return float64(x), nil
 	case float32:
 		return float64(x), nil
+	case *any:
+		// blues/jsonata-go's null, nested in a result.
+		if x == nil {
+			return nil, nil
+		}
+		return normalize(*x)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {

@@ -89,7 +89,10 @@ func TestCompileErrorNamesField(t *testing.T) {
 }
 
 // TestPlainPathsAgreeWithJSONata evaluates plain paths both by lookup and
-// by JSONata over values of every kind: results and undefinedness agree.
+// by JSONata over values of every kind: results and undefinedness agree,
+// null included, except where blues/jsonata-go departs from jsonata 2.0.6
+// (TestEmittedExpressionsAgreeWithReference checks against it): a path
+// that ends at an empty array is that array, not undefined.
 func TestPlainPathsAgreeWithJSONata(t *testing.T) {
 	var doc any
 	if err := json.Unmarshal([]byte(`{
@@ -115,6 +118,7 @@ func TestPlainPathsAgreeWithJSONata(t *testing.T) {
 		"$states", "$states.input.obj.a.b", "$states.input.arr.a", "$states.context.State.RetryCount", "$states.nothing",
 	}
 	env := &evalEnv{states: states, vars: vars}
+	reference := map[string]string{"$obj.a.empty": "[]"} // what jsonata 2.0.6 reads where blues differs
 	for _, src := range paths {
 		t.Run(src, func(t *testing.T) {
 			fast, err := compileExpr(src, "f", visible)
@@ -128,6 +132,12 @@ func TestPlainPathsAgreeWithJSONata(t *testing.T) {
 			slow.path = nil
 			got, gotErr := fast.eval(env)
 			want, wantErr := slow.eval(env)
+			if ref, ok := reference[src]; ok {
+				if err := json.Unmarshal([]byte(ref), &want); err != nil {
+					t.Fatal(err)
+				}
+				wantErr = nil
+			}
 			if (gotErr != nil) != (wantErr != nil) {
 				t.Fatalf("lookup: %v, %v; JSONata: %v, %v", got, gotErr, want, wantErr)
 			}

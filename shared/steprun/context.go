@@ -1,6 +1,7 @@
 package steprun
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,8 +25,27 @@ type stepsValue struct {
 	alias   map[string]string // resolved underscore forms → real names
 }
 
+// newStepsValue reads the Request's steps. An entry that is JSON null (a
+// variable the state machine holds as null: a group's branch that gave no
+// output) is a step that did not run, as an absent one.
 func newStepsValue(raw map[string]json.RawMessage) *stepsValue {
+	for _, v := range raw {
+		if isNull(v) {
+			kept := make(map[string]json.RawMessage, len(raw))
+			for k, e := range raw {
+				if !isNull(e) {
+					kept[k] = e
+				}
+			}
+			return &stepsValue{raw: kept}
+		}
+	}
 	return &stepsValue{raw: raw}
+}
+
+// isNull reports whether raw is JSON null.
+func isNull(raw json.RawMessage) bool {
+	return string(bytes.TrimSpace(raw)) == "null"
 }
 
 // maxAliasUnderscores bounds the underscore positions tried as hyphens

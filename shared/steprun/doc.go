@@ -37,8 +37,9 @@
 //     decoded only when a template reads them, the hyphen-to-underscore
 //     aliases are worked out only on a miss, and artifacts are fetched
 //     only when read. Reading a field of a step that is not in the context
-//     (skipped, never ran) is a template error, as in the reference
-//     service; an undefined top-level name renders empty.
+//     (skipped, never ran, or null in the Request: a group's branch that
+//     gave no output) is a template error, as in the reference service;
+//     an undefined top-level name renders empty.
 //   - Values rendered into executor_config and failure webhooks are
 //     escaped (secret.Escape) so that text from a model or a trigger can
 //     never name a secret; ${NAME} written in the pipeline still resolves.
