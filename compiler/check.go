@@ -104,13 +104,9 @@ func nodeNames(n pipeline.Node) []string {
 }
 
 func (c *checker) buildScope() {
-	c.scope = map[string]bool{"steps": true, "vars": true, "labels": true, "pipeline_name": true, "pipeline_run_id": true}
-	for _, inc := range c.p.ContextInclude {
-		c.scope[inc.Leaf()] = true
-		c.scope[strings.SplitN(inc.Path, ".", 2)[0]] = true
-	}
-	for _, v := range c.p.Vars {
-		c.scope[v.Name] = true
+	c.scope = map[string]bool{"steps": true}
+	for name := range whenScope(c.p) {
+		c.scope[name] = true
 	}
 }
 
@@ -289,8 +285,14 @@ func (c *checker) checkExecutor(where, exec string, cfg map[string]any, fs pipel
 	}
 	switch exec {
 	case pipeline.ExecPipeline:
-		if _, ok := str("pipeline"); !ok {
+		if child, ok := str("pipeline"); !ok {
 			c.ds.errorf(at, "%s: executor pipeline needs executor_config.pipeline, the name of the pipeline to run", where)
+		} else if child != "" && !pipelineNameRE.MatchString(child) {
+			c.ds.errorf(at, "%s: executor_config.pipeline %q is not a pipeline name (letters, digits, _ and -, at most 80, starting with a letter or digit)", where, child)
+		}
+	case pipeline.ExecBedrock:
+		if m, ok := cfg["model"].(string); ok && (strings.Contains(m, "{{") || strings.Contains(m, "{%")) {
+			c.ds.errorf(at, "%s: executor_config.model %q is a template: on AWS the stack grants InvokeModel on the models the file names, so a bedrock model is written out", where, m)
 		}
 	case pipeline.ExecWebhook, pipeline.ExecNotify:
 		if _, ok := str("url"); !ok {
@@ -326,6 +328,9 @@ func (c *checker) checkExecutor(where, exec string, cfg map[string]any, fs pipel
 		}
 	}
 }
+
+// pipelineNameRE is the schema's identifier: what a pipeline's name may be.
+var pipelineNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$`)
 
 var secretRefRE = regexp.MustCompile(`\$\{([^}]*)\}?`)
 var secretNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -88,15 +88,7 @@ func Compile(name string, src []byte) (*asl.StateMachine, Diagnostics) {
 // CompileWith is Compile with executor configurations also checked by
 // checkExecutor.
 func CompileWith(name string, src []byte, checkExecutor ExecutorCheck) (*asl.StateMachine, Diagnostics) {
-	f, ds := LoadWith(name, src, checkExecutor)
-	if ds.HasErrors() {
-		return nil, ds
-	}
-	sm, lds := Lower(f)
-	ds = append(ds, lds...).Sort()
-	if ds.HasErrors() {
-		return nil, ds
-	}
+	_, sm, ds := Build(name, src, checkExecutor)
 	return sm, ds
 }
 
@@ -122,6 +114,7 @@ func LowerOptions(f *File, opts Options) (*asl.StateMachine, Diagnostics) {
 	}
 	l := &lowerer{f: f, p: f.Pipeline, sm: &asl.StateMachine{QueryLanguage: asl.JSONata}}
 	l.build()
+	l.checkStateNames()
 	if l.ds.HasErrors() {
 		return nil, l.ds
 	}
@@ -217,31 +210,8 @@ func (l *lowerer) pipelineInfo() task.Pipeline {
 }
 
 // buildScope says where each name a when: expression may use lives in the
-// state machine's variables.
-func (l *lowerer) buildScope() when.Scope {
-	s := when.Scope{
-		"vars":            {Expr: "$pipeline.vars", Keyed: 1},
-		"labels":          {Expr: "$trigger.labels", Keyed: 1},
-		"pipeline_name":   {Expr: "$pipeline.name"},
-		"pipeline_run_id": {Expr: "$run.id"},
-	}
-	for _, v := range l.p.Vars {
-		s[v.Name] = when.Root{Expr: "$pipeline.vars." + jsonataName(v.Name)}
-	}
-	for _, inc := range l.p.ContextInclude {
-		parts := strings.Split(inc.Path, ".")
-		expr := "$trigger"
-		for _, p := range parts {
-			expr += "." + jsonataName(p)
-		}
-		keyed := 0
-		if len(parts) == 1 && (parts[0] == "labels" || parts[0] == "metadata") {
-			keyed = 1
-		}
-		s[inc.Leaf()] = when.Root{Expr: expr, Keyed: keyed}
-	}
-	return s
-}
+// state machine's variables (whenScope).
+func (l *lowerer) buildScope() when.Scope { return whenScope(l.p) }
 
 // jsonataName quotes a field name for a JSONata path when it is not a
 // plain identifier.
@@ -284,9 +254,12 @@ func (l *lowerer) entry(i int) string {
 	switch n := l.p.Steps[i].(type) {
 	case *pipeline.FanOut:
 		return n.Name + ": items"
-	default:
-		return n.NodeName()
+	case *pipeline.Step:
+		if n.Executor == pipeline.ExecPipeline && n.ExecutorConfig["context"] != nil {
+			return n.Name + ": context"
+		}
 	}
+	return l.p.Steps[i].NodeName()
 }
 
 // route is one way on from a completed node: when cond holds (or always,
@@ -805,7 +778,7 @@ func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
 		l.lowerHuman(i, s, refs, failed)
 		return
 	case pipeline.ExecPipeline:
-		l.lowerChild(i, s, failed)
+		l.lowerChild(i, s, refs, failed)
 		return
 	}
 	calls := reasks
@@ -877,24 +850,33 @@ func (l *lowerer) addDecision(i int, node string, cfg any, state, comment string
 	l.outcome(i, node)
 }
 
-func (l *lowerer) lowerChild(i int, s *pipeline.Step, failed []asl.Catcher) {
+func (l *lowerer) lowerChild(i int, s *pipeline.Step, refs []string, failed []asl.Catcher) {
 	child, _ := s.ExecutorConfig["pipeline"].(string)
 	timeout := s.TimeoutSeconds
 	if timeout <= 0 {
 		timeout = DefaultChildTimeoutSeconds
 	}
 	decision := s.Name + ": decision"
+	trigger := childTrigger(child)
+	if l.childContext(fmt.Sprintf("step %q", s.Name), s.ExecutorConfig, fieldPos(s.Fields, "executor_config", s.Pos)) {
+		p := l.payload(task.ModeChildInput, s, refs)
+		l.checkPayload(s.Name, p)
+		l.add(&l.sm.States, s.Name+": context", &asl.Task{
+			Comment:        "Render executor_config.context over the step context: the sub-pipeline's trigger.",
+			Resource:       asl.ResourceLambdaInvoke,
+			Arguments:      invoke(task.StepFunctionPlaceholder, p),
+			TimeoutSeconds: bookkeepingTimeoutSeconds,
+			Retry:          []asl.Retrier{lambdaRetrier()},
+			Catch:          failed,
+			Output:         map[string]any{"trigger": "{% $states.result.Payload.output %}"},
+			Next:           s.Name,
+		})
+		trigger = "{% $states.input.trigger %}"
+	}
 	l.add(&l.sm.States, s.Name, &asl.Task{
-		Comment:  fmt.Sprintf("Run pipeline %q as a run of its own and wait for it.", child),
-		Resource: asl.ResourceStartExecutionSync,
-		Arguments: map[string]any{
-			"StateMachineArn": ChildPlaceholder(child),
-			"Input": map[string]any{
-				"trigger":       "{% $merge([$trigger, {'pipeline': " + jsonataString(child) + ", 'source': 'sub-pipeline', 'fingerprint': null}]) %}",
-				"parent_run_id": "{% $run.id %}",
-				"AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID": "{% $states.context.Execution.Id %}",
-			},
-		},
+		Comment:        fmt.Sprintf("Run pipeline %q as a run of its own and wait for it.", child),
+		Resource:       asl.ResourceStartExecutionSync,
+		Arguments:      childArguments(child, trigger),
 		TimeoutSeconds: timeout,
 		Retry:          stepRetry(s.Retry),
 		Catch: []asl.Catcher{{
@@ -906,9 +888,90 @@ func (l *lowerer) lowerChild(i int, s *pipeline.Step, failed []asl.Catcher) {
 		Next:   decision,
 	})
 	dp := l.payload(task.ModeChild, s, []string{})
-	dp["child"] = "{% $exists($states.input.child) ? $states.input.child : null %}"
-	dp["error"] = "{% $exists($states.input.error) ? $states.input.error : null %}"
+	dp["child"] = childExpr
+	dp["error"] = errorExpr
 	l.addDecision(i, s.Name, s, decision, "Turn the sub-pipeline's outcome into the step's output, decide and record.", dp, failed)
+}
+
+// What the Task after a sub-pipeline's reads of its outcome: the child's
+// output, or the error that ended it.
+const (
+	childExpr = "{% $exists($states.input.child) ? $states.input.child : null %}"
+	errorExpr = "{% $exists($states.input.error) ? $states.input.error : null %}"
+)
+
+// childTrigger is the JSONata of a sub-pipeline's trigger when its step
+// has no executor_config.context: the parent's, as the child's.
+func childTrigger(child string) string {
+	return "{% $merge([$trigger, {'pipeline': " + jsonataString(child) + ", 'source': 'sub-pipeline', 'fingerprint': null}]) %}"
+}
+
+// childArguments are the Arguments of the startExecution.sync:2 Task that
+// runs pipeline child with trigger (a JSONata string) as its trigger.
+func childArguments(child, trigger string) map[string]any {
+	return map[string]any{
+		"StateMachineArn": ChildPlaceholder(child),
+		"Input": map[string]any{
+			"trigger":       trigger,
+			"parent_run_id": "{% $run.id %}",
+			"AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID": "{% $states.context.Execution.Id %}",
+		},
+	}
+}
+
+// Fields of a sub-pipeline's trigger that executor_config.context may set,
+// and those the runner sets.
+var (
+	contextText    = []string{"summary", "severity"} // templates, rendered to text
+	contextObjects = []string{"labels", "metadata"}  // mappings whose values are rendered, merged over the parent's
+	contextRunner  = []string{"pipeline", "source", "fingerprint", "team"}
+)
+
+// childContext reports whether a sub-pipeline step (or branch) has an
+// executor_config.context, and reports what in it a child's trigger has
+// no place for.
+func (l *lowerer) childContext(where string, cfg map[string]any, pos pipeline.Pos) bool {
+	raw, ok := cfg["context"]
+	if !ok || raw == nil {
+		return false
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		l.ds.errorf(pos, "%s: executor_config.context must be a mapping of the child's trigger fields (%s)", where, strings.Join(append(slices.Clone(contextText), contextObjects...), ", "))
+		return false
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		switch v := m[k]; {
+		case slices.Contains(contextRunner, k):
+			l.ds.errorf(pos, "%s: executor_config.context.%s is set by the runner (pipeline: the child's name, source: sub-pipeline, fingerprint: none, team: the parent's)", where, k)
+		case slices.Contains(contextText, k):
+			if _, isText := v.(string); !isText {
+				l.ds.errorf(pos, "%s: executor_config.context.%s must be a string (a template)", where, k)
+			}
+		case slices.Contains(contextObjects, k):
+			obj, isObj := v.(map[string]any)
+			if !isObj {
+				l.ds.errorf(pos, "%s: executor_config.context.%s must be a mapping, merged over the parent's", where, k)
+				continue
+			}
+			if k != "labels" {
+				continue
+			}
+			for lk, lv := range obj {
+				if _, isText := lv.(string); !isText {
+					l.ds.errorf(pos, "%s: executor_config.context.labels.%s must be a string (a template): labels are text", where, lk)
+				}
+			}
+		default:
+			l.ds.errorf(pos, "%s: executor_config.context.%s is not a trigger field a sub-pipeline's context sets (%s)", where, k, strings.Join(append(slices.Clone(contextText), contextObjects...), ", "))
+		}
+	}
+	return true
 }
 
 // lostBranch is the output of a branch whose Task failed outside the step
@@ -943,6 +1006,142 @@ func (l *lowerer) branchStates(states *asl.States, state, step string, payload m
 	l.add(states, lost, &asl.Pass{Comment: "A branch that could not answer counts as failed, confidence 0.", End: true})
 }
 
+// waiting is a branch that waits (a human's decision, a sub-pipeline's
+// run): a parallel branch or a fan-out's item.
+type waiting struct {
+	states *asl.States
+	state  string         // its first state (the wait, or the context Task before a sub-pipeline)
+	step   string         // its name in the failed output: the branch's or the fan-out's
+	where  string         // for errors: step "x" of ...
+	cfg    any            // its static config
+	exec   map[string]any // its executor_config
+	pos    pipeline.Pos   // where executor_config is
+	refs   []string       // the steps its templates read
+	extra  map[string]any // payload fields of every Task: group; for an item, item, index and total
+	item   bool           // a fan-out's item: its item and index are carried from state to state
+	wait   int            // its timeout_seconds (0: the executor's default), within the group's
+}
+
+// carry adds to a state's Output, for a fan-out's item, the item and its
+// index, which the item's next states read from their input.
+func (w waiting) carry(out map[string]any) map[string]any {
+	if w.item {
+		out["item"] = "{% $states.input.item %}"
+		out["index"] = "{% $states.input.index %}"
+	}
+	return out
+}
+
+// branchPayload is a Request of mode for one of a branch's Tasks.
+func (l *lowerer) branchPayload(w waiting, mode string, refs []string) map[string]any {
+	p := l.payload(mode, w.cfg, refs)
+	for k, v := range w.extra {
+		p[k] = v
+	}
+	return p
+}
+
+// lostCatch sends a failure of one of a branch's Tasks to its lost state.
+func lostCatch(step, lost string) []asl.Catcher {
+	return []asl.Catcher{{ErrorEquals: []string{asl.StatesALL}, Output: lostBranch(step), Next: lost}}
+}
+
+// branchDecision adds the Task that turns what a waiting branch waited for
+// into its output (mode branch with the decision or the child's outcome),
+// and the branch's lost state.
+func (l *lowerer) branchDecision(w waiting, fields map[string]any) string {
+	decision := w.state + ": decision"
+	lost := w.state + ": lost"
+	p := l.branchPayload(w, task.ModeBranch, []string{})
+	for k, v := range fields {
+		p[k] = v
+	}
+	l.add(w.states, decision, &asl.Task{
+		Comment:        "Turn what the branch waited for into its output; its confidence feeds the join.",
+		Resource:       asl.ResourceLambdaInvoke,
+		Arguments:      invoke(task.StepFunctionPlaceholder, p),
+		TimeoutSeconds: bookkeepingTimeoutSeconds,
+		Retry:          []asl.Retrier{lambdaRetrier()},
+		Catch:          lostCatch(w.step, lost),
+		Output:         "{% $states.result.Payload %}",
+		End:            true,
+	})
+	l.add(w.states, lost, &asl.Pass{Comment: "A branch that could not answer counts as failed, confidence 0.", End: true})
+	return decision
+}
+
+// humanBranch emits a human branch: the approval Task, which waits for the
+// decision (task token), then the decision Task. Returns its first state.
+func (l *lowerer) humanBranch(w waiting) string {
+	timeout := w.wait
+	if timeout <= 0 {
+		timeout = DefaultHumanTimeoutSeconds
+	}
+	p := l.branchPayload(w, task.ModeApproval, w.refs)
+	p["task_token"] = "{% $states.context.Task.Token %}"
+	args := invoke(task.ApprovalFunctionPlaceholder, p)
+	l.checkPayload(w.step, args)
+	decision := w.state + ": decision"
+	l.add(w.states, w.state, &asl.Task{
+		Comment:        "Ask for approval of the branch and wait for the decision (task token).",
+		Resource:       asl.ResourceLambdaInvokeWaitForTaskToken,
+		Arguments:      args,
+		TimeoutSeconds: timeout,
+		Retry:          []asl.Retrier{lambdaRetrier()},
+		Catch:          lostCatch(w.step, w.state+": lost"),
+		Output:         w.carry(map[string]any{"decision": "{% $states.result %}"}),
+		Next:           decision,
+	})
+	l.branchDecision(w, map[string]any{"decision": "{% $states.input.decision %}"})
+	return w.state
+}
+
+// childBranch emits a sub-pipeline branch: the context Task when the
+// branch has executor_config.context, the startExecution.sync:2 Task, then
+// the decision Task. Returns its first state.
+func (l *lowerer) childBranch(w waiting) string {
+	child, _ := w.exec["pipeline"].(string)
+	timeout := w.wait
+	if timeout <= 0 {
+		timeout = DefaultChildTimeoutSeconds
+	}
+	first, trigger := w.state, childTrigger(child)
+	lost := w.state + ": lost"
+	if l.childContext(w.where, w.exec, w.pos) {
+		first = w.state + ": context"
+		p := l.branchPayload(w, task.ModeChildInput, w.refs)
+		l.checkPayload(w.step, p)
+		l.add(w.states, first, &asl.Task{
+			Comment:        "Render executor_config.context over the branch's context: the sub-pipeline's trigger.",
+			Resource:       asl.ResourceLambdaInvoke,
+			Arguments:      invoke(task.StepFunctionPlaceholder, p),
+			TimeoutSeconds: bookkeepingTimeoutSeconds,
+			Retry:          []asl.Retrier{lambdaRetrier()},
+			Catch:          lostCatch(w.step, lost),
+			Output:         w.carry(map[string]any{"trigger": "{% $states.result.Payload.output %}"}),
+			Next:           w.state,
+		})
+		trigger = "{% $states.input.trigger %}"
+	}
+	decision := w.state + ": decision"
+	l.add(w.states, w.state, &asl.Task{
+		Comment:        fmt.Sprintf("Run pipeline %q as a run of its own and wait for it.", child),
+		Resource:       asl.ResourceStartExecutionSync,
+		Arguments:      childArguments(child, trigger),
+		TimeoutSeconds: timeout,
+		Retry:          []asl.Retrier{lambdaRetrier()},
+		Catch: []asl.Catcher{{
+			ErrorEquals: []string{asl.StatesALL},
+			Output:      w.carry(map[string]any{"error": "{% $states.errorOutput %}"}),
+			Next:        decision,
+		}},
+		Output: w.carry(map[string]any{"child": "{% $states.result.Output %}"}),
+		Next:   decision,
+	})
+	l.branchDecision(w, map[string]any{"child": childExpr, "error": errorExpr})
+	return first
+}
+
 func (l *lowerer) join(i int, name string, cfg any, branches string) {
 	p := l.payload(task.ModeJoin, cfg, []string{})
 	p["group"] = name
@@ -960,6 +1159,25 @@ func (l *lowerer) lowerParallel(i int, g *pipeline.Parallel) {
 	}
 	for _, b := range g.Branches {
 		refs := l.refs(b.PromptTemplate, b.ExecutorConfig)
+		var br asl.Branch
+		state := g.Name + "/" + b.Name
+		br.StartAt = state
+		if b.Executor == pipeline.ExecHuman || b.Executor == pipeline.ExecPipeline {
+			wait := b.TimeoutSeconds
+			if g.TimeoutSeconds > 0 && (wait <= 0 || g.TimeoutSeconds < wait) {
+				wait = g.TimeoutSeconds
+			}
+			w := waiting{states: &br.States, state: state, step: b.Name, cfg: b, exec: b.ExecutorConfig, refs: refs, wait: wait,
+				where: fmt.Sprintf("branch %q of parallel %q", b.Name, g.Name), pos: fieldPos(b.Fields, "executor_config", b.Pos),
+				extra: map[string]any{"group": g.Name}}
+			if b.Executor == pipeline.ExecHuman {
+				br.StartAt = l.humanBranch(w)
+			} else {
+				br.StartAt = l.childBranch(w)
+			}
+			par.Branches = append(par.Branches, br)
+			continue
+		}
 		p := l.payload(task.ModeBranch, b, refs)
 		p["group"] = g.Name
 		l.checkPayload(b.Name, p)
@@ -971,9 +1189,6 @@ func (l *lowerer) lowerParallel(i int, g *pipeline.Parallel) {
 		if g.TimeoutSeconds > 0 {
 			timeout = min(timeout, g.TimeoutSeconds)
 		}
-		var br asl.Branch
-		state := g.Name + "/" + b.Name
-		br.StartAt = state
 		l.branchStates(&br.States, state, b.Name, p, timeout)
 		par.Branches = append(par.Branches, br)
 	}
@@ -1055,12 +1270,16 @@ func (l *lowerer) lowerFanOut(i int, g *pipeline.FanOut) {
 		Default: g.Name,
 	})
 	refs := l.refs(g.PromptTemplate, g.ExecutorConfig)
+	extra := map[string]any{
+		"group": g.Name,
+		"item":  "{% $states.input.item %}",
+		"index": "{% $states.input.index %}",
+		"total": "{% " + count + " %}",
+	}
 	p := l.payload(task.ModeBranch, g, refs)
-	p["group"] = g.Name
-	p["item"] = "{% $states.input.item %}"
-	p["index"] = "{% $states.input.index %}"
-	p["total"] = "{% " + count + " %}"
-	l.checkPayload(g.Name, p)
+	for k, v := range extra {
+		p[k] = v
+	}
 	calls := reasks
 	if g.Verifier != nil {
 		calls *= 2
@@ -1080,7 +1299,20 @@ func (l *lowerer) lowerFanOut(i int, g *pipeline.FanOut) {
 	m.ItemProcessor.ProcessorConfig = &asl.ProcessorConfig{Mode: asl.ModeInline}
 	state := g.Name + " item"
 	m.ItemProcessor.StartAt = state
-	l.branchStates(&m.ItemProcessor.States, state, g.Name, p, taskTimeout(g.TimeoutSeconds, calls))
+	switch g.Executor {
+	case pipeline.ExecHuman, pipeline.ExecPipeline:
+		w := waiting{states: &m.ItemProcessor.States, state: state, step: g.Name, cfg: g, exec: g.ExecutorConfig, refs: refs,
+			wait: g.TimeoutSeconds, where: fmt.Sprintf("fan_out %q", g.Name), pos: fieldPos(g.Fields, "executor_config", g.Pos),
+			extra: extra, item: true}
+		if g.Executor == pipeline.ExecHuman {
+			m.ItemProcessor.StartAt = l.humanBranch(w)
+		} else {
+			m.ItemProcessor.StartAt = l.childBranch(w)
+		}
+	default:
+		l.checkPayload(g.Name, p)
+		l.branchStates(&m.ItemProcessor.States, state, g.Name, p, taskTimeout(g.TimeoutSeconds, calls))
+	}
 	l.add(&l.sm.States, g.Name, m)
 	l.join(i, g.Name, g, "{% $exists($states.input.results) ? $states.input.results : [] %}")
 }

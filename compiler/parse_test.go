@@ -405,12 +405,14 @@ func TestTemplateRefs(t *testing.T) {
 }
 
 func TestCheckCron(t *testing.T) {
-	for _, ok := range []string{"* * * * *", "0 9 * * mon-fri", "*/15 0-6,18-23 1 jan,JUL 0", "0 0 * * 7", "5-10/2 * * * *"} {
+	for _, ok := range []string{"* * * * *", "0 9 * * mon-fri", "*/15 0-6,18-23 1 jan,JUL *", "*/15 0-6,18-23 * jan,JUL 0", "0 0 * * 7", "5-10/2 * * * *"} {
 		if err := CheckCron(ok); err != nil {
 			t.Errorf("CheckCron(%q) = %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", "* * * *", "60 * * * *", "* 24 * * *", "* * 0 * *", "* * * 13 *", "* * * * 8", "5/2 * * * *", "*/0 * * * *", "10-5 * * * *", "a * * * *", "1,,2 * * * *"} {
+	for _, bad := range []string{"", "* * * *", "60 * * * *", "* 24 * * *", "* * 0 * *", "* * * 13 *", "* * * * 8", "5/2 * * * *", "*/0 * * * *", "10-5 * * * *", "a * * * *", "1,,2 * * * *",
+		"*/15 0-6,18-23 1 jan,JUL 0", // both day fields: EventBridge Scheduler cannot run it
+	} {
 		if err := CheckCron(bad); err == nil {
 			t.Errorf("CheckCron(%q) accepted", bad)
 		}

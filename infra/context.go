@@ -22,6 +22,7 @@ const (
 	ContextArtifactRetentionDays = "stepline:artifactRetentionDays" // StackProps.ArtifactRetentionDays
 	ContextLogRetentionDays      = "stepline:logRetentionDays"      // StackProps.LogRetentionDays
 	ContextNag                   = "stepline:nag"                   // true: run the cdk-nag AwsSolutions checks at synth
+	ContextOpenAIBaseURL         = "stepline:openaiBaseUrl"         // StackProps.OpenAIBaseURL
 )
 
 // DefaultStackName is the stack's name when the context does not set one.
@@ -71,6 +72,7 @@ func ConfigFromContext(node constructs.Node) (*AppConfig, error) {
 	str(ContextAssets, &c.Props.AssetDir)
 	str(ContextAlarmEmail, &c.Props.AlarmEmail)
 	str(ContextLogLevel, &c.Props.LogLevel)
+	str(ContextOpenAIBaseURL, &c.Props.OpenAIBaseURL)
 	num(ContextArtifactRetentionDays, &c.Props.ArtifactRetentionDays)
 	num(ContextLogRetentionDays, &c.Props.LogRetentionDays)
 

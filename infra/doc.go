@@ -50,7 +50,11 @@
 // recorder: NAME=ref pairs as secret.ParseRefs reads them);
 // APPROVAL_KEY_SECRET_ARN (approval, callback); API_BASE_URL (approval);
 // WEBHOOK_TOKEN_SECRET_ARN (ingest); STATE_MACHINES (ingest, recorder:
-// {"<pipeline>": "<state machine ARN>"}).
+// {"<pipeline>": "<state machine ARN>"}); OPENAI_BASE_URL (step, from
+// StackProps.OpenAIBaseURL, the stepline:openaiBaseUrl context, when set:
+// the base URL of gateway steps without one). A gateway step without
+// api_key sends the secret OPENAI_API_KEY: mapped in StackProps.Secrets,
+// the step function may read it; unmapped, such steps send no key.
 //
 // Events: the ingest function receives API Gateway HTTP API requests
 // (payload format 2.0) and, from EventBridge rules, {"pipeline": <name>,

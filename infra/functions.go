@@ -67,6 +67,9 @@ func (b *builder) addFunctions() {
 
 	step := b.functions[FunctionStep]
 	step.AddEnvironment(jsii.String(EnvArtifactBucket), b.artifacts.BucketName(), nil)
+	if u := b.cfg.props.OpenAIBaseURL; u != "" {
+		step.AddEnvironment(jsii.String(EnvOpenAIBaseURL), jsii.String(u), nil)
+	}
 	b.roles[FunctionStep].AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("Artifacts"),
 		Actions:   jsii.Strings("s3:GetObject", "s3:PutObject"),

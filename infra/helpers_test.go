@@ -17,6 +17,7 @@ import (
 
 	"github.com/stepline/stepline/infra"
 	"github.com/stepline/stepline/infra/plan"
+	"github.com/stepline/stepline/shared/executor"
 )
 
 // assetDir holds a dummy bootstrap per function: synthesis only packages
@@ -118,7 +119,7 @@ func synth(t *testing.T, props infra.StackProps) (*synthesized, error) {
 		return nil, err
 	}
 	s.resources = doc.Resources
-	if s.pipelines, err = plan.Load(props.PipelineDir); err != nil {
+	if s.pipelines, err = plan.Load(props.PipelineDir, executor.Defaults{}); err != nil {
 		return nil, err
 	}
 	return s, nil

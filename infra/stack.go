@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/stepline/stepline/infra/plan"
+	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/secret"
 )
 
@@ -55,6 +57,7 @@ const (
 	EnvAPIBaseURL            = "API_BASE_URL"             // approval: where the links point
 	EnvWebhookTokenSecretARN = "WEBHOOK_TOKEN_SECRET_ARN" // ingest: the bearer token of POST /webhook
 	EnvStateMachines         = "STATE_MACHINES"           // ingest, recorder: {"<pipeline>": "<state machine ARN>"}
+	EnvOpenAIBaseURL         = executor.EnvOpenAIBaseURL  // step, when StackProps.OpenAIBaseURL is set
 )
 
 // StackProps configures the Stepline stack.
@@ -80,6 +83,12 @@ type StackProps struct {
 	// LogRetentionDays is how long logs are kept, one of 7, 14, 30, 60, 90,
 	// 180, 365; DefaultLogRetentionDays when 0.
 	LogRetentionDays int
+	// OpenAIBaseURL is the base URL of gateway steps without
+	// executor_config.base_url: the step function gets it as
+	// OPENAI_BASE_URL. Empty: such steps fail (synth warns about none;
+	// stepline validate does). Their key is the secret OPENAI_API_KEY
+	// when Secrets maps it.
+	OpenAIBaseURL string
 }
 
 var retentions = map[int]awslogs.RetentionDays{
@@ -139,7 +148,12 @@ func newConfig(props *StackProps) (*config, error) {
 			errs = append(errs, fmt.Errorf("function %q: %s not found: build the functions first (make lambdas) or point the stepline:assets context at them", fn, path))
 		}
 	}
-	ps, err := plan.Load(p.PipelineDir)
+	if p.OpenAIBaseURL != "" {
+		if u, err := url.Parse(p.OpenAIBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("OpenAI base URL %q: want an absolute http or https URL", p.OpenAIBaseURL))
+		}
+	}
+	ps, err := plan.Load(p.PipelineDir, executor.Defaults{OpenAIBaseURL: p.OpenAIBaseURL})
 	if err != nil {
 		errs = append(errs, err)
 	} else {

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/compiler/gate"
 	"github.com/stepline/stepline/shared/executor"
 )
 
@@ -50,7 +51,7 @@ func compileFile(e env, path string) ([]byte, int) {
 		fmt.Fprintf(e.stderr, "%s: %v\n", path, err)
 		return nil, exitFailed
 	}
-	sm, ds := compiler.CompileWith(path, src, executor.CheckConfig)
+	_, sm, ds := gate.Compile(path, src, executor.DefaultsFromEnv(e.getenv))
 	fmt.Fprint(e.stderr, ds.String())
 	if sm == nil {
 		return nil, exitFailed
@@ -84,7 +85,7 @@ func cmdGraph(_ context.Context, e env) int {
 		fmt.Fprintf(e.stderr, "%s: %v\n", fs.Arg(0), err)
 		return exitFailed
 	}
-	sm, ds := compiler.CompileWith(fs.Arg(0), src, executor.CheckConfig)
+	_, sm, ds := gate.Compile(fs.Arg(0), src, executor.DefaultsFromEnv(e.getenv))
 	fmt.Fprint(e.stderr, ds.String())
 	if sm == nil {
 		return exitFailed

@@ -6,11 +6,15 @@ import (
 	"fmt"
 
 	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/compiler/gate"
 	"github.com/stepline/stepline/shared/executor"
 )
 
 // cmdValidate checks pipeline files: exit 0 when all are valid, 1 when any
-// has an error. Diagnostics go to stderr; warnings do not fail.
+// has an error. Diagnostics go to stderr; warnings do not fail. It
+// compiles each file through package gate, as compile, run, serve and the
+// CDK app do, so a file it passes every one of them accepts; the
+// environment's OPENAI_BASE_URL decides only a warning.
 func cmdValidate(_ context.Context, e env) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
@@ -27,8 +31,9 @@ func cmdValidate(_ context.Context, e env) int {
 		return exitUsage
 	}
 	code := exitOK
+	defaults := executor.DefaultsFromEnv(e.getenv)
 	for _, path := range fs.Args() {
-		f, ds, err := compiler.LoadFileWith(path, executor.CheckConfig)
+		f, _, ds, err := gate.CompileFile(path, defaults)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "%s: %v\n", path, err)
 			code = exitFailed

@@ -10,7 +10,9 @@ import (
 	"strings"
 
 	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/compiler/gate"
 	"github.com/stepline/stepline/shared/asl"
+	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/task"
@@ -34,6 +36,11 @@ type Pipeline struct {
 	// Secrets are the ${NAME} references of the executor configs, failure
 	// webhooks and notification configs, sorted.
 	Secrets []string
+	// DefaultSecrets are the secrets its steps read without naming them
+	// (executor.DefaultSecrets: OPENAI_API_KEY for a gateway step without
+	// api_key), sorted. A step sends none that is not set, so Secrets maps
+	// them only when the mapping has them.
+	DefaultSecrets []string
 	// Models are the Bedrock model ids (or ARNs) of its bedrock executors,
 	// sorted.
 	Models []string
@@ -53,10 +60,14 @@ func (p *Pipeline) Approvals() bool {
 }
 
 // Load reads, checks and compiles every pipeline file (*.yaml, *.yml) in
-// dir, in name order. Every file's errors are reported together, with
-// their positions; so are duplicate pipeline names and sub-pipeline steps
+// dir, in name order, through package gate: what stepline validate
+// accepts synthesizes, and what it refuses is refused here with the same
+// diagnostics. d is what the stack gives the step function
+// (stepline:openaiBaseUrl); it decides warnings only. Every file's errors
+// are reported together, with their positions (each file's as a
+// *compiler.Error); so are duplicate pipeline names and sub-pipeline steps
 // that name a pipeline the directory does not hold.
-func Load(dir string) ([]*Pipeline, error) {
+func Load(dir string, d executor.Defaults) ([]*Pipeline, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("load pipelines: %w", err)
@@ -76,7 +87,7 @@ func Load(dir string) ([]*Pipeline, error) {
 		errs []error
 	)
 	for _, path := range files {
-		p, err := compile(path)
+		p, err := compile(path, d)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -93,20 +104,13 @@ func Load(dir string) ([]*Pipeline, error) {
 }
 
 // compile compiles one file and derives what is known of it alone.
-func compile(path string) (*Pipeline, error) {
-	src, err := os.ReadFile(path)
+func compile(path string, d executor.Defaults) (*Pipeline, error) {
+	f, sm, ds, err := gate.CompileFile(path, d)
 	if err != nil {
 		return nil, err
 	}
-	f, ds := compiler.Load(path, src)
-	var sm *asl.StateMachine
-	if !ds.HasErrors() {
-		var lds compiler.Diagnostics
-		sm, lds = compiler.Lower(f)
-		ds = append(ds, lds...).Sort()
-	}
-	if ds.HasErrors() {
-		return nil, errors.New(strings.TrimSpace(ds.Errors().String()))
+	if sm == nil {
+		return nil, &fileError{ds.Err()}
 	}
 	def, err := compiler.MarshalCompact(sm)
 	if err != nil {
@@ -114,29 +118,25 @@ func compile(path string) (*Pipeline, error) {
 	}
 	m := f.Pipeline
 	p := &Pipeline{
-		Name:        m.Name,
-		File:        path,
-		Model:       m,
-		Definition:  string(def),
-		Resources:   compiler.Placeholders(def),
-		Secrets:     secretNames(m),
-		Models:      bedrockModels(m),
-		StepTimeout: stepTimeout(sm),
-		Steps:       stepNames(m),
+		Name:           m.Name,
+		File:           path,
+		Model:          m,
+		Definition:     string(def),
+		Resources:      compiler.Placeholders(def),
+		Secrets:        secretNames(m),
+		DefaultSecrets: defaultSecrets(m),
+		Models:         bedrockModels(m),
+		StepTimeout:    stepTimeout(sm),
+		Steps:          stepNames(m),
 	}
 	for _, d := range ds.Warnings() {
 		p.Warnings = append(p.Warnings, d.String())
-	}
-	for _, mdl := range p.Models {
-		if strings.Contains(mdl, "{{") || strings.Contains(mdl, "{%") {
-			return nil, fmt.Errorf("%s: bedrock model %q is a template: the stack grants InvokeModel on fixed models only", path, mdl)
-		}
 	}
 	if m.Trigger != nil {
 		p.Trigger = NewTrigger(m.Trigger)
 	}
 	if m.Schedule != nil && m.Schedule.Cron != "" {
-		expr, err := SchedulerExpression(m.Schedule.Cron)
+		expr, err := compiler.SchedulerExpression(m.Schedule.Cron)
 		if err != nil {
 			return nil, fmt.Errorf("%s: schedule.cron %q: %w", path, m.Schedule.Cron, err)
 		}
@@ -144,6 +144,18 @@ func compile(path string) (*Pipeline, error) {
 	}
 	return p, nil
 }
+
+// fileError is the error of a file that does not compile: its message
+// lists every error, one per line, where a *compiler.Error names the
+// first only; errors.As still finds the *compiler.Error.
+type fileError struct{ err error }
+
+func (e *fileError) Error() string {
+	ds, _ := compiler.AsError(e.err)
+	return strings.TrimSpace(ds.String())
+}
+
+func (e *fileError) Unwrap() error { return e.err }
 
 // link resolves the sub-pipeline placeholders across pipelines and checks
 // that names are unique.
@@ -320,6 +332,18 @@ func secretNames(m *pipeline.Pipeline) []string {
 			visit(n.Config)
 		}
 	}
+	return sortedKeys(seen)
+}
+
+// defaultSecrets lists the secrets the pipeline's executors read by
+// default.
+func defaultSecrets(m *pipeline.Pipeline) []string {
+	seen := map[string]bool{}
+	executors(m, func(exec string, cfg map[string]any) {
+		for _, n := range executor.DefaultSecrets(exec, cfg) {
+			seen[n] = true
+		}
+	})
 	return sortedKeys(seen)
 }
 

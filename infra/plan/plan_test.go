@@ -10,6 +10,7 @@ import (
 
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/infra/plan"
+	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/secret"
 )
 
@@ -66,7 +67,7 @@ func taskTimeouts(t *testing.T, def string) []float64 {
 }
 
 func TestLoadExamples(t *testing.T) {
-	ps, err := plan.Load("../../pipelines")
+	ps, err := plan.Load("../../pipelines", executor.Defaults{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +75,7 @@ func TestLoadExamples(t *testing.T) {
 	tests := []struct {
 		name      string
 		secrets   []string
+		defaults  []string // DefaultSecrets
 		models    []string
 		approvals bool
 		trigger   bool
@@ -83,7 +85,7 @@ func TestLoadExamples(t *testing.T) {
 			models: []string{"anthropic.claude-3-5-sonnet-20240620-v1:0"}, approvals: true, trigger: true, exact: true},
 		{name: "order-intake", secrets: []string{"ANTHROPIC_API_KEY", "OPS_HOOK_KEY", "WAREHOUSE_TOKEN"}, trigger: true, exact: true},
 		{name: "research-brief", secrets: []string{"ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"}},
-		{name: "multi-service-health", trigger: true, exact: true},
+		{name: "multi-service-health", defaults: []string{"OPENAI_API_KEY"}, trigger: true, exact: true},
 	}
 	if len(ps) != len(tests) {
 		t.Fatalf("loaded %d pipelines, want %d", len(ps), len(tests))
@@ -96,6 +98,9 @@ func TestLoadExamples(t *testing.T) {
 			}
 			if !reflect.DeepEqual(p.Secrets, tt.secrets) && (len(p.Secrets) > 0 || len(tt.secrets) > 0) {
 				t.Errorf("Secrets = %v, want %v", p.Secrets, tt.secrets)
+			}
+			if !reflect.DeepEqual(p.DefaultSecrets, tt.defaults) && (len(p.DefaultSecrets) > 0 || len(tt.defaults) > 0) {
+				t.Errorf("DefaultSecrets = %v, want %v", p.DefaultSecrets, tt.defaults)
 			}
 			if !reflect.DeepEqual(p.Models, tt.models) && (len(p.Models) > 0 || len(tt.models) > 0) {
 				t.Errorf("Models = %v, want %v", p.Models, tt.models)
@@ -156,7 +161,7 @@ steps:
 `,
 		"notes.txt": "not a pipeline",
 	})
-	ps, err := plan.Load(dir)
+	ps, err := plan.Load(dir, executor.Defaults{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,14 +206,14 @@ func TestLoadErrors(t *testing.T) {
 		}, want: []string{"share the substitution ${PipelineABArn}"}},
 		{name: "templated bedrock model", files: map[string]string{
 			"a.yaml": "name: a\nsteps:\n  - {name: s, executor: bedrock, executor_config: {model: \"{{ model }}\"}}\n",
-		}, want: []string{`bedrock model "{{ model }}" is a template`}},
+		}, want: []string{`a.yaml:3:51: step "s": executor_config.model "{{ model }}" is a template`}},
 		{name: "inexpressible schedule", files: map[string]string{
 			"a.yaml": "name: a\nschedule: {cron: \"0 9 1 * mon\"}\n" + step,
 		}, want: []string{`schedule.cron "0 9 1 * mon": restricts both day of month and day of week`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := plan.Load(writePipelines(t, tt.files))
+			_, err := plan.Load(writePipelines(t, tt.files), executor.Defaults{})
 			if err == nil {
 				t.Fatal("Load succeeded, want an error")
 			}
@@ -251,6 +256,39 @@ func TestSecrets(t *testing.T) {
 		_, err := plan.Secrets(ps, map[string]string{"API_KEY": "secretsmanager:x"})
 		if err == nil || !strings.Contains(err.Error(), `secret "TOKEN" (used by a, b) has no mapping`) {
 			t.Errorf("error = %v, want it to name TOKEN and its pipelines", err)
+		}
+	})
+	t.Run("default secrets", func(t *testing.T) {
+		ps := []*plan.Pipeline{
+			{Name: "a", Secrets: []string{"TOKEN"}, DefaultSecrets: []string{"OPENAI_API_KEY"}},
+			{Name: "b", Secrets: []string{"OPENAI_API_KEY"}, DefaultSecrets: []string{"OPENAI_API_KEY"}},
+		}
+		cases := []struct {
+			name    string
+			mapping map[string]string
+			want    string
+			err     string
+		}{
+			{"mapped: read by the functions", map[string]string{"TOKEN": "ssm:/t", "OPENAI_API_KEY": "secretsmanager:o"}, "OPENAI_API_KEY=secretsmanager:o,TOKEN=ssm:/t", ""},
+			{"unmapped, but named by b", map[string]string{"TOKEN": "ssm:/t"}, "", `secret "OPENAI_API_KEY" (used by b) has no mapping`},
+			{"unmapped and only a default", map[string]string{"TOKEN": "ssm:/t"}, "TOKEN=ssm:/t", ""},
+		}
+		for i, c := range cases {
+			in := ps
+			if i == 2 {
+				in = ps[:1]
+			}
+			refs, err := plan.Secrets(in, c.mapping)
+			switch {
+			case c.err != "":
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Errorf("%s: error = %v, want %q", c.name, err, c.err)
+				}
+			case err != nil:
+				t.Errorf("%s: %v", c.name, err)
+			case plan.RefsEnv(refs) != c.want:
+				t.Errorf("%s: RefsEnv = %q, want %q", c.name, plan.RefsEnv(refs), c.want)
+			}
 		}
 	})
 	t.Run("bad reference", func(t *testing.T) {

@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -14,12 +15,18 @@ import (
 // "ssm:<parameter>[#key]"). It returns the references of the names in use
 // only, so that the functions can read exactly those. A name in use without
 // a mapping, or a mapping that does not parse, is an error naming it and
-// the pipelines that use it.
+// the pipelines that use it. A default secret (Pipeline.DefaultSecrets) is
+// in use when the mapping has it; without one, the steps send none.
 func Secrets(ps []*Pipeline, mapping map[string]string) (map[string]secret.Ref, error) {
 	users := map[string][]string{}
 	for _, p := range ps {
 		for _, n := range p.Secrets {
 			users[n] = append(users[n], p.Name)
+		}
+		for _, n := range p.DefaultSecrets {
+			if _, mapped := mapping[n]; mapped && !slices.Contains(users[n], p.Name) {
+				users[n] = append(users[n], p.Name)
+			}
 		}
 	}
 	names := make([]string, 0, len(users))

@@ -108,6 +108,17 @@ func readGateway(r *reader, d Defaults) gatewayConfig {
 	return c
 }
 
+// DefaultSecrets lists the secrets a step of executor with config cfg
+// reads without naming them: OpenAIAPIKeySecret for a gateway step without
+// api_key. The call sends none when such a secret is not set, so a stack
+// maps it only when it is configured.
+func DefaultSecrets(executor string, cfg map[string]any) []string {
+	if executor == Gateway && cfg["api_key"] == nil {
+		return []string{OpenAIAPIKeySecret}
+	}
+	return nil
+}
+
 // liquid reports whether v is a string holding a Liquid tag or output.
 func liquid(v any) bool {
 	s, ok := v.(string)

@@ -8,7 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/compiler/gate"
+	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/pipeline"
 )
 
@@ -110,10 +111,12 @@ func (r *Router) Pipelines() []string {
 }
 
 // LoadPipelines loads the pipeline files (*.yaml, *.yml) directly in dir,
-// in file-name order: the routing order. A file with errors is left out
-// and reported in the returned error (one line per problem) while the
-// good ones are still returned, so a caller may serve them and show the
-// problems.
+// in file-name order: the routing order. Each file is compiled through
+// package gate, as stepline validate and the CDK app compile it, so a
+// file is loaded here exactly when it validates. A file with errors is
+// left out and reported in the returned error (its *compiler.Error, one
+// per file) while the good ones are still returned, so a caller may serve
+// them and show the problems.
 func LoadPipelines(dir string) ([]*pipeline.Pipeline, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -126,7 +129,7 @@ func LoadPipelines(dir string) ([]*pipeline.Pipeline, error) {
 		if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
 			continue
 		}
-		f, ds, err := compiler.LoadFile(filepath.Join(dir, e.Name()))
+		f, _, ds, err := gate.CompileFile(filepath.Join(dir, e.Name()), executor.Defaults{})
 		switch {
 		case err != nil:
 			errs = append(errs, err)

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/compiler/gate"
 	"github.com/stepline/stepline/shared/asl"
 	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/executor"
@@ -155,12 +156,7 @@ func (r *Runner) compile(path string, seen map[string]bool) (*asl.StateMachine, 
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("read pipeline: %w", err)
 	}
-	f, ds := compiler.LoadWith(path, src, executor.CheckConfig)
-	if ds.HasErrors() {
-		return nil, "", ds, ds.Err()
-	}
-	sm, lds := compiler.Lower(f)
-	ds = append(ds, lds...)
+	f, sm, ds := gate.Compile(path, src, executor.Defaults{})
 	if sm == nil {
 		return nil, "", ds, ds.Err()
 	}
