@@ -8,8 +8,10 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/stepline/stepline/shared/store"
 )
@@ -46,7 +48,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := retryBusy(ctx, s.migrate, BusyTimeout*time.Millisecond); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -101,6 +103,45 @@ func open(path string) (*Store, error) {
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
 	return &Store{w: w, r: r}, nil
+}
+
+// retryBusy runs fn until it succeeds, fails for a reason other than a
+// busy database, or limit has passed since the first try, waiting a
+// little longer each time (1 ms growing to 100 ms, as SQLite's own busy
+// handler does).
+//
+// SQLite's busy handler does not cover one step of opening: the first
+// connection to a fresh file turns it to WAL mode (PRAGMA journal_mode,
+// run as the connection opens) with a read transaction that it then
+// upgrades to a write, and an upgrade that would wait for another
+// connection doing the same fails at once with SQLITE_BUSY instead, lest
+// the two wait for each other. Opening retries that as writes wait:
+// another process's conversion ends in a moment, and the next try finds
+// the file in WAL mode.
+func retryBusy(ctx context.Context, fn func(context.Context) error, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	delay := time.Millisecond
+	for {
+		err := fn(ctx)
+		if err == nil || !isBusy(err) || time.Now().Add(delay).After(deadline) {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+		delay = min(2*delay, 100*time.Millisecond)
+	}
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY, with any extended
+// code (the driver's *sqlite.Error reports it through Code).
+func isBusy(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 func connect(name string, q url.Values) (*sql.DB, error) {
