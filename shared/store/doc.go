@@ -1,5 +1,6 @@
 // Package store defines what Stepline records about its runs — runs, step
-// records, approvals, dedup claims, and the local engine's checkpoints — and
+// records, approvals, dedup claims, the claims of the processes that drive
+// runs, and the local engine's checkpoints — and
 // the Store interface both backends implement:
 //
 //   - package store/dynamo: one DynamoDB table, used by the Lambda functions;
@@ -21,6 +22,9 @@
 //   - AddUsage takes a contribution key and counts each key once per run.
 //   - DecideApproval succeeds once, before ExpiresAt.
 //   - ClaimDedup hands a (pipeline, fingerprint) key to exactly one run.
+//   - ClaimRun hands the right to drive a run to exactly one process, as a
+//     lease (RunClaim): renewed by its holder, lapsing when it is not,
+//     taken over at once by a caller that found the holder gone.
 //
 // Records are checked and normalized the same way by every store
 // (NormalizeRun, NormalizeStep, NormalizeApproval): the size limits keep a

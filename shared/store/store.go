@@ -29,7 +29,8 @@ var (
 	ErrTooLarge = errors.New("store: too large")
 )
 
-// Store keeps runs, step records, approvals and dedup claims. It is what the
+// Store keeps runs, step records, approvals, dedup claims and run claims.
+// It is what the
 // Lambda functions (package dynamo) and the local engine (package sqlite)
 // share; both implementations pass the conformance suite in storetest.
 //
@@ -123,6 +124,24 @@ type Store interface {
 	// claim held by another run is left alone (no error). Errors:
 	// ErrInvalid.
 	ReleaseDedup(ctx context.Context, pipeline, fingerprint, runID string) error
+
+	// ClaimRun claims the right to drive c.RunID for c.Holder until
+	// c.ExpiresAt (see RunClaim). It succeeds — claimed=true, c returned —
+	// when no claim on the run is stored, when the stored claim is
+	// c.Holder's own (a renewal: PID, Host and ExpiresAt are replaced),
+	// when the stored claim lapsed (its ExpiresAt is at or before now), or
+	// when its holder is takeover, a holder the caller found gone
+	// (takeover "" takes over nothing). Otherwise it returns the stored
+	// claim and claimed=false. The decision is atomic: of any number of
+	// concurrent claimers of one run, exactly one is told claimed=true.
+	// Errors: ErrInvalid (see CheckRunClaim).
+	ClaimRun(ctx context.Context, c RunClaim, takeover string, now time.Time) (stored RunClaim, claimed bool, err error)
+
+	// ReleaseRun gives up holder's claim on runID, so that the next
+	// claimer takes the run at once. A claim of another holder, or none,
+	// is left alone (no error). Errors: ErrInvalid (empty run ID or
+	// holder).
+	ReleaseRun(ctx context.Context, runID, holder string) error
 }
 
 // Checkpointer keeps the local engine's execution state: the latest snapshot

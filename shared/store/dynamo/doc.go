@@ -1,6 +1,6 @@
 // Package dynamo is the store the Lambda functions use: one DynamoDB table
-// (single-table design) holding runs, step records, approvals and dedup
-// claims, written with conditional requests so that a retried Lambda never
+// (single-table design) holding runs, step records, approvals, dedup claims
+// and run claims, written with conditional requests so that a retried Lambda never
 // duplicates or overwrites a record. It implements store.Store; the local
 // engine's checkpoints have no counterpart here (Step Functions keeps that
 // state).
@@ -33,6 +33,8 @@
 //	          decision decidedBy decidedAt
 //	dedup     PK=DEDUP#<pipeline>#<fingerprint>  SK=DEDUP      ttl = claimedAt + window + DedupRetention
 //	          pipeline fingerprint runId claimedAt
+//	run claim PK=DRIVER#<runId>                  SK=DRIVER     ttl = expiresAt + ClaimRetention
+//	          runId holder pid host expiresAt
 //
 // Timestamps are UTC text with nanoseconds and fixed width
 // (2006-01-02T15:04:05.000000000Z), so text order is time order in sort keys
@@ -70,6 +72,9 @@
 //	ClaimDedup      PutItem if absent; else GetItem of the holder's run status and,
 //	                when the claim lapsed, PutItem if runId and claimedAt are
 //	                still the ones judged (compare-and-swap)
+//	ClaimRun        PutItem if absent, or holder = :me, or expiresAt <= :now, or
+//	                holder = :takeover (the refused get the stored item back)
+//	ReleaseRun      UpdateItem holder "-", expiresAt the epoch, if holder = :holder
 //
 // Recording a step costs two writes: PutStep (one PutItem) and AddUsage (one
 // UpdateItem). Step items carry no index keys and the indexes do not project

@@ -1,6 +1,8 @@
 // Package sqlite is the embedded store: one SQLite file (modernc.org/sqlite,
 // pure Go) that the local engine and the CLI share. It implements
-// store.Store and store.Checkpointer.
+// store.Store and store.Checkpointer, and records which local runs are
+// scripted (SetReplies, GetReplies, SetConsumed: the responses file a run
+// answers from and the replies it used).
 //
 // # Concurrency
 //
@@ -11,9 +13,17 @@
 // IMMEDIATE, so a writer in another process (the CLI deciding an approval
 // while the engine runs) makes it wait up to BusyTimeout rather than fail
 // half-way. Reads use a small pool of query-only connections and are not
-// blocked by writes. ClaimDedup, UpdateRun, AddUsage, DecideApproval and
-// SaveCheckpoint read and write inside one such transaction, which is what
-// makes them atomic.
+// blocked by writes. ClaimDedup, ClaimRun, UpdateRun, AddUsage,
+// DecideApproval and SaveCheckpoint read and write inside one such
+// transaction, which is what makes them atomic.
+//
+// Opening waits as writes do. The first connection to a fresh file turns
+// it to WAL mode with a read transaction upgraded to a write, and SQLite
+// refuses such an upgrade at once (SQLITE_BUSY, no busy handler) when
+// another connection writes, as another process opening the same fresh
+// file does; Open retries its first transaction on SQLITE_BUSY, backing
+// off from 1 ms to 100 ms, for up to BusyTimeout, so any number of
+// processes may open one new file at once.
 //
 // # Checkpoints
 //
@@ -27,7 +37,7 @@
 // variables it changed, not every variable of the run. LoadCheckpoint
 // reads the snapshot and the values in one read transaction.
 //
-// # Schema (version 2; PRAGMA user_version holds the version)
+// # Schema (version 3; PRAGMA user_version holds the version)
 //
 //	runs        id PK, pipeline, status, reason, stage, source, team, trigger (JSON),
 //	            fingerprint, parent_run_id, config_fingerprint, input_tokens,
@@ -48,6 +58,10 @@
 //	checkpoint_values (run_id, key) PK, value (JSON) — a checkpoint's values,
 //	            set and deleted one by one (version 2)
 //	history     (run_id, seq) PK, time, type, state, detail (JSON)
+//	run_claims  run_id PK, holder, pid, host, expires_at — who drives a run
+//	            (ClaimRun; version 3)
+//	run_replies run_id PK, source, consumed (JSON {step key: count}) — a
+//	            scripted run's responses file and the replies it used (version 3)
 //
 // Timestamps are UTC text with nanoseconds and fixed width
 // (2006-01-02T15:04:05.000000000Z), so text order is time order. JSON columns

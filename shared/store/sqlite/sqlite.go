@@ -214,7 +214,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // schema from version i to i+1. Append only: a released migration never
 // changes.
 func migrations() []string {
-	return []string{schemaV1, schemaV2}
+	return []string{schemaV1, schemaV2, schemaV3}
 }
 
 const schemaV1 = `
@@ -326,5 +326,23 @@ CREATE TABLE checkpoint_values (
 	key    TEXT NOT NULL,
 	value  TEXT NOT NULL,
 	PRIMARY KEY (run_id, key)
+) WITHOUT ROWID;
+`
+
+// schemaV3 adds the claims of the processes that drive runs (ClaimRun) and
+// the scripted replies runs answer from (SetReplies).
+const schemaV3 = `
+CREATE TABLE run_claims (
+	run_id     TEXT PRIMARY KEY,
+	holder     TEXT NOT NULL,
+	pid        INTEGER NOT NULL DEFAULT 0,
+	host       TEXT NOT NULL DEFAULT '',
+	expires_at TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE run_replies (
+	run_id   TEXT PRIMARY KEY,
+	source   TEXT NOT NULL,
+	consumed TEXT NOT NULL DEFAULT '{}'
 ) WITHOUT ROWID;
 `

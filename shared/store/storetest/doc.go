@@ -8,7 +8,7 @@
 //
 // The suite checks every method and every error contract of the interface,
 // including the concurrency guarantees (one winner among concurrent dedup
-// claimers and approval deciders, exact usage totals under concurrent
-// AddUsage). Stores that are eventually consistent on list reads must make
+// claimers, run claimers and approval deciders, exact usage totals under
+// concurrent AddUsage). Stores that are eventually consistent on list reads must make
 // their test instances read their own writes.
 package storetest

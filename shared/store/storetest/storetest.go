@@ -56,6 +56,10 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ClaimDedup/concurrent claim", testClaimConcurrent},
 		{"ClaimDedup/concurrent takeover", testClaimConcurrentTakeover},
 		{"ReleaseDedup", testReleaseDedup},
+		{"ClaimRun/rules", testRunClaimRules},
+		{"ClaimRun/release", testRunClaimRelease},
+		{"ClaimRun/invalid", testRunClaimInvalid},
+		{"ClaimRun/concurrent", testRunClaimConcurrent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })

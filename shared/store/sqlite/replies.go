@@ -1,0 +1,103 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/stepline/stepline/shared/store"
+)
+
+// Replies records that a local run is scripted: its executors answer from
+// the scripted replies of a responses file, never from the network. Any
+// process that drives the run on (an approval, a resume, the start-up
+// sweep) reads it and answers from the same file, skipping the replies the
+// run already used.
+type Replies struct {
+	// Source is the responses file, an absolute path.
+	Source string `json:"source"`
+	// Consumed counts the replies the run used so far, per step key (see
+	// executor.Responses.Consumed).
+	Consumed map[string]int `json:"consumed,omitempty"`
+}
+
+// SetReplies records runID as scripted by r, replacing what was recorded.
+// Errors: ErrInvalid (empty run ID or source, a negative count).
+func (s *Store) SetReplies(ctx context.Context, runID string, r Replies) error {
+	if runID == "" || r.Source == "" {
+		return fmt.Errorf("set replies of run %q: %w: empty run ID or source", runID, store.ErrInvalid)
+	}
+	consumed, err := encodeConsumed(r.Consumed)
+	if err != nil {
+		return fmt.Errorf("set replies of run %q: %w", runID, err)
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO run_replies (run_id, source, consumed) VALUES (?, ?, ?)
+			ON CONFLICT (run_id) DO UPDATE SET source = excluded.source, consumed = excluded.consumed`,
+			runID, r.Source, consumed)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set replies of run %q: %w", runID, err)
+	}
+	return nil
+}
+
+// SetConsumed records how many replies a scripted run used. Errors:
+// ErrNotFound when the run is not scripted, ErrInvalid.
+func (s *Store) SetConsumed(ctx context.Context, runID string, consumed map[string]int) error {
+	text, err := encodeConsumed(consumed)
+	if err != nil {
+		return fmt.Errorf("set consumed replies of run %q: %w", runID, err)
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE run_replies SET consumed = ? WHERE run_id = ?`, text, runID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if err == nil {
+				err = store.ErrNotFound
+			}
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("set consumed replies of run %q: %w", runID, err)
+	}
+	return nil
+}
+
+// GetReplies returns what SetReplies recorded for runID. Errors:
+// ErrNotFound when the run is not scripted.
+func (s *Store) GetReplies(ctx context.Context, runID string) (Replies, error) {
+	var r Replies
+	var consumed string
+	err := s.r.QueryRowContext(ctx, `SELECT source, consumed FROM run_replies WHERE run_id = ?`, runID).Scan(&r.Source, &consumed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Replies{}, fmt.Errorf("replies of run %q: %w", runID, store.ErrNotFound)
+	}
+	if err != nil {
+		return Replies{}, fmt.Errorf("replies of run %q: %w", runID, err)
+	}
+	if err := json.Unmarshal([]byte(consumed), &r.Consumed); err != nil {
+		return Replies{}, fmt.Errorf("replies of run %q: consumed counts: %w", runID, err)
+	}
+	return r, nil
+}
+
+func encodeConsumed(consumed map[string]int) (string, error) {
+	for k, n := range consumed {
+		if n < 0 {
+			return "", fmt.Errorf("%w: step %q: negative count %d", store.ErrInvalid, k, n)
+		}
+	}
+	if consumed == nil {
+		consumed = map[string]int{}
+	}
+	b, err := json.Marshal(consumed)
+	return string(b), err
+}
