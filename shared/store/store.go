@@ -30,9 +30,9 @@ var (
 )
 
 // Store keeps runs, step records, approvals, dedup claims and run claims.
-// It is what the
-// Lambda functions (package dynamo) and the local engine (package sqlite)
-// share; both implementations pass the conformance suite in storetest.
+// It is what the Lambda functions (package dynamo) and the local engine
+// (package sqlite) share; both implementations pass the conformance suite
+// in storetest.
 //
 // Every write is safe to repeat: a Lambda retried after a write succeeded
 // neither duplicates nor overwrites a record. Methods are safe for
