@@ -679,7 +679,7 @@ func dynamicSteps(tpl string) bool {
 func (l *lowerer) checkPayload(name string, args any) {
 	b, _ := json.Marshal(args)
 	if len(b) > payloadBudget {
-		l.ds.errorf(l.p.Pos, "step %q: its configuration and templates take %d bytes, more than the %d bytes a Task payload can spare (Step Functions allows %d): move large text to an artifact or a file the executor reads", name, len(b), payloadBudget, MaxPayloadBytes)
+		l.ds.errorf(l.namePos(name), "step %q: its configuration and templates take %d bytes, more than the %d bytes a Task payload can spare (Step Functions allows %d): move large text to an artifact or a file the executor reads", name, len(b), payloadBudget, MaxPayloadBytes)
 	}
 }
 

@@ -61,3 +61,21 @@ func (l *lowerer) stateOwner(state string) (string, pipeline.Pos) {
 	}
 	return where, pos
 }
+
+// namePos is where the node or branch called name is named in the file;
+// the pipeline's position when none is.
+func (l *lowerer) namePos(name string) pipeline.Pos {
+	for _, n := range l.p.Steps {
+		if n.NodeName() == name {
+			return namePos(n)
+		}
+		if g, ok := n.(*pipeline.Parallel); ok {
+			for _, b := range g.Branches {
+				if b.Name == name {
+					return fieldPos(b.Fields, "name", b.Pos)
+				}
+			}
+		}
+	}
+	return l.p.Pos
+}

@@ -1,0 +1,128 @@
+package compiler
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stepline/stepline/shared/asl"
+)
+
+// build runs Build on src as "p.yaml" and returns the state machine and
+// the diagnostics as strings.
+func build(t *testing.T, src string) (*asl.StateMachine, []string) {
+	t.Helper()
+	_, sm, ds := Build("p.yaml", []byte(src), nil)
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.String())
+	}
+	return sm, out
+}
+
+// TestBuildChecks: what only a deploy refused before is a positioned error
+// of the compiler, on either side of each limit.
+func TestBuildChecks(t *testing.T) {
+	parallel := func(group, branch int) string {
+		return fmt.Sprintf("name: p\nsteps:\n  - parallel:\n      name: %s\n      steps:\n        - {name: %s, executor: scripted}\n        - {name: c, executor: scripted}\n",
+			strings.Repeat("g", group), strings.Repeat("b", branch))
+	}
+	child := func(name string) string {
+		return "name: p\nsteps:\n  - {name: s, executor: pipeline, executor_config: {pipeline: \"" + name + "\"}}\n"
+	}
+	bedrock := func(model string) string {
+		return "name: p\nsteps:\n  - {name: s, executor: bedrock, executor_config: {model: \"" + model + "\"}}\n"
+	}
+	cron := func(expr string) string {
+		return "name: p\nschedule: {cron: \"" + expr + "\"}\nsteps:\n  - {name: s, executor: scripted}\n"
+	}
+	cases := []struct {
+		name string
+		src  string
+		want string // the one error; "" for none
+	}{
+		// "<group>/<branch>: lost" is the longest state name: 7 + group + branch.
+		{"state names below the limit", parallel(40, 32), ""},
+		{"state names at the limit", parallel(40, 33), ""},
+		{"state names over the limit", parallel(40, 34),
+			`p.yaml:6:18: branch "` + strings.Repeat("b", 34) + `" of parallel "` + strings.Repeat("g", 40) + `": state name "` + strings.Repeat("g", 40) + "/" + strings.Repeat("b", 34) + `: lost" has 81 characters, over Step Functions' limit of 80: shorten the names it is made of`},
+		{"the longest names", parallel(64, 64), `p.yaml:6:18: branch "` + strings.Repeat("b", 64) + `" of parallel "` + strings.Repeat("g", 64) + `": state name "` + strings.Repeat("g", 64) + "/" + strings.Repeat("b", 64) + `" has 129 characters`},
+		{"child name of 80 characters", child(strings.Repeat("c", 80)), ""},
+		{"child name of 81 characters", child(strings.Repeat("c", 81)), `p.yaml:3:52: step "s": executor_config.pipeline "` + strings.Repeat("c", 81) + `" is not a pipeline name`},
+		{"child name with a space", child("order intake"), `p.yaml:3:52: step "s": executor_config.pipeline "order intake" is not a pipeline name`},
+		{"child name with a brace", child("a}b"), `is not a pipeline name`},
+		{"child name starting with a dash", child("-a"), `is not a pipeline name`},
+		{"child name with dashes and underscores", child("order-intake_2"), ""},
+		{"bedrock model written out", bedrock("anthropic.claude-3-5-haiku-20241022-v1:0"), ""},
+		{"bedrock model from an output tag", bedrock("{{ vars.m }}"), `p.yaml:3:51: step "s": executor_config.model "{{ vars.m }}" is a template: on AWS the stack grants InvokeModel on the models the file names`},
+		{"bedrock model from a tag", bedrock("{% if true %}m{% endif %}"), `is a template`},
+		{"bedrock model with braces only", bedrock("a{b}"), ""},
+		{"cron on days of the month", cron("0 9 1 * *"), ""},
+		{"cron on weekdays", cron("0 9 * * mon"), ""},
+		{"cron on both", cron("0 9 1 * mon"), `p.yaml:2:18: schedule.cron "0 9 1 * mon": restricts both day of month and day of week`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sm, got := build(t, c.src)
+			var errs []string
+			for _, d := range got {
+				if !strings.Contains(d, ": warning: ") {
+					errs = append(errs, d)
+				}
+			}
+			if c.want == "" {
+				if len(errs) > 0 || sm == nil {
+					t.Fatalf("errors: %q", errs)
+				}
+				return
+			}
+			if len(errs) != 1 || !strings.HasPrefix(errs[0], c.want) && !strings.Contains(errs[0], c.want) {
+				t.Fatalf("errors: %q\nwant one: %s", errs, c.want)
+			}
+			if sm != nil {
+				t.Error("a state machine despite an error")
+			}
+		})
+	}
+}
+
+// TestWhenScopeMatchesTemplates: a when: reads every name a template of
+// the same step reads, from the same place: a dotted include makes its
+// root readable, and a var wins over an include of the same name.
+func TestWhenScopeMatchesTemplates(t *testing.T) {
+	cases := []struct {
+		name, src, cond string
+	}{
+		{"root of a dotted include",
+			"name: p\ncontext_template:\n  include: [metadata.count]\nsteps:\n  - {name: a, executor: scripted, when: metadata.count >= 3}\n",
+			"$trigger.metadata"},
+		{"leaf of a dotted include",
+			"name: p\ncontext_template:\n  include: [metadata.count]\nsteps:\n  - {name: a, executor: scripted, when: count >= 3}\n",
+			"$trigger.metadata.count"},
+		{"a var wins over an include",
+			"name: p\nvars: {service: x}\ncontext_template:\n  include: [labels.service]\nsteps:\n  - {name: a, executor: scripted, when: service == \"x\"}\n",
+			"$pipeline.vars.service"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sm, ds := build(t, c.src)
+			if sm == nil {
+				t.Fatalf("does not compile: %q", ds)
+			}
+			st, _ := sm.States.Get("Check a")
+			ch, ok := st.(*asl.Choice)
+			if !ok || len(ch.Choices) == 0 {
+				t.Fatalf("no routing Choice: %#v", st)
+			}
+			if cond, _ := ch.Choices[0].Condition.(string); !strings.Contains(cond, c.cond) {
+				t.Errorf("condition %s does not read %s", cond, c.cond)
+			}
+		})
+	}
+	// A name neither a template nor the scope has stays an error, the same
+	// in check and lowering.
+	_, ds := build(t, "name: p\ncontext_template:\n  include: [metadata.count]\nsteps:\n  - {name: a, executor: scripted, when: labelz.x == 1}\n")
+	if len(ds) != 1 || !strings.HasPrefix(ds[0], `p.yaml:5:41: step "a": when: unknown name "labelz"`) {
+		t.Errorf("diagnostics = %q", ds)
+	}
+}
