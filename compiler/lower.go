@@ -1205,8 +1205,7 @@ func (l *lowerer) overExpr(g *pipeline.FanOut) string {
 	}
 	switch e := expr.(type) {
 	case *when.Literal:
-		b, _ := json.Marshal(e.Value)
-		return string(b)
+		return jsonataValue(e.Value)
 	case *when.Path:
 		l.stepRoots(e)
 		root, ok := l.scope[e.Root]

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/stepline/stepline/shared/asl"
 )
 
 // Root tells the lowering where one path root reads from in the state
@@ -489,9 +491,10 @@ func (l *lowerer) walk(ri rootInfo, p *Path, n int, exact bool) (string, bool) {
 
 // fieldName reports whether JSONata can address k as a field: .k or
 // .`k`. A backtick cannot be escaped inside a quoted name, and control
-// characters or a {% %} delimiter have no place in one.
+// characters, the line and paragraph separators (a definition's text is
+// one line) or a {% %} delimiter have no place in one.
 func fieldName(k string) bool {
-	if k == "" || strings.Contains(k, "{%") || strings.Contains(k, "%}") {
+	if k == "" || strings.Contains(k, "{%") || strings.Contains(k, "%}") || strings.ContainsAny(k, "\u2028\u2029") {
 		return false
 	}
 	for i := 0; i < len(k); i++ {
@@ -824,34 +827,6 @@ func jsonataLiteral(v any) string {
 }
 
 // jsonataString renders s as a single-quoted JSONata string (single
-// quotes keep the ASL JSON readable). Quotes, backslashes and control
-// characters are escaped, and so is a % next to a brace, so the text can
-// never read as a {% %} delimiter.
-func jsonataString(s string) string {
-	const hex = "0123456789abcdef"
-	var b strings.Builder
-	b.Grow(len(s) + 2)
-	b.WriteByte('\'')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\\':
-			b.WriteString(`\\`)
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c == '\t':
-			b.WriteString(`\t`)
-		case c == '\r':
-			b.WriteString(`\r`)
-		case c == '\'' || c < 0x20 || c == 0x7f ||
-			c == '%' && (i > 0 && s[i-1] == '{' || i+1 < len(s) && s[i+1] == '}'):
-			b.WriteString(`\u00`)
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&15])
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('\'')
-	return b.String()
-}
+// quotes keep the ASL JSON readable), with the escapes of asl.Quote: the
+// literal is one line in which no {% %} delimiter occurs.
+func jsonataString(s string) string { return asl.Quote(s) }
