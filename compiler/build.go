@@ -3,8 +3,11 @@ package compiler
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/stepline/stepline/shared/asl"
+	"github.com/stepline/stepline/shared/pipeline"
 )
 
 // Build runs every phase on one pipeline source: parse, check (with each
@@ -28,12 +31,75 @@ func Build(name string, src []byte, checkExecutor ExecutorCheck) (*File, *asl.St
 	return f, sm, ds
 }
 
-// BuildFile is Build on the file at path.
+// BuildFile is Build on the file at path, which also checks that every
+// sub-pipeline a step runs is defined by a file in the same directory:
+// where stepline run and serve and the CDK app look for it.
 func BuildFile(path string, checkExecutor ExecutorCheck) (*File, *asl.StateMachine, Diagnostics, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("read pipeline: %w", err)
 	}
 	f, sm, ds := Build(path, src, checkExecutor)
+	if missing := checkChildren(f, filepath.Dir(path)); len(missing) > 0 {
+		ds, sm = append(ds, missing...).Sort(), nil
+	}
 	return f, sm, ds, nil
+}
+
+// checkChildren reports each step of executor pipeline whose pipeline no
+// pipeline file (*.yaml, *.yml) in dir defines.
+func checkChildren(f *File, dir string) Diagnostics {
+	type use struct {
+		where string
+		pos   pipeline.Pos
+	}
+	uses := map[string][]use{}
+	add := func(where, exec string, cfg map[string]any, fs pipeline.Fields, pos pipeline.Pos) {
+		if child, ok := cfg["pipeline"].(string); ok && exec == pipeline.ExecPipeline && pipelineNameRE.MatchString(child) {
+			uses[child] = append(uses[child], use{where, fieldPos(fs, "executor_config", pos)})
+		}
+	}
+	if f == nil || f.Pipeline == nil {
+		return nil
+	}
+	for _, n := range f.Pipeline.Steps {
+		switch n := n.(type) {
+		case *pipeline.Step:
+			add(fmt.Sprintf("step %q", n.Name), n.Executor, n.ExecutorConfig, n.Fields, n.Pos)
+		case *pipeline.Parallel:
+			for _, b := range n.Branches {
+				add(fmt.Sprintf("branch %q of parallel %q", b.Name, n.Name), b.Executor, b.ExecutorConfig, b.Fields, b.Pos)
+			}
+		case *pipeline.FanOut:
+			add(fmt.Sprintf("fan_out %q", n.Name), n.Executor, n.ExecutorConfig, n.Fields, n.Pos)
+		}
+	}
+	if len(uses) == 0 {
+		return nil
+	}
+	defined := map[string]bool{f.Pipeline.Name: true}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		ext := strings.ToLower(filepath.Ext(e.Name()))
+		if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		if pf, _ := Parse(e.Name(), src); pf != nil && pf.Pipeline != nil {
+			defined[pf.Pipeline.Name] = true
+		}
+	}
+	var ds Diagnostics
+	for child, us := range uses {
+		if defined[child] {
+			continue
+		}
+		for _, u := range us {
+			ds.errorf(u.pos, "%s: executor_config.pipeline %q: no pipeline file in %s defines it, and run, serve and the CDK app look for it there", u.where, child, dir)
+		}
+	}
+	return ds
 }

@@ -2,6 +2,8 @@ package compiler
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -124,5 +126,54 @@ func TestWhenScopeMatchesTemplates(t *testing.T) {
 	_, ds := build(t, "name: p\ncontext_template:\n  include: [metadata.count]\nsteps:\n  - {name: a, executor: scripted, when: labelz.x == 1}\n")
 	if len(ds) != 1 || !strings.HasPrefix(ds[0], `p.yaml:5:41: step "a": when: unknown name "labelz"`) {
 		t.Errorf("diagnostics = %q", ds)
+	}
+}
+
+// TestBuildFileFindsChildren: a sub-pipeline is looked for where run,
+// serve and the CDK app look for it, beside its parent.
+func TestBuildFileFindsChildren(t *testing.T) {
+	parent := "name: parent\nsteps:\n  - {name: s, executor: pipeline, executor_config: {pipeline: %s}}\n"
+	cases := []struct {
+		name  string
+		child string
+		files map[string]string
+		want  string
+	}{
+		{"beside it", "child", map[string]string{"child.yaml": "name: child\nsteps: [{name: a, executor: scripted}]\n"}, ""},
+		{"beside it as .yml", "child", map[string]string{"other.yml": "name: child\nsteps: [{name: a, executor: scripted}]\n"}, ""},
+		{"itself", "parent", nil, ""},
+		{"a file with errors still names it", "child", map[string]string{"child.yaml": "name: child\nsteps: []\n"}, ""},
+		{"nowhere", "child", map[string]string{"other.yaml": "name: other\nsteps: [{name: a, executor: scripted}]\n"},
+			`parent.yaml:3:52: step "s": executor_config.pipeline "child": no pipeline file in `},
+		{"a file named for it does not define it", "child", map[string]string{"child.yaml": "name: kid\nsteps: [{name: a, executor: scripted}]\n"},
+			`step "s": executor_config.pipeline "child": no pipeline file`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			files := map[string]string{"parent.yaml": fmt.Sprintf(parent, c.child)}
+			for k, v := range c.files {
+				files[k] = v
+			}
+			for k, v := range files {
+				if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, sm, ds, err := BuildFile(filepath.Join(dir, "parent.yaml"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := ds.Errors()
+			if c.want == "" {
+				if len(errs) > 0 || sm == nil {
+					t.Fatalf("errors:\n%s", errs)
+				}
+				return
+			}
+			if len(errs) != 1 || !strings.Contains(errs[0].String(), c.want) || sm != nil {
+				t.Fatalf("errors:\n%s\nwant one with %s", errs, c.want)
+			}
+		})
 	}
 }

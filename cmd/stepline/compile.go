@@ -46,12 +46,11 @@ func cmdCompile(_ context.Context, e env) int {
 // compileFile compiles a pipeline file, printing its diagnostics. It
 // returns the encoded definition, or nil and the exit code.
 func compileFile(e env, path string) ([]byte, int) {
-	src, err := os.ReadFile(path)
+	_, sm, ds, err := gate.CompileFile(path, executor.DefaultsFromEnv(e.getenv))
 	if err != nil {
 		fmt.Fprintf(e.stderr, "%s: %v\n", path, err)
 		return nil, exitFailed
 	}
-	_, sm, ds := gate.Compile(path, src, executor.DefaultsFromEnv(e.getenv))
 	fmt.Fprint(e.stderr, ds.String())
 	if sm == nil {
 		return nil, exitFailed
@@ -80,12 +79,11 @@ func cmdGraph(_ context.Context, e env) int {
 		fs.Usage()
 		return exitUsage
 	}
-	src, err := os.ReadFile(fs.Arg(0))
+	_, sm, ds, err := gate.CompileFile(fs.Arg(0), executor.DefaultsFromEnv(e.getenv))
 	if err != nil {
 		fmt.Fprintf(e.stderr, "%s: %v\n", fs.Arg(0), err)
 		return exitFailed
 	}
-	_, sm, ds := gate.Compile(fs.Arg(0), src, executor.DefaultsFromEnv(e.getenv))
 	fmt.Fprint(e.stderr, ds.String())
 	if sm == nil {
 		return exitFailed

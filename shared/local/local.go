@@ -152,11 +152,10 @@ func (r *Runner) Compile(path string) (*asl.StateMachine, string, compiler.Diagn
 // compile compiles a pipeline and, from the same directory, the
 // sub-pipelines it runs (seen stops cycles).
 func (r *Runner) compile(path string, seen map[string]bool) (*asl.StateMachine, string, compiler.Diagnostics, error) {
-	src, err := os.ReadFile(path)
+	f, sm, ds, err := gate.CompileFile(path, executor.Defaults{})
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("read pipeline: %w", err)
+		return nil, "", nil, err
 	}
-	f, sm, ds := gate.Compile(path, src, executor.Defaults{})
 	if sm == nil {
 		return nil, "", ds, ds.Err()
 	}
