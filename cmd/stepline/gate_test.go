@@ -239,3 +239,37 @@ func onlyDiagnostics(out, path string) string {
 	}
 	return b.String()
 }
+
+// TestValidateWarnsWithoutBaseURL: a gateway step without base_url is a
+// warning only when the environment has no OPENAI_BASE_URL either; it
+// never fails validate or compile.
+func TestValidateWarnsWithoutBaseURL(t *testing.T) {
+	with := writeFile(t, "with.yaml", "name: p\nsteps:\n  - {name: a, executor: gateway, executor_config: {model: m, base_url: 'http://localhost:11434/v1'}}\n")
+	without := writeFile(t, "without.yaml", "name: p\nsteps:\n  - {name: a, executor: gateway, executor_config: {model: m}}\n")
+	cases := []struct {
+		name, file, env, warning string
+	}{
+		{"step and environment", with, "https://api.openai.com/v1", ""},
+		{"step only", with, "", ""},
+		{"environment only", without, "https://api.openai.com/v1", ""},
+		{"neither", without, "", without + `:3:51: warning: step "a": executor_config.base_url: not set, and OPENAI_BASE_URL is not set here`},
+		{"environment not a URL", without, "api.openai.com", without + `:3:51: warning: step "a": executor_config.base_url: not set, and OPENAI_BASE_URL is not an absolute http or https URL`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, cmd := range []string{"validate", "compile"} {
+				var out, errOut strings.Builder
+				code := dispatch(t.Context(), []string{cmd, c.file}, env{
+					stdin: strings.NewReader(""), stdout: &out, stderr: &errOut,
+					getenv: func(k string) string { return map[string]string{"OPENAI_BASE_URL": c.env}[k] },
+				})
+				if code != exitOK {
+					t.Fatalf("%s: exit %d\n%s", cmd, code, errOut.String())
+				}
+				if c.warning == "" && errOut.Len() > 0 || !strings.HasPrefix(errOut.String(), c.warning) {
+					t.Errorf("%s: stderr %q, want %q", cmd, errOut.String(), c.warning)
+				}
+			}
+		})
+	}
+}
