@@ -76,8 +76,30 @@ var fixtures = &lazy{props: func(t *testing.T) infra.StackProps {
 		PipelineDir: writeFiles(t, fixturePipelines),
 		Secrets:     map[string]string{"HOOK_TOKEN": "ssm:arn:aws:ssm:us-east-1:123456789012:parameter/hook"},
 		LogLevel:    "debug",
+		// The fixtures set the gateway default; the examples do not, and
+		// TestFunctions finds no OPENAI_BASE_URL there.
+		OpenAIBaseURL: fixtureOpenAIBaseURL,
 	}
 }}
+
+const fixtureOpenAIBaseURL = "https://gateway.example.com/v1"
+
+// TestFixtureOpenAIBaseURL: stepline:openaiBaseUrl reaches the step
+// function, and only it, as OPENAI_BASE_URL.
+func TestFixtureOpenAIBaseURL(t *testing.T) {
+	s := fixtures.get(t)
+	for _, name := range []string{"Step", "Approval", "Callback", "Ingest", "Recorder"} {
+		_, fn := s.one(t, "AWS::Lambda::Function", name+"Function")
+		vars := fn.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+		got, ok := vars[infra.EnvOpenAIBaseURL]
+		switch {
+		case name == "Step" && got != fixtureOpenAIBaseURL:
+			t.Errorf("step function: %s = %v, want %q", infra.EnvOpenAIBaseURL, got, fixtureOpenAIBaseURL)
+		case name != "Step" && ok:
+			t.Errorf("%s function has %s", name, infra.EnvOpenAIBaseURL)
+		}
+	}
+}
 
 func TestFixtureStepTimeout(t *testing.T) {
 	s := fixtures.get(t)
@@ -242,6 +264,8 @@ func TestNewStackErrors(t *testing.T) {
 			want: []string{`function "step":`, "bootstrap not found", `function "recorder":`}},
 		{name: "pipeline errors", props: infra.StackProps{PipelineDir: writeFiles(t, map[string]string{"bad.yaml": "name: bad\nsteps: []\n"}), AssetDir: assetDir},
 			want: []string{"bad.yaml:"}},
+		{name: "OpenAI base URL not a URL", props: infra.StackProps{PipelineDir: good, AssetDir: assetDir, Secrets: map[string]string{"HOOK_TOKEN": "ssm:/h"}, OpenAIBaseURL: "api.openai.com/v1"},
+			want: []string{`OpenAI base URL "api.openai.com/v1": want an absolute http or https URL`}},
 		{name: "out of range", props: infra.StackProps{PipelineDir: good, AssetDir: assetDir, Secrets: map[string]string{"HOOK_TOKEN": "ssm:/h"},
 			LogLevel: "loud", LogRetentionDays: 3, ArtifactRetentionDays: -1},
 			want: []string{`log level "LOUD"`, "log retention 3 days", "artifact retention -1 days"}},
@@ -283,9 +307,11 @@ func TestConfigFromContext(t *testing.T) {
 			infra.ContextLogRetentionDays:      90.0,
 			infra.ContextNag:                   true,
 			infra.ContextSecrets:               map[string]any{"A": "ssm:/a"},
+			infra.ContextOpenAIBaseURL:         "https://gateway.example.com/v1",
 		}, want: infra.AppConfig{StackName: "Staging", Nag: true, Props: infra.StackProps{
 			PipelineDir: "p", AssetDir: "a", AlarmEmail: "x@example.com", LogLevel: "WARN",
 			ArtifactRetentionDays: 7, LogRetentionDays: 90, Secrets: map[string]string{"A": "ssm:/a"},
+			OpenAIBaseURL: "https://gateway.example.com/v1",
 		}}},
 		{name: "command-line strings", context: map[string]any{
 			infra.ContextArtifactRetentionDays: "14",

@@ -199,7 +199,7 @@ func TestLoadErrors(t *testing.T) {
 		}, want: []string{`pipeline name "same" is already used by`}},
 		{name: "unknown child", files: map[string]string{
 			"a.yaml": "name: a\nsteps:\n  - {name: c, executor: pipeline, executor_config: {pipeline: missing}}\n",
-		}, want: []string{`pipeline "a" starts a sub-pipeline (${PipelineMissingArn}) that is not in the pipeline directory`}},
+		}, want: []string{`a.yaml:3:52: step "c": executor_config.pipeline "missing": no pipeline file in `}},
 		{name: "placeholder collision", files: map[string]string{
 			"a.yaml": "name: a-b\n" + step,
 			"b.yaml": "name: a_b\n" + step,
