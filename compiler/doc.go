@@ -102,12 +102,18 @@
 // ${ApprovalFunctionArn} (default timeout 300 s), then a Task that turns
 // the decision into the step's output and gates it. A sub-pipeline step is
 // a states:startExecution.sync:2 Task on ${Pipeline<Name>Arn} (see
-// ChildPlaceholder), then a Task that gates the child's outcome. A
+// ChildPlaceholder), then a Task that gates the child's outcome; the
+// child's trigger is the parent's with pipeline, source and fingerprint
+// set, or, with executor_config.context (summary, severity, labels,
+// metadata), what a "<step>: context" Task renders from it first. A
 // parallel group is a Parallel state of one Task per branch, then a join
 // Task that combines the confidences and gates the group; a branch that
 // fails counts as confidence 0. A fan_out is a Choice that checks the
 // list (not a list or more than max_items: failed; empty: on_empty), a
-// Map over it (MaxConcurrency = max_items, at most 40), and the join.
+// Map over it (MaxConcurrency = max_items, at most 40), and the join. A
+// human or sub-pipeline branch (or fan-out item) waits inside the
+// Parallel or Map the same way, then a "<state>: decision" Task turns the
+// decision or the child's outcome into the branch's output, ungated.
 //
 // Static strings that Step Functions would evaluate as JSONata (they start
 // with {% and end with %}, as a Liquid template may) are written as

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -434,5 +435,171 @@ func TestLargestPipeline(t *testing.T) {
 	t.Logf("largest generated pipeline that fits: %d steps", lo)
 	if lo < 300 {
 		t.Errorf("only %d steps fit; the definition grew", lo)
+	}
+}
+
+// TestChildContextErrors: executor_config.context of a sub-pipeline step,
+// branch or fan-out sets the child's trigger fields summary and severity
+// (text) and labels and metadata (mappings); any other key, a field the
+// runner sets, or a value of the wrong shape is an error at the
+// executor_config.
+func TestChildContextErrors(t *testing.T) {
+	cases := []struct {
+		name    string
+		context string
+		want    string // "" for none
+	}{
+		{"every field", "{summary: s, severity: '{{ severity }}', labels: {a: b}, metadata: {n: {deep: [1]}}}", ""},
+		{"empty", "{}", ""},
+		{"pipeline is the runner's", "{pipeline: other}", `executor_config.context.pipeline is set by the runner`},
+		{"source is the runner's", "{source: x}", `executor_config.context.source is set by the runner`},
+		{"fingerprint is the runner's", "{fingerprint: x}", `executor_config.context.fingerprint is set by the runner`},
+		{"team is the runner's", "{team: x}", `executor_config.context.team is set by the runner`},
+		{"unknown field", "{colour: red}", `executor_config.context.colour is not a trigger field a sub-pipeline's context sets (summary, severity, labels, metadata)`},
+		{"summary not text", "{summary: [a]}", `executor_config.context.summary must be a string (a template)`},
+		{"labels not a mapping", "{labels: x}", `executor_config.context.labels must be a mapping, merged over the parent's`},
+		{"a label not text", "{labels: {a: {b: c}}}", `executor_config.context.labels.a must be a string (a template): labels are text`},
+		{"not a mapping", "[summary]", `executor_config.context must be a mapping of the child's trigger fields (summary, severity, labels, metadata)`},
+	}
+	shapes := []struct {
+		name, src, where string
+		line             int
+	}{
+		{"step", "name: p\nsteps:\n  - name: s\n    executor: pipeline\n    executor_config: {pipeline: c, context: %s}\n", `step "s"`, 5},
+		{"branch", "name: p\nsteps:\n  - parallel:\n      name: g\n      steps:\n        - name: b\n          executor: pipeline\n          executor_config: {pipeline: c, context: %s}\n", `branch "b" of parallel "g"`, 8},
+		{"fan-out", "name: p\nsteps:\n  - fan_out:\n      name: f\n      over: '[1]'\n      executor: pipeline\n      executor_config: {pipeline: c, context: %s}\n", `fan_out "f"`, 7},
+	}
+	for _, sh := range shapes {
+		for _, c := range cases {
+			t.Run(sh.name+"/"+c.name, func(t *testing.T) {
+				if c.name == "not a mapping" {
+					// The executor's config check refuses it first when
+					// the compiler is given one; Lower reports it alone.
+					f, ds := Load("p.yaml", []byte(fmt.Sprintf(sh.src, c.context)))
+					if ds.HasErrors() {
+						t.Fatal(ds)
+					}
+					_, ds = Lower(f)
+					want := fmt.Sprintf("p.yaml:%d:", sh.line)
+					if !strings.Contains(ds.String(), want) || !strings.Contains(ds.String(), sh.where+": "+c.want) {
+						t.Errorf("diagnostics:\n%s\nwant %s ... %s: %s", ds, want, sh.where, c.want)
+					}
+					return
+				}
+				sm, ds := Compile("p.yaml", []byte(fmt.Sprintf(sh.src, c.context)))
+				if c.want == "" {
+					if sm == nil || ds.HasErrors() {
+						t.Fatalf("diagnostics:\n%s", ds)
+					}
+					return
+				}
+				want := fmt.Sprintf("p.yaml:%d:", sh.line)
+				got := ds.String()
+				if sm != nil || !strings.Contains(got, want) || !strings.Contains(got, sh.where+": "+c.want) {
+					t.Errorf("diagnostics:\n%s\nwant an error at %s: %s: %s", got, want, sh.where, c.want)
+				}
+			})
+		}
+	}
+}
+
+// TestWaitingBranchTimeouts: a human or sub-pipeline branch waits its own
+// timeout_seconds (else the executor's default), never longer than its
+// group's timeout_seconds.
+func TestWaitingBranchTimeouts(t *testing.T) {
+	cases := []struct {
+		exec          string
+		group, branch int // 0: not set
+		want          int
+	}{
+		{"human", 0, 0, DefaultHumanTimeoutSeconds},
+		{"human", 0, 50, 50},
+		{"human", 100, 0, 100},
+		{"human", 100, 50, 50},
+		{"human", 100, 100, 100},
+		{"human", 100, 150, 100},
+		{"pipeline", 0, 0, DefaultChildTimeoutSeconds},
+		{"pipeline", 100, 99, 99},
+		{"pipeline", 100, 101, 100},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s group %d branch %d", c.exec, c.group, c.branch), func(t *testing.T) {
+			var b strings.Builder
+			b.WriteString("name: p\nsteps:\n  - parallel:\n      name: g\n")
+			if c.group > 0 {
+				fmt.Fprintf(&b, "      timeout_seconds: %d\n", c.group)
+			}
+			fmt.Fprintf(&b, "      steps:\n        - {name: m, executor: scripted}\n        - name: w\n          executor: %s\n", c.exec)
+			if c.exec == "pipeline" {
+				b.WriteString("          executor_config: {pipeline: c}\n")
+			}
+			if c.branch > 0 {
+				fmt.Fprintf(&b, "          timeout_seconds: %d\n", c.branch)
+			}
+			sm, _ := compileString(t, b.String())
+			st, _ := sm.States.Get("g")
+			br := st.(*asl.Parallel).Branches[1]
+			wait, _ := br.States.Get("g/w")
+			task := wait.(*asl.Task)
+			if secs, ok := task.TimeoutSeconds.(int); !ok || secs != c.want {
+				t.Errorf("TimeoutSeconds %v, want %v", task.TimeoutSeconds, c.want)
+			}
+			wantResource := asl.ResourceLambdaInvokeWaitForTaskToken
+			if c.exec == "pipeline" {
+				wantResource = asl.ResourceStartExecutionSync
+			}
+			if task.Resource != wantResource || task.Next != "g/w: decision" {
+				t.Errorf("branch task %s → %s, want %s → g/w: decision", task.Resource, task.Next, wantResource)
+			}
+		})
+	}
+}
+
+// TestWaitingBranchShapes checks the states of human and sub-pipeline
+// branches and items (lower-waiting-groups.asl.json): where each starts,
+// what each carries to the next, and that every child is a placeholder.
+func TestWaitingBranchShapes(t *testing.T) {
+	def := compileSources(t)["lower-waiting-groups.asl.json"]
+	if got := strings.Join(Placeholders(def), ","); got != "${ApprovalFunctionArn},${PipelineChildWorkArn},${StepFunctionArn}" {
+		t.Errorf("placeholders = %s", got)
+	}
+	var sm asl.StateMachine
+	if err := json.Unmarshal(def, &sm); err != nil {
+		t.Fatal(err)
+	}
+	starts := map[string]string{}
+	par, _ := sm.States.Get("panel")
+	for _, b := range par.(*asl.Parallel).Branches {
+		starts[b.StartAt] = "branch"
+	}
+	for _, name := range []string{"approve-each", "run-each", "run-each-plain"} {
+		m, _ := sm.States.Get(name)
+		starts[m.(*asl.Map).ItemProcessor.StartAt] = "item"
+	}
+	want := map[string]string{
+		"panel/model": "branch", "panel/signoff": "branch", "panel/second-opinion: context": "branch", "panel/plain-child": "branch",
+		"approve-each item": "item", "run-each item: context": "item", "run-each-plain item": "item",
+	}
+	if !reflect.DeepEqual(starts, want) {
+		t.Errorf("branches start at %v, want %v", starts, want)
+	}
+	if entry, _ := sm.States.Get("discover: outcome"); entry.(*asl.Choice).Choices[0].Next != "delegate: context" {
+		t.Errorf("a step with executor_config.context starts at its context Task, not %q", entry.(*asl.Choice).Choices[0].Next)
+	}
+	m, _ := sm.States.Get("run-each")
+	items := m.(*asl.Map).ItemProcessor.States
+	ctxTask, _ := items.Get("run-each item: context")
+	out := ctxTask.(*asl.Task).Output.(map[string]any)
+	if out["item"] != "{% $states.input.item %}" || out["index"] != "{% $states.input.index %}" || out["trigger"] != "{% $states.result.Payload.output %}" {
+		t.Errorf("an item's context Task outputs %v: the trigger, and the item and index carried on", out)
+	}
+	start, _ := items.Get("run-each item")
+	args := start.(*asl.Task).Arguments.(map[string]any)
+	if args["Input"].(map[string]any)["trigger"] != "{% $states.input.trigger %}" {
+		t.Errorf("the child's trigger is %v, not the rendered context", args["Input"])
+	}
+	catch := start.(*asl.Task).Catch[0].Output.(map[string]any)
+	if catch["item"] != "{% $states.input.item %}" || catch["error"] != "{% $states.errorOutput %}" {
+		t.Errorf("a failed child's Catch outputs %v: the error, and the item carried on", catch)
 	}
 }

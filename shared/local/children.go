@@ -58,28 +58,55 @@ func (r *Runner) childName(placeholder string) (string, error) {
 	return "", fmt.Errorf("no compiled pipeline for %s: the sub-pipeline's file must be beside its parent's", placeholder)
 }
 
-// compileChildren compiles the pipelines p runs as sub-pipelines, found
-// among the pipeline files in dir, so that their runs can start.
+// compileChildren compiles the pipelines p runs as sub-pipelines (from
+// sequential steps, parallel branches and fan-outs), found among the
+// pipeline files in dir, so that their runs can start.
 func (r *Runner) compileChildren(dir string, p *pipeline.Pipeline, seen map[string]bool) error {
-	for _, n := range p.Steps {
-		s, ok := n.(*pipeline.Step)
-		if !ok || s.Executor != pipeline.ExecPipeline {
-			continue
-		}
-		child, _ := s.ExecutorConfig["pipeline"].(string)
+	for _, c := range childSteps(p) {
+		child, _ := c.config["pipeline"].(string)
 		if child == "" || seen[child] {
 			continue
 		}
 		seen[child] = true
 		path, err := findPipeline(dir, child)
 		if err != nil {
-			return fmt.Errorf("step %q: %w", s.Name, err)
+			return fmt.Errorf("step %q: %w", c.name, err)
 		}
 		if _, _, _, err := r.compile(path, seen); err != nil {
 			return fmt.Errorf("sub-pipeline %q: %w", child, err)
 		}
 	}
 	return nil
+}
+
+// childStep is a step, branch or fan-out whose executor is pipeline.
+type childStep struct {
+	name   string
+	config map[string]any
+}
+
+// childSteps lists the nodes of p that run a sub-pipeline, in order.
+func childSteps(p *pipeline.Pipeline) []childStep {
+	var out []childStep
+	for _, n := range p.Steps {
+		switch n := n.(type) {
+		case *pipeline.Step:
+			if n.Executor == pipeline.ExecPipeline {
+				out = append(out, childStep{n.Name, n.ExecutorConfig})
+			}
+		case *pipeline.Parallel:
+			for _, b := range n.Branches {
+				if b.Executor == pipeline.ExecPipeline {
+					out = append(out, childStep{b.Name, b.ExecutorConfig})
+				}
+			}
+		case *pipeline.FanOut:
+			if n.Executor == pipeline.ExecPipeline {
+				out = append(out, childStep{n.Name, n.ExecutorConfig})
+			}
+		}
+	}
+	return out
 }
 
 // findPipeline returns the file in dir that defines the pipeline name.

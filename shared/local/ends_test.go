@@ -110,9 +110,9 @@ func TestRunEnds(t *testing.T) {
 // one.
 func runToEnd(t *testing.T, pipelineYAML, responsesYAML string) (Outcome, []store.StepRecord) {
 	t.Helper()
-	r, path, _ := openScenario(t, pipelineYAML, responsesYAML)
+	r, dir, _ := openScenario(t, map[string]string{"p.yaml": pipelineYAML}, responsesYAML)
 	ctx := context.Background()
-	o, err := r.Run(ctx, path, json.RawMessage(`{"source": "test"}`), "")
+	o, err := r.Run(ctx, filepath.Join(dir, "p.yaml"), json.RawMessage(`{"source": "test"}`), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,19 +131,28 @@ func runToEnd(t *testing.T, pipelineYAML, responsesYAML string) (Outcome, []stor
 	return o, steps
 }
 
-// openScenario opens a runner over a temporary directory holding the
-// pipeline, with the scripted replies.
-func openScenario(t *testing.T, pipelineYAML, responsesYAML string) (*Runner, string, *executor.Responses) {
+// openScenario writes the pipeline files (name → YAML) to a temporary
+// directory and opens a runner over it (state in <dir>/state) with the
+// scripted replies. It returns the directory.
+func openScenario(t *testing.T, files map[string]string, responsesYAML string) (*Runner, string, *executor.Responses) {
 	t.Helper()
 	dir := t.TempDir()
-	path := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(path, []byte(pipelineYAML), 0o644); err != nil {
-		t.Fatal(err)
+	for name, src := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	responses, err := executor.ParseResponses("responses.yaml", []byte(responsesYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return reopen(t, dir, responses), dir, responses
+}
+
+// reopen opens another runner over the state of dir, as another process
+// would.
+func reopen(t *testing.T, dir string, responses *executor.Responses) *Runner {
+	t.Helper()
 	clock := &fakeClock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
 	r, err := Open(context.Background(), Config{
 		Dir:   filepath.Join(dir, "state"),
@@ -156,5 +165,5 @@ func openScenario(t *testing.T, pipelineYAML, responsesYAML string) (*Runner, st
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	return r, path, responses
+	return r
 }

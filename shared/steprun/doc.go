@@ -12,14 +12,25 @@
 //     and records the attempt;
 //   - branch: does the same for one parallel branch or fan-out item without
 //     gating; an executor error is answered as a failed branch (confidence
-//     0), never returned;
+//     0), never returned. A human branch's decision (approved: confidence
+//     1, rejected: 0) and a sub-pipeline branch's outcome (the child's
+//     answer, or confidence 1 or 0 by its status) become the branch's
+//     output the same way;
 //   - join: combines the branch confidences (all_must_pass = min,
 //     any_must_pass = max, weighted_average = Σc·w/Σw; a failed branch
 //     counts 0), gates and records the group;
 //   - approval: records a pending approval holding the task token and tells
-//     the approvers through the [Notifier];
+//     the approvers through the [Notifier]. The approval is named as the
+//     run's steps name what it decides: a step or a parallel branch by its
+//     name, a fan-out item "<fan_out>/<i>" (its key in steps, 0-based),
+//     which is what `stepline approve RUN STEP` takes;
 //   - human, child: turn a human decision or a sub-pipeline's outcome into
 //     the step's output, gate and record it;
+//   - child_input: renders a sub-pipeline step's (or branch's, or item's)
+//     executor_config.context and answers the child's trigger: the
+//     parent's, with summary and severity replaced, labels and metadata
+//     merged key by key, pipeline set to the child, source to
+//     "sub-pipeline", no fingerprint, the parent's team;
 //   - failure: records a step whose Task failed after its retries and sends
 //     its on_failure webhook (muted in stage testing).
 //

@@ -26,15 +26,15 @@ func (t *taskRun) isFanOut() bool {
 	return p.Over != "" || (len(p.Branches) == 0 && t.req.Total > 0)
 }
 
-// branch runs one parallel branch or fan-out item. It never gates and
-// never returns an executor error: a failure is a failed branch.
-func (t *taskRun) branch(ctx context.Context) (task.Response, error) {
-	var u unit
+// branchUnit reads the branch a branch, approval or child_input Request is
+// about: a parallel branch (record "<group>/<branch>") or a fan-out item
+// (record and key "<fan_out>/<i>", with its item in scope).
+func (t *taskRun) branchUnit() (unit, error) {
 	group := t.req.Group
 	if t.isFanOut() {
 		fo, err := decodeStep[pipeline.FanOut](t.req)
 		if err != nil {
-			return task.Response{}, err
+			return unit{}, err
 		}
 		if group == "" {
 			group = fo.Name
@@ -43,30 +43,43 @@ func (t *taskRun) branch(ctx context.Context) (task.Response, error) {
 		var item any
 		if len(t.req.Item) > 0 {
 			if err := json.Unmarshal(t.req.Item, &item); err != nil {
-				return task.Response{}, fault.Errorf[fault.ConfigError]("fan-out %q item %d: %v", group, t.req.Index, err)
+				return unit{}, fault.Errorf[fault.ConfigError]("fan-out %q item %d: %v", group, t.req.Index, err)
 			}
 		}
 		as := fo.As
 		if as == "" {
 			as = pipeline.DefaultFanOutAs
 		}
-		u = unit{name: fo.Name, key: key, record: key, executor: fo.Executor, config: fo.ExecutorConfig,
+		return unit{name: fo.Name, key: key, record: key, executor: fo.Executor, config: fo.ExecutorConfig,
 			prompt: fo.PromptTemplate, timeout: fo.TimeoutSeconds, verifier: fo.Verifier,
-			item: &fanItem{as: as, value: item, index: t.req.Index, total: t.req.Total}}
-	} else {
-		br, err := decodeStep[pipeline.Branch](t.req)
-		if err != nil {
-			return task.Response{}, err
-		}
-		if br.Name == "" {
-			return task.Response{}, fault.Errorf[fault.ConfigError]("step handler: branch config has no name")
-		}
-		record := br.Name
-		if group != "" {
-			record = group + "/" + br.Name
-		}
-		u = unit{name: br.Name, key: br.Name, record: record, executor: br.Executor, config: br.ExecutorConfig,
-			prompt: br.PromptTemplate, timeout: br.TimeoutSeconds, verifier: br.Verifier}
+			item: &fanItem{as: as, value: item, index: t.req.Index, total: t.req.Total}}, nil
+	}
+	br, err := decodeStep[pipeline.Branch](t.req)
+	if err != nil {
+		return unit{}, err
+	}
+	if br.Name == "" {
+		return unit{}, fault.Errorf[fault.ConfigError]("step handler: branch config has no name")
+	}
+	record := br.Name
+	if group != "" {
+		record = group + "/" + br.Name
+	}
+	return unit{name: br.Name, key: br.Name, record: record, executor: br.Executor, config: br.ExecutorConfig,
+		prompt: br.PromptTemplate, timeout: br.TimeoutSeconds, verifier: br.Verifier}, nil
+}
+
+// branch runs one parallel branch or fan-out item. It never gates and
+// never returns an executor error: a failure is a failed branch. A human
+// branch's decision and a sub-pipeline branch's outcome, which the state
+// machine waited for, become the branch's output (waitedBranch).
+func (t *taskRun) branch(ctx context.Context) (task.Response, error) {
+	u, err := t.branchUnit()
+	if err != nil {
+		return task.Response{}, err
+	}
+	if u.executor == pipeline.ExecHuman || u.executor == pipeline.ExecPipeline {
+		return t.waitedBranch(ctx, u)
 	}
 	started := t.h.now()
 	res, err := t.execute(ctx, u)

@@ -160,6 +160,8 @@ func (h *Handler) Handle(ctx context.Context, req task.Request) (task.Response, 
 		return t.human(ctx)
 	case task.ModeChild:
 		return t.child(ctx)
+	case task.ModeChildInput:
+		return t.childInput(ctx)
 	}
 	return task.Response{}, fault.Errorf[fault.ConfigError]("step handler: unknown mode %q", req.Mode)
 }

@@ -19,20 +19,20 @@ import (
 // ignores it and waits for the task token.
 const StatusWaiting = "waiting"
 
-// approval records a pending approval and tells the approvers.
+// approval records a pending approval and tells the approvers. The
+// approval is named as the run's steps name what it decides: a sequential
+// step or a parallel branch by its name, a fan-out item "<fan_out>/<i>";
+// that is the name `stepline approve RUN STEP` takes.
 func (t *taskRun) approval(ctx context.Context) (task.Response, error) {
-	st, err := decodeStep[pipeline.Step](t.req)
+	u, err := t.waitUnit()
 	if err != nil {
 		return task.Response{}, err
 	}
-	if st.Name == "" {
-		return task.Response{}, fault.Errorf[fault.ConfigError]("step handler: approval step config has no name")
-	}
 	if t.req.TaskToken == "" {
-		return task.Response{}, fault.Errorf[fault.ConfigError]("step %q: approval request has no task token", st.Name)
+		return task.Response{}, fault.Errorf[fault.ConfigError]("step %q: approval request has no task token", u.key)
 	}
-	b := t.h.bindings(ctx, t.req, t.trig, scope{current: st.Name})
-	msg, err := t.h.render.render(ctx, st.Name, "prompt_template", st.PromptTemplate, b)
+	b := t.h.bindings(ctx, t.req, t.trig, scope{current: u.name, item: u.item})
+	msg, err := t.h.render.render(ctx, u.name, "prompt_template", u.prompt, b)
 	if err != nil {
 		return task.Response{}, err
 	}
@@ -42,14 +42,14 @@ func (t *taskRun) approval(ctx context.Context) (task.Response, error) {
 		return task.Response{}, err
 	}
 	timeout := DefaultApprovalTimeout
-	if st.TimeoutSeconds > 0 {
-		timeout = time.Duration(st.TimeoutSeconds) * time.Second
+	if u.timeout > 0 {
+		timeout = time.Duration(u.timeout) * time.Second
 	}
 	now := t.h.now()
-	a := store.Approval{ID: id, RunID: t.req.Run.ID, Step: st.Name, Pipeline: t.req.Pipeline.Name, Message: msg,
+	a := store.Approval{ID: id, RunID: t.req.Run.ID, Step: u.key, Pipeline: t.req.Pipeline.Name, Message: msg,
 		TaskToken: t.req.TaskToken, CreatedAt: now, ExpiresAt: now.Add(timeout)}
 	if err := t.h.Store.CreateApproval(ctx, a); err != nil {
-		return task.Response{}, fmt.Errorf("step %q: create approval: %w", st.Name, err)
+		return task.Response{}, fmt.Errorf("step %q: create approval: %w", u.key, err)
 	}
 	if err := t.setRunStatus(ctx, store.RunWaiting); err != nil {
 		return task.Response{}, err
@@ -62,7 +62,24 @@ func (t *taskRun) approval(ctx context.Context) (task.Response, error) {
 	if err := n.NotifyApproval(ctx, a, string(t.req.Pipeline.Stage)); err != nil {
 		t.h.log.Warn("approval notification failed", "run", a.RunID, "step", a.Step, "approval", a.ID, "error", err.Error())
 	}
-	return task.Response{Status: StatusWaiting, Step: st.Name, Usage: t.req.Usage}, nil
+	return task.Response{Status: StatusWaiting, Step: u.key, Usage: t.req.Usage}, nil
+}
+
+// waitUnit reads what an approval or child_input Request is about: a
+// sequential step, or (with a group) a parallel branch or fan-out item.
+func (t *taskRun) waitUnit() (unit, error) {
+	if t.req.Group != "" {
+		return t.branchUnit()
+	}
+	st, err := decodeStep[pipeline.Step](t.req)
+	if err != nil {
+		return unit{}, err
+	}
+	if st.Name == "" {
+		return unit{}, fault.Errorf[fault.ConfigError]("step handler: %s step config has no name", t.req.Mode)
+	}
+	return unit{name: st.Name, key: st.Name, record: st.Name, executor: st.Executor, config: st.ExecutorConfig,
+		prompt: st.PromptTemplate, timeout: st.TimeoutSeconds}, nil
 }
 
 // human turns the approver's decision into the step's output and gates it.
@@ -71,9 +88,21 @@ func (t *taskRun) human(ctx context.Context) (task.Response, error) {
 	if err != nil {
 		return task.Response{}, err
 	}
-	d := t.req.Decision
+	o, err := decisionOutput(st.Name, t.req.Decision)
+	if err != nil {
+		return task.Response{}, err
+	}
+	if err := t.setRunStatus(ctx, store.RunRunning); err != nil {
+		return task.Response{}, err
+	}
+	return t.decided(ctx, st, o, stepUsage{}, nil)
+}
+
+// decisionOutput is the output a human's decision makes: approved,
+// confidence 1; rejected, confidence 0.
+func decisionOutput(step string, d *task.Decision) (*llmoutput.Output, error) {
 	if d == nil {
-		return task.Response{}, fault.Errorf[fault.ConfigError]("step %q: human request has no decision", st.Name)
+		return nil, fault.Errorf[fault.ConfigError]("step %q: human request has no decision", step)
 	}
 	who := strings.TrimSpace(d.By)
 	if who == "" {
@@ -86,16 +115,13 @@ func (t *taskRun) human(ctx context.Context) (task.Response, error) {
 	case task.Reject, "rejected":
 		o = llmoutput.New(0, "Rejected by "+who, d.Comment)
 	default:
-		return task.Response{}, fault.Errorf[fault.ConfigError]("step %q: decision %q is neither approve nor reject", st.Name, d.Decision)
+		return nil, fault.Errorf[fault.ConfigError]("step %q: decision %q is neither approve nor reject", step, d.Decision)
 	}
 	_ = o.SetExtra("decided_by", who)
 	if d.Comment != "" {
 		_ = o.SetExtra("comment", d.Comment)
 	}
-	if err := t.setRunStatus(ctx, store.RunRunning); err != nil {
-		return task.Response{}, err
-	}
-	return t.decided(ctx, st, o, stepUsage{}, nil)
+	return o, nil
 }
 
 // decided gates and records a step whose output was made for it.
@@ -127,10 +153,22 @@ func (t *taskRun) child(ctx context.Context) (task.Response, error) {
 		return task.Response{}, err
 	}
 	name, _ := st.ExecutorConfig["pipeline"].(string)
+	o, usage, flags, err := t.childOutcome(st.Name, name)
+	if err != nil {
+		return task.Response{}, err
+	}
+	return t.decided(ctx, st, o, usage, flags)
+}
+
+// childOutcome turns the sub-pipeline's outcome in the Request (its
+// result, or the error that ended it) into the output of the step that
+// ran it: the child's final answer when it completed with one, else
+// confidence 1 (completed) or 0, and the child's run ID and status.
+func (t *taskRun) childOutcome(step, name string) (*llmoutput.Output, stepUsage, []string, error) {
 	var cr childResult
 	if len(t.req.Child) > 0 && string(t.req.Child) != "null" {
 		if err := json.Unmarshal(t.req.Child, &cr); err != nil {
-			return task.Response{}, fault.Errorf[fault.ConfigError]("step %q: sub-pipeline result: %v", st.Name, err)
+			return nil, stepUsage{}, nil, fault.Errorf[fault.ConfigError]("step %q: sub-pipeline result: %v", step, err)
 		}
 	}
 	status := cr.Status
@@ -178,5 +216,5 @@ func (t *taskRun) child(ctx context.Context) (task.Response, error) {
 	if cr.Usage != nil {
 		usage.addUsage(*cr.Usage)
 	}
-	return t.decided(ctx, st, o, usage, flags)
+	return o, usage, flags, nil
 }

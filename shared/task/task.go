@@ -21,7 +21,9 @@ const (
 	ModeStep = "step"
 	// ModeBranch runs one branch of a parallel group or one fan-out item.
 	// It never gates: its confidence feeds the group's join. Executor
-	// errors are answered as a failed branch, not returned.
+	// errors are answered as a failed branch, not returned. For a human
+	// branch it turns the decision (Decision) into the branch's output,
+	// for a sub-pipeline branch the child's outcome (Child, Error).
 	ModeBranch = "branch"
 	// ModeJoin combines a group's branch results, gates and records the
 	// group.
@@ -38,6 +40,10 @@ const (
 	// ModeChild turns a sub-pipeline's outcome into the step's output,
 	// gates and records it.
 	ModeChild = "child"
+	// ModeChildInput renders a sub-pipeline step's executor_config.context
+	// over the step context and answers the child's trigger (the parent's,
+	// with the context's fields over it) as its Output.
+	ModeChildInput = "child_input"
 )
 
 // Statuses a Response carries. A run ends with the status of the step that
@@ -77,15 +83,17 @@ type Request struct {
 	Usage   Usage                      `json:"usage"`             // the run's totals before this Task
 	Attempt int                        `json:"attempt,omitempty"` // 1-based try of this Task
 
-	Group string          `json:"group,omitempty"` // branch and join: the group's name
-	Item  json.RawMessage `json:"item,omitempty"`  // fan-out branch: the item
-	Index int             `json:"index,omitempty"` // fan-out branch: 0-based item index
-	Total int             `json:"total,omitempty"` // fan-out branch: number of items
+	// Group is the group's name in a branch's Tasks (branch, approval,
+	// child_input) and the join.
+	Group string          `json:"group,omitempty"`
+	Item  json.RawMessage `json:"item,omitempty"`  // fan-out item: the item
+	Index int             `json:"index,omitempty"` // fan-out item: 0-based item index
+	Total int             `json:"total,omitempty"` // fan-out item: number of items
 
 	Branches  []Response      `json:"branches,omitempty"`   // join: the branch results in declaration order
-	Error     *Error          `json:"error,omitempty"`      // failure, join and child: what went wrong
-	Decision  *Decision       `json:"decision,omitempty"`   // human: the approver's answer
-	Child     json.RawMessage `json:"child,omitempty"`      // child: the sub-pipeline's final output
+	Error     *Error          `json:"error,omitempty"`      // failure, join, child (and branch): what went wrong
+	Decision  *Decision       `json:"decision,omitempty"`   // human (and branch): the approver's answer
+	Child     json.RawMessage `json:"child,omitempty"`      // child (and branch): the sub-pipeline's final output
 	TaskToken string          `json:"task_token,omitempty"` // approval: the token to complete the Task with
 }
 
