@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/store"
@@ -116,9 +118,8 @@ func (r *Runner) sweepOne(ctx context.Context, run store.Run) Swept {
 	case r.now().Sub(run.StartedAt) > maxResumeAge(m.Durable):
 		s.Action, s.Reason = "interrupted", fmt.Sprintf("the run is older than max_resume_age_seconds (%s)", maxResumeAge(m.Durable))
 	case m.Durable.OnInterrupted == "escalate":
-		step := r.inFlight(ctx, run.ID)
 		s.Action = "escalated"
-		s.Reason = fmt.Sprintf("step %q was interrupted; escalated on resume (durable: on_interrupted: escalate)", step)
+		s.Reason = interruptedReason(r.inFlight(ctx, run.ID))
 		now := r.now().UTC()
 		if err := r.Store.UpdateRun(ctx, run.ID, store.RunUpdate{Status: store.RunEscalated, Reason: s.Reason, CompletedAt: &now}); err != nil {
 			s.Action, s.Reason = "interrupted", "escalate: "+err.Error()
@@ -147,26 +148,85 @@ func maxResumeAge(d *pipeline.Durable) time.Duration {
 	return pipeline.DefaultMaxResumeAgeSeconds * time.Second
 }
 
-// inFlight names the state whose Task was scheduled and never finished.
-func (r *Runner) inFlight(ctx context.Context, runID string) string {
+// interruptedReason is the reason of a run escalated on resume, naming
+// the steps that were in flight.
+func interruptedReason(steps []string) string {
+	const how = "escalated on resume (durable: on_interrupted: escalate)"
+	switch len(steps) {
+	case 0:
+		return "the run was interrupted between steps; " + how
+	case 1:
+		return fmt.Sprintf("step %q was interrupted; %s", steps[0], how)
+	}
+	quoted := make([]string, len(steps))
+	for i, st := range steps {
+		quoted[i] = strconv.Quote(st)
+	}
+	return fmt.Sprintf("steps %s were interrupted; %s", strings.Join(quoted, ", "), how)
+}
+
+// inFlight names, sorted, the steps whose work was under way when the run
+// stopped: a Task scheduled and not finished, or waiting out a retry
+// backoff (a failed attempt followed by TaskRetried), in any branch or
+// item. A parallel branch is named "<group>/<branch>" and a fan-out item
+// "<fan_out>/<i>", as their records are.
+func (r *Runner) inFlight(ctx context.Context, runID string) []string {
 	h, err := r.History(ctx, runID)
 	if err != nil {
-		return "unknown"
+		return nil
 	}
-	open := map[string]bool{}
-	last := ""
+	type key struct{ path, state string }
+	open := map[key]string{} // → the step's name
 	for _, e := range h {
+		var d struct {
+			Path    string `json:"path"`
+			Payload struct {
+				Step struct {
+					Name string `json:"name"`
+				} `json:"step"`
+			} `json:"payload"`
+		}
+		_ = json.Unmarshal(e.Detail, &d)
+		k := key{d.Path, e.State}
 		switch e.Type {
 		case "TaskScheduled":
-			open[e.State] = true
-			last = e.State
-		case "TaskSucceeded", "TaskFailed", "TaskTimedOut", "StateExited":
-			delete(open, e.State)
+			open[k] = stepOf(d.Path, e.State, d.Payload.Step.Name)
+		case "TaskRetried", "StateRetried":
+			if _, ok := open[k]; !ok {
+				open[k] = stepOf(d.Path, e.State, "")
+			}
+		case "TaskFailed", "TaskTimedOut":
+			// Open again if TaskRetried follows: the retry is in flight.
+			delete(open, k)
+		case "TaskSucceeded", "StateExited", "CatchTaken":
+			delete(open, k)
 		}
 	}
-	if open[last] {
-		name, _, _ := strings.Cut(last, ": ")
-		return name
+	var out []string
+	for _, name := range open {
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
 	}
-	return "unknown"
+	slices.Sort(out)
+	return out
+}
+
+// stepOf names the step a state belongs to: "<step>" for the states
+// "<step>", "<step>: decision" and the like, "<group>/<branch>" for a
+// parallel branch's, "<fan_out>/<i>" for the states of a fan-out's item i
+// (path "…/<fan_out>#<i>"), and the failing step for "Record failure"
+// (named in its payload).
+func stepOf(path, state, payloadStep string) string {
+	if state == compiler.StateRecord && payloadStep != "" {
+		return payloadStep
+	}
+	name, _, _ := strings.Cut(state, ": ")
+	if fan, ok := strings.CutSuffix(name, " item"); ok {
+		seg := path[strings.LastIndex(path, "/")+1:]
+		if base, i, ok := strings.Cut(seg, "#"); ok && base == fan {
+			return fan + "/" + i
+		}
+	}
+	return name
 }
