@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/local"
+	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
 )
@@ -283,7 +285,9 @@ type stepReport struct {
 }
 
 // buildReport reads the run's step records: one entry per step, its last
-// attempt's outcome and its attempt count.
+// record's outcome and its attempt count, the attempts recorded (the
+// record a failure Task adds after the last attempt, flagged
+// failure_outcome, is the step's outcome, not another attempt).
 func buildReport(ctx context.Context, r *local.Runner, o local.Outcome) (runReport, error) {
 	rep := runReport{RunID: o.RunID, Pipeline: o.Pipeline, Status: string(o.Status), Reason: o.Reason, Steps: []stepReport{}}
 	for _, a := range o.Waiting {
@@ -303,7 +307,9 @@ func buildReport(ctx context.Context, r *local.Runner, o local.Outcome) (runRepo
 			rep.Steps = append(rep.Steps, stepReport{Name: name})
 		}
 		sr := &rep.Steps[i]
-		sr.Attempts = max(sr.Attempts, s.Attempt)
+		if !slices.Contains(s.Flags, steprun.FlagFailureOutcome) {
+			sr.Attempts = max(sr.Attempts, s.Attempt)
+		}
 		sr.Status = string(s.Status)
 		sr.Confidence = s.EffectiveConfidence
 		sr.Output = s.Output
