@@ -6,10 +6,26 @@
 //     builds the model with the format's defaults applied;
 //   - Check finds what the schema cannot: duplicate names, references to
 //     steps that do not exist or run later, when: expressions that do not
-//     parse, executor configurations, cron and regex syntax, and warnings
-//     for pipelines that work but likely not as meant;
+//     parse or name what no template could read, Liquid templates that do
+//     not parse or use unknown tags and filters, executor configurations,
+//     regex syntax, cron expressions EventBridge Scheduler cannot run,
+//     sub-pipeline names that are no pipeline name, bedrock models written
+//     as templates (the stack grants InvokeModel on the models a file
+//     names), and warnings for pipelines that work but likely not as meant;
 //   - Lower emits the state machine (package shared/asl), which Marshal
-//     encodes in a stable order.
+//     encodes in a stable order, and refuses one that Step Functions would
+//     (see Limits).
+//
+// Build runs the three phases (lowering only a file without errors);
+// BuildFile also checks that each sub-pipeline is defined by a file beside
+// its parent, where stepline run and serve and the CDK app look for it.
+// Programs do not call them directly but through package compiler/gate,
+// which adds package executor's configuration checks (the compiler takes
+// them as a value, ExecutorCheck, so that it does not link the executors):
+// stepline validate, compile, graph, run and serve, the intake router
+// (and so the ingest function) and the CDK app all compile through it, so
+// a file validate accepts, each of them accepts, and a file it refuses,
+// each refuses with the same diagnostics.
 //
 // Every problem is a Diagnostic positioned file:line:col; all of a file's
 // problems are collected and sorted, never only the first.
@@ -115,22 +131,35 @@
 // Parallel or Map the same way, then a "<state>: decision" Task turns the
 // decision or the child's outcome into the branch's output, ungated.
 //
-// Static strings that Step Functions would evaluate as JSONata (they start
-// with {% and end with %}, as a Liquid template may) are written as
-// JSONata string literals that evaluate to themselves; so are multi-line
-// and empty strings, which the pinned asl-validator rejects otherwise.
-// ${NAME} secret placeholders are written with the brace escaped
-// ($\u007bNAME}) so CloudFormation's definition substitutions leave them
-// for the function to resolve at run time.
+// Static strings (the step configurations, vars, notifications) go
+// through one encoder, asl.Literal: a string that begins with {% or ends
+// with %} (as a Liquid template may), is empty or holds a line break is
+// written as a JSONata string literal that evaluates to it, {% '...' %},
+// so that Step Functions never evaluates text and the pinned asl-validator
+// accepts every definition; any other string is written as it is. String
+// literals inside expressions (when: literals, names) are quoted by
+// asl.Quote, which escapes a % next to a brace, so no expression holds a
+// delimiter inside. ${NAME} secret placeholders are written with the brace
+// escaped ($\u007bNAME}) so CloudFormation's definition substitutions
+// leave them for the function to resolve at run time. A property test
+// (TestStringsSurviveTheDefinition) compiles pipelines whose every string
+// field begins and ends with {%, %}, {{, $, $$, ${, quotes, backslashes
+// and line breaks, checks each definition with asl-validator and reads
+// each string back through jsonata 2.0.6 and the engine's evaluator.
 //
 // # Limits and figures
 //
-// A definition must stay under 1 MiB (measured compact, as deployed) and
-// the static part of any Task's payload under half of the 256 KiB state
-// payload limit; the compiler reports either. Measured on this project's
-// machine (2 cores):
+// A definition must stay under 1 MiB (measured compact, as deployed), the
+// static part of any Task's payload under half of the 256 KiB state
+// payload limit, and every state name within Step Functions' 80
+// characters (a parallel branch's states are named "<group>/<branch>",
+// plus ": lost" for its fallback); the compiler reports each, at the step.
+// Measured on this project's machine (2 cores shared, so the figures are
+// upper bounds), validate (Build: parse, check, lower, limits; a
+// pipeline past about 400 such steps is refused for its size, after the
+// same work):
 //
-//	go test -run XXX -bench Validate ./compiler   100 / 1,000 / 10,000 steps: 8.5 / 61 / 659 ms (61-85 µs per step, linear)
+//	go test -run XXX -bench Validate ./compiler   100 / 1,000 / 10,000 steps: 50 / 536 / 4,467 ms (450-540 µs per step, linear)
 //	go test -run XXX -bench Compile ./compiler    about 2,500 ASL bytes per heavy step (guarded, retried, templated)
 //	go test -v -run TestLargestPipeline ./compiler  411 such steps fit in one state machine
 //
