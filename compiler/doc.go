@@ -153,7 +153,8 @@
 // static part of any Task's payload under half of the 256 KiB state
 // payload limit, and every state name within Step Functions' 80
 // characters (a parallel branch's states are named "<group>/<branch>",
-// plus ": lost" for its fallback); the compiler reports each, at the step.
+// plus ": lost" for its fallback); the compiler reports each (the size at
+// the pipeline, the others at the step).
 // Measured on this project's machine (2 cores shared, so the figures are
 // upper bounds), validate (Build: parse, check, lower, limits; a
 // pipeline past about 400 such steps is refused for its size, after the
@@ -161,7 +162,7 @@
 //
 //	go test -run XXX -bench Validate ./compiler   100 / 1,000 / 10,000 steps: 50 / 536 / 4,467 ms (450-540 µs per step, linear)
 //	go test -run XXX -bench Compile ./compiler    about 2,500 ASL bytes per heavy step (guarded, retried, templated)
-//	go test -v -run TestLargestPipeline ./compiler  411 such steps fit in one state machine
+//	go test -v -run TestLargestPipeline ./compiler  417 such steps fit in one state machine
 //
 // Longer pipelines belong in sub-pipelines (executor: pipeline).
 package compiler
