@@ -1,18 +1,3 @@
-// Package gate is the one way a program turns a pipeline file into a
-// state machine. stepline validate, compile, graph and run, stepline
-// serve and its router, the CDK app (package infra/plan) and the ingest
-// function (through package shared/intake) all compile through Compile or
-// CompileFile, so a pipeline that validates compiles, synthesizes and
-// runs, and one that does not is refused by each of them with the same
-// positioned diagnostics.
-//
-// It runs every phase of the compiler (compiler.Build: parse, check,
-// lower, the definition's limits) with package executor's configuration
-// checks. The compiler takes those checks as a value, so that it does not
-// link the executors; this is the one place they are joined to it. The
-// executor.Defaults say what the place the pipeline will run provides
-// (OPENAI_BASE_URL): main reads them from its environment, and only the
-// warnings depend on them, never whether a file compiles.
 package gate
 
 import (
