@@ -13,8 +13,10 @@ func Compile(name string, src []byte, d executor.Defaults) (*compiler.File, *asl
 	return compiler.Build(name, src, d.CheckConfig)
 }
 
-// CompileFile is Compile on the file at path. The error is the file's
-// reading; the pipeline's problems are in the diagnostics.
+// CompileFile is Compile on the file at path, which also checks that
+// each sub-pipeline it runs is defined by a file beside it (where run,
+// serve and the CDK app look for it). The error is the file's reading;
+// the pipeline's problems are in the diagnostics.
 func CompileFile(path string, d executor.Defaults) (*compiler.File, *asl.StateMachine, compiler.Diagnostics, error) {
 	return compiler.BuildFile(path, d.CheckConfig)
 }
