@@ -146,7 +146,10 @@
 //     "Output"}); a failed child fails the task with States.TaskFailed and
 //     that description, holding the child's Error and Cause, as Cause. A
 //     child that pauses leaves the parent waiting; when the child ends later,
-//     the engine completes the parent's task.
+//     the engine completes the parent's task. Both kinds of waiting task
+//     run inside Parallel branches and Map iterations as at the top level:
+//     the run pauses once every path waits, and a waiting branch or
+//     iteration is in the checkpoint, so another process completes it.
 //   - Parallel: branches run concurrently on the Arguments (or input); the
 //     result is the array of branch outputs. Map: Items (or the input array),
 //     ItemSelector per item, iterations run concurrently up to
