@@ -141,7 +141,9 @@
 //     nothing else runs, and the output given to SendTaskSuccess is the
 //     task's result.
 //   - states:startExecution.sync:2: the ChildStarter runs the child as a run
-//     of its own; the result is the child's description with Output as JSON
+//     of its own (ID: Arguments.Name, else "<run>/<path>/<state>@<retry>"
+//     with blanks as _, the same again when the parent resumes); the
+//     result is the child's description with Output as JSON
 //     ({"ExecutionArn", "Name", "StateMachineArn", "Status", "Input",
 //     "Output"}); a failed child fails the task with States.TaskFailed and
 //     that description, holding the child's Error and Cause, as Cause. A

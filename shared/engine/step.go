@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/stepline/stepline/shared/asl"
@@ -497,7 +498,10 @@ func (r *run) taskCall(p *path, sp *stateProg, args any) (*taskCall, *failure) {
 		}
 		name, _ := obj["Name"].(string)
 		if name == "" {
-			name = fmt.Sprintf("%s%s/%s@%d", r.id, p.ID, sp.name, p.Retries)
+			// Deterministic, so that a resumed parent finds the child it
+			// started; without blanks (a Map's states may have them), so
+			// that the ID is one word on a command line.
+			name = strings.ReplaceAll(fmt.Sprintf("%s%s/%s@%d", r.id, p.ID, sp.name, p.Retries), " ", "_")
 		}
 		call.Payload = input
 		call.Child = &ChildRequest{ParentRunID: r.id, ParentState: sp.name, RunID: name, StateMachine: arn,

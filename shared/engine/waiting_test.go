@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -56,8 +57,8 @@ func TestWaitingInsideParallelAndMap(t *testing.T) {
 		}
 	}
 	childRun, err := tokenRun(h.last())
-	if err != nil || childRun == "w" {
-		t.Fatalf("the waiting child's token names run %q (%v)", childRun, err)
+	if err != nil || !strings.HasPrefix(childRun, "w/") || strings.ContainsAny(childRun, " \t") {
+		t.Fatalf("the waiting child's token names run %q (%v): want the parent's ID and the path, without blanks", childRun, err)
 	}
 
 	// Another process completes the tasks, one at a time.
