@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stepline/stepline/shared/store"
@@ -122,4 +123,50 @@ func (s *Store) RunApprovals(ctx context.Context, runID string) ([]store.Approva
 		out = append(out, a)
 	}
 	return out, rows.Err()
+}
+
+// ApprovalByTaskToken returns the approval that holds taskToken: the
+// local engine finds the run a decision continues. Errors: ErrNotFound.
+func (s *Store) ApprovalByTaskToken(ctx context.Context, taskToken string) (store.Approval, error) {
+	a, err := scanApproval(s.r.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE task_token = ?`, taskToken))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Approval{}, fmt.Errorf("approval of a task token: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Approval{}, fmt.Errorf("approval of a task token: %w", err)
+	}
+	return a, nil
+}
+
+// PendingApprovals returns the undecided approvals of runs that wait, the
+// earliest to expire first, at most limit of them (limit <= 0: 1,000): the
+// local engine times out the human steps whose approvals expired.
+func (s *Store) PendingApprovals(ctx context.Context, limit int) ([]store.Approval, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+prefixed("a.", approvalColumns)+` FROM approvals a JOIN runs r ON r.id = a.run_id
+		WHERE a.decision = '' AND r.status = ? ORDER BY a.expires_at, a.id LIMIT ?`, string(store.RunWaiting), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list pending approvals: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Approval
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list pending approvals: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// prefixed qualifies each of a comma-separated list of columns.
+func prefixed(prefix, columns string) string {
+	parts := strings.Split(columns, ",")
+	for i, c := range parts {
+		parts[i] = prefix + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
 }
