@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/stepline/stepline/compiler"
@@ -35,7 +34,7 @@ func (r *Runner) saveMeta(m meta) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(r.metaPath(m.Name), b, 0o644)
+	return writeFile(r.metaPath(m.Name), b)
 }
 
 func (r *Runner) loadMeta(name string) (meta, error) {
@@ -47,37 +46,6 @@ func (r *Runner) loadMeta(name string) (meta, error) {
 	return m, json.Unmarshal(b, &m)
 }
 
-// A process drives a run while a file named for the run holds its PID in
-// <dir>/active; a run left "running" whose file names no live process was
-// interrupted (the process was killed or the machine stopped).
-
-func (r *Runner) activePath(runID string) string {
-	return filepath.Join(r.dir, "active", runID)
-}
-
-func (r *Runner) track(runID string) {
-	_ = os.MkdirAll(filepath.Join(r.dir, "active"), 0o755)
-	_ = os.WriteFile(r.activePath(runID), []byte(strconv.Itoa(os.Getpid())), 0o644)
-}
-
-func (r *Runner) untrack(runID string) { _ = os.Remove(r.activePath(runID)) }
-
-// driven reports whether a live process other than this one drives runID.
-func (r *Runner) driven(runID string) bool {
-	b, err := os.ReadFile(r.activePath(runID))
-	if err != nil {
-		return false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return false
-	}
-	if pid == os.Getpid() {
-		return true
-	}
-	return syscall.Kill(pid, 0) == nil
-}
-
 // Swept is what Sweep did with one interrupted run.
 type Swept struct {
 	RunID   string
@@ -86,10 +54,13 @@ type Swept struct {
 	Outcome Outcome // resumed: where the run stands now
 }
 
-// Sweep handles the runs left running by a process that died. A run of a
-// durable pipeline is resumed when its guards hold — the pipeline's
-// compiled definition is the one the run started with, and the run is
-// younger than max_resume_age_seconds — applying on_interrupted: rerun
+// Sweep handles the runs left running by a process that died: a run is
+// interrupted when no live process holds its claim (see Resume), and a
+// child run when no live process drives its parent either (the parent's
+// driver drives it). A run of a durable pipeline is resumed when its
+// guards hold — the pipeline's compiled definition is the one the run
+// started with, and the run is younger than max_resume_age_seconds —
+// applying on_interrupted: rerun
 // resumes it (the step in flight runs again), escalate ends it escalated
 // without running that step. Any other interrupted run is marked
 // interrupted. Runs that wait for an approval are not interrupted.
@@ -99,14 +70,40 @@ func (r *Runner) Sweep(ctx context.Context) ([]Swept, error) {
 		return nil, fmt.Errorf("sweep: %w", err)
 	}
 	var out []Swept
+	var errs []error
 	for _, run := range runs {
-		if r.driven(run.ID) {
+		release, err := r.holdInterrupted(ctx, run)
+		var driven *DrivenError
+		switch {
+		case errors.As(err, &driven):
+			continue
+		case err != nil:
+			errs = append(errs, err)
 			continue
 		}
 		s := r.sweepOne(ctx, run)
+		release()
 		out = append(out, s)
 	}
+	if len(errs) > 0 {
+		return out, fmt.Errorf("sweep: %w", errors.Join(errs...))
+	}
 	return out, nil
+}
+
+// holdInterrupted claims a run left running, for the sweep to handle;
+// a *DrivenError means that a live process drives it, or drives the
+// parent that drives it.
+func (r *Runner) holdInterrupted(ctx context.Context, run store.Run) (func(), error) {
+	if run.ParentRunID != "" {
+		_, release, err := r.hold(ctx, run.ParentRunID)
+		if err != nil {
+			return nil, err
+		}
+		release()
+	}
+	_, release, err := r.hold(ctx, run.ID)
+	return release, err
 }
 
 func (r *Runner) sweepOne(ctx context.Context, run store.Run) Swept {

@@ -5,8 +5,41 @@
 //
 // The state lives in a directory (by default .stepline/ in the working
 // directory): stepline.db, and definitions/, the compiled state machines
-// of the pipelines run there, so that another process can resume a run or
-// decide its approval.
+// of the pipelines run there (each written whole, by rename), so that
+// another process can resume a run or decide its approval.
+//
+// # One driver per run
+//
+// Any number of processes share the state, and a run is driven by one of
+// them at a time: Start, Resume, Decide, Complete, the sweep and the
+// expiry of approvals first claim the run in the store (store.RunClaim).
+// A run another live process drives is refused with a *DrivenError
+// ("run R is being driven by process N on H"), so the step in flight is
+// not run a second time. A claim is a lease of Config.Lease (DefaultLease,
+// 30 s) that the driver renews every third of it; a driver that finds its
+// claim taken stops at its last checkpoint. The claim of a process that
+// died is taken over at once when it ran on this host and no process has
+// its PID any more, else when its lease lapses, so a killed process never
+// blocks a resume for long. A child run is driven by its parent's driver.
+//
+// # Scripted runs
+//
+// A run started WithResponses is scripted: the responses file is recorded
+// with the run (sqlite.Replies), with the count of replies it used, and
+// every Task of the run and of its child runs goes to the step function
+// Config.Scripted builds over those replies, whichever process drives it
+// on. A scripted run never reaches the live step function: when its file
+// cannot be read, driving it is refused with a *RepliesError and the run
+// stays as it was, until WithResponses gives the file again.
+//
+// # Human steps' timeouts
+//
+// A waiting run is driven by no process, so the deadline of its human
+// step would pass unnoticed: ExpireApprovals and Expire drive on the runs
+// whose approval expired, and the engine times the step out
+// (States.Timeout), after which the step's on_failure policy and the
+// pipeline's notifications apply as for any failed step. Server calls
+// ExpireApprovals every ServerConfig.ApprovalPoll and at each expiry.
 package local
 
 import (
@@ -16,9 +49,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stepline/stepline/compiler"
@@ -26,6 +61,7 @@ import (
 	"github.com/stepline/stepline/shared/asl"
 	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/sqlite"
 	"github.com/stepline/stepline/shared/task"
@@ -41,11 +77,24 @@ type StepHandler interface {
 
 // Runner runs pipelines locally.
 type Runner struct {
-	dir     string
-	Store   *sqlite.Store
-	engine  *engine.Engine
-	handler StepHandler
-	now     func() time.Time
+	dir      string
+	Store    *sqlite.Store
+	engine   *engine.Engine
+	handler  StepHandler
+	scripted func(*sqlite.Store, *executor.Responses) StepHandler
+	now      func() time.Time
+	log      *slog.Logger
+
+	driver  driver
+	lease   time.Duration
+	claimMu sync.Mutex // serializes this Runner's claim writes
+	claims  map[string]*claim
+
+	sessMu   sync.Mutex
+	sessions map[string]*session // nil: a run known not to be scripted
+
+	expireMu sync.Mutex
+	stuck    map[string]bool // waiting runs whose expiry could not be applied
 }
 
 // Config wires a Runner.
@@ -55,9 +104,19 @@ type Config struct {
 	Handler func(s *sqlite.Store) StepHandler        // builds the step function over the store
 	OnEvent func(runID string, e store.HistoryEvent) // progress, from the engine
 	Clock   engine.Clock                             // nil: the system clock
+	// Scripted builds the step function of a scripted run (WithResponses)
+	// over the store and the run's replies: every executor answered from
+	// them, nothing sent over the network. Nil: scripted runs are refused.
+	Scripted func(s *sqlite.Store, replies *executor.Responses) StepHandler
 	// MaxDefinitionBytes is the largest state machine the engine runs
 	// (engine.Config.MaxDefinitionBytes); 0 means Step Functions' limit.
 	MaxDefinitionBytes int
+	// Lease is how long this Runner's claim on a run it drives lasts
+	// unless renewed (every third of it); 0 means DefaultLease.
+	Lease time.Duration
+	// Logger receives warnings (a claim that could not be renewed). Nil:
+	// discarded.
+	Logger *slog.Logger
 }
 
 // Open opens (creating if needed) the state directory and the store.
@@ -77,7 +136,15 @@ func Open(ctx context.Context, cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	r := &Runner{dir: dir, Store: st, now: time.Now}
+	r := &Runner{dir: dir, Store: st, now: time.Now, log: cfg.Logger, scripted: cfg.Scripted,
+		driver: newDriver(), lease: cfg.Lease, claims: map[string]*claim{}, sessions: map[string]*session{},
+		stuck: map[string]bool{}}
+	if r.log == nil {
+		r.log = discard
+	}
+	if r.lease <= 0 {
+		r.lease = DefaultLease
+	}
 	r.handler = cfg.Handler(st)
 	r.engine = engine.New(engine.Config{
 		Journal: st,
@@ -97,13 +164,24 @@ func Open(ctx context.Context, cfg Config) (*Runner, error) {
 // Close closes the store.
 func (r *Runner) Close() error { return r.Store.Close() }
 
-// invoke adapts the step function to the engine's Lambda handlers.
+// invoke adapts the step function to the engine's Lambda handlers: a
+// scripted run's (or its parent's) step function answers from its replies,
+// any other run's from the real executors.
 func (r *Runner) invoke(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
 	var req task.Request
 	if err := json.Unmarshal(payload, &req); err != nil {
 		return nil, fmt.Errorf("decode task payload: %w", err)
 	}
-	resp, err := r.handler.Handle(ctx, req)
+	h := r.handler
+	s, err := r.sessionOf(ctx, req.Run.ID, req.Run.ParentRunID)
+	if err != nil {
+		return nil, fault.Errorf[fault.ConfigError]("%v", err)
+	}
+	if s != nil {
+		h = s.handler
+		defer s.save(ctx, r)
+	}
+	resp, err := h.Handle(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +246,7 @@ func (r *Runner) compile(path string, seen map[string]bool) (*asl.StateMachine, 
 	if err := r.compileChildren(filepath.Dir(path), f.Pipeline, seen); err != nil {
 		return nil, "", ds, err
 	}
-	if err := os.WriteFile(filepath.Join(r.dir, "definitions", name+".asl.json"), def, 0o644); err != nil {
+	if err := writeFile(filepath.Join(r.dir, "definitions", name+".asl.json"), def); err != nil {
 		return nil, "", ds, fmt.Errorf("save definition: %w", err)
 	}
 	if err := r.saveMeta(meta{Name: name, Durable: f.Pipeline.Durable}); err != nil {
@@ -182,18 +260,43 @@ func (r *Runner) compile(path string, seen map[string]bool) (*asl.StateMachine, 
 	return parsed, name, ds, nil
 }
 
+// writeFile replaces path's content with data in one step (a temporary
+// file renamed over it), so that a process reading it while another writes
+// it sees the old content or the new one, never a part.
+func writeFile(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
 // Run starts a run of the pipeline in path with trigger as its event and
 // drives it until it ends or waits for an approval.
-func (r *Runner) Run(ctx context.Context, path string, trigger json.RawMessage, runID string) (Outcome, error) {
+func (r *Runner) Run(ctx context.Context, path string, trigger json.RawMessage, runID string, opts ...RunOption) (Outcome, error) {
 	sm, name, _, err := r.Compile(path)
 	if err != nil {
 		return Outcome{}, err
 	}
-	return r.Start(ctx, sm, name, trigger, runID)
+	return r.Start(ctx, sm, name, trigger, runID, opts...)
 }
 
-// Start runs a compiled state machine, saved under name by Compile.
-func (r *Runner) Start(ctx context.Context, sm *asl.StateMachine, name string, trigger json.RawMessage, runID string) (Outcome, error) {
+// Start runs a compiled state machine, saved under name by Compile. The
+// run is claimed for this Runner while it is driven (see Resume).
+func (r *Runner) Start(ctx context.Context, sm *asl.StateMachine, name string, trigger json.RawMessage, runID string, opts ...RunOption) (Outcome, error) {
 	if runID == "" {
 		runID = NewRunID()
 	}
@@ -201,17 +304,29 @@ func (r *Runner) Start(ctx context.Context, sm *asl.StateMachine, name string, t
 		trigger = json.RawMessage(`{}`)
 	}
 	input, _ := json.Marshal(map[string]json.RawMessage{"trigger": trigger})
-	r.track(runID)
-	defer r.untrack(runID)
-	res, err := r.engine.Start(ctx, runID, sm, input, engine.WithStateMachine(name))
+	dctx, release, err := r.hold(ctx, runID)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("run %s: %w", name, err)
+	}
+	defer release()
+	if err := r.prepare(dctx, runID, options(opts)); err != nil {
+		return Outcome{}, fmt.Errorf("run %s: %w", name, err)
+	}
+	res, err := r.engine.Start(dctx, runID, sm, input, engine.WithStateMachine(name))
+	if err != nil {
+		return Outcome{}, fmt.Errorf("run %s: %w", name, lostClaim(dctx, runID, err))
 	}
 	return r.settle(ctx, name, res)
 }
 
-// Resume continues a run from its last checkpoint.
-func (r *Runner) Resume(ctx context.Context, runID string) (Outcome, error) {
+// Resume continues a run from its last checkpoint. A run is driven by one
+// process at a time: Resume claims it first (see store.RunClaim), and a
+// run another live process drives is refused with a *DrivenError; the
+// claim of a process that died is taken over (at once on this host, else
+// when its lease lapses). A scripted run answers from the replies recorded
+// with it, or from WithResponses; replies that cannot be read are a
+// *RepliesError, and the run is left as it was.
+func (r *Runner) Resume(ctx context.Context, runID string, opts ...RunOption) (Outcome, error) {
 	run, err := r.Store.GetRun(ctx, runID)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("resume %s: %w", runID, err)
@@ -220,11 +335,17 @@ func (r *Runner) Resume(ctx context.Context, runID string) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	r.track(runID)
-	defer r.untrack(runID)
-	res, err := r.engine.Resume(ctx, runID, sm)
+	dctx, release, err := r.hold(ctx, runID)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("resume %s: %w", runID, err)
+		return Outcome{}, fmt.Errorf("resume: %w", err)
+	}
+	defer release()
+	if err := r.prepare(dctx, runID, options(opts)); err != nil {
+		return Outcome{}, fmt.Errorf("resume: %w", err)
+	}
+	res, err := r.engine.Resume(dctx, runID, sm)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("resume %s: %w", runID, lostClaim(dctx, runID, err))
 	}
 	return r.settle(ctx, run.Pipeline, res)
 }
@@ -233,11 +354,21 @@ func (r *Runner) Resume(ctx context.Context, runID string) (Outcome, error) {
 var ErrNoApproval = errors.New("no pending approval")
 
 // Decide approves or rejects a run's pending human step and drives the
-// run on.
-func (r *Runner) Decide(ctx context.Context, runID, step, decision, by string) (Outcome, error) {
+// run on. The run is claimed and its replies checked (see Resume) before
+// the decision is recorded, so a refused decision leaves the approval
+// pending.
+func (r *Runner) Decide(ctx context.Context, runID, step, decision, by string, opts ...RunOption) (Outcome, error) {
 	run, err := r.Store.GetRun(ctx, runID)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("decide: %w", err)
+	}
+	dctx, release, err := r.hold(ctx, runID)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("decide step %q: %w", step, err)
+	}
+	defer release()
+	if err := r.prepare(dctx, runID, options(opts)); err != nil {
+		return Outcome{}, fmt.Errorf("decide step %q: %w", step, err)
 	}
 	approvals, err := r.Store.RunApprovals(ctx, runID)
 	if err != nil {
@@ -255,11 +386,9 @@ func (r *Runner) Decide(ctx context.Context, runID, step, decision, by string) (
 			return Outcome{}, fmt.Errorf("decide step %q of run %s: %w", step, runID, err)
 		}
 		out, _ := json.Marshal(task.Decision{Decision: decision, By: by})
-		r.track(runID)
-		defer r.untrack(runID)
-		res, err := r.engine.SendTaskSuccess(ctx, a.TaskToken, out)
+		res, err := r.engine.SendTaskSuccess(dctx, a.TaskToken, out)
 		if err != nil {
-			return Outcome{}, fmt.Errorf("continue run %s: %w", runID, err)
+			return Outcome{}, fmt.Errorf("continue run %s: %w", runID, lostClaim(dctx, runID, err))
 		}
 		return r.settle(ctx, run.Pipeline, res)
 	}
@@ -269,6 +398,9 @@ func (r *Runner) Decide(ctx context.Context, runID, step, decision, by string) (
 // settle records what the engine reports as the run's status.
 func (r *Runner) settle(ctx context.Context, pipelineName string, res engine.Result) (Outcome, error) {
 	o := Outcome{RunID: res.RunID, Pipeline: pipelineName}
+	if res.Status != engine.StatusRunning {
+		defer r.forget(res.RunID) // no longer driven: read afresh next time
+	}
 	switch res.Status {
 	case engine.StatusSucceeded:
 		var out struct {
@@ -330,12 +462,25 @@ func (r *Runner) History(ctx context.Context, runID string) ([]store.HistoryEven
 }
 
 // Complete completes a waiting task with a human decision (its approval is
-// already decided in the store) and drives the run on.
+// already decided in the store) and drives the run on, claimed as Resume
+// claims it.
 func (r *Runner) Complete(ctx context.Context, taskToken string, d task.Decision) (Outcome, error) {
 	out, _ := json.Marshal(d)
-	res, err := r.engine.SendTaskSuccess(ctx, taskToken, out)
+	a, err := r.Store.ApprovalByTaskToken(ctx, taskToken)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("complete task: %w", err)
+	}
+	dctx, release, err := r.hold(ctx, a.RunID)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("complete task: %w", err)
+	}
+	defer release()
+	if err := r.prepare(dctx, a.RunID, runOptions{}); err != nil {
+		return Outcome{}, fmt.Errorf("complete task: %w", err)
+	}
+	res, err := r.engine.SendTaskSuccess(dctx, taskToken, out)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("complete task: %w", lostClaim(dctx, a.RunID, err))
 	}
 	run, err := r.Store.GetRun(ctx, res.RunID)
 	if err != nil {

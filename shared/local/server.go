@@ -140,11 +140,21 @@ type ServerConfig struct {
 	MaxRuns int // runs driven at once; more answer 429
 	Signer  *approval.Signer
 	HTTP    HTTPLimits // bounds of HTTPServer's connections
-	Logger  *slog.Logger
+	// ApprovalPoll is how often the server looks for human steps whose
+	// approval expired (Runner.ExpireApprovals), besides at each expiry it
+	// knows of; 0 means DefaultApprovalPoll.
+	ApprovalPoll time.Duration
+	Logger       *slog.Logger
 }
+
+// DefaultApprovalPoll is how often a server looks for expired approvals:
+// an approval another process created expires at most this late.
+const DefaultApprovalPoll = time.Second
 
 // NewServer loads and compiles the pipelines and builds the server. Runs
 // it starts live on ctx: cancel it to stop them at their next checkpoint.
+// Until then, the server also times out human steps whose approval expired
+// (Runner.ExpireApprovals), in its own runs and those of other processes.
 func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	log := cfg.Logger
 	if log == nil {
@@ -205,7 +215,43 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			},
 		}
 	}
+	poll := cfg.ApprovalPoll
+	if poll <= 0 {
+		poll = DefaultApprovalPoll
+	}
+	s.wg.Add(1)
+	go s.expireApprovals(poll)
 	return s, nil
+}
+
+// expireApprovals times out the human steps whose approval expires, until
+// the server's context ends: at each expiry it knows of, and every poll
+// for approvals that other processes create.
+func (s *Server) expireApprovals(poll time.Duration) {
+	defer s.wg.Done()
+	for {
+		fired, next, err := s.runner.ExpireApprovals(s.ctx)
+		if s.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			s.log.Error("time out expired approvals", "err", err)
+		}
+		for _, o := range fired {
+			s.log.Info("approval timed out", "run", o.RunID, "pipeline", o.Pipeline, "status", o.Status, "reason", o.Reason)
+		}
+		wait := poll
+		if !next.IsZero() {
+			wait = min(wait, max(time.Until(next), 0))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-s.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Start implements intake.Starter: the run is driven in the background.

@@ -1,0 +1,168 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/steprun"
+	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/store/sqlite"
+	"github.com/stepline/stepline/shared/task"
+)
+
+// liveForbidden is a live step function that fails the test when called:
+// a scripted run must never reach the real executors.
+type liveForbidden struct{ t *testing.T }
+
+func (l liveForbidden) Handle(_ context.Context, req task.Request) (task.Response, error) {
+	l.t.Errorf("run %s called the live step function (mode %s)", req.Run.ID, req.Mode)
+	return task.Response{}, errors.New("live executors called")
+}
+
+// openScripted opens a Runner on dir's state, "another process", whose
+// live step function fails the test.
+func openScripted(t *testing.T, dir string) *Runner {
+	t.Helper()
+	r, err := Open(context.Background(), Config{
+		Dir:     filepath.Join(dir, "state"),
+		Handler: func(*sqlite.Store) StepHandler { return liveForbidden{t} },
+		Scripted: func(st *sqlite.Store, replies *executor.Responses) StepHandler {
+			return &steprun.Handler{Store: st, Executors: executor.NewRegistry(executor.Deps{Responses: replies})}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func writeText(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestScriptedRunStaysScripted starts a scripted run that waits for a
+// human, and decides it from other Runners: the rest of the run answers
+// from the replies recorded with it, past those already used, never from
+// the live step function; with its replies gone, the decision is refused
+// and the run waits on until they are given again.
+func TestScriptedRunStaysScripted(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.yaml")
+	writeText(t, path, "name: p\nsteps:\n  - {name: a, executor: scripted}\n  - {name: ok, executor: human}\n"+
+		"  - {name: b, executor: webhook, executor_config: {url: 'https://automation.example.com/hook'}}\n")
+	replies := filepath.Join(dir, "replies.yaml")
+	// a's first reply is malformed (asked again: the second is used); b's
+	// first reply would be a's second if counts were not kept per run.
+	writeText(t, replies, "a: ['{\"confidence\": 0.9', "+reply(0.9, "a done", "")+"]\nb: ['{\"status\": \"accepted\"}']\n")
+
+	first := openScripted(t, dir)
+	o, err := first.Run(ctx, path, json.RawMessage(`{}`), "", WithResponses(replies))
+	if err != nil || o.Status != store.RunWaiting {
+		t.Fatalf("start: %+v, %v", o, err)
+	}
+	rec, err := first.Store.GetReplies(ctx, o.RunID)
+	if err != nil || rec.Source != replies || !reflect.DeepEqual(rec.Consumed, map[string]int{"a": 2}) {
+		t.Fatalf("recorded replies %+v, %v; want %s with a: 2 used", rec, err, replies)
+	}
+
+	// The file is gone: the decision is refused, the approval stays pending.
+	moved := filepath.Join(dir, "moved.yaml")
+	if err := os.Rename(replies, moved); err != nil {
+		t.Fatal(err)
+	}
+	second := openScripted(t, dir)
+	_, err = second.Decide(ctx, o.RunID, "ok", task.Approve, "tester")
+	var re *RepliesError
+	if !errors.As(err, &re) || re.Source != replies {
+		t.Fatalf("decide without the replies: %v, want a RepliesError naming %s", err, replies)
+	}
+	if run, _ := second.Store.GetRun(ctx, o.RunID); run.Status != store.RunWaiting {
+		t.Fatalf("run %s after a refused decision", run.Status)
+	}
+
+	// Given the file again, the run goes on from where it was.
+	third := openScripted(t, dir)
+	o, err = third.Decide(ctx, o.RunID, "ok", task.Approve, "tester", WithResponses(moved))
+	if err != nil || o.Status != store.RunCompleted {
+		t.Fatalf("decide with the replies: %+v, %v", o, err)
+	}
+	steps, _ := third.Store.ListSteps(ctx, o.RunID)
+	if got := finals(steps); got["b"] != "completed 1" || got["ok"] != "completed 1" {
+		t.Errorf("steps %v", got)
+	}
+	if rec, _ = third.Store.GetReplies(ctx, o.RunID); rec.Source != moved || rec.Consumed["b"] != 1 || rec.Consumed["a"] != 2 {
+		t.Errorf("recorded replies after the run %+v", rec)
+	}
+}
+
+// TestLiveRunStaysLive: a run started without replies answers from the
+// live step function, also when another Runner resumes it.
+func TestLiveRunStaysLive(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.yaml")
+	writeText(t, path, "name: p\nsteps:\n  - {name: ok, executor: human}\n  - {name: a, executor: scripted}\n")
+	var liveCalls int
+	open := func() *Runner {
+		replies, _ := executor.ParseResponses("live.yaml", []byte("a: ["+reply(0.9, "live", "")+"]\n"))
+		r, err := Open(ctx, Config{
+			Dir: filepath.Join(dir, "state"),
+			Handler: func(st *sqlite.Store) StepHandler {
+				return countingHandler{&steprun.Handler{Store: st, Executors: executor.NewRegistry(executor.Deps{Responses: replies})}, &liveCalls}
+			},
+			Scripted: func(*sqlite.Store, *executor.Responses) StepHandler { return liveForbidden{t} },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	o, err := open().Run(ctx, path, json.RawMessage(`{}`), "")
+	if err != nil || o.Status != store.RunWaiting {
+		t.Fatalf("start: %+v, %v", o, err)
+	}
+	if o, err = open().Decide(ctx, o.RunID, "ok", task.Approve, "tester"); err != nil || o.Status != store.RunCompleted {
+		t.Fatalf("decide: %+v, %v", o, err)
+	}
+	if liveCalls == 0 {
+		t.Error("the live step function was never called")
+	}
+}
+
+type countingHandler struct {
+	inner StepHandler
+	n     *int
+}
+
+func (c countingHandler) Handle(ctx context.Context, req task.Request) (task.Response, error) {
+	*c.n++
+	return c.inner.Handle(ctx, req)
+}
+
+// TestScriptedSubPipeline: the child run of a scripted run answers from
+// its parent's replies.
+func TestScriptedSubPipeline(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	writeText(t, filepath.Join(dir, "parent.yaml"), "name: parent\nsteps:\n  - {name: delegate, executor: pipeline, executor_config: {pipeline: child-work}}\n")
+	writeText(t, filepath.Join(dir, "child.yaml"), "name: child-work\nsteps:\n  - {name: inner, executor: scripted}\n")
+	replies := filepath.Join(dir, "replies.yaml")
+	writeText(t, replies, "inner: ["+reply(0.9, "child done", "")+"]\n")
+	r := openScripted(t, dir)
+	o, err := r.Run(ctx, filepath.Join(dir, "parent.yaml"), json.RawMessage(`{}`), "", WithResponses(replies))
+	if err != nil || o.Status != store.RunCompleted {
+		t.Fatalf("%+v, %v", o, err)
+	}
+}
