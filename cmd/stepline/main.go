@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"sort"
@@ -24,6 +25,20 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+	// transport carries the HTTP requests of live runs (executors,
+	// notifications, failure webhooks); nil: http.DefaultTransport.
+	transport http.RoundTripper
+	// terminal reports whether stdin is a terminal to ask approvals on;
+	// nil: whether it is one.
+	terminal func(io.Reader) bool
+}
+
+// interactive reports whether approvals can be asked for on stdin.
+func (e env) interactive() bool {
+	if e.terminal != nil {
+		return e.terminal(e.stdin)
+	}
+	return isTerminal(e.stdin)
 }
 
 // command is one subcommand. run returns the process exit code.

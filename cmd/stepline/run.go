@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -106,13 +107,15 @@ func oneLine(s string, n int) string {
 	return s
 }
 
-// openRunner opens the local state with the step function wired.
-func openRunner(ctx context.Context, e env, sf stateFlags, responses *executor.Responses, prog *progress) (*local.Runner, error) {
+// openRunner opens the local state with the step functions wired: the
+// live one, and the one of scripted runs.
+func openRunner(ctx context.Context, e env, sf stateFlags, prog *progress) (*local.Runner, error) {
 	dir := sf.dir
 	if dir == "" {
 		dir = local.DefaultDir
 	}
-	cfg := local.Config{Dir: dir, DBPath: sf.db, Handler: stepHandler(e, responses, dir, nil)}
+	cfg := local.Config{Dir: dir, DBPath: sf.db, Handler: stepHandler(e, dir, nil), Scripted: scriptedHandler(e, dir, nil),
+		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if prog != nil {
 		cfg.OnEvent = prog.event
 	}
@@ -152,19 +155,19 @@ func cmdRun(ctx context.Context, e env) int {
 			return exitFailed
 		}
 	}
-	var responses *executor.Responses
+	var opts []local.RunOption
 	if *responsesPath != "" {
-		var err error
-		if responses, err = executor.LoadResponses(*responsesPath); err != nil {
+		if _, err := executor.LoadResponses(*responsesPath); err != nil {
 			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 			return exitFailed
 		}
+		opts = append(opts, local.WithResponses(*responsesPath))
 	}
 	var prog *progress
 	if !*asJSON {
 		prog = newProgress(e.stdout)
 	}
-	r, err := openRunner(ctx, e, sf, responses, prog)
+	r, err := openRunner(ctx, e, sf, prog)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed
@@ -175,7 +178,7 @@ func cmdRun(ctx context.Context, e env) int {
 	if !*asJSON {
 		fmt.Fprintf(e.stdout, "running %s\n", path)
 	}
-	o, err := r.Run(ctx, path, trigger, "")
+	o, err := r.Run(ctx, path, trigger, "", opts...)
 	if ds, ok := compiler.AsError(err); ok {
 		fmt.Fprint(e.stderr, ds.String()) // every error, as validate prints them
 		return exitFailed
@@ -184,7 +187,7 @@ func cmdRun(ctx context.Context, e env) int {
 		fmt.Fprintf(e.stderr, "%v\n", err)
 		return exitFailed
 	}
-	o, err = answerApprovals(ctx, e, r, o, responses, *by, !*asJSON)
+	o, err = answerApprovals(ctx, e, r, o, *by, !*asJSON)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed
@@ -206,11 +209,19 @@ func eventTrigger(b []byte) (json.RawMessage, error) {
 	return b, nil
 }
 
-// answerApprovals decides the approvals a run waits for: from the
-// responses file when it scripts them, else by asking on the terminal.
-func answerApprovals(ctx context.Context, e env, r *local.Runner, o local.Outcome, responses *executor.Responses, by string, interactive bool) (local.Outcome, error) {
+// answerApprovals decides the approvals a run waits for: from the run's
+// scripted replies when they hold a decision, else by asking on the
+// terminal. While it asks, the run stays attached: when the approval
+// expires first, the step times out as its timeout_seconds says
+// (Runner.Expire) and the run goes on.
+func answerApprovals(ctx context.Context, e env, r *local.Runner, o local.Outcome, by string, interactive bool) (local.Outcome, error) {
+	var lines *lineReader
 	for o.Status == store.RunWaiting && len(o.Waiting) > 0 {
 		a := o.Waiting[0]
+		responses, err := r.Responses(ctx, o.RunID)
+		if err != nil {
+			return o, err
+		}
 		decision, who, ok := "", by, false
 		if responses != nil {
 			if d, err := responses.Decision(a.Step); err == nil {
@@ -223,8 +234,21 @@ func answerApprovals(ctx context.Context, e env, r *local.Runner, o local.Outcom
 				}
 			}
 		}
-		if !ok && interactive && isTerminal(e.stdin) {
-			decision, ok = ask(e, a)
+		if !ok && interactive && e.interactive() {
+			if lines == nil {
+				lines = newLineReader(e.stdin)
+			}
+			var expired bool
+			decision, ok, expired = ask(ctx, e, lines, a, firstExpiry(o.Waiting))
+			if expired {
+				next, fired, err := r.Expire(ctx, o.RunID)
+				if err != nil || !fired {
+					return o, err
+				}
+				fmt.Fprintf(e.stdout, "\n  %-28s timed out waiting for approval\n", a.Step)
+				o = next
+				continue
+			}
 		}
 		if !ok {
 			return o, nil
@@ -238,7 +262,6 @@ func answerApprovals(ctx context.Context, e env, r *local.Runner, o local.Outcom
 		if interactive {
 			fmt.Fprintf(e.stdout, "  %-28s %s by %s\n", a.Step, decision+"d", who)
 		}
-		var err error
 		if o, err = r.Decide(ctx, o.RunID, a.Step, decision, who); err != nil {
 			return o, err
 		}
@@ -246,24 +269,66 @@ func answerApprovals(ctx context.Context, e env, r *local.Runner, o local.Outcom
 	return o, nil
 }
 
+// firstExpiry is the earliest expiry of approvals.
+func firstExpiry(approvals []store.Approval) time.Time {
+	var t time.Time
+	for _, a := range approvals {
+		if t.IsZero() || a.ExpiresAt.Before(t) {
+			t = a.ExpiresAt
+		}
+	}
+	return t
+}
+
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func ask(e env, a store.Approval) (string, bool) {
-	fmt.Fprintf(e.stdout, "\napproval needed for step %q:\n%s\napprove? [y/n] ", a.Step, a.Message)
-	line, err := bufio.NewReader(e.stdin).ReadString('\n')
-	if err != nil {
-		return "", false
+// lineReader reads lines of input on a goroutine of its own, so that a
+// question can stop waiting for an answer.
+type lineReader struct {
+	lines chan string
+}
+
+func newLineReader(in io.Reader) *lineReader {
+	lr := &lineReader{lines: make(chan string)}
+	go func() {
+		defer close(lr.lines)
+		sc := bufio.NewScanner(in)
+		for sc.Scan() {
+			lr.lines <- sc.Text()
+		}
+	}()
+	return lr
+}
+
+// ask asks on the terminal whether to approve a, until deadline: expired
+// reports that it passed first.
+func ask(ctx context.Context, e env, lines *lineReader, a store.Approval, deadline time.Time) (decision string, ok, expired bool) {
+	fmt.Fprintf(e.stdout, "\napproval needed for step %q (times out at %s):\n%s\napprove? [y/n] ",
+		a.Step, deadline.Local().Format("15:04:05"), a.Message)
+	timer := time.NewTimer(max(time.Until(deadline), 0))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return "", false, false
+		case <-timer.C:
+			return "", false, true
+		case line, open := <-lines.lines:
+			if !open {
+				return "", false, false
+			}
+			switch strings.ToLower(strings.TrimSpace(line)) {
+			case "y", "yes":
+				return task.Approve, true, false
+			case "n", "no":
+				return task.Reject, true, false
+			}
+			fmt.Fprint(e.stdout, "approve? [y/n] ")
+		}
 	}
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-		return task.Approve, true
-	case "n", "no":
-		return task.Reject, true
-	}
-	return "", false
 }
 
 // runReport is the --json form of a run's outcome.
@@ -351,12 +416,12 @@ func report(ctx context.Context, e env, r *local.Runner, o local.Outcome, asJSON
 }
 
 // sweep deals with runs a killed process left running (see local.Sweep)
-// and says what it did on stderr.
+// and with human steps whose approval expired while no process ran (see
+// local.ExpireApprovals), and says what it did on stderr.
 func sweep(ctx context.Context, e env, r *local.Runner) {
 	swept, err := r.Sweep(ctx)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
-		return
 	}
 	for _, s := range swept {
 		switch s.Action {
@@ -365,5 +430,16 @@ func sweep(ctx context.Context, e env, r *local.Runner) {
 		default:
 			fmt.Fprintf(e.stderr, "run %s %s: %s\n", s.RunID, s.Action, s.Reason)
 		}
+	}
+	expired, _, err := r.ExpireApprovals(ctx)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+	}
+	for _, o := range expired {
+		fmt.Fprintf(e.stderr, "run %s: an approval expired; the run is %s", o.RunID, o.Status)
+		if o.Reason != "" {
+			fmt.Fprintf(e.stderr, " — %s", oneLine(o.Reason, 120))
+		}
+		fmt.Fprintln(e.stderr)
 	}
 }

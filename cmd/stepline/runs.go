@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 
+	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/local"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
 )
@@ -22,7 +25,7 @@ func cmdRuns(ctx context.Context, e env) int {
 	if err := fs.Parse(e.args); err != nil || fs.NArg() != 0 {
 		return exitUsage
 	}
-	r, err := openRunner(ctx, e, sf, nil, nil)
+	r, err := openRunner(ctx, e, sf, nil)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed
@@ -50,7 +53,7 @@ func cmdShow(ctx context.Context, e env) int {
 		fmt.Fprintln(e.stderr, "usage: stepline show [--json] RUN")
 		return exitUsage
 	}
-	r, err := openRunner(ctx, e, sf, nil, nil)
+	r, err := openRunner(ctx, e, sf, nil)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed
@@ -90,25 +93,60 @@ func cmdShow(ctx context.Context, e env) int {
 	return exitOK
 }
 
+// responsesFlag is the --responses flag of the commands that drive a
+// run on.
+func responsesFlag(fs *flag.FlagSet) *string {
+	return fs.String("responses", "", "YAML file of scripted replies the run answers from from now on "+
+		"(default: the file the run was started with, for a run started with --responses)")
+}
+
+// runOptions turns --responses into the options of the drive, checking
+// the file first.
+func runOptions(e env, path string) ([]local.RunOption, bool) {
+	if path == "" {
+		return nil, true
+	}
+	if _, err := executor.LoadResponses(path); err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		return nil, false
+	}
+	return []local.RunOption{local.WithResponses(path)}, true
+}
+
+// driveError prints why a run could not be driven on, with the way out
+// when there is one.
+func driveError(e env, err error) {
+	fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+	var replies *local.RepliesError
+	if errors.As(err, &replies) {
+		fmt.Fprintln(e.stderr, "stepline: the run stays as it was; give its replies with --responses FILE to go on offline")
+	}
+}
+
 // cmdResume continues a run from its last checkpoint.
 func cmdResume(ctx context.Context, e env) int {
 	fs := flag.NewFlagSet("resume", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	var sf stateFlags
 	sf.register(fs)
+	responses := responsesFlag(fs)
 	if err := fs.Parse(e.args); err != nil || fs.NArg() != 1 {
-		fmt.Fprintln(e.stderr, "usage: stepline resume RUN")
+		fmt.Fprintln(e.stderr, "usage: stepline resume [--responses FILE] RUN")
 		return exitUsage
 	}
-	r, err := openRunner(ctx, e, sf, nil, newProgress(e.stdout))
+	opts, ok := runOptions(e, *responses)
+	if !ok {
+		return exitFailed
+	}
+	r, err := openRunner(ctx, e, sf, newProgress(e.stdout))
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed
 	}
 	defer r.Close()
-	o, err := r.Resume(ctx, fs.Arg(0))
+	o, err := r.Resume(ctx, fs.Arg(0), opts...)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		driveError(e, err)
 		return exitFailed
 	}
 	return report(ctx, e, r, o, false)
@@ -124,9 +162,14 @@ func decide(ctx context.Context, e env, name, decision string) int {
 	var sf stateFlags
 	sf.register(fs)
 	by := fs.String("by", "", "who decides (default $USER)")
+	responses := responsesFlag(fs)
 	if err := fs.Parse(e.args); err != nil || fs.NArg() != 2 {
-		fmt.Fprintf(e.stderr, "usage: stepline %s [--by NAME] RUN STEP\n", name)
+		fmt.Fprintf(e.stderr, "usage: stepline %s [--by NAME] [--responses FILE] RUN STEP\n", name)
 		return exitUsage
+	}
+	opts, ok := runOptions(e, *responses)
+	if !ok {
+		return exitFailed
 	}
 	who := *by
 	if who == "" {
@@ -135,15 +178,15 @@ func decide(ctx context.Context, e env, name, decision string) int {
 	if who == "" {
 		who = "local operator"
 	}
-	r, err := openRunner(ctx, e, sf, nil, newProgress(e.stdout))
+	r, err := openRunner(ctx, e, sf, newProgress(e.stdout))
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed
 	}
 	defer r.Close()
-	o, err := r.Decide(ctx, fs.Arg(0), fs.Arg(1), decision, who)
+	o, err := r.Decide(ctx, fs.Arg(0), fs.Arg(1), decision, who, opts...)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		driveError(e, err)
 		return exitFailed
 	}
 	return report(ctx, e, r, o, false)

@@ -97,7 +97,8 @@ func cmdServe(ctx context.Context, e env) int {
 	}
 	signer := &approval.Signer{Key: key}
 	notifier := &linkNotifier{base: base, signer: signer, log: logger, out: func(s string) { fmt.Fprintln(e.stdout, s) }}
-	r, err := local.Open(ctx, local.Config{Dir: stateDir, DBPath: sf.db, Handler: stepHandler(e, nil, stateDir, notifier)})
+	r, err := local.Open(ctx, local.Config{Dir: stateDir, DBPath: sf.db, Logger: logger,
+		Handler: stepHandler(e, stateDir, notifier), Scripted: scriptedHandler(e, stateDir, notifier)})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -14,29 +15,51 @@ import (
 	"github.com/stepline/stepline/shared/store/sqlite"
 )
 
-// stepHandler builds the step function the local engine invokes: the same
-// shared/steprun code the step Lambda runs, over the SQLite store, with
-// secrets from the environment and, with --responses, scripted replies
-// standing in for every executor.
-func stepHandler(e env, responses *executor.Responses, dir string, approvals steprun.Notifier) func(*sqlite.Store) local.StepHandler {
+// stepHandler builds the step function the local engine invokes for live
+// runs: the same shared/steprun code the step Lambda runs, over the SQLite
+// store, with secrets from the environment and the real executors.
+func stepHandler(e env, dir string, approvals steprun.Notifier) func(*sqlite.Store) local.StepHandler {
 	return func(st *sqlite.Store) local.StepHandler {
-		client := &http.Client{}
-		secrets := secret.Env(e.getenv)
-		logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		prices, err := pricing.Default()
-		if err != nil {
-			logger.Warn("price table does not load; costs stay unknown", "err", err)
-		}
-		return &steprun.Handler{
-			Notifier:      approvals,
-			Notifications: &notify.Dispatcher{HTTP: client, Secrets: secrets, Logger: logger},
-			Store:         st,
-			Executors:     executor.NewRegistry(executor.Deps{HTTP: client, Secrets: secrets, Responses: responses, Logger: logger, Defaults: executor.DefaultsFromEnv(e.getenv)}),
-			Artifacts:     steprun.Dir{Root: filepath.Join(dir, "artifacts")},
-			Pricing:       prices,
-			HTTP:          client,
-			Secrets:       secrets,
-			Logger:        logger,
-		}
+		client := &http.Client{Transport: e.transport}
+		return handler(e, st, dir, approvals, client, executor.Deps{})
 	}
 }
+
+// scriptedHandler builds the step function of scripted runs (--responses):
+// every executor answers from the run's replies, and the HTTP client of
+// its notifications and failure webhooks refuses every request, so that
+// nothing of an offline run leaves the machine.
+func scriptedHandler(e env, dir string, approvals steprun.Notifier) func(*sqlite.Store, *executor.Responses) local.StepHandler {
+	return func(st *sqlite.Store, replies *executor.Responses) local.StepHandler {
+		client := &http.Client{Transport: offline{}}
+		return handler(e, st, dir, approvals, client, executor.Deps{Responses: replies})
+	}
+}
+
+func handler(e env, st *sqlite.Store, dir string, approvals steprun.Notifier, client *http.Client, deps executor.Deps) *steprun.Handler {
+	secrets := secret.Env(e.getenv)
+	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	prices, err := pricing.Default()
+	if err != nil {
+		logger.Warn("price table does not load; costs stay unknown", "err", err)
+	}
+	deps.HTTP, deps.Secrets, deps.Logger, deps.Defaults = client, secrets, logger, executor.DefaultsFromEnv(e.getenv)
+	return &steprun.Handler{
+		Notifier:      approvals,
+		Notifications: &notify.Dispatcher{HTTP: client, Secrets: secrets, Logger: logger},
+		Store:         st,
+		Executors:     executor.NewRegistry(deps),
+		Artifacts:     steprun.Dir{Root: filepath.Join(dir, "artifacts")},
+		Pricing:       prices,
+		HTTP:          client,
+		Secrets:       secrets,
+		Logger:        logger,
+	}
+}
+
+// offline is the transport of scripted runs: it refuses every request.
+type offline struct{}
+
+var errOffline = errors.New("refused: a scripted run (--responses) sends nothing over the network")
+
+func (offline) RoundTrip(*http.Request) (*http.Response, error) { return nil, errOffline }
