@@ -17,11 +17,12 @@ import (
 
 // stepHandler builds the step function the local engine invokes for live
 // runs: the same shared/steprun code the step Lambda runs, over the SQLite
-// store, with secrets from the environment and the real executors.
+// store, with secrets from the environment, the real executors, and
+// Bedrock through the AWS configuration chain (bedrockClient).
 func stepHandler(e env, dir string, approvals steprun.Notifier) func(*sqlite.Store) local.StepHandler {
 	return func(st *sqlite.Store) local.StepHandler {
 		client := &http.Client{Transport: e.transport}
-		return handler(e, st, dir, approvals, client, executor.Deps{})
+		return handler(e, st, dir, approvals, client, executor.Deps{Bedrock: &bedrockClient{}})
 	}
 }
 
