@@ -166,3 +166,42 @@ func TestScriptedSubPipeline(t *testing.T) {
 		t.Fatalf("%+v, %v", o, err)
 	}
 }
+
+// TestSweepResumesScriptedRun: a scripted run of a durable pipeline
+// interrupted in flight is resumed by the next Runner's sweep from the
+// replies recorded with it, not by the live step function.
+func TestSweepResumesScriptedRun(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.yaml")
+	writeText(t, path, "name: p\ndurable: true\nsteps:\n  - {name: a, executor: scripted}\n  - {name: b, executor: scripted}\n")
+	replies := filepath.Join(dir, "replies.yaml")
+	writeText(t, replies, "a: ["+reply(0.9, "a", "")+"]\nb: ["+reply(0.9, "b", "")+"]\n")
+	g := &holdingGate{step: "b", entered: make(chan struct{}, 1), open: make(chan struct{})}
+	first, err := Open(ctx, Config{
+		Dir:     filepath.Join(dir, "state"),
+		Handler: func(*sqlite.Store) StepHandler { return liveForbidden{t} },
+		Scripted: func(st *sqlite.Store, r *executor.Responses) StepHandler {
+			g.inner = &steprun.Handler{Store: st, Executors: executor.NewRegistry(executor.Deps{Responses: r})}
+			return g
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := first.Run(runCtx, path, json.RawMessage(`{}`), "run-swept", WithResponses(replies))
+		done <- err
+	}()
+	<-g.entered
+	stop() // the process dies with b in flight
+	<-done
+	first.Close()
+
+	swept, err := openScripted(t, dir).Sweep(ctx)
+	if err != nil || len(swept) != 1 || swept[0].Action != "resumed" || swept[0].Outcome.Status != store.RunCompleted {
+		t.Fatalf("swept %+v, %v; want the run resumed and completed", swept, err)
+	}
+}
