@@ -8,6 +8,15 @@
 // It imports no CDK code, so its decisions are unit-tested in milliseconds
 // and the stack only turns them into resources.
 //
+// Each file is compiled through package compiler/gate, as stepline
+// validate compiles it: what validate accepts synthesizes, and what it
+// refuses fails synth with the same positioned errors. The plan adds only
+// what needs the whole directory (unique names and substitutions) or the
+// stack's configuration (the secret mappings). A gateway step without
+// api_key reads the secret OPENAI_API_KEY by default (DefaultSecrets): the
+// functions may read it when stepline:secrets maps it, and such steps send
+// no key when it does not.
+//
 // # Triggers on EventBridge
 //
 // A Stepline trigger event on EventBridge has detail-type "Stepline
