@@ -160,7 +160,7 @@
 // pipeline past about 400 such steps is refused for its size, after the
 // same work):
 //
-//	go test -run XXX -bench Validate ./compiler   100 / 1,000 / 10,000 steps: 50 / 536 / 4,467 ms (450-540 µs per step, linear)
+//	go test -run XXX -bench Validate ./compiler   100 / 1,000 / 10,000 steps: 19-24 / 224-261 / 1,766-2,070 ms (180-260 µs per step, linear)
 //	go test -run XXX -bench Compile ./compiler    about 2,500 ASL bytes per heavy step (guarded, retried, templated)
 //	go test -v -run TestLargestPipeline ./compiler  417 such steps fit in one state machine
 //

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -135,9 +136,10 @@ type lowerer struct {
 	sm     *asl.StateMachine
 	ds     Diagnostics
 	scope  when.Scope
-	alias  map[string]string // template name → step name
-	added  map[string]bool   // terminal and routing states already emitted
-	router map[int]string    // node index → name of its routing Choice
+	alias  map[string]string        // template name → step name
+	added  map[string]bool          // terminal and routing states already emitted
+	router map[int]string           // node index → name of its routing Choice
+	conds  map[pipeline.Node]string // a node's when: as JSONata, lowered once
 }
 
 func (l *lowerer) add(states *asl.States, name string, st asl.State) {
@@ -327,6 +329,20 @@ func (l *lowerer) whenCond(n pipeline.Node) string {
 	if src == "" {
 		return ""
 	}
+	if code, ok := l.conds[n]; ok {
+		return code
+	}
+	code := l.lowerWhen(n, src)
+	if l.conds == nil {
+		l.conds = map[pipeline.Node]string{}
+	}
+	l.conds[n] = code
+	return code
+}
+
+// lowerWhen lowers when: src of node n; whenCond keeps the result, since
+// the routes into a run of guarded steps ask for the same node again.
+func (l *lowerer) lowerWhen(n pipeline.Node, src string) string {
 	expr, err := when.Parse(src)
 	if err != nil {
 		return "false" // Check reported it
@@ -1331,7 +1347,7 @@ func Marshal(sm *asl.StateMachine) ([]byte, error) {
 // MarshalCompact is Marshal without indentation: what is deployed and what
 // the definition size limit applies to.
 func MarshalCompact(sm *asl.StateMachine) ([]byte, error) {
-	b, err := json.Marshal(sm)
+	b, err := sm.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
@@ -1372,25 +1388,24 @@ func unescapeHTML(b []byte) []byte {
 // escapePlaceholders rewrites ${NAME} as $\u007bNAME} unless NAME is a
 // resource placeholder (an ARN substitution). JSON decodes both the same.
 func escapePlaceholders(b []byte) []byte {
-	s := string(b)
-	var out strings.Builder
-	for {
-		i := strings.Index(s, "${")
-		if i < 0 {
-			out.WriteString(s)
-			break
-		}
-		j := strings.IndexByte(s[i:], '}')
-		if j > 0 && isResourcePlaceholder(s[i:i+j+1]) {
-			out.WriteString(s[:i+j+1])
-			s = s[i+j+1:]
-			continue
-		}
-		out.WriteString(s[:i])
-		out.WriteString(`$\u007b`)
-		s = s[i+2:]
+	i := bytes.Index(b, []byte("${"))
+	if i < 0 {
+		return b
 	}
-	return []byte(out.String())
+	out := make([]byte, 0, len(b)+len(b)/32)
+	for i >= 0 {
+		j := bytes.IndexByte(b[i:], '}')
+		if j > 0 && isResourcePlaceholder(string(b[i:i+j+1])) {
+			out = append(out, b[:i+j+1]...)
+			b = b[i+j+1:]
+		} else {
+			out = append(out, b[:i]...)
+			out = append(out, `$\u007b`...)
+			b = b[i+2:]
+		}
+		i = bytes.Index(b, []byte("${"))
+	}
+	return append(out, b...)
 }
 
 func isResourcePlaceholder(p string) bool {

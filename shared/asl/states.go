@@ -72,6 +72,7 @@ func (s States) All() iter.Seq2[string, State] {
 // MarshalJSON writes the states as an object in order.
 func (s States) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
+	b.Grow(2048 * len(s.names))
 	b.WriteByte('{')
 	for i, n := range s.names {
 		if i > 0 {
@@ -340,15 +341,50 @@ func encodeState(st State) ([]byte, error) {
 	return nil, fmt.Errorf("unsupported state type %T", st)
 }
 
-// MarshalJSON writes the machine's fields in a fixed order.
+// MarshalJSON writes the machine's fields in a fixed order. The states,
+// which are nearly all of a definition, are written once into the result
+// rather than handed back through encoding/json, which would check and
+// copy them again.
 func (m *StateMachine) MarshalJSON() ([]byte, error) {
-	return encode(struct {
-		Comment        string `json:",omitempty"`
-		QueryLanguage  string `json:",omitempty"`
-		StartAt        string
-		TimeoutSeconds int `json:",omitempty"`
-		States         States
-	}{m.Comment, m.QueryLanguage, m.StartAt, m.TimeoutSeconds, m.States})
+	states, err := m.States.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(states)+256)
+	b = append(b, '{')
+	field := func(name string, v any) error {
+		e, err := encode(v)
+		if err != nil {
+			return err
+		}
+		b = append(b, '"')
+		b = append(b, name...)
+		b = append(b, '"', ':')
+		b = append(b, e...)
+		b = append(b, ',')
+		return nil
+	}
+	if m.Comment != "" {
+		if err := field("Comment", m.Comment); err != nil {
+			return nil, err
+		}
+	}
+	if m.QueryLanguage != "" {
+		if err := field("QueryLanguage", m.QueryLanguage); err != nil {
+			return nil, err
+		}
+	}
+	if err := field("StartAt", m.StartAt); err != nil {
+		return nil, err
+	}
+	if m.TimeoutSeconds != 0 {
+		if err := field("TimeoutSeconds", m.TimeoutSeconds); err != nil {
+			return nil, err
+		}
+	}
+	b = append(b, `"States":`...)
+	b = append(b, states...)
+	return append(b, '}'), nil
 }
 
 // UnmarshalJSON reads a definition without validating it; see Parse.
