@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/stepline/stepline/shared/awsrest"
 	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/fault"
 )
 
 // bedrockClient is the Bedrock runtime client of local runs: the signed
@@ -41,10 +40,10 @@ func (b *bedrockClient) Converse(ctx context.Context, modelID string, body []byt
 func newBedrockRuntime(ctx context.Context) (*awsrest.BedrockRuntime, error) {
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("load the AWS configuration: %w", err)
+		return nil, fault.Errorf[fault.ConfigError]("load the AWS configuration: %v", err)
 	}
 	if cfg.Region == "" {
-		return nil, errors.New("no AWS region is configured: set AWS_REGION, or region in the profile of ~/.aws/config (AWS_PROFILE picks the profile)")
+		return nil, fault.Errorf[fault.ConfigError]("no AWS region is configured: set AWS_REGION, or region in the profile of ~/.aws/config (AWS_PROFILE picks the profile)")
 	}
 	return awsrest.NewBedrockRuntime(cfg)
 }

@@ -200,6 +200,10 @@ func bedrockError(a *attempt, model string, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("bedrock: %s: %w", model, context.Canceled)
 	}
+	var ce *fault.ConfigError
+	if errors.As(err, &ce) { // no region or no credentials: retrying cannot help
+		return fault.Errorf[fault.ConfigError]("bedrock: %s: %s", model, ce.Msg)
+	}
 	var re *awsrest.ResponseError
 	if errors.As(err, &re) {
 		code := re.Code

@@ -3,6 +3,8 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"reflect"
@@ -275,5 +277,30 @@ func TestBedrockLogsOneDebugLine(t *testing.T) {
 	}
 	if got := logs.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "executor aws call") || !strings.Contains(got, "step=triage") || !strings.Contains(got, "error=false") {
 		t.Errorf("log = %q", got)
+	}
+}
+
+type failingConverse struct{ err error }
+
+func (f failingConverse) Converse(context.Context, string, []byte) ([]byte, error) { return nil, f.err }
+
+// TestBedrockConfigurationErrorsAreNotRetried: a client that cannot be
+// configured (no region, no credentials) fails the call with a
+// ConfigError, which Retry does not match; anything else it cannot say
+// stays ExecutorUnavailable.
+func TestBedrockConfigurationErrorsAreNotRetried(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{fault.Errorf[fault.ConfigError]("no AWS region is configured"), fault.NameConfigError},
+		{fmt.Errorf("load: %w", fault.Errorf[fault.ConfigError]("no credentials")), fault.NameConfigError},
+		{errors.New("connection reset"), fault.NameExecutorUnavailable},
+	} {
+		reg, _ := newRegistry(t, Deps{Bedrock: failingConverse{c.err}})
+		_, err := provider(t, reg, Call{Executor: Bedrock, Config: map[string]any{"model": "m"}}).Complete(context.Background(), request())
+		if fault.Name(err) != c.want || !strings.HasPrefix(err.Error(), "bedrock: m: ") {
+			t.Errorf("%v: got %s %v, want %s", c.err, fault.Name(err), err, c.want)
+		}
 	}
 }
