@@ -838,13 +838,33 @@ func (l *lowerer) lowerHuman(i int, s *pipeline.Step, refs []string, failed []as
 		Arguments:      args,
 		TimeoutSeconds: timeout,
 		Retry:          stepRetry(s.Retry),
-		Catch:          failed,
+		Catch:          append(l.testingApproves(decision, nil), failed...),
 		Output:         "{% $states.result %}",
 		Next:           decision,
 	})
 	dp := l.payload(task.ModeHuman, s, []string{})
 	dp["decision"] = "{% $states.input %}"
 	l.addDecision(i, s.Name, s, decision, "Turn the decision into the step's output, decide and record.", dp, failed)
+}
+
+// TimeoutApprover is who approves a human step of a testing pipeline that
+// nobody decided within its timeout.
+const TimeoutApprover = "timeout (stage testing)"
+
+// testingApproves is the Catch that, in a pipeline of stage testing, turns
+// a human step's timeout into an approval, as the reference runner does
+// (production: the timeout fails the step). wrap, when set, shapes the
+// decision as the branch's Task output does.
+func (l *lowerer) testingApproves(decision string, wrap func(map[string]any) map[string]any) []asl.Catcher {
+	if l.p.Stage == pipeline.StageProduction {
+		return nil
+	}
+	d := map[string]any{"decision": task.Approve, "by": TimeoutApprover}
+	out := any(d)
+	if wrap != nil {
+		out = wrap(map[string]any{"decision": d})
+	}
+	return []asl.Catcher{{ErrorEquals: []string{asl.StatesTimeout}, Output: out, Next: decision}}
 }
 
 // addDecision adds the Task that hands what node i waited for (a human's
@@ -1104,7 +1124,7 @@ func (l *lowerer) humanBranch(w waiting) string {
 		Arguments:      args,
 		TimeoutSeconds: timeout,
 		Retry:          []asl.Retrier{lambdaRetrier()},
-		Catch:          lostCatch(w.step, w.state+": lost"),
+		Catch:          append(l.testingApproves(decision, w.carry), lostCatch(w.step, w.state+": lost")...),
 		Output:         w.carry(map[string]any{"decision": "{% $states.result %}"}),
 		Next:           decision,
 	})
