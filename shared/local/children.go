@@ -29,6 +29,7 @@ func (c children) StartChild(ctx context.Context, req engine.ChildRequest) (engi
 	if err != nil {
 		return engine.Result{}, err
 	}
+	started := c.r.now().UTC()
 	res, err := c.r.engine.Start(ctx, req.RunID, sm, req.Input, engine.WithParent(req), engine.WithStateMachine(name))
 	if errors.Is(err, engine.ErrRunExists) {
 		// The parent resumed after a crash: continue the child instead.
@@ -37,7 +38,7 @@ func (c children) StartChild(ctx context.Context, req engine.ChildRequest) (engi
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("run sub-pipeline %q: %w", name, err)
 	}
-	if _, serr := c.r.settle(ctx, name, res); serr != nil {
+	if _, serr := c.r.settle(ctx, name, res, &startFacts{sm: sm, input: req.Input, at: started}); serr != nil {
 		return res, serr
 	}
 	return res, nil

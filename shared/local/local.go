@@ -312,11 +312,54 @@ func (r *Runner) Start(ctx context.Context, sm *asl.StateMachine, name string, t
 	if err := r.prepare(dctx, runID, options(opts)); err != nil {
 		return Outcome{}, fmt.Errorf("run %s: %w", name, err)
 	}
+	started := r.now().UTC()
 	res, err := r.engine.Start(dctx, runID, sm, input, engine.WithStateMachine(name))
 	if err != nil {
 		return Outcome{}, fmt.Errorf("run %s: %w", name, lostClaim(dctx, runID, err))
 	}
-	return r.settle(ctx, name, res)
+	return r.settle(ctx, name, res, &startFacts{sm: sm, input: input, at: started})
+}
+
+// startFacts is what a run started with: settle records a run that ended
+// before any step recorded it (every step skipped) from it.
+type startFacts struct {
+	sm    *asl.StateMachine
+	input json.RawMessage
+	at    time.Time
+}
+
+// record is the run record of a run that ended, with o, before any step
+// created it: what the step function would have written, from the
+// definition's pipeline facts and the run's input.
+func (s *startFacts) record(o Outcome, now time.Time) store.Run {
+	run := store.Run{ID: o.RunID, Pipeline: o.Pipeline, Status: o.Status, Reason: o.Reason,
+		Stage: store.StageTesting, StartedAt: s.at, CompletedAt: &now}
+	if len(o.Output) > 0 && string(o.Output) != "null" {
+		run.FinalOutput = o.Output
+	}
+	st, _ := s.sm.States.Get(s.sm.StartAt)
+	if first, ok := st.(*asl.Pass); ok {
+		if facts, ok := first.Assign["pipeline"].(map[string]any); ok && facts["stage"] == store.StageProduction {
+			run.Stage = store.StageProduction
+		}
+	}
+	var in struct {
+		Trigger     json.RawMessage `json:"trigger"`
+		ParentRunID string          `json:"parent_run_id"`
+	}
+	_ = json.Unmarshal(s.input, &in)
+	run.ParentRunID = in.ParentRunID
+	if len(in.Trigger) > 0 && len(in.Trigger) <= store.MaxTriggerBytes && json.Valid(in.Trigger) {
+		run.Trigger = in.Trigger
+		var t struct {
+			Source      string `json:"source"`
+			Team        string `json:"team"`
+			Fingerprint string `json:"fingerprint"`
+		}
+		_ = json.Unmarshal(in.Trigger, &t)
+		run.Source, run.Team, run.Fingerprint = t.Source, t.Team, t.Fingerprint
+	}
+	return run
 }
 
 // Resume continues a run from its last checkpoint. A run is driven by one
@@ -347,7 +390,7 @@ func (r *Runner) Resume(ctx context.Context, runID string, opts ...RunOption) (O
 	if err != nil {
 		return Outcome{}, fmt.Errorf("resume %s: %w", runID, lostClaim(dctx, runID, err))
 	}
-	return r.settle(ctx, run.Pipeline, res)
+	return r.settle(ctx, run.Pipeline, res, nil)
 }
 
 // ErrNoApproval: the run has no pending approval for that step.
@@ -390,13 +433,13 @@ func (r *Runner) Decide(ctx context.Context, runID, step, decision, by string, o
 		if err != nil {
 			return Outcome{}, fmt.Errorf("continue run %s: %w", runID, lostClaim(dctx, runID, err))
 		}
-		return r.settle(ctx, run.Pipeline, res)
+		return r.settle(ctx, run.Pipeline, res, nil)
 	}
 	return Outcome{}, fmt.Errorf("run %s step %q: %w", runID, step, ErrNoApproval)
 }
 
 // settle records what the engine reports as the run's status.
-func (r *Runner) settle(ctx context.Context, pipelineName string, res engine.Result) (Outcome, error) {
+func (r *Runner) settle(ctx context.Context, pipelineName string, res engine.Result, start *startFacts) (Outcome, error) {
 	o := Outcome{RunID: res.RunID, Pipeline: pipelineName}
 	if res.Status != engine.StatusRunning {
 		defer r.forget(res.RunID) // no longer driven: read afresh next time
@@ -450,7 +493,14 @@ func (r *Runner) settle(ctx context.Context, pipelineName string, res engine.Res
 			u.FinalOutput = o.Output
 		}
 	}
-	if err := r.Store.UpdateRun(ctx, res.RunID, u); err != nil && !errors.Is(err, store.ErrNotFound) {
+	err := r.Store.UpdateRun(ctx, res.RunID, u)
+	if errors.Is(err, store.ErrNotFound) && start != nil && o.Status.Terminal() {
+		// No step recorded the run (every one was skipped): record it.
+		if err = r.Store.CreateRun(ctx, start.record(o, *u.CompletedAt)); errors.Is(err, store.ErrExists) {
+			err = r.Store.UpdateRun(ctx, res.RunID, u)
+		}
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return o, fmt.Errorf("record run status: %w", err)
 	}
 	return o, nil
@@ -486,5 +536,5 @@ func (r *Runner) Complete(ctx context.Context, taskToken string, d task.Decision
 	if err != nil {
 		return Outcome{}, err
 	}
-	return r.settle(ctx, run.Pipeline, res)
+	return r.settle(ctx, run.Pipeline, res, nil)
 }
