@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -114,13 +116,31 @@ func (r *renderer) unmask(s string) string {
 // renderValue renders every string inside v (maps and lists at any depth)
 // with renderSecretSafe, returning a copy; v is not changed.
 func (r *renderer) renderValue(ctx context.Context, step, field string, v any, b map[string]any) (any, error) {
+	return eachString(field, v, func(field, s string) (string, error) {
+		return r.renderSecretSafe(ctx, step, field, s, b)
+	})
+}
+
+// renderData renders every string inside v as renderValue does, but as
+// data: the result is not expanded for secrets later.
+func (r *renderer) renderData(ctx context.Context, step, field string, v any, b map[string]any) (any, error) {
+	return eachString(field, v, func(field, s string) (string, error) {
+		return r.render(ctx, step, field, s, b)
+	})
+}
+
+// eachString returns a copy of v with every string inside it (in
+// map[string]any, map[string]string and []any, at any depth) replaced by
+// f's answer; field names where each sits ("headers.X", "list[2]"). Maps
+// are walked in key order, so the first error is always the same one.
+func eachString(field string, v any, f func(field, s string) (string, error)) (any, error) {
 	switch v := v.(type) {
 	case string:
-		return r.renderSecretSafe(ctx, step, field, v, b)
+		return f(field, v)
 	case map[string]any:
 		out := make(map[string]any, len(v))
-		for k, e := range v {
-			rv, err := r.renderValue(ctx, step, field+"."+k, e, b)
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			rv, err := eachString(field+"."+k, v[k], f)
 			if err != nil {
 				return nil, err
 			}
@@ -129,8 +149,8 @@ func (r *renderer) renderValue(ctx context.Context, step, field string, v any, b
 		return out, nil
 	case map[string]string:
 		out := make(map[string]any, len(v))
-		for k, e := range v {
-			rv, err := r.renderSecretSafe(ctx, step, field+"."+k, e, b)
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			rv, err := f(field+"."+k, v[k])
 			if err != nil {
 				return nil, err
 			}
@@ -140,7 +160,7 @@ func (r *renderer) renderValue(ctx context.Context, step, field string, v any, b
 	case []any:
 		out := make([]any, len(v))
 		for i, e := range v {
-			rv, err := r.renderValue(ctx, step, fmt.Sprintf("%s[%d]", field, i), e, b)
+			rv, err := eachString(fmt.Sprintf("%s[%d]", field, i), e, f)
 			if err != nil {
 				return nil, err
 			}

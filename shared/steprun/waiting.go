@@ -110,7 +110,7 @@ func (t *taskRun) childInput(ctx context.Context) (task.Response, error) {
 				merged = make(map[string]any, len(obj))
 			}
 			for _, key := range slices.Sorted(maps.Keys(obj)) {
-				rv, err := t.renderData(ctx, u.name, field+"."+key, obj[key], b)
+				rv, err := t.h.render.renderData(ctx, u.name, field+"."+key, obj[key], b)
 				if err != nil {
 					return task.Response{}, err
 				}
@@ -129,35 +129,4 @@ func (t *taskRun) childInput(ctx context.Context) (task.Response, error) {
 		return task.Response{}, fmt.Errorf("step %q: encode the sub-pipeline's trigger: %w", u.key, err)
 	}
 	return task.Response{Step: u.key, Output: out, Usage: t.req.Usage}, nil
-}
-
-// renderData renders every string inside v (maps and lists at any depth)
-// as a template and returns a copy: values for data, not for secret
-// expansion.
-func (t *taskRun) renderData(ctx context.Context, step, field string, v any, b map[string]any) (any, error) {
-	switch v := v.(type) {
-	case string:
-		return t.h.render.render(ctx, step, field, v, b)
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for _, k := range slices.Sorted(maps.Keys(v)) {
-			rv, err := t.renderData(ctx, step, field+"."+k, v[k], b)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = rv
-		}
-		return out, nil
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			rv, err := t.renderData(ctx, step, fmt.Sprintf("%s[%d]", field, i), e, b)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = rv
-		}
-		return out, nil
-	}
-	return v, nil
 }
