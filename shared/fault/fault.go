@@ -48,14 +48,28 @@ type ConfigError struct{ Msg string }
 // TemplateError reports a Liquid template that failed to render.
 type TemplateError struct{ Msg string }
 
-func (e *ExecutorTimeout) Error() string     { return e.Msg }
-func (e *ExecutorUnavailable) Error() string { return e.Msg }
-func (e *RateLimited) Error() string         { return e.Msg }
-func (e *ExecutorRejected) Error() string    { return e.Msg }
-func (e *InvalidOutput) Error() string       { return e.Msg }
-func (e *ModelRefused) Error() string        { return e.Msg }
-func (e *ConfigError) Error() string         { return e.Msg }
-func (e *TemplateError) Error() string       { return e.Msg }
+// AgentIterationsExhausted reports an agent step whose tool loop made its
+// profile's max_iterations model calls (tool turns and re-asks alike)
+// without a valid final answer. Not retryable: the same loop would spend
+// the same again; a Catch can route it.
+type AgentIterationsExhausted struct{ Msg string }
+
+// AgentDeadlineExceeded reports an agent step whose tool loop ran out of
+// time (the step's timeout, less the margin kept to record the step)
+// before the model gave a valid final answer. Not retryable, for the
+// reason above.
+type AgentDeadlineExceeded struct{ Msg string }
+
+func (e *ExecutorTimeout) Error() string          { return e.Msg }
+func (e *ExecutorUnavailable) Error() string      { return e.Msg }
+func (e *RateLimited) Error() string              { return e.Msg }
+func (e *ExecutorRejected) Error() string         { return e.Msg }
+func (e *InvalidOutput) Error() string            { return e.Msg }
+func (e *ModelRefused) Error() string             { return e.Msg }
+func (e *ConfigError) Error() string              { return e.Msg }
+func (e *TemplateError) Error() string            { return e.Msg }
+func (e *AgentIterationsExhausted) Error() string { return e.Msg }
+func (e *AgentDeadlineExceeded) Error() string    { return e.Msg }
 
 // Error names as they appear in ASL Retry and Catch rules.
 const (
@@ -67,6 +81,9 @@ const (
 	NameModelRefused        = "ModelRefused"
 	NameConfigError         = "ConfigError"
 	NameTemplateError       = "TemplateError"
+
+	NameAgentIterationsExhausted = "AgentIterationsExhausted"
+	NameAgentDeadlineExceeded    = "AgentDeadlineExceeded"
 )
 
 // Retryable lists the error names a step's retry: policy retries. Low
@@ -139,6 +156,10 @@ func Surface(err error) error {
 		return &ConfigError{Msg: msg}
 	case *TemplateError:
 		return &TemplateError{Msg: msg}
+	case *AgentIterationsExhausted:
+		return &AgentIterationsExhausted{Msg: msg}
+	case *AgentDeadlineExceeded:
+		return &AgentDeadlineExceeded{Msg: msg}
 	}
 	return err
 }
@@ -161,6 +182,10 @@ func typeName(err error) string {
 		return NameConfigError
 	case *TemplateError:
 		return NameTemplateError
+	case *AgentIterationsExhausted:
+		return NameAgentIterationsExhausted
+	case *AgentDeadlineExceeded:
+		return NameAgentDeadlineExceeded
 	}
 	return ""
 }
@@ -193,6 +218,10 @@ func setMsg(err error, msg string) {
 	case *ConfigError:
 		e.Msg = msg
 	case *TemplateError:
+		e.Msg = msg
+	case *AgentIterationsExhausted:
+		e.Msg = msg
+	case *AgentDeadlineExceeded:
 		e.Msg = msg
 	}
 }

@@ -22,6 +22,8 @@ func TestNamesArePinned(t *testing.T) {
 		{&ModelRefused{}, "ModelRefused"},
 		{&ConfigError{}, "ConfigError"},
 		{&TemplateError{}, "TemplateError"},
+		{&AgentIterationsExhausted{}, "AgentIterationsExhausted"},
+		{&AgentDeadlineExceeded{}, "AgentDeadlineExceeded"},
 	}
 	for _, c := range cases {
 		// The Lambda runtime names an error by its (pointer-stripped) type.
@@ -57,5 +59,31 @@ func TestErrorf(t *testing.T) {
 	err := Errorf[ConfigError]("secret %q is not set", "API_KEY")
 	if Name(err) != NameConfigError || err.Error() != `secret "API_KEY" is not set` {
 		t.Errorf("Errorf = %T %q", err, err)
+	}
+}
+
+// TestAgentFaultsSurfaceAndStayUnretried checks that the agent loop's
+// faults keep their type through Surface and are not in Retryable (the
+// compiler's Retry rules): a loop that spent its iterations or its time
+// would spend them again.
+func TestAgentFaultsSurfaceAndStayUnretried(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+	}{
+		{NameAgentIterationsExhausted, Errorf[AgentIterationsExhausted]("agent %q: 20 iterations", "sre")},
+		{NameAgentDeadlineExceeded, Errorf[AgentDeadlineExceeded]("agent %q: deadline", "sre")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			wrapped := fmt.Errorf("step %q: %w", "investigate", c.err)
+			s := Surface(wrapped)
+			if Name(s) != c.name || s.Error() != wrapped.Error() || Find(s) != s {
+				t.Errorf("Surface = %T %q, want %s with the full message", s, s, c.name)
+			}
+			if IsRetryable(wrapped) {
+				t.Errorf("%s is retryable", c.name)
+			}
+		})
 	}
 }
