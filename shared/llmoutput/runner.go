@@ -2,6 +2,7 @@ package llmoutput
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/stepline/stepline/shared/fault"
@@ -64,21 +65,15 @@ func (r RunResult[T]) Err() error {
 // see RunResult.Success and RunResult.Err.
 func (r *Runner[T]) Complete(ctx context.Context, p Provider, msgs []Message, schema *OutputSchema[T]) (RunResult[T], error) {
 	var res RunResult[T]
-	if schema == nil || schema.check == nil {
-		return res, &fault.ConfigError{Msg: "structured output: the output schema was not built by a constructor"}
+	conv, err := r.Instruct(msgs, schema)
+	if err != nil {
+		return res, err
 	}
 	if p == nil {
 		return res, &fault.ConfigError{Msg: "structured output: no provider"}
 	}
-	conv := make([]Message, 0, len(msgs)+1+2*max(schema.MaxRetries, 0))
-	if r.SkipInstruction {
-		conv = append(conv, msgs...)
-	} else {
-		conv = withInstruction(conv, msgs, schema.Instruction())
-	}
-	limits := r.Limits
-	calls := max(schema.MaxRetries, 0) + 1
-	for attempt := 1; attempt <= calls; attempt++ {
+	conv = slices.Grow(conv, 2*max(schema.MaxRetries, 0))
+	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
@@ -88,30 +83,94 @@ func (r *Runner[T]) Complete(ctx context.Context, p Provider, msgs []Message, sc
 		if err != nil {
 			return res, err
 		}
-		res.Completion = c
-		res.RawContent = c.Content
 		res.Usage.InputTokens += c.Usage.InputTokens
 		res.Usage.OutputTokens += c.Usage.OutputTokens
-		opts := limits
-		opts.FinishReason, opts.Refusal = c.FinishReason, c.Refusal
-		data, v := schema.check(c.Content, opts)
-		res.Outcome, res.Flags, res.ValidationErrors = v.Outcome, v.Flags, v.Errors
-		if v.OK {
-			if o, ok := any(&data).(*Output); ok {
-				o.Model, o.Provider, o.RawResponse = c.Model, c.Provider, c.Content
-			}
-			res.Success, res.Data, res.Feedback = true, data, ""
+		j, _ := r.Judge(schema, c, attempt)
+		res.Completion, res.RawContent = c, c.Content
+		res.Outcome, res.Flags, res.ValidationErrors = j.Outcome, j.Flags, j.Errors
+		res.Success, res.Feedback = j.OK, j.Feedback
+		if j.OK {
+			res.Data = j.Data
 			return res, nil
 		}
-		res.Feedback = v.Feedback()
-		if v.Outcome == Refused {
-			break
+		if !j.Again {
+			return res, nil
 		}
 		conv = append(conv,
-			Message{Role: RoleAssistant, Content: replayable(c.Content, limits)},
-			Message{Role: RoleUser, Content: res.Feedback})
+			Message{Role: RoleAssistant, Content: j.Replay},
+			Message{Role: RoleUser, Content: j.Feedback})
 	}
-	return res, nil
+}
+
+// Judgement is the verdict on one reply within a run of the Runner, as
+// Complete makes it: the hook for callers that drive the conversation
+// themselves (an agent's tool loop, which makes its own model calls and
+// hands the Runner each final answer).
+type Judgement[T any] struct {
+	OK       bool
+	Data     T // the answer, when OK (an Output with the executor's model, provider and raw_response set)
+	Outcome  Outcome
+	Flags    []string
+	Errors   []FieldError
+	Feedback string // the re-ask message, when not OK
+	// Again reports whether Complete would ask again: the reply was
+	// rejected or truncated, not refused, and the schema's retries are
+	// not spent.
+	Again bool
+	// Replay is the rejected reply as it goes back to the model, as the
+	// assistant turn before Feedback (an empty reply and one over the
+	// size limit are replaced).
+	Replay string
+}
+
+// Err is RunResult.Err for a judgement made on the attempt-th reply.
+func (j Judgement[T]) Err(attempt int) error {
+	if j.OK {
+		return nil
+	}
+	return RunResult[T]{Outcome: j.Outcome, ValidationErrors: j.Errors, Attempts: attempt}.Err()
+}
+
+// Instruct returns the conversation Complete sends first: msgs with the
+// schema's instruction added to the first system message (or sent first
+// as a system message of its own), or msgs unchanged with
+// SkipInstruction. A schema that was not built by a constructor is a
+// *fault.ConfigError.
+func (r *Runner[T]) Instruct(msgs []Message, schema *OutputSchema[T]) ([]Message, error) {
+	if schema == nil || schema.check == nil {
+		return nil, &fault.ConfigError{Msg: "structured output: the output schema was not built by a constructor"}
+	}
+	conv := make([]Message, 0, len(msgs)+1)
+	if r.SkipInstruction {
+		return append(conv, msgs...), nil
+	}
+	return withInstruction(conv, msgs, schema.Instruction()), nil
+}
+
+// Judge judges the attempt-th reply (1-based) of a run against schema, as
+// Complete does: within the Runner's Limits, with the Completion's finish
+// reason and refusal. The error is a *fault.ConfigError for a schema that
+// was not built by a constructor.
+func (r *Runner[T]) Judge(schema *OutputSchema[T], c Completion, attempt int) (Judgement[T], error) {
+	var j Judgement[T]
+	if schema == nil || schema.check == nil {
+		return j, &fault.ConfigError{Msg: "structured output: the output schema was not built by a constructor"}
+	}
+	opts := r.Limits
+	opts.FinishReason, opts.Refusal = c.FinishReason, c.Refusal
+	data, v := schema.check(c.Content, opts)
+	j.Outcome, j.Flags, j.Errors = v.Outcome, v.Flags, v.Errors
+	if v.OK {
+		if o, ok := any(&data).(*Output); ok {
+			o.Model, o.Provider, o.RawResponse = c.Model, c.Provider, c.Content
+		}
+		j.OK, j.Data = true, data
+		return j, nil
+	}
+	j.Feedback = v.Feedback()
+	j.Again = v.Outcome != Refused && attempt < max(schema.MaxRetries, 0)+1
+	j.Replay = replayable(c.Content, r.Limits)
+	return j, nil
 }
 
 // Complete runs a zero Runner: the common case, with T inferred.
