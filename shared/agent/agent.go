@@ -71,8 +71,58 @@ type Rule struct {
 // Resolved is what an agent step carries in its compiled configuration:
 // the profile, the MCP servers its tools name, and the tool policy. The
 // compiler resolves it from the project; the step runtime runs it.
+//
+// Profile is the profile as its files define it (Version is their hash).
+// A step may override its model and thinking level: the runtime reads
+// what to call from Models and ThinkingLevel, which hold the step's
+// values, not from Profile.Model and Profile.ThinkingLevel.
 type Resolved struct {
 	Profile Profile           `json:"profile"`
 	Servers map[string]Server `json:"servers,omitempty"`
 	Policy  Policy            `json:"policy"`
+	// Models are the models to call, each resolved to its API, in the
+	// order to try them: the model (the step's executor_config.model when
+	// it sets one, else the profile's), then the profile's fallbacks.
+	Models []Endpoint `json:"models,omitempty"`
+	// ThinkingLevel is the level to ask for: the step's
+	// executor_config.thinking_level, else the profile's; "" for none.
+	ThinkingLevel string `json:"thinking_level,omitempty"`
+}
+
+// APIs an agent's models are called through: the wire formats of
+// Stepline's model executors, each with its native tool calling.
+const (
+	APIGateway   = "gateway"   // OpenAI-compatible chat completions: tools, tool_calls
+	APIAnthropic = "anthropic" // Anthropic Messages: tool_use, tool_result
+	APIBedrock   = "bedrock"   // Amazon Bedrock Converse: toolConfig
+)
+
+// Provider is where the models written "<provider>/<model>" are called:
+// one of BuiltinProviders, or one declared under providers: in
+// stepline.yaml (any other name is an OpenAI-compatible endpoint at its
+// base_url).
+type Provider struct {
+	API     string `json:"api"`                // APIGateway, APIAnthropic or APIBedrock
+	BaseURL string `json:"base_url,omitempty"` // "": the API's default
+	APIKey  string `json:"api_key,omitempty"`  // a ${NAME} secret reference, or "" for none
+	Region  string `json:"region,omitempty"`   // bedrock: "" is the region the step runs in
+}
+
+// Endpoint is one model an agent step calls, resolved by the compiler.
+type Endpoint struct {
+	// Provider is the provider the model string named, or, for a model
+	// written without one, the step's executor (gateway, anthropic or
+	// bedrock), whose transport then carries it.
+	Provider string `json:"provider"`
+	API      string `json:"api"`   // APIGateway, APIAnthropic or APIBedrock
+	Model    string `json:"model"` // the model id the API takes (after "<provider>/")
+	// BaseURL is where to call; "" means the API's default where the step
+	// runs: a gateway step's OPENAI_BASE_URL, Anthropic's public API.
+	BaseURL string `json:"base_url,omitempty"`
+	// APIKey is a ${NAME} secret reference, resolved where the step runs
+	// like any other; "" sends none, except that an APIGateway endpoint of
+	// provider "gateway" sends OPENAI_API_KEY when it is set, as a gateway
+	// step does.
+	APIKey string `json:"api_key,omitempty"`
+	Region string `json:"region,omitempty"` // bedrock: "" is the step's own region
 }
