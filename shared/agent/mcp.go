@@ -284,7 +284,7 @@ func (m *MCP) Call(ctx context.Context, s Server, tool string, args json.RawMess
 		out := ToolOutput{Content: outputText(res), IsError: res.IsError}
 		out.Content = red.Redact(out.Content)
 		return out, nil
-	case errors.As(err, &wire):
+	case errors.As(err, &wire) && !transportCode(wire.Code):
 		return ToolOutput{IsError: true, Content: red.Redact(fmt.Sprintf("MCP error %d: %s", wire.Code, wire.Message))}, nil
 	case ctx.Err() != nil:
 		return ToolOutput{}, fmt.Errorf("MCP server %q: call %q: %w", s.Name, tool, ctx.Err())
@@ -295,6 +295,17 @@ func (m *MCP) Call(ctx context.Context, s Server, tool string, args json.RawMess
 	}
 	e.mu.Unlock()
 	return ToolOutput{}, fault.Errorf[fault.ExecutorUnavailable]("MCP server %q: call %q: %v", s.Name, tool, red.Error(err))
+}
+
+// transportCode reports whether a JSON-RPC error code is the SDK's own
+// word for a connection that failed (unknown error, client or server
+// closing, rejected by the transport) rather than the server's answer.
+func transportCode(code int64) bool {
+	switch code {
+	case -32001, -32003, -32004, -32005:
+		return true
+	}
+	return false
 }
 
 // Close ends every session (stdio servers are stopped); later uses fail.
