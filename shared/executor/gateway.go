@@ -155,9 +155,43 @@ func (g *gateway) Complete(ctx context.Context, req llmoutput.Request) (llmoutpu
 }
 
 func (g *gateway) complete(a *attempt, req llmoutput.Request) (llmoutput.Completion, error) {
+	if len(req.Messages) == 0 {
+		return llmoutput.Completion{}, fault.Errorf[fault.ConfigError]("gateway: the request has no messages")
+	}
+	p, err := g.prepare(a, req.Schema)
+	if err != nil {
+		return llmoutput.Completion{}, err
+	}
+	msgs := make([]map[string]string, 0, len(req.Messages))
+	for _, m := range req.Messages {
+		msgs = append(msgs, map[string]string{"role": string(m.Role), "content": m.Content})
+	}
+	p.body["messages"] = msgs
+	rep, err := g.post(a, p)
+	if err != nil {
+		return llmoutput.Completion{}, err
+	}
+	return parseChatCompletion(rep, p.cfg.model, p.provider, hostProvider(p.host))
+}
+
+// gatewayRequest is a chat-completions request being built: where it
+// goes, its headers, and its body without messages.
+type gatewayRequest struct {
+	cfg      gatewayConfig
+	endpoint string
+	host     string
+	provider string
+	header   http.Header
+	body     map[string]any
+}
+
+// prepare reads the attempt's configuration and builds the request
+// around the messages: endpoint, credentials, headers, the body's model,
+// sampling, token limits, extra_body and, with a schema, response_format.
+func (g *gateway) prepare(a *attempt, schema *llmoutput.SchemaSpec) (gatewayRequest, error) {
 	cfg := readGateway(a.cfg, g.reg.deps.Defaults)
 	if err := configError(Gateway, a.cfg.done()); err != nil {
-		return llmoutput.Completion{}, err
+		return gatewayRequest{}, err
 	}
 	if !cfg.apiKeySet {
 		key, err := a.red.Resolve(a.ctx, OpenAIAPIKeySecret)
@@ -166,82 +200,74 @@ func (g *gateway) complete(a *attempt, req llmoutput.Request) (llmoutput.Complet
 		case err == nil:
 			cfg.apiKey = key
 		case !errors.As(err, &unset): // a store that cannot be reached: retryable
-			return llmoutput.Completion{}, fmt.Errorf("gateway: default api_key: %w", err)
+			return gatewayRequest{}, fmt.Errorf("gateway: default api_key: %w", err)
 		}
-	}
-	if len(req.Messages) == 0 {
-		return llmoutput.Completion{}, fault.Errorf[fault.ConfigError]("gateway: the request has no messages")
 	}
 	endpoint, host, err := chatURL(cfg.baseURL)
 	if err != nil {
-		return llmoutput.Completion{}, err
+		return gatewayRequest{}, err
 	}
-	provider := gatewayProvider(cfg.provider, cfg.model, host)
-	body := map[string]any{}
+	p := gatewayRequest{cfg: cfg, endpoint: endpoint, host: host, provider: gatewayProvider(cfg.provider, cfg.model, host), body: map[string]any{}}
 	for k, v := range cfg.extraBody {
-		body[k] = v
+		p.body[k] = v
 	}
-	body["model"] = wireModel(cfg.model, host)
-	msgs := make([]map[string]string, 0, len(req.Messages))
-	for _, m := range req.Messages {
-		msgs = append(msgs, map[string]string{"role": string(m.Role), "content": m.Content})
-	}
-	body["messages"] = msgs
+	p.body["model"] = wireModel(cfg.model, host)
 	if cfg.temperature != nil {
-		body["temperature"] = *cfg.temperature
+		p.body["temperature"] = *cfg.temperature
 	}
 	if cfg.maxTokens > 0 {
-		body["max_tokens"] = cfg.maxTokens
+		p.body["max_tokens"] = cfg.maxTokens
 	}
 	if cfg.maxCompletionTokens > 0 {
-		body["max_completion_tokens"] = cfg.maxCompletionTokens
+		p.body["max_completion_tokens"] = cfg.maxCompletionTokens
 	}
 	mode := cfg.structured
 	if mode == "" {
 		mode = structuredOff
-		switch provider {
+		switch p.provider {
 		case "openai", "azure", "openrouter":
 			mode = structuredSchema
 		}
 	}
-	if req.Schema != nil && len(req.Schema.JSON) > 0 {
+	if schema != nil && len(schema.JSON) > 0 {
 		switch mode {
 		case structuredSchema:
-			if !json.Valid(req.Schema.JSON) {
-				return llmoutput.Completion{}, fault.Errorf[fault.ConfigError]("gateway: the answer schema is not valid JSON")
+			if !json.Valid(schema.JSON) {
+				return gatewayRequest{}, fault.Errorf[fault.ConfigError]("gateway: the answer schema is not valid JSON")
 			}
-			spec := map[string]any{"name": toolName(req.Schema.Name), "schema": req.Schema.JSON, "strict": req.Schema.Strict}
-			if req.Schema.Description != "" {
-				spec["description"] = req.Schema.Description
+			spec := map[string]any{"name": toolName(schema.Name), "schema": schema.JSON, "strict": schema.Strict}
+			if schema.Description != "" {
+				spec["description"] = schema.Description
 			}
-			body["response_format"] = map[string]any{"type": "json_schema", "json_schema": spec}
+			p.body["response_format"] = map[string]any{"type": "json_schema", "json_schema": spec}
 		case structuredObject:
-			body["response_format"] = map[string]any{"type": "json_object"}
+			p.body["response_format"] = map[string]any{"type": "json_object"}
 		}
 	}
-	payload, err := json.Marshal(body)
-	if err != nil {
-		return llmoutput.Completion{}, fault.Errorf[fault.ConfigError]("gateway: cannot encode the request: %v", err)
-	}
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json")
+	p.header = http.Header{}
+	p.header.Set("Content-Type", "application/json")
+	p.header.Set("Accept", "application/json")
 	if cfg.apiKey != "" {
 		switch {
 		case cfg.apiKeyHeader != "":
-			h.Set(cfg.apiKeyHeader, cfg.apiKey)
+			p.header.Set(cfg.apiKeyHeader, cfg.apiKey)
 		case hostProvider(host) == "azure":
-			h.Set("api-key", cfg.apiKey)
+			p.header.Set("api-key", cfg.apiKey)
 		default:
-			h.Set("Authorization", "Bearer "+cfg.apiKey)
+			p.header.Set("Authorization", "Bearer "+cfg.apiKey)
 		}
 	}
-	setHeaders(h, cfg.headers)
-	rep, err := g.reg.send(a.ctx, exchange{executor: Gateway, method: http.MethodPost, url: endpoint, header: h, body: payload, limit: a.limit, red: a.red})
+	setHeaders(p.header, cfg.headers)
+	return p, nil
+}
+
+// post sends a prepared request.
+func (g *gateway) post(a *attempt, p gatewayRequest) (reply, error) {
+	payload, err := json.Marshal(p.body)
 	if err != nil {
-		return llmoutput.Completion{}, err
+		return reply{}, fault.Errorf[fault.ConfigError]("gateway: cannot encode the request: %v", err)
 	}
-	return parseChatCompletion(rep, cfg.model, provider, hostProvider(host))
+	return g.reg.send(a.ctx, exchange{executor: Gateway, method: http.MethodPost, url: p.endpoint, header: p.header, body: payload, limit: a.limit, red: a.red})
 }
 
 // chatResponse is the part of a chat-completions response the executor

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/awsrest"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
@@ -114,6 +115,12 @@ type Deps struct {
 	// MaxRetryWait is the longest Retry-After a call waits out itself
 	// before retrying once. Zero: DefaultMaxRetryWait; negative: never.
 	MaxRetryWait time.Duration
+	// MCPStdio lets agent steps start stdio MCP servers (commands): local
+	// runs only. Off (AWS): such a server is a ConfigError.
+	MCPStdio bool
+	// Environ is the environment stdio MCP servers start with (main
+	// passes os.Environ()), before each server's own env.
+	Environ []string
 	// Now and Sleep are the clock (for Retry-After dates) and the wait
 	// (for Retry-After); nil: the real ones.
 	Now   func() time.Time
@@ -132,8 +139,9 @@ type Call struct {
 // Registry hands out a Provider per call. Build one per process; it is safe
 // for concurrent use.
 type Registry struct {
-	deps Deps
-	log  *slog.Logger
+	deps  Deps
+	log   *slog.Logger
+	tools *agent.MCP // the MCP sessions of agent steps, closed by Close
 }
 
 // NewRegistry returns a registry over deps.
@@ -154,7 +162,8 @@ func NewRegistry(deps Deps) *Registry {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Registry{deps: deps, log: log}
+	tools := &agent.MCP{HTTP: deps.HTTP, Secrets: deps.Secrets, Stdio: deps.MCPStdio, Environ: deps.Environ, Logger: deps.Logger}
+	return &Registry{deps: deps, log: log, tools: tools}
 }
 
 // Known reports whether name is an executor a pipeline may use; see the

@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 	"github.com/stepline/stepline/shared/yamldoc"
@@ -36,13 +37,41 @@ import (
 // Verifier calls use "<step>:verifier", fan-out items "<fan_out>/<i>",
 // parallel branches their own names. A single reply may stand without the
 // list. Human steps read decisions with [Responses.Decision].
+//
+// An agent step's replies script its tool loop: a turn that calls tools
+// is {tool_calls: [{name, arguments}]} (name "server.tool"; arguments a
+// mapping, {} when left out; text and input_tokens/output_tokens may go
+// with it), and the loop goes on until a reply without tool calls, its
+// final answer. The top-level key tool_results (which no step may use)
+// scripts what the tools answer: for each "server.tool", its answers in
+// order, one per call, across the run: a string, a mapping (sent as its
+// JSON) or {error: message} (the tool reports an error):
+//
+//	investigate:
+//	  - tool_calls: [{name: grafana.query, arguments: {expr: "rate(http_errors[5m])"}}]
+//	  - tool_calls: [{name: runbooks.search, arguments: {q: checkout}}]
+//	  - {confidence: 0.8, summary: "error rate doubled after the deploy", next_step_context: ""}
+//	tool_results:
+//	  grafana.query: ['{"value": 0.31}']
+//	  runbooks.search: [{error: "index offline"}]
+//
+// Only the tools named under tool_results exist for a scripted agent, so
+// a scripted run never reaches an MCP server.
 type Responses struct {
 	name string
 
 	mu      sync.Mutex
 	replies map[string][]scriptedReply
-	used    map[string]int
+	tools   map[string][]scriptedReply // tool_results, by "server.tool"
+	used    map[string]int             // by step key, and toolKey for tool answers
 }
+
+// ToolResultsKey is the top-level key of a responses file that scripts
+// tool answers.
+const ToolResultsKey = "tool_results"
+
+// toolKey is the key a tool's consumed answers are counted under.
+func toolKey(tool string) string { return ToolResultsKey + "/" + tool }
 
 type replyKind int
 
@@ -50,6 +79,7 @@ const (
 	replyText replyKind = iota
 	replyError
 	replyDecision
+	replyToolCalls
 )
 
 type scriptedReply struct {
@@ -59,6 +89,7 @@ type scriptedReply struct {
 	by        string
 	comment   string
 	in, out   int64 // tokens the reply reports using
+	calls     []agent.ToolCall
 	line, col int
 }
 
@@ -87,7 +118,7 @@ func LoadResponses(path string) (*Responses, error) {
 // the YAML parser gives no column, read "name:line: message"). data is
 // read within package yamldoc's bounds (size, aliases expanded, depth).
 func ParseResponses(name string, data []byte) (*Responses, error) {
-	r := &Responses{name: name, replies: map[string][]scriptedReply{}, used: map[string]int{}}
+	r := &Responses{name: name, replies: map[string][]scriptedReply{}, tools: map[string][]scriptedReply{}, used: map[string]int{}}
 	doc, err := yamldoc.Parse(data)
 	if err != nil {
 		if be := (*yamldoc.Error)(nil); errors.As(err, &be) {
@@ -118,6 +149,12 @@ func ParseResponses(name string, data []byte) (*Responses, error) {
 			return nil, fmt.Errorf("%s:%d:%d: step %q already listed at line %d", name, k.Line, k.Column, k.Value, prev.Line)
 		}
 		seen[k.Value] = k
+		if k.Value == ToolResultsKey {
+			if err := r.parseToolResults(v); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		items := []*yaml.Node{v}
 		if v.Kind == yaml.SequenceNode {
 			items = v.Content
@@ -168,6 +205,9 @@ func parseReply(name string, n *yaml.Node) (scriptedReply, error) {
 		}
 		rep.kind, rep.text = replyError, ev.Value
 		return rep, nil
+	}
+	if tv, ok := fields["tool_calls"]; ok {
+		return parseToolCalls(name, n, tv, fields)
 	}
 	if rv, ok := fields["reply"]; ok {
 		for k, v := range fields {
@@ -225,6 +265,109 @@ func parseReply(name string, n *yaml.Node) (scriptedReply, error) {
 	}
 	rep.text = string(b)
 	return rep, nil
+}
+
+// parseToolCalls reads a {tool_calls: [...]} turn.
+func parseToolCalls(name string, n, tv *yaml.Node, fields map[string]*yaml.Node) (scriptedReply, error) {
+	rep := scriptedReply{kind: replyToolCalls, line: n.Line, col: n.Column}
+	fail := func(node *yaml.Node, format string, args ...any) (scriptedReply, error) {
+		return scriptedReply{}, fmt.Errorf("%s:%d:%d: %s", name, node.Line, node.Column, fmt.Sprintf(format, args...))
+	}
+	for k, v := range fields {
+		switch k {
+		case "tool_calls":
+		case "text":
+			if v.Kind != yaml.ScalarNode {
+				return fail(v, "text: want the model's text as a string")
+			}
+			rep.text = v.Value
+		case "input_tokens", "output_tokens":
+			var t int64
+			if v.Kind != yaml.ScalarNode || v.Decode(&t) != nil || t < 0 {
+				return fail(v, "%s: want a whole number of tokens", k)
+			}
+			if k == "input_tokens" {
+				rep.in = t
+			} else {
+				rep.out = t
+			}
+		default:
+			return fail(n, "unknown key %q in a tool-calling turn (want tool_calls, text, input_tokens, output_tokens)", k)
+		}
+	}
+	if tv.Kind != yaml.SequenceNode || len(tv.Content) == 0 {
+		return fail(tv, "tool_calls: want a list of calls, each {name: server.tool, arguments: {...}}")
+	}
+	for i, c := range tv.Content {
+		if c.Kind != yaml.MappingNode {
+			return fail(c, "tool_calls[%d]: want {name: server.tool, arguments: {...}}", i)
+		}
+		call := agent.ToolCall{Arguments: json.RawMessage("{}")}
+		for j := 0; j+1 < len(c.Content); j += 2 {
+			k, v := c.Content[j], c.Content[j+1]
+			switch k.Value {
+			case "name":
+				server, tool, ok := strings.Cut(v.Value, ".")
+				if v.Kind != yaml.ScalarNode || !ok || server == "" || tool == "" {
+					return fail(v, "tool_calls[%d].name: want server.tool, got %q", i, v.Value)
+				}
+				call.Name = v.Value
+			case "id":
+				call.ID = v.Value
+			case "arguments":
+				var a any
+				if v.Kind != yaml.MappingNode || v.Decode(&a) != nil {
+					return fail(v, "tool_calls[%d].arguments: want a mapping", i)
+				}
+				b, err := json.Marshal(a)
+				if err != nil {
+					return fail(v, "tool_calls[%d].arguments: cannot be written as JSON (keys must be strings)", i)
+				}
+				call.Arguments = b
+			default:
+				return fail(k, "tool_calls[%d]: unknown key %q (want name, arguments, id)", i, k.Value)
+			}
+		}
+		if call.Name == "" {
+			return fail(c, "tool_calls[%d]: name is required", i)
+		}
+		rep.calls = append(rep.calls, call)
+	}
+	return rep, nil
+}
+
+// parseToolResults reads the tool_results mapping.
+func (r *Responses) parseToolResults(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("%s:%d:%d: %s: want a mapping from server.tool to lists of answers", r.name, n.Line, n.Column, ToolResultsKey)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		server, tool, ok := strings.Cut(k.Value, ".")
+		if k.Kind != yaml.ScalarNode || !ok || server == "" || tool == "" {
+			return fmt.Errorf("%s:%d:%d: %s: want server.tool, got %q", r.name, k.Line, k.Column, ToolResultsKey, k.Value)
+		}
+		if _, dup := r.tools[k.Value]; dup {
+			return fmt.Errorf("%s:%d:%d: %s: %q listed twice", r.name, k.Line, k.Column, ToolResultsKey, k.Value)
+		}
+		items := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode {
+			items = v.Content
+		}
+		list := make([]scriptedReply, 0, len(items))
+		for _, it := range items {
+			rep, err := parseReply(r.name, it)
+			if err != nil {
+				return err
+			}
+			if rep.kind != replyText && rep.kind != replyError {
+				return fmt.Errorf("%s:%d:%d: %s.%s: want a tool's answer (a string, a mapping or {error: message})", r.name, it.Line, it.Column, ToolResultsKey, k.Value)
+			}
+			list = append(list, rep)
+		}
+		r.tools[k.Value] = list
+	}
+	return nil
 }
 
 // decisionWord reads approve/approved or reject/rejected, in any case.
@@ -301,6 +444,8 @@ func (r *Responses) reply(step string, rep scriptedReply) (string, error) {
 		return "", r.failure(step, rep)
 	case replyDecision:
 		return "", fault.Errorf[fault.ConfigError]("%s: step %q: a decision is not a model reply", rep.pos(r.name), step)
+	case replyToolCalls:
+		return "", fault.Errorf[fault.ConfigError]("%s: step %q: a tool-calling turn is for a step that runs an agent (executor_config.agent)", rep.pos(r.name), step)
 	}
 	return rep.text, nil
 }
@@ -318,6 +463,8 @@ func (r *Responses) Decision(step string) (Decision, error) {
 		return Decision{}, r.failure(step, rep)
 	case replyDecision:
 		return Decision{Approved: rep.approved, By: rep.by, Comment: rep.comment}, nil
+	case replyToolCalls:
+		return Decision{}, fault.Errorf[fault.ConfigError]("%s: step %q: want a decision (approve or reject), not tool calls", rep.pos(r.name), step)
 	}
 	approved, ok := decisionWord(rep.text)
 	if !ok {
@@ -331,6 +478,16 @@ func (r *Responses) Remaining(step string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return max(len(r.replies[step])-r.used[step], 0)
+}
+
+// Tools returns the tools tool_results scripts, "server.tool", sorted.
+func (r *Responses) Tools() []string {
+	keys := make([]string, 0, len(r.tools))
+	for k := range r.tools {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // Consumed returns how many replies each step has used, for steps that
@@ -404,4 +561,77 @@ func (s *scripted) Complete(ctx context.Context, _ llmoutput.Request) (llmoutput
 		Usage:        usage,
 		Raw:          auditRaw(raw, false),
 	}, nil
+}
+
+// scriptedModel answers an agent step's turns from its scripted replies:
+// a tool_calls turn, or a final reply.
+type scriptedModel struct {
+	call    Call
+	replies *Responses
+}
+
+// Turn implements agent.Model.
+func (s *scriptedModel) Turn(ctx context.Context, _ agent.ModelRequest) (agent.ModelReply, error) {
+	if err := ctx.Err(); err != nil {
+		return agent.ModelReply{}, fmt.Errorf("%s: step %q: %w", s.call.Executor, s.call.Step, err)
+	}
+	rep, err := s.replies.take(s.call.Step)
+	if err != nil {
+		return agent.ModelReply{}, err
+	}
+	out := agent.ModelReply{Model: Scripted, Provider: Scripted, FinishReason: llmoutput.FinishStop,
+		Usage: llmoutput.Usage{InputTokens: rep.in, OutputTokens: rep.out}}
+	if rep.kind == replyToolCalls {
+		out.Text = rep.text
+		out.Calls = append([]agent.ToolCall(nil), rep.calls...)
+	} else if out.Text, err = s.replies.reply(s.call.Step, rep); err != nil {
+		return agent.ModelReply{}, err
+	}
+	raw, _ := json.Marshal(out.Text)
+	out.Raw = auditRaw(raw, false)
+	return out, nil
+}
+
+// Toolbox returns the tools tool_results scripts, as an agent.Toolbox.
+func (r *Responses) Toolbox() agent.Toolbox { return scriptedTools{r} }
+
+type scriptedTools struct{ r *Responses }
+
+// Tools lists the tools tool_results scripts for server.
+func (t scriptedTools) Tools(ctx context.Context, server agent.Server) ([]agent.Tool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []agent.Tool
+	for _, k := range t.r.Tools() {
+		if s, tool, _ := strings.Cut(k, "."); s == server.Name {
+			out = append(out, agent.Tool{Name: tool, Description: "scripted by " + t.r.name, InputSchema: json.RawMessage(`{"type":"object"}`)})
+		}
+	}
+	return out, nil
+}
+
+// Call consumes tool's next scripted answer. A tool with no answer left
+// is a ConfigError naming it.
+func (t scriptedTools) Call(ctx context.Context, server agent.Server, tool string, _ json.RawMessage) (agent.ToolOutput, error) {
+	if err := ctx.Err(); err != nil {
+		return agent.ToolOutput{}, err
+	}
+	name := server.Name + "." + tool
+	t.r.mu.Lock()
+	defer t.r.mu.Unlock()
+	list, ok := t.r.tools[name]
+	if !ok {
+		return agent.ToolOutput{}, fault.Errorf[fault.ConfigError]("%s: no scripted answers for tool %q under %s", t.r.name, name, ToolResultsKey)
+	}
+	k := toolKey(name)
+	i := t.r.used[k]
+	if i >= len(list) {
+		return agent.ToolOutput{}, fault.Errorf[fault.ConfigError]("%s: tool %q has no scripted answer left (all %d used)", t.r.name, name, len(list))
+	}
+	t.r.used[k] = i + 1
+	if list[i].kind == replyError {
+		return agent.ToolOutput{Content: list[i].text, IsError: true}, nil
+	}
+	return agent.ToolOutput{Content: list[i].text}, nil
 }
