@@ -29,6 +29,10 @@
 // Records are checked and normalized the same way by every store
 // (NormalizeRun, NormalizeStep, NormalizeApproval): the size limits keep a
 // record inside one DynamoDB item, so what runs locally also fits on AWS.
+// A step record with every field at its limit, an agent step's trace
+// (MaxTraceBytes) included, is about 330 KB; a longer trace is not the
+// store's to cut: the step handler keeps it in the artifact store and
+// records its reference (TraceRef).
 // Times are stored in UTC with nanoseconds.
 //
 // # Writes per step on DynamoDB

@@ -122,6 +122,7 @@ const (
 	MaxRawResponseBytes = 48 << 10  // longer values are cut, flag FlagRawResponseCut
 	MaxPromptBytes      = 48 << 10  // longer values are cut, flag FlagPromptCut
 	MaxTextBytes        = 4 << 10   // Run.Reason, StepRecord.Error: longer values are cut
+	MaxTraceBytes       = 96 << 10  // StepRecord.Trace: a longer trace goes to the artifact store (TraceRef)
 	MaxSnapshotBytes    = 16 << 20  // checkpoint snapshots and values (SQLite only)
 )
 

@@ -79,6 +79,18 @@ type StepRecord struct {
 	StartedAt  time.Time `json:"started_at"`
 	FinishedAt time.Time `json:"finished_at"`
 	DurationMS int64     `json:"duration_ms"`
+
+	// Agent steps (executor_config.agent) only: the profile's name and
+	// version (the hash of its files), the model calls its tool loop made
+	// (re-asks included), and its trace: a JSON array of events (package
+	// agent's Event: text, tool_call, tool_result, tool_denied), at most
+	// MaxTraceBytes. A longer trace is kept in the artifact store and
+	// TraceRef points to it, Trace then empty.
+	Agent        string          `json:"agent,omitempty"`
+	AgentVersion string          `json:"agent_version,omitempty"`
+	Iterations   int             `json:"iterations,omitempty"`
+	Trace        json.RawMessage `json:"trace,omitempty"`
+	TraceRef     string          `json:"trace_ref,omitempty"`
 }
 
 // NormalizeStep checks rec and returns the form every store writes: times in
@@ -122,10 +134,22 @@ func NormalizeStep(rec StepRecord) (StepRecord, error) {
 	if err := checkJSON("verifier output", rec.VerifierOutput, MaxOutputBytes); err != nil {
 		return StepRecord{}, err
 	}
+	if err := checkJSON("trace", rec.Trace, MaxTraceBytes); err != nil {
+		return StepRecord{}, fmt.Errorf("step %q: %w", rec.Name, err)
+	}
+	if t := strings.TrimSpace(string(rec.Trace)); t != "" && !strings.HasPrefix(t, "[") {
+		return StepRecord{}, fmt.Errorf("%w: step %q: trace is not a JSON array", ErrInvalid, rec.Name)
+	}
+	if rec.Iterations < 0 {
+		return StepRecord{}, fmt.Errorf("%w: step %q: negative iterations", ErrInvalid, rec.Name)
+	}
+	if len(rec.TraceRef) > MaxTextBytes {
+		return StepRecord{}, fmt.Errorf("%w: step %q trace reference is %d bytes, limit %d", ErrInvalid, rec.Name, len(rec.TraceRef), MaxTextBytes)
+	}
 	if n := len(rec.Output) + len(rec.VerifierOutput); n > MaxOutputBytes {
 		return StepRecord{}, fmt.Errorf("%w: step %q output and verifier output are %d bytes, limit %d", ErrTooLarge, rec.Name, n, MaxOutputBytes)
 	}
-	for _, f := range []struct{ what, v string }{{"executor", rec.Executor}, {"model", rec.Model}, {"provider", rec.Provider}} {
+	for _, f := range []struct{ what, v string }{{"executor", rec.Executor}, {"model", rec.Model}, {"provider", rec.Provider}, {"agent", rec.Agent}, {"agent version", rec.AgentVersion}} {
 		if len(f.v) > MaxIDBytes {
 			return StepRecord{}, fmt.Errorf("%w: step %q %s is %d bytes, limit %d", ErrInvalid, rec.Name, f.what, len(f.v), MaxIDBytes)
 		}

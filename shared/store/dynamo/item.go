@@ -51,6 +51,11 @@ const (
 	aFinishedAt          = "finishedAt"
 	aDurationMS          = "durationMs"
 	aDigest              = "digest"
+	aAgent               = "agent"
+	aAgentVersion        = "agentVersion"
+	aIterations          = "iterations"
+	aTrace               = "trace"
+	aTraceRef            = "traceRef"
 
 	aStep      = "step"
 	aMessage   = "message"
@@ -170,6 +175,13 @@ func stepItem(r store.StepRecord, digest string) Item {
 	m.t(aStartedAt, &r.StartedAt)
 	m.t(aFinishedAt, &r.FinishedAt)
 	m.n(aDurationMS, r.DurationMS)
+	m.s(aAgent, r.Agent)
+	m.s(aAgentVersion, r.AgentVersion)
+	if r.Iterations > 0 {
+		m.n(aIterations, int64(r.Iterations))
+	}
+	m.j(aTrace, r.Trace)
+	m.s(aTraceRef, r.TraceRef)
 	m.s(aDigest, digest)
 	return m
 }
@@ -363,6 +375,11 @@ func decodeStep(m Item) (store.StepRecord, error) {
 		StartedAt:           r.time(aStartedAt),
 		FinishedAt:          r.time(aFinishedAt),
 		DurationMS:          r.n(aDurationMS),
+		Agent:               r.s(aAgent),
+		AgentVersion:        r.s(aAgentVersion),
+		Iterations:          int(r.n(aIterations)),
+		Trace:               r.j(aTrace),
+		TraceRef:            r.s(aTraceRef),
 	}
 	if r.err != nil {
 		return store.StepRecord{}, fmt.Errorf("decode step: %w", r.err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/store/internal/record"
 )
 
 // TestMigrateVersion1Checkpoints opens a file written by schema version 1,
@@ -67,5 +68,70 @@ func TestMigrateVersion1Checkpoints(t *testing.T) {
 	}
 	if cp.Seq != 2 || string(cp.Values["var:a:"]) != `1` || len(cp.Values) != 1 {
 		t.Fatalf("after a save: %+v", cp)
+	}
+}
+
+// TestMigrateVersion3Steps opens a file written by schema version 3,
+// before agent steps: its step records read as they were, a repeat of one
+// is still a repeat (the digest did not change), and agent records go in
+// beside them.
+func TestMigrateVersion3Steps(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v3.db")
+	old, err := open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	rec := store.StepRecord{RunID: "r1", Name: "triage", Attempt: 1, Status: store.StepCompleted, Executor: "gateway",
+		Output: json.RawMessage(`{"confidence":0.9}`), StartedAt: at, FinishedAt: at}
+	norm, err := store.NormalizeStep(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest, err := record.StepDigest(norm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = old.write(ctx, func(tx *sql.Tx) error {
+		for _, q := range []string{schemaV1, schemaV2, schemaV3, "PRAGMA user_version = 3"} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		// The row as version 3 wrote it, without the agent columns.
+		_, err := tx.ExecContext(ctx, `INSERT INTO steps (run_id, name, attempt, step_index, executor, status, output, started_at, finished_at, digest)
+			VALUES ('r1', 'triage', 1, 0, 'gateway', 'completed', '{"confidence":0.9}', ?, ?, ?)`,
+			record.FormatTime(at), record.FormatTime(at), digest)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.PutStep(ctx, rec); err != nil {
+		t.Fatalf("the same record again: %v", err)
+	}
+	agentRec := rec
+	agentRec.Name, agentRec.Agent, agentRec.AgentVersion, agentRec.Iterations = "investigate", "sre", "v1", 3
+	agentRec.Trace = json.RawMessage(`[{"type":"text","iteration":1,"content":"looking"}]`)
+	if err := s.PutStep(ctx, agentRec); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ListSteps(ctx, "r1")
+	if err != nil || len(got) != 2 {
+		t.Fatalf("%d steps, %v", len(got), err)
+	}
+	byName := map[string]store.StepRecord{got[0].Name: got[0], got[1].Name: got[1]}
+	old3, ag := byName["triage"], byName["investigate"]
+	if old3.Agent != "" || old3.Trace != nil || old3.Iterations != 0 || ag.Agent != "sre" || ag.AgentVersion != "v1" || ag.Iterations != 3 || string(ag.Trace) != string(agentRec.Trace) {
+		t.Errorf("read back %+v / %+v", got[0], got[1])
 	}
 }

@@ -214,7 +214,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // schema from version i to i+1. Append only: a released migration never
 // changes.
 func migrations() []string {
-	return []string{schemaV1, schemaV2, schemaV3}
+	return []string{schemaV1, schemaV2, schemaV3, schemaV4}
 }
 
 const schemaV1 = `
@@ -345,4 +345,14 @@ CREATE TABLE run_replies (
 	source   TEXT NOT NULL,
 	consumed TEXT NOT NULL DEFAULT '{}'
 ) WITHOUT ROWID;
+`
+
+// schemaV4 records agent steps: the profile, the loop's iterations and its
+// trace (or the reference of a trace kept in the artifact store).
+const schemaV4 = `
+ALTER TABLE steps ADD COLUMN agent TEXT NOT NULL DEFAULT '';
+ALTER TABLE steps ADD COLUMN agent_version TEXT NOT NULL DEFAULT '';
+ALTER TABLE steps ADD COLUMN iterations INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE steps ADD COLUMN trace TEXT;
+ALTER TABLE steps ADD COLUMN trace_ref TEXT NOT NULL DEFAULT '';
 `

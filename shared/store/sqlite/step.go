@@ -13,7 +13,7 @@ import (
 const stepColumns = `run_id, name, attempt, step_index, executor, status, error,
 	primary_confidence, verifier_confidence, effective_confidence, output, verifier_output,
 	raw_response, prompt, model, provider, input_tokens, output_tokens, cost_usd, flags,
-	started_at, finished_at, duration_ms`
+	started_at, finished_at, duration_ms, agent, agent_version, iterations, trace, trace_ref`
 
 // PutStep implements store.Store. The insert is skipped when the key is
 // taken; the stored record's digest then tells a repeat from a conflict.
@@ -37,13 +37,14 @@ func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 		flags = string(b)
 	}
 	res, err := s.w.ExecContext(ctx, `INSERT INTO steps (`+stepColumns+`, digest)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run_id, name, attempt) DO NOTHING`,
 		rec.RunID, rec.Name, rec.Attempt, rec.Index, rec.Executor, string(rec.Status), rec.Error,
 		nullFloat(rec.PrimaryConfidence), nullFloat(rec.VerifierConfidence), nullFloat(rec.EffectiveConfidence),
 		jsonText(rec.Output), jsonText(rec.VerifierOutput), rec.RawResponse, rec.Prompt, rec.Model, rec.Provider,
 		rec.InputTokens, rec.OutputTokens, nullFloat(rec.CostUSD), flags,
-		record.FormatTime(rec.StartedAt), record.FormatTime(rec.FinishedAt), rec.DurationMS, digest)
+		record.FormatTime(rec.StartedAt), record.FormatTime(rec.FinishedAt), rec.DurationMS,
+		rec.Agent, rec.AgentVersion, rec.Iterations, jsonText(rec.Trace), rec.TraceRef, digest)
 	if err != nil {
 		return fmt.Errorf("put step %q attempt %d of run %q: %w", rec.Name, rec.Attempt, rec.RunID, err)
 	}
@@ -91,16 +92,17 @@ func listSteps(ctx context.Context, q querier, runID string) ([]store.StepRecord
 		var r store.StepRecord
 		var status, started, finished string
 		var pc, vc, ec, cost sql.NullFloat64
-		var out, vout, flags sql.NullString
+		var out, vout, flags, trace sql.NullString
 		if err := rows.Scan(&r.RunID, &r.Name, &r.Attempt, &r.Index, &r.Executor, &status, &r.Error,
 			&pc, &vc, &ec, &out, &vout, &r.RawResponse, &r.Prompt, &r.Model, &r.Provider,
-			&r.InputTokens, &r.OutputTokens, &cost, &flags, &started, &finished, &r.DurationMS); err != nil {
+			&r.InputTokens, &r.OutputTokens, &cost, &flags, &started, &finished, &r.DurationMS,
+			&r.Agent, &r.AgentVersion, &r.Iterations, &trace, &r.TraceRef); err != nil {
 			return nil, err
 		}
 		r.Status = store.StepStatus(status)
 		r.PrimaryConfidence, r.VerifierConfidence, r.EffectiveConfidence = floatPtr(pc), floatPtr(vc), floatPtr(ec)
 		r.CostUSD = floatPtr(cost)
-		r.Output, r.VerifierOutput = rawJSON(out), rawJSON(vout)
+		r.Output, r.VerifierOutput, r.Trace = rawJSON(out), rawJSON(vout), rawJSON(trace)
 		if flags.Valid {
 			if err := json.Unmarshal([]byte(flags.String), &r.Flags); err != nil {
 				return nil, fmt.Errorf("step %q flags: %w", r.Name, err)

@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"PutStep/different record at same key", testPutStepConflict},
 		{"PutStep/cuts long text", testPutStepCuts},
 		{"PutStep/invalid", testPutStepInvalid},
+		{"PutStep/agent step", testPutStepAgent},
 		{"ListSteps/execution order", testListStepsOrder},
 		{"GetRunWithSteps", testGetRunWithSteps},
 		{"AddUsage/totals", testAddUsage},
