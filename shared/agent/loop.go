@@ -264,7 +264,7 @@ func (l *Loop) Start(ctx context.Context, prompt string, deadline time.Time) (*C
 	}
 	c.System = msgs[0].Content
 	c.Messages = []Message{{Role: RoleUser, Text: prompt}}
-	sctx, cancel := context.WithDeadline(ctx, deadline)
+	sctx, cancel := context.WithTimeout(ctx, deadline.Sub(l.now()))
 	defer cancel()
 	for _, g := range p.Tools {
 		srv, ok := l.Agent.Servers[g.Server]
@@ -353,7 +353,9 @@ func (l *Loop) Turn(ctx context.Context, c *Conversation) error {
 	if !l.now().Before(c.Deadline) {
 		return l.deadlineErr(c, "waiting to call the model")
 	}
-	tctx, cancel := context.WithDeadline(ctx, c.Deadline)
+	// The time left by the loop's clock (Now), as a timeout: the clock may
+	// be a test's, the context's deadlines are the real one's.
+	tctx, cancel := context.WithTimeout(ctx, c.Deadline.Sub(l.now()))
 	defer cancel()
 	p := l.Agent.Profile
 	spec := l.Schema.Spec()

@@ -64,6 +64,10 @@ const (
 type Handler struct {
 	Store     Store
 	Executors Providers
+	// Agents runs agent steps' models and tools. Nil: Executors, when it
+	// provides them (an *executor.Registry does); else an agent step
+	// fails with a ConfigError.
+	Agents Agents
 	// Runner asks for LLMOutput answers and re-asks on invalid ones. Nil:
 	// a zero Runner.
 	Runner *llmoutput.Runner[llmoutput.Output]

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
@@ -47,6 +48,7 @@ type unit struct {
 	verifier *pipeline.Verifier
 	loop     *pipeline.LoopUntil
 	item     *fanItem
+	agent    *agent.Resolved // an agent step's resolved agent; nil: one model call
 }
 
 // stepUsage is what a step's calls consumed. cost is nil when a call could
@@ -58,8 +60,13 @@ type stepUsage struct {
 }
 
 func (u *stepUsage) add(in, out int64, cost float64, priced bool) {
+	u.addCalls(1, in, out, cost, priced)
+}
+
+// addCalls adds n calls that used in and out tokens and cost in all.
+func (u *stepUsage) addCalls(n int, in, out int64, cost float64, priced bool) {
 	first := u.calls == 0
-	u.calls++
+	u.calls += n
 	u.in += in
 	u.out += out
 	switch {
@@ -95,6 +102,7 @@ type result struct {
 	provider  string
 	usage     stepUsage
 	flags     []string
+	agent     *agentRun // an agent step's loops
 }
 
 // call asks an executor for an LLMOutput answer through the runner.
@@ -183,7 +191,15 @@ func (t *taskRun) execute(ctx context.Context, u unit) (result, error) {
 		if err != nil {
 			return res, err
 		}
-		out, err := t.call(ctx, u.executor, u.key, cfg, prompt, u.timeout, &res)
+		var out *llmoutput.Output
+		switch {
+		case u.agent != nil:
+			out, err = t.agentCall(ctx, u, cfg, prompt, &res)
+		case cfg["agent"] != nil:
+			err = fault.Errorf[fault.ConfigError]("step %q: executor_config.agent names %v, but the step carries no resolved agent: compile the pipeline with a Stepline that knows agents", u.name, cfg["agent"])
+		default:
+			out, err = t.call(ctx, u.executor, u.key, cfg, prompt, u.timeout, &res)
+		}
 		if err != nil {
 			return res, err
 		}
@@ -461,6 +477,13 @@ func (t *taskRun) baseRecord(name, exec string, attempt int, started time.Time, 
 	return rec
 }
 
+// agentRecord is baseRecord with an agent step's agent, iterations and
+// trace (see attachAgent).
+func (t *taskRun) agentRecord(ctx context.Context, name, exec string, attempt int, started time.Time, res *result) (store.StepRecord, error) {
+	rec := t.baseRecord(name, exec, attempt, started, res)
+	return rec, t.attachAgent(ctx, &rec, res)
+}
+
 func decodeStep[T any](req *task.Request) (*T, error) {
 	v := new(T)
 	if err := json.Unmarshal(req.Step, v); err != nil {
@@ -484,9 +507,13 @@ func (t *taskRun) step(ctx context.Context) (task.Response, error) {
 		name: st.Name, key: st.Name, record: st.Name,
 		executor: st.Executor, config: st.ExecutorConfig, prompt: st.PromptTemplate,
 		timeout: st.TimeoutSeconds, verifier: st.Verifier, loop: st.LoopUntil,
+		agent: t.agentOf(),
 	})
 	if err != nil {
-		rec := t.baseRecord(st.Name, st.Executor, attempt, started, &res)
+		rec, aerr := t.agentRecord(ctx, st.Name, st.Executor, attempt, started, &res)
+		if aerr != nil {
+			return task.Response{}, aerr
+		}
 		rec.Status, rec.Error = store.StepFailed, err.Error()
 		if perr := t.putStep(ctx, rec); perr != nil {
 			return task.Response{}, perr
@@ -504,7 +531,10 @@ func (t *taskRun) step(ctx context.Context) (task.Response, error) {
 		return task.Response{}, err
 	}
 	status, reason, flags := gate(st.Name, st.Gate, res.effective, res.out, true)
-	rec := t.baseRecord(st.Name, st.Executor, attempt, started, &res)
+	rec, err := t.agentRecord(ctx, st.Name, st.Executor, attempt, started, &res)
+	if err != nil {
+		return task.Response{}, err
+	}
 	rec.Flags = append(rec.Flags, flags...)
 	rec.Status, rec.Output = store.StepStatus(status), out
 	return t.finish(ctx, outcome{name: st.Name, record: rec, status: status, reason: reason, output: out, usage: res.usage})
