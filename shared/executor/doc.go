@@ -26,6 +26,51 @@
 // step that neither names a base_url nor has one from the environment; a
 // call without either fails with a ConfigError.
 //
+// # Agent steps
+//
+// [Registry.Agent] hands an agent step (executor_config.agent, resolved
+// by the compiler into an agent.Resolved) its model and its tools, for
+// package agent's loop. The model calls the resolved models in order,
+// the next one only when a call fails for a reason a retry could fix
+// (ExecutorUnavailable, ExecutorTimeout, RateLimited), each through its
+// API's native tool calling:
+//
+//   - gateway (OpenAI-compatible): "tools" of type function with a
+//     tool_choice of "auto"; the assistant's tool_calls (arguments as JSON
+//     text) and one message of role "tool" per result, with its
+//     tool_call_id (an error result's content begins "ERROR: ", the API
+//     having no error flag); thinking_level as reasoning_effort (xhigh
+//     sent as high); the answer's response_format as for a single call;
+//   - anthropic (Messages): "tools" with input_schema, tool_choice
+//     {"type": "auto"}; tool_use blocks in the assistant's content and
+//     tool_result blocks (tool_use_id, content, is_error) in the next user
+//     message; thinking_level as extended thinking (budget_tokens 1024,
+//     2048, 8192, 16384, 32768 from minimal to xhigh, max_tokens raised
+//     above the budget, no temperature); the answer is not forced through
+//     a tool, which would stop the model from calling the others;
+//   - bedrock (Converse): toolConfig.tools[].toolSpec with
+//     inputSchema.json; toolUse blocks in the assistant's content and
+//     toolResult blocks (toolUseId, content [{text}], status success or
+//     error) in the next user message; thinking_level as Claude's thinking
+//     in additionalModelRequestFields (Claude models only).
+//
+// An assistant turn is sent back to the provider that wrote it verbatim
+// (its content blocks, thinking and signatures included); a fallback
+// model of another API gets its text and calls. The step's
+// executor_config applies to a model of the step executor's own API; a
+// model of another API gets only the endpoint's base URL and key (a
+// gateway endpoint of a provider without a key sends none, never the
+// default OPENAI_API_KEY). Every turn goes through the same deadline and
+// redactor as a single call: secrets the turn resolved are scrubbed from
+// the reply's text, calls, arguments and audit body.
+//
+// The tools are one agent.MCP per registry: MCP sessions live as long as
+// the process and [Registry.Close] ends them (the CLI and the Lambda
+// main call it at shutdown). Deps.MCPStdio lets stdio servers start
+// (local runs only). With scripted replies, the model and the tools
+// answer from the responses file (see [Responses]) and nothing reaches
+// the network.
+//
 // # Behaviour every executor shares
 //
 // Secrets: ${NAME} anywhere in executor_config (URLs, headers, keys,
