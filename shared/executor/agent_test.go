@@ -74,9 +74,9 @@ func TestAgentToolCallingWireFormats(t *testing.T) {
 		checkSecond func(t *testing.T, body any)
 	}{
 		{
-			name: "openai-compatible tools and tool_calls",
-			ep:   agent.Endpoint{Provider: "openai", API: agent.APIGateway, Model: "gpt-4o", APIKey: "${API_KEY}"},
-			firstReply: `{"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_abc","type":"function","function":{"name":"grafana__query","arguments":"{\"expr\":\"rate(errors[5m])\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":50,"completion_tokens":12}}`,
+			name:        "openai-compatible tools and tool_calls",
+			ep:          agent.Endpoint{Provider: "openai", API: agent.APIGateway, Model: "gpt-4o", APIKey: "${API_KEY}"},
+			firstReply:  `{"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_abc","type":"function","function":{"name":"grafana__query","arguments":"{\"expr\":\"rate(errors[5m])\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":50,"completion_tokens":12}}`,
 			secondReply: `{"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"{\"confidence\":0.8,\"summary\":\"key sk-test-0123456789abcdef\",\"next_step_context\":\"\"}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":80,"completion_tokens":20}}`,
 			checkFirst: func(t *testing.T, b any) {
 				want := decode(t, `[{"type":"function","function":{"name":"grafana__query","description":"Run a PromQL query.","parameters":`+string(toolSchema)+`}}]`)
@@ -99,9 +99,9 @@ func TestAgentToolCallingWireFormats(t *testing.T) {
 			},
 		},
 		{
-			name: "anthropic tool_use and tool_result",
-			ep:   agent.Endpoint{Provider: "anthropic", API: agent.APIAnthropic, Model: "claude-sonnet-4-5", APIKey: "${API_KEY}"},
-			firstReply: `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"thinking","thinking":"check errors","signature":"sig=="},{"type":"text","text":"Let me look."},{"type":"tool_use","id":"toolu_01","name":"grafana__query","input":{"expr":"rate(errors[5m])"}}],"stop_reason":"tool_use","usage":{"input_tokens":50,"output_tokens":12}}`,
+			name:        "anthropic tool_use and tool_result",
+			ep:          agent.Endpoint{Provider: "anthropic", API: agent.APIAnthropic, Model: "claude-sonnet-4-5", APIKey: "${API_KEY}"},
+			firstReply:  `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"thinking","thinking":"check errors","signature":"sig=="},{"type":"text","text":"Let me look."},{"type":"tool_use","id":"toolu_01","name":"grafana__query","input":{"expr":"rate(errors[5m])"}}],"stop_reason":"tool_use","usage":{"input_tokens":50,"output_tokens":12}}`,
 			secondReply: `{"id":"msg_2","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"{\"confidence\":0.8,\"summary\":\"key sk-test-0123456789abcdef\",\"next_step_context\":\"\"}"}],"stop_reason":"end_turn","usage":{"input_tokens":80,"output_tokens":20}}`,
 			checkFirst: func(t *testing.T, b any) {
 				want := decode(t, `[{"name":"grafana__query","description":"Run a PromQL query.","input_schema":`+string(toolSchema)+`}]`)
@@ -124,9 +124,9 @@ func TestAgentToolCallingWireFormats(t *testing.T) {
 			},
 		},
 		{
-			name: "bedrock converse toolConfig",
-			ep:   agent.Endpoint{Provider: "bedrock", API: agent.APIBedrock, Model: "us.anthropic.claude-sonnet-4-20250514-v1:0"},
-			firstReply: `{"output":{"message":{"role":"assistant","content":[{"text":"Let me look."},{"toolUse":{"toolUseId":"tooluse_1","name":"grafana__query","input":{"expr":"rate(errors[5m])"}}}]}},"stopReason":"tool_use","usage":{"inputTokens":50,"outputTokens":12}}`,
+			name:        "bedrock converse toolConfig",
+			ep:          agent.Endpoint{Provider: "bedrock", API: agent.APIBedrock, Model: "us.anthropic.claude-sonnet-4-20250514-v1:0"},
+			firstReply:  `{"output":{"message":{"role":"assistant","content":[{"text":"Let me look."},{"toolUse":{"toolUseId":"tooluse_1","name":"grafana__query","input":{"expr":"rate(errors[5m])"}}}]}},"stopReason":"tool_use","usage":{"inputTokens":50,"outputTokens":12}}`,
 			secondReply: `{"output":{"message":{"role":"assistant","content":[{"text":"{\"confidence\":0.8,\"summary\":\"done\",\"next_step_context\":\"\"}"}]}},"stopReason":"end_turn","usage":{"inputTokens":80,"outputTokens":20}}`,
 			checkFirst: func(t *testing.T, b any) {
 				want := decode(t, `{"tools":[{"toolSpec":{"name":"grafana__query","description":"Run a PromQL query.","inputSchema":{"json":`+string(toolSchema)+`}}}]}`)
