@@ -8,7 +8,20 @@ import (
 
 	"github.com/stepline/stepline/shared/asl"
 	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/project"
 )
+
+// Env is what a build reads besides the pipeline's source.
+type Env struct {
+	// CheckExecutor checks each executor_config (package executor's
+	// CheckConfig); nil: only the checks the compiler knows itself.
+	CheckExecutor ExecutorCheck
+	// Project is the project the pipeline belongs to: its agents, MCP
+	// servers, tool policy and executor defaults. nil: none, as for a
+	// pipeline with no stepline.yaml above it, so that no step can name
+	// an agent.
+	Project *project.Project
+}
 
 // Build runs every phase on one pipeline source: parse, check (with each
 // executor_config checked by checkExecutor, package executor's check) and,
@@ -19,7 +32,15 @@ import (
 // builds through it (package compiler/gate) accepts exactly what validate
 // accepts.
 func Build(name string, src []byte, checkExecutor ExecutorCheck) (*File, *asl.StateMachine, Diagnostics) {
-	f, ds := LoadWith(name, src, checkExecutor)
+	return BuildIn(name, src, Env{CheckExecutor: checkExecutor})
+}
+
+// BuildIn is Build in env: with env.Project, the project's diagnostics
+// (its stepline.yaml and every profile) are the pipeline's too, so a
+// project with an error compiles no pipeline; agent steps resolve their
+// agents from it, and gateway steps take its executor defaults.
+func BuildIn(name string, src []byte, env Env) (*File, *asl.StateMachine, Diagnostics) {
+	f, ds := loadIn(name, src, env)
 	if ds.HasErrors() {
 		return f, nil, ds
 	}
@@ -35,11 +56,16 @@ func Build(name string, src []byte, checkExecutor ExecutorCheck) (*File, *asl.St
 // sub-pipeline a step runs is defined by a file in the same directory:
 // where stepline run and serve and the CDK app look for it.
 func BuildFile(path string, checkExecutor ExecutorCheck) (*File, *asl.StateMachine, Diagnostics, error) {
+	return BuildFileIn(path, Env{CheckExecutor: checkExecutor})
+}
+
+// BuildFileIn is BuildFile in env.
+func BuildFileIn(path string, env Env) (*File, *asl.StateMachine, Diagnostics, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("read pipeline: %w", err)
 	}
-	f, sm, ds := Build(path, src, checkExecutor)
+	f, sm, ds := BuildIn(path, src, env)
 	if missing := checkChildren(f, filepath.Dir(path)); len(missing) > 0 {
 		ds, sm = append(ds, missing...).Sort(), nil
 	}

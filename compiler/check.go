@@ -11,7 +11,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/stepline/stepline/compiler/when"
+	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/template"
 )
 
@@ -44,6 +46,8 @@ type checker struct {
 	// execCheck checks an executor_config; nil: only the checks the
 	// compiler knows itself.
 	execCheck ExecutorCheck
+	// proj is the pipeline's project; nil: none.
+	proj *project.Project
 }
 
 // ExecutorCheck checks one executor_config, as package executor's
@@ -60,10 +64,17 @@ func Check(f *File) Diagnostics { return CheckWith(f, nil) }
 // CheckWith is Check with each executor_config also checked by
 // checkExecutor.
 func CheckWith(f *File, checkExecutor ExecutorCheck) Diagnostics {
+	return checkIn(f, Env{CheckExecutor: checkExecutor})
+}
+
+// checkIn is Check in env: agent steps resolve their agents from
+// env.Project, which Check leaves on the model (Step.Agent, Branch.Agent,
+// FanOut.Agent) for Lower to inline.
+func checkIn(f *File, env Env) Diagnostics {
 	if f == nil || f.Pipeline == nil {
 		return nil
 	}
-	c := &checker{f: f, p: f.Pipeline, liquid: template.New(template.Limits{}), seen: map[string]string{}, later: map[string]string{}, execCheck: checkExecutor}
+	c := &checker{f: f, p: f.Pipeline, liquid: template.New(template.Limits{}), seen: map[string]string{}, later: map[string]string{}, execCheck: env.CheckExecutor, proj: env.Project}
 	c.buildScope()
 	c.checkNames()
 	for _, n := range c.p.Steps {
@@ -171,7 +182,7 @@ func (c *checker) checkNode(n pipeline.Node) {
 		c.checkGate(where, n.Gate, n.Fields, n.Pos)
 		for _, b := range n.Branches {
 			bw := fmt.Sprintf("branch %q of parallel %q", b.Name, n.Name)
-			c.checkExecutor(bw, b.Executor, b.ExecutorConfig, b.Fields, b.Pos)
+			b.Agent = c.checkExecutor(bw, b.Executor, b.ExecutorConfig, b.Fields, b.Pos)
 			c.checkTemplate(bw, "prompt_template", b.PromptTemplate, fieldPos(b.Fields, "prompt_template", b.Pos))
 			c.checkConfigTemplates(bw, b.ExecutorConfig)
 			c.checkTimeout(bw, b.Executor, b.TimeoutSeconds, b.Fields, b.Pos)
@@ -190,7 +201,7 @@ func (c *checker) checkNode(n pipeline.Node) {
 		c.checkWhen(where, n.When, fieldPos(n.Fields, "when", n.Pos))
 		c.checkGate(where, n.Gate, n.Fields, n.Pos)
 		c.checkOver(where, n)
-		c.checkExecutor(where, n.Executor, n.ExecutorConfig, n.Fields, n.Pos)
+		n.Agent = c.checkExecutor(where, n.Executor, n.ExecutorConfig, n.Fields, n.Pos)
 		c.checkTemplate(where, "prompt_template", n.PromptTemplate, fieldPos(n.Fields, "prompt_template", n.Pos))
 		c.checkConfigTemplates(where, n.ExecutorConfig)
 		c.checkTimeout(where, n.Executor, n.TimeoutSeconds, n.Fields, n.Pos)
@@ -205,7 +216,7 @@ func (c *checker) checkStep(s *pipeline.Step) {
 	where := fmt.Sprintf("step %q", s.Name)
 	c.checkWhen(where, s.When, fieldPos(s.Fields, "when", s.Pos))
 	c.checkGate(where, s.Gate, s.Fields, s.Pos)
-	c.checkExecutor(where, s.Executor, s.ExecutorConfig, s.Fields, s.Pos)
+	s.Agent = c.checkExecutor(where, s.Executor, s.ExecutorConfig, s.Fields, s.Pos)
 	c.checkTemplate(where, "prompt_template", s.PromptTemplate, fieldPos(s.Fields, "prompt_template", s.Pos))
 	c.checkConfigTemplates(where, s.ExecutorConfig)
 	c.checkTimeout(where, s.Executor, s.TimeoutSeconds, s.Fields, s.Pos)
@@ -269,8 +280,15 @@ func actionNames(p *pipeline.Pipeline) []string {
 	return out
 }
 
-func (c *checker) checkExecutor(where, exec string, cfg map[string]any, fs pipeline.Fields, pos pipeline.Pos) {
+// checkExecutor checks a node's executor and its configuration. For an
+// agent step (executor_config.agent) it returns the agent resolved from
+// the project, nil when that fails or the step runs none.
+func (c *checker) checkExecutor(where, exec string, cfg map[string]any, fs pipeline.Fields, pos pipeline.Pos) *agent.Resolved {
 	at := fieldPos(fs, "executor_config", fieldPos(fs, "executor", pos))
+	if _, ok := cfg["agent"]; ok && exec != pipeline.ExecOpenClaw {
+		c.checkSecretRefs(where, cfg, at)
+		return c.resolveAgent(where, exec, cfg, fs, pos)
+	}
 	str := func(key string) (string, bool) {
 		v, ok := cfg[key]
 		if !ok {
@@ -305,15 +323,9 @@ func (c *checker) checkExecutor(where, exec string, cfg map[string]any, fs pipel
 			c.ds.warnf(fieldPos(fs, "executor", pos), "%s: a scripted executor in a production pipeline answers from a responses file, not a model", where)
 		}
 	}
-	for k, v := range cfg {
-		if s, ok := v.(string); ok {
-			if m := badSecretRef(s); m != "" {
-				c.ds.warnf(at, "%s: executor_config.%s: %s", where, k, m)
-			}
-		}
-	}
+	c.checkSecretRefs(where, cfg, at)
 	if c.execCheck == nil || exec == pipeline.ExecOpenClaw || exec == pipeline.ExecPipeline || !slices.Contains(pipeline.Executors, exec) {
-		return
+		return nil
 	}
 	for _, err := range c.execCheck(exec, cfg) {
 		var key interface{ ConfigKey() string }
@@ -325,6 +337,19 @@ func (c *checker) checkExecutor(where, exec string, cfg map[string]any, fs pipel
 			c.ds.warnf(at, "%s: %v", where, err)
 		} else {
 			c.ds.errorf(at, "%s: %v", where, err)
+		}
+	}
+	return nil
+}
+
+// checkSecretRefs warns about malformed ${NAME} placeholders in the
+// config's top-level strings.
+func (c *checker) checkSecretRefs(where string, cfg map[string]any, at pipeline.Pos) {
+	for k, v := range cfg {
+		if s, ok := v.(string); ok {
+			if m := badSecretRef(s); m != "" {
+				c.ds.warnf(at, "%s: executor_config.%s: %s", where, k, m)
+			}
 		}
 	}
 }
@@ -368,7 +393,11 @@ func (c *checker) checkVerifier(where, exec string, v *pipeline.Verifier) {
 	if v.Executor == pipeline.ExecHuman || v.Executor == pipeline.ExecPipeline || v.Executor == pipeline.ExecNotify {
 		c.ds.errorf(fieldPos(v.Fields, "executor", v.Pos), "%s: verifier executor %q cannot judge an answer; use a model executor", where, v.Executor)
 	}
-	c.checkExecutor(where+" verifier", v.Executor, v.ExecutorConfig, v.Fields, v.Pos)
+	if _, ok := v.ExecutorConfig["agent"]; ok {
+		c.ds.errorf(fieldPos(v.Fields, "executor_config", v.Pos), "%s verifier: executor_config.agent: a verifier is one model call and cannot run an agent; give the agent's judgement its own step", where)
+	} else {
+		c.checkExecutor(where+" verifier", v.Executor, v.ExecutorConfig, v.Fields, v.Pos)
+	}
 	switch v.Mode {
 	case "reviewer", "challenger":
 		alias := map[string]string{"reviewer": pipeline.ModeCritic, "challenger": pipeline.ModeIndependent}[v.Mode]

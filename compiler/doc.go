@@ -19,6 +19,21 @@
 // Build runs the three phases (lowering only a file without errors);
 // BuildFile also checks that each sub-pipeline is defined by a file beside
 // its parent, where stepline run and serve and the CDK app look for it.
+// BuildIn and BuildFileIn build in an Env that also holds the pipeline's
+// project (package shared/project: stepline.yaml and its agents). The
+// project's own diagnostics are the pipeline's, so a project with an
+// error compiles no pipeline. A step, parallel branch or fan-out whose
+// executor_config names an agent (on gateway, anthropic or bedrock) is
+// resolved from the project by Check into its Agent field (the profile,
+// the step's model and thinking level, the models' endpoints, the MCP
+// servers the profile's tools name and the tool-policy rules that can
+// apply), each problem at the executor_config key it is about: an unknown
+// agent (with the name it was likely meant to be), an executor that
+// cannot run one, a verifier naming one, a bad model or thinking level.
+// Lower inlines the Agent in the Task's static payload like the rest of
+// the step's configuration, so the step function reads no file, and the
+// payload budget counts it. A gateway step that runs no agent and sets no
+// base_url or api_key takes the project's executors.openai values.
 // Programs do not call them directly but through package compiler/gate,
 // which adds package executor's configuration checks (the compiler takes
 // them as a value, ExecutorCheck, so that it does not link the executors):

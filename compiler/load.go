@@ -15,8 +15,17 @@ func Load(name string, src []byte) (*File, Diagnostics) {
 // LoadWith is Load with executor configurations also checked by
 // checkExecutor (package executor's CheckConfig).
 func LoadWith(name string, src []byte, checkExecutor ExecutorCheck) (*File, Diagnostics) {
+	return loadIn(name, src, Env{CheckExecutor: checkExecutor})
+}
+
+// loadIn parses and checks one pipeline source in env.
+func loadIn(name string, src []byte, env Env) (*File, Diagnostics) {
 	f, ds := Parse(name, src)
-	ds = append(ds, CheckWith(f, checkExecutor)...)
+	if env.Project != nil {
+		ds = append(ds, projectDiagnostics(env.Project)...)
+		applyExecutorDefaults(f, env.Project)
+	}
+	ds = append(ds, checkIn(f, env)...)
 	return f, ds.Sort()
 }
 

@@ -23,6 +23,9 @@ type File struct {
 	name     string
 	lines    [][]byte              // the source, split into lines
 	scalars  map[pipeline.Pos]span // text fields, by the position of their value
+	// keys are where the keys of free-form mappings (executor_config)
+	// wrote their values, by the mapping's position.
+	keys map[pipeline.Pos]pipeline.Fields
 }
 
 // span is how a scalar's text sits in the file, so that an offset into the
@@ -63,7 +66,7 @@ func Parse(name string, src []byte) (*File, Diagnostics) {
 		return nil, ds
 	}
 	root := doc.Content[0]
-	f := &File{name: name, lines: bytes.Split(src, []byte("\n")), scalars: map[pipeline.Pos]span{}}
+	f := &File{name: name, lines: bytes.Split(src, []byte("\n")), scalars: map[pipeline.Pos]span{}, keys: map[pipeline.Pos]pipeline.Fields{}}
 	if root.Kind != yaml.MappingNode {
 		ds.errorf(f.pos(root), "a pipeline file must be a mapping with name and steps, not a %s", kindName(root))
 		return nil, ds
@@ -527,6 +530,7 @@ func (d *decoder) object(n *yaml.Node) map[string]any {
 		return nil
 	}
 	d.noteAll(n)
+	d.f.keys[d.f.pos(n)], _ = d.fields(n)
 	m, _ := toValue(n).(map[string]any)
 	return m
 }

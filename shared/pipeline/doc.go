@@ -12,4 +12,10 @@
 // windows and resume ages at most a year, confidences 0..1, …) and are
 // finite: the parser refuses any other value rather than clamping it, so
 // the runtime can turn seconds into a time.Duration without overflow.
+//
+// A Step, Branch or FanOut whose executor_config names an agent carries
+// it resolved in Agent (package agent's Resolved: the profile, its models'
+// endpoints, MCP servers and tool policy), filled by the compiler from the
+// pipeline's project; the runtime reads it from the step's compiled
+// configuration, never from the project's files.
 package pipeline

@@ -1,5 +1,7 @@
 package pipeline
 
+import "github.com/stepline/stepline/shared/agent"
+
 // Node is an entry of a pipeline's steps: a *Step, a *Parallel or a *FanOut.
 type Node interface {
 	// NodeName is the step or group name.
@@ -31,6 +33,9 @@ type Step struct {
 	Retry          *Retry     `json:"retry,omitempty"`
 	Verifier       *Verifier  `json:"verifier,omitempty"`
 	LoopUntil      *LoopUntil `json:"loop_until,omitempty"`
+	// Agent is the agent the step runs (executor_config.agent), resolved
+	// by the compiler from the project; nil for a single model call.
+	Agent *agent.Resolved `json:"agent,omitempty"`
 }
 
 // OnFailure is what happens when a step fails (an executor error after its
@@ -111,15 +116,16 @@ type Parallel struct {
 
 // Branch is one step of a parallel group.
 type Branch struct {
-	Pos            Pos            `json:"-"`
-	Fields         Fields         `json:"-"`
-	Name           string         `json:"name,omitempty"`
-	Executor       string         `json:"executor,omitempty"`
-	ExecutorConfig map[string]any `json:"executor_config,omitempty"`
-	PromptTemplate string         `json:"prompt_template,omitempty"`
-	TimeoutSeconds int            `json:"timeout_seconds,omitempty"`
-	Weight         float64        `json:"weight,omitempty"`
-	Verifier       *Verifier      `json:"verifier,omitempty"`
+	Pos            Pos             `json:"-"`
+	Fields         Fields          `json:"-"`
+	Name           string          `json:"name,omitempty"`
+	Executor       string          `json:"executor,omitempty"`
+	ExecutorConfig map[string]any  `json:"executor_config,omitempty"`
+	PromptTemplate string          `json:"prompt_template,omitempty"`
+	TimeoutSeconds int             `json:"timeout_seconds,omitempty"`
+	Weight         float64         `json:"weight,omitempty"`
+	Verifier       *Verifier       `json:"verifier,omitempty"`
+	Agent          *agent.Resolved `json:"agent,omitempty"` // as Step.Agent
 }
 
 // FanOut runs one branch per item of a list and joins their confidences.
@@ -135,10 +141,11 @@ type FanOut struct {
 	TimeoutSeconds int            `json:"timeout_seconds,omitempty"`
 	Join           Join           `json:"join,omitempty"`
 	Gate
-	MaxItems int       `json:"max_items,omitempty"`
-	OnEmpty  string    `json:"on_empty,omitempty"` // complete | skip | abort
-	When     string    `json:"when,omitempty"`
-	Verifier *Verifier `json:"verifier,omitempty"`
+	MaxItems int             `json:"max_items,omitempty"`
+	OnEmpty  string          `json:"on_empty,omitempty"` // complete | skip | abort
+	When     string          `json:"when,omitempty"`
+	Verifier *Verifier       `json:"verifier,omitempty"`
+	Agent    *agent.Resolved `json:"agent,omitempty"` // as Step.Agent; every item runs it
 }
 
 // Fan-out on_empty values.

@@ -68,6 +68,6 @@
 // executors.openai's, else where a gateway step without them calls
 // (OPENAI_BASE_URL, OPENAI_API_KEY when set); an anthropic step with its
 // own base_url and api_key, else providers.anthropic's; a bedrock step in
-// providers.bedrock's region, else its own. A model that names its
-// provider goes to that provider whatever the executor.
+// providers.bedrock's region, else the region it runs in. A model that
+// names its provider goes to that provider whatever the executor.
 package project
