@@ -339,13 +339,16 @@ func (p *parser) model(n *yaml.Node, field string) (string, bool) {
 }
 
 // CheckModel checks a model string's form (its provider is the project's
-// to know): no blanks, no template.
+// to know): no blanks or control characters, no template or brace, a
+// model after the provider's slash.
 func CheckModel(s string) error {
 	switch {
 	case strings.TrimSpace(s) == "":
 		return errors.New("must not be empty")
 	case strings.Contains(s, "{{") || strings.Contains(s, "{%"):
 		return fmt.Errorf("%q is a template: a model is written out", s)
+	case strings.ContainsAny(s, "{}"):
+		return fmt.Errorf("%q holds a brace: a model is written out", s)
 	case strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' }):
 		return fmt.Errorf("%q holds a blank or a control character", s)
 	case strings.HasSuffix(s, "/"):
