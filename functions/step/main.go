@@ -14,6 +14,12 @@
 // Secrets not listed in SECRET_REFS are read from the environment (a
 // gateway step without api_key sends OPENAI_API_KEY when it is set).
 //
+// Agent steps reach their MCP servers over streamable HTTP only (stdio
+// servers are refused: the compiler keeps them off AWS). Sessions are
+// opened on first use and kept for the life of the container, so a warm
+// invocation reuses them; when the Lambda service stops the container
+// (SIGTERM), the registry closes them.
+//
 // AWS access is configured from the variables the Lambda runtime sets
 // (package shared/awsenv: region, the execution role's credentials,
 // AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE> overrides), not through
@@ -52,9 +58,10 @@ func main() {
 	sns, err := notify.NewSNS(f.AWS)
 	f.Check(err, "sns")
 	client := &http.Client{}
+	registry := executor.NewRegistry(executor.Deps{HTTP: client, Secrets: secrets, Bedrock: bedrock, Logger: f.Log, Defaults: executor.DefaultsFromEnv(os.Getenv)})
 	h := &steprun.Handler{
 		Store:     st,
-		Executors: executor.NewRegistry(executor.Deps{HTTP: client, Secrets: secrets, Bedrock: bedrock, Logger: f.Log, Defaults: executor.DefaultsFromEnv(os.Getenv)}),
+		Executors: registry,
 		HTTP:      client,
 		Secrets:   secrets,
 		Logger:    f.Log,
@@ -68,7 +75,8 @@ func main() {
 		f.Check(err, "artifacts")
 		h.Artifacts = steprun.S3{Client: objects, Bucket: bucket}
 	}
-	lambda.Start(h.Lambda())
+	// The MCP sessions of agent steps close when the container stops.
+	lambda.StartWithOptions(h.Lambda(), lambda.WithEnableSIGTERM(func() { _ = registry.Close() }))
 }
 
 // lazyPrices returns the price table, parsed when the first call is priced
