@@ -8,6 +8,7 @@ import (
 
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/compiler/gate"
+	"github.com/stepline/stepline/shared/asl"
 	"github.com/stepline/stepline/shared/executor"
 )
 
@@ -16,8 +17,9 @@ func cmdCompile(_ context.Context, e env) int {
 	fs := flag.NewFlagSet("compile", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	out := fs.String("o", "", "write the definition to this file instead of stdout")
+	config := configFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: stepline compile [-o OUT] FILE")
+		fmt.Fprintln(e.stderr, "usage: stepline compile [-o OUT] [--config FILE] FILE")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(e.args); err != nil {
@@ -27,7 +29,7 @@ func cmdCompile(_ context.Context, e env) int {
 		fs.Usage()
 		return exitUsage
 	}
-	def, code := compileFile(e, fs.Arg(0))
+	def, code := compileFile(e, fs.Arg(0), *config)
 	if def == nil {
 		return code
 	}
@@ -43,10 +45,11 @@ func cmdCompile(_ context.Context, e env) int {
 	return exitOK
 }
 
-// compileFile compiles a pipeline file, printing its diagnostics. It
-// returns the encoded definition, or nil and the exit code.
-func compileFile(e env, path string) ([]byte, int) {
-	_, sm, ds, err := gate.CompileFile(path, executor.DefaultsFromEnv(e.getenv))
+// compileFile compiles a pipeline file in the project config names (""
+// for the one above the file), printing its diagnostics. It returns the
+// encoded definition, or nil and the exit code.
+func compileFile(e env, path, config string) ([]byte, int) {
+	_, sm, ds, err := compileIn(e, path, config)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "%s: %v\n", path, err)
 		return nil, exitFailed
@@ -68,8 +71,9 @@ func cmdGraph(_ context.Context, e env) int {
 	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	format := fs.String("format", compiler.GraphMermaid, "mermaid or dot")
+	config := configFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: stepline graph [--format mermaid|dot] FILE")
+		fmt.Fprintln(e.stderr, "usage: stepline graph [--format mermaid|dot] [--config FILE] FILE")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(e.args); err != nil {
@@ -79,7 +83,7 @@ func cmdGraph(_ context.Context, e env) int {
 		fs.Usage()
 		return exitUsage
 	}
-	_, sm, ds, err := gate.CompileFile(fs.Arg(0), executor.DefaultsFromEnv(e.getenv))
+	_, sm, ds, err := compileIn(e, fs.Arg(0), *config)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "%s: %v\n", fs.Arg(0), err)
 		return exitFailed
@@ -93,4 +97,14 @@ func cmdGraph(_ context.Context, e env) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// compileIn compiles the pipeline file at path through package gate, in
+// the project config names ("" for the one above the file).
+func compileIn(e env, path, config string) (*compiler.File, *asl.StateMachine, compiler.Diagnostics, error) {
+	p, err := gate.Project(path, config)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return gate.CompileFileIn(path, p, executor.DefaultsFromEnv(e.getenv))
 }

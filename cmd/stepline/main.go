@@ -66,7 +66,8 @@ func commands() map[string]command {
 		"validate": {"check pipeline files and report every problem with its position", cmdValidate},
 		"graph":    {"draw a pipeline's state machine (Mermaid or Graphviz)", cmdGraph},
 		"serve":    {"serve webhooks, manual runs, run queries and approval links over HTTP (local)", cmdServe},
-		"schema":   {"print the JSON Schema of the pipeline format", cmdSchema},
+		"schema":   {"print the JSON Schema of the pipeline format, or of an agent profile (schema agent)", cmdSchema},
+		"agents":   {"list the project's agent profiles: version, model and tools", cmdAgents},
 		"output":   {"check a raw model reply against the LLMOutput contract", cmdOutput},
 	}
 }

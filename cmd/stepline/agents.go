@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/stepline/stepline/shared/agent"
+	"github.com/stepline/stepline/shared/project"
+)
+
+// agentInfo is one agent as `stepline agents --json` prints it.
+type agentInfo struct {
+	Name           string            `json:"name"`
+	Description    string            `json:"description,omitempty"`
+	Version        string            `json:"version"`
+	Model          string            `json:"model"`
+	ModelFallbacks []string          `json:"model_fallbacks,omitempty"`
+	ThinkingLevel  string            `json:"thinking_level,omitempty"`
+	Tools          []agent.ToolGrant `json:"tools"`
+	Path           string            `json:"path"` // its agent.yaml
+}
+
+// cmdAgents lists the project's agent profiles: name, version, model and
+// tools. The project is --config or the stepline.yaml found walking up
+// from the working directory. Its problems (of stepline.yaml and of each
+// profile) go to stderr, and an error makes the exit code 1, after the
+// list.
+func cmdAgents(_ context.Context, e env) int {
+	fs := flag.NewFlagSet("agents", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	config := fs.String("config", "", "the project file (stepline.yaml); default: the first found walking up from the working directory")
+	asJSON := fs.Bool("json", false, "print the agents as a JSON array")
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "usage: stepline agents [--config FILE] [--json]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(e.args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	path := *config
+	if path == "" {
+		var err error
+		if path, err = project.Find("."); err != nil {
+			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+			return exitFailed
+		}
+		if path == "" {
+			fmt.Fprintf(e.stderr, "stepline: no %s here or above: agents belong to a project (give --config FILE)\n", project.FileName)
+			return exitFailed
+		}
+	}
+	p, err := project.Load(path)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		return exitFailed
+	}
+	infos := make([]agentInfo, 0, len(p.Profiles))
+	for _, name := range p.AgentNames() {
+		l := p.Profiles[name]
+		pr := l.Profile
+		tools := pr.Tools
+		if tools == nil {
+			tools = []agent.ToolGrant{}
+		}
+		infos = append(infos, agentInfo{Name: pr.Name, Description: pr.Description, Version: pr.Version, Model: pr.Model,
+			ModelFallbacks: pr.ModelFallbacks, ThinkingLevel: pr.ThinkingLevel, Tools: tools, Path: l.Path})
+	}
+	fmt.Fprint(e.stderr, p.Diagnostics.String())
+	if *asJSON {
+		b, _ := json.MarshalIndent(infos, "", "  ")
+		fmt.Fprintf(e.stdout, "%s\n", b)
+	} else if len(infos) == 0 {
+		fmt.Fprintf(e.stdout, "no agents in %s\n", p.Agents)
+	} else {
+		w := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "NAME\tVERSION\tMODEL\tTOOLS")
+		for _, a := range infos {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", a.Name, a.Version, a.Model, toolsText(a.Tools))
+		}
+		_ = w.Flush()
+	}
+	if p.Diagnostics.HasErrors() {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// toolsText writes grants as "grafana[query_*,search], runbooks", "-"
+// for none.
+func toolsText(gs []agent.ToolGrant) string {
+	if len(gs) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(gs))
+	for i, g := range gs {
+		parts[i] = g.Server
+		if len(g.Tools) > 0 {
+			parts[i] += "[" + strings.Join(g.Tools, ",") + "]"
+		}
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/stepline/stepline/shared/project"
+)
+
+// configFlag registers --config on a command that reads pipelines.
+func configFlag(fs *flag.FlagSet) *string {
+	return fs.String("config", "", "the project file (stepline.yaml); default: the first found walking up from the pipeline file")
+}
+
+// projectPipelines lists the pipeline files (*.yaml, *.yml) in the
+// project's pipelines directory, in name order.
+func projectPipelines(p *project.Project) ([]string, error) {
+	entries, err := os.ReadDir(p.Pipelines)
+	if err != nil {
+		return nil, fmt.Errorf("read pipelines of %s: %w", p.Path, err)
+	}
+	var out []string
+	for _, en := range entries {
+		ext := strings.ToLower(filepath.Ext(en.Name()))
+		if !en.IsDir() && (ext == ".yaml" || ext == ".yml") {
+			out = append(out, filepath.Join(p.Pipelines, en.Name()))
+		}
+	}
+	return out, nil
+}
