@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -109,17 +110,23 @@ func oneLine(s string, n int) string {
 
 // openRunner opens the local state with the step functions wired: the
 // live one, and the one of scripted runs.
-func openRunner(ctx context.Context, e env, sf stateFlags, prog *progress) (*local.Runner, error) {
+func openRunner(ctx context.Context, e env, sf stateFlags, prog *progress) (*runner, error) {
 	dir := sf.dir
 	if dir == "" {
 		dir = local.DefaultDir
 	}
-	cfg := local.Config{Dir: dir, DBPath: sf.db, Handler: stepHandler(e, dir, nil), Scripted: scriptedHandler(e, dir, nil),
+	regs := &registries{}
+	cfg := local.Config{Dir: dir, DBPath: sf.db, Handler: stepHandler(e, dir, nil, regs), Scripted: scriptedHandler(e, dir, nil),
 		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if prog != nil {
 		cfg.OnEvent = prog.event
 	}
-	return local.Open(ctx, cfg)
+	r, err := local.Open(ctx, cfg)
+	if err != nil {
+		regs.Close()
+		return nil, err
+	}
+	return &runner{Runner: r, regs: regs, dir: dir}, nil
 }
 
 // cmdRun compiles and runs a pipeline locally.
@@ -173,7 +180,7 @@ func cmdRun(ctx context.Context, e env) int {
 		return exitFailed
 	}
 	defer r.Close()
-	sweep(ctx, e, r)
+	sweep(ctx, e, r.Runner)
 	path := fs.Arg(0)
 	if !*asJSON {
 		fmt.Fprintf(e.stdout, "running %s\n", path)
@@ -187,7 +194,7 @@ func cmdRun(ctx context.Context, e env) int {
 		fmt.Fprintf(e.stderr, "%v\n", err)
 		return exitFailed
 	}
-	o, err = answerApprovals(ctx, e, r, o, *by, !*asJSON)
+	o, err = answerApprovals(ctx, e, r.Runner, o, *by, !*asJSON)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed
@@ -347,13 +354,21 @@ type stepReport struct {
 	Confidence *float64        `json:"confidence"`
 	Attempts   int             `json:"attempts"`
 	Output     json.RawMessage `json:"output,omitempty"`
+	// An agent step's last record: the agent, its version, the loop's
+	// iterations and its trace (read from the artifact store when the
+	// record holds only its reference).
+	Agent        string          `json:"agent,omitempty"`
+	AgentVersion string          `json:"agent_version,omitempty"`
+	Iterations   int             `json:"iterations,omitempty"`
+	Trace        json.RawMessage `json:"trace,omitempty"`
+	TraceRef     string          `json:"trace_ref,omitempty"`
 }
 
 // buildReport reads the run's step records: one entry per step, its last
 // record's outcome and its attempt count, the attempts recorded (the
 // record a failure Task adds after the last attempt, flagged
 // failure_outcome, is the step's outcome, not another attempt).
-func buildReport(ctx context.Context, r *local.Runner, o local.Outcome) (runReport, error) {
+func buildReport(ctx context.Context, r *runner, o local.Outcome) (runReport, error) {
 	rep := runReport{RunID: o.RunID, Pipeline: o.Pipeline, Status: string(o.Status), Reason: o.Reason, Steps: []stepReport{}}
 	for _, a := range o.Waiting {
 		rep.Waiting = append(rep.Waiting, a.Step)
@@ -378,8 +393,23 @@ func buildReport(ctx context.Context, r *local.Runner, o local.Outcome) (runRepo
 		sr.Status = string(s.Status)
 		sr.Confidence = s.EffectiveConfidence
 		sr.Output = s.Output
+		sr.Agent, sr.AgentVersion, sr.Iterations, sr.TraceRef = s.Agent, s.AgentVersion, s.Iterations, s.TraceRef
+		sr.Trace = traceOf(ctx, r, s)
 	}
 	return rep, nil
+}
+
+// traceOf is a step record's trace: its own, or the one its reference
+// points to in the run's artifact directory (nil when it cannot be read).
+func traceOf(ctx context.Context, r *runner, s store.StepRecord) json.RawMessage {
+	if len(s.Trace) > 0 || s.TraceRef == "" {
+		return s.Trace
+	}
+	b, err := steprun.Dir{Root: filepath.Join(r.dir, "artifacts")}.Get(ctx, s.TraceRef)
+	if err != nil || !json.Valid([]byte(b)) {
+		return nil
+	}
+	return json.RawMessage(b)
 }
 
 // reportName is how a step appears in the report: a parallel branch,
@@ -393,7 +423,7 @@ func reportName(record string) string {
 	return branch
 }
 
-func report(ctx context.Context, e env, r *local.Runner, o local.Outcome, asJSON bool) int {
+func report(ctx context.Context, e env, r *runner, o local.Outcome, asJSON bool) int {
 	rep, err := buildReport(ctx, r, o)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)

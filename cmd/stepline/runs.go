@@ -6,7 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 
+	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/local"
 	"github.com/stepline/stepline/shared/store"
@@ -70,6 +72,9 @@ func cmdShow(ctx context.Context, e env) int {
 		return exitFailed
 	}
 	if *asJSON {
+		for i := range steps {
+			steps[i].Trace = traceOf(ctx, r, steps[i])
+		}
 		b, _ := json.MarshalIndent(map[string]any{"run": run, "steps": steps, "history": history}, "", "  ")
 		fmt.Fprintf(e.stdout, "%s\n", b)
 		return exitOK
@@ -85,6 +90,9 @@ func cmdShow(ctx context.Context, e env) int {
 			conf = fmt.Sprintf("%.2f", *s.EffectiveConfidence)
 		}
 		fmt.Fprintf(e.stdout, "  %-28s #%d %-10s %s  %5dms  %s\n", s.Name, s.Attempt, s.Status, conf, s.DurationMS, oneLine(s.Error, 60))
+		if s.Agent != "" {
+			printTrace(e.stdout, s, traceOf(ctx, r, s))
+		}
 	}
 	fmt.Fprintln(e.stdout, "\nhistory:")
 	for _, h := range history {
@@ -190,4 +198,38 @@ func decide(ctx context.Context, e env, name, decision string) int {
 		return exitFailed
 	}
 	return report(ctx, e, r, o, false)
+}
+
+// printTrace prints an agent step's agent and its trace, one event a
+// line: the iteration, the type, the tool and what it carries, cut to one
+// line.
+func printTrace(w io.Writer, s store.StepRecord, trace json.RawMessage) {
+	fmt.Fprintf(w, "      agent %s (version %s), %d iterations, %d in / %d out tokens\n", s.Agent, s.AgentVersion, s.Iterations, s.InputTokens, s.OutputTokens)
+	var events []agent.Event
+	if err := json.Unmarshal(trace, &events); err != nil {
+		if s.TraceRef != "" {
+			fmt.Fprintf(w, "      trace: %s (not readable here)\n", s.TraceRef)
+		}
+		return
+	}
+	for _, ev := range events {
+		var what string
+		switch ev.Type {
+		case agent.EventToolCall:
+			what = ev.Name + " " + string(ev.Arguments)
+		case agent.EventToolResult:
+			what = ev.Name + " → " + ev.Content
+			if ev.IsError {
+				what = ev.Name + " → error: " + ev.Content
+			}
+			if ev.Truncated {
+				what += fmt.Sprintf(" (cut, %d chars)", ev.Chars)
+			}
+		case agent.EventToolDenied:
+			what = ev.Name + " — " + ev.Reason
+		default:
+			what = ev.Content
+		}
+		fmt.Fprintf(w, "      [%d] %-11s %s\n", ev.Iteration, ev.Type, oneLine(what, 100))
+	}
 }

@@ -97,8 +97,10 @@ func cmdServe(ctx context.Context, e env) int {
 	}
 	signer := &approval.Signer{Key: key}
 	notifier := &linkNotifier{base: base, signer: signer, log: logger, out: func(s string) { fmt.Fprintln(e.stdout, s) }}
+	regs := &registries{}
+	defer regs.Close()
 	r, err := local.Open(ctx, local.Config{Dir: stateDir, DBPath: sf.db, Logger: logger,
-		Handler: stepHandler(e, stateDir, notifier), Scripted: scriptedHandler(e, stateDir, notifier)})
+		Handler: stepHandler(e, stateDir, notifier, regs), Scripted: scriptedHandler(e, stateDir, notifier)})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/local"
@@ -17,13 +19,59 @@ import (
 
 // stepHandler builds the step function the local engine invokes for live
 // runs: the same shared/steprun code the step Lambda runs, over the SQLite
-// store, with secrets from the environment, the real executors, and
-// Bedrock through the AWS configuration chain (bedrockClient).
-func stepHandler(e env, dir string, approvals steprun.Notifier) func(*sqlite.Store) local.StepHandler {
+// store, with secrets from the environment, the real executors, Bedrock
+// through the AWS configuration chain (bedrockClient), and agent steps'
+// MCP servers, stdio ones too (started with this process's environment).
+// The registry it builds is added to regs, whose Close ends its MCP
+// sessions when the command is done.
+func stepHandler(e env, dir string, approvals steprun.Notifier, regs *registries) func(*sqlite.Store) local.StepHandler {
 	return func(st *sqlite.Store) local.StepHandler {
 		client := &http.Client{Transport: e.transport}
-		return handler(e, st, dir, approvals, client, executor.Deps{Bedrock: &bedrockClient{}})
+		h := handler(e, st, dir, approvals, client, executor.Deps{Bedrock: &bedrockClient{}, MCPStdio: true, Environ: os.Environ()})
+		regs.add(h.Executors.(*executor.Registry))
+		return h
 	}
+}
+
+// registries are the executor registries a command built; Close ends
+// their MCP sessions (and stops the stdio servers they started).
+type registries struct {
+	mu   sync.Mutex
+	list []*executor.Registry
+}
+
+func (r *registries) add(reg *executor.Registry) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, reg)
+}
+
+// Close closes every registry added.
+func (r *registries) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	for _, reg := range r.list {
+		errs = append(errs, reg.Close())
+	}
+	r.list = nil
+	return errors.Join(errs...)
+}
+
+// runner is the local runner of a command with the registries its step
+// functions built: Close closes both.
+type runner struct {
+	*local.Runner
+	regs *registries
+	dir  string // the state directory (artifacts are under it)
+}
+
+// Close closes the runner's store and ends its MCP sessions.
+func (r *runner) Close() error {
+	return errors.Join(r.regs.Close(), r.Runner.Close())
 }
 
 // scriptedHandler builds the step function of scripted runs (--responses):
