@@ -11,9 +11,11 @@ import (
 
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/compiler/gate"
+	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/asl"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/task"
 )
@@ -41,9 +43,11 @@ type Pipeline struct {
 	// api_key), sorted. A step sends none that is not set, so Secrets maps
 	// them only when the mapping has them.
 	DefaultSecrets []string
-	// Models are the Bedrock model ids (or ARNs) of its bedrock executors,
-	// sorted.
+	// Models are the Bedrock model ids (or ARNs) of its bedrock executors
+	// and of its agents' bedrock models, sorted.
 	Models []string
+	// Agents are the agents its steps run, sorted.
+	Agents []string
 	// StepTimeout is the longest TimeoutSeconds of a Task that invokes the
 	// step function; MaxLambdaTimeout when one has none or computes it.
 	StepTimeout int
@@ -60,14 +64,26 @@ func (p *Pipeline) Approvals() bool {
 }
 
 // Load reads, checks and compiles every pipeline file (*.yaml, *.yml) in
-// dir, in name order, through package gate: what stepline validate
-// accepts synthesizes, and what it refuses is refused here with the same
-// diagnostics. d is what the stack gives the step function
-// (stepline:openaiBaseUrl); it decides warnings only. Every file's errors
-// are reported together, with their positions (each file's as a
-// *compiler.Error); so are duplicate pipeline names and sub-pipeline steps
-// that name a pipeline the directory does not hold.
+// dir, in name order, through package gate, in the project of the
+// stepline.yaml found walking up from dir (none: no agents): what
+// stepline validate accepts synthesizes, and what it refuses is refused
+// here with the same diagnostics. d is what the stack gives the step
+// function (stepline:openaiBaseUrl); it decides warnings only. Every
+// file's errors are reported together, with their positions (each file's
+// as a *compiler.Error); so are duplicate pipeline names, sub-pipeline
+// steps that name a pipeline the directory does not hold, and agent steps
+// whose agent needs a stdio MCP server.
 func Load(dir string, d executor.Defaults) ([]*Pipeline, error) {
+	p, err := project.ForFile(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load pipelines: %w", err)
+	}
+	return LoadIn(dir, p, d)
+}
+
+// LoadIn is Load in project p (nil: none), whatever stepline.yaml lies
+// above dir.
+func LoadIn(dir string, p *project.Project, d executor.Defaults) ([]*Pipeline, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("load pipelines: %w", err)
@@ -87,12 +103,12 @@ func Load(dir string, d executor.Defaults) ([]*Pipeline, error) {
 		errs []error
 	)
 	for _, path := range files {
-		p, err := compile(path, d)
+		pl, err := compile(path, p, d)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		out = append(out, p)
+		out = append(out, pl)
 	}
 	if len(errs) == 0 {
 		errs = link(out)
@@ -104,13 +120,16 @@ func Load(dir string, d executor.Defaults) ([]*Pipeline, error) {
 }
 
 // compile compiles one file and derives what is known of it alone.
-func compile(path string, d executor.Defaults) (*Pipeline, error) {
-	f, sm, ds, err := gate.CompileFile(path, d)
+func compile(path string, proj *project.Project, d executor.Defaults) (*Pipeline, error) {
+	f, sm, ds, err := gate.CompileFileIn(path, proj, d)
 	if err != nil {
 		return nil, err
 	}
 	if sm == nil {
 		return nil, &fileError{ds.Err()}
+	}
+	if stdio := stdioAgents(f.Pipeline); len(stdio) > 0 {
+		return nil, &fileError{stdio.Err()}
 	}
 	def, err := compiler.MarshalCompact(sm)
 	if err != nil {
@@ -126,6 +145,7 @@ func compile(path string, d executor.Defaults) (*Pipeline, error) {
 		Secrets:        secretNames(m),
 		DefaultSecrets: defaultSecrets(m),
 		Models:         bedrockModels(m),
+		Agents:         agentNames(m),
 		StepTimeout:    stepTimeout(sm),
 		Steps:          stepNames(m),
 	}
@@ -319,6 +339,17 @@ func secretNames(m *pipeline.Pipeline) []string {
 		}
 	}
 	executors(m, func(_ string, cfg map[string]any) { visit(cfg) })
+	agents(m, func(_ string, _ pipeline.Pos, r *agent.Resolved) {
+		for _, e := range r.Models {
+			visit(e.BaseURL)
+			visit(e.APIKey)
+		}
+		for _, s := range r.Servers {
+			visit(s.URL)
+			visit(s.Headers)
+			visit(s.Env)
+		}
+	})
 	for _, n := range m.Steps {
 		if s, ok := n.(*pipeline.Step); ok && s.OnFailure.Webhook != nil {
 			w := s.OnFailure.Webhook
@@ -354,11 +385,72 @@ func bedrockModels(m *pipeline.Pipeline) []string {
 		if executor != pipeline.ExecBedrock {
 			return
 		}
+		if _, isAgent := cfg["agent"]; isAgent {
+			return // its models are its agent's
+		}
 		if s, ok := cfg["model"].(string); ok && s != "" {
 			seen[s] = true
 		}
 	})
+	agents(m, func(_ string, _ pipeline.Pos, r *agent.Resolved) {
+		for _, e := range r.Models {
+			if e.API == agent.APIBedrock && e.Model != "" {
+				seen[e.Model] = true
+			}
+		}
+	})
 	return sortedKeys(seen)
+}
+
+// agents calls fn for every step, branch and fan-out that runs an agent,
+// with where its executor_config was written.
+func agents(m *pipeline.Pipeline, fn func(where string, at pipeline.Pos, r *agent.Resolved)) {
+	at := func(fs pipeline.Fields, pos pipeline.Pos) pipeline.Pos {
+		if p, ok := fs["executor_config"]; ok {
+			return p
+		}
+		return pos
+	}
+	for _, n := range m.Steps {
+		switch n := n.(type) {
+		case *pipeline.Step:
+			if n.Agent != nil {
+				fn(fmt.Sprintf("step %q", n.Name), at(n.Fields, n.Pos), n.Agent)
+			}
+		case *pipeline.Parallel:
+			for _, b := range n.Branches {
+				if b.Agent != nil {
+					fn(fmt.Sprintf("branch %q of parallel %q", b.Name, n.Name), at(b.Fields, b.Pos), b.Agent)
+				}
+			}
+		case *pipeline.FanOut:
+			if n.Agent != nil {
+				fn(fmt.Sprintf("fan_out %q", n.Name), at(n.Fields, n.Pos), n.Agent)
+			}
+		}
+	}
+}
+
+// agentNames lists the agents the pipeline's steps run.
+func agentNames(m *pipeline.Pipeline) []string {
+	seen := map[string]bool{}
+	agents(m, func(_ string, _ pipeline.Pos, r *agent.Resolved) { seen[r.Profile.Name] = true })
+	return sortedKeys(seen)
+}
+
+// stdioAgents reports each step whose agent needs a stdio MCP server:
+// such a server is a process only a local run can start, and the step
+// function has none to start.
+func stdioAgents(m *pipeline.Pipeline) compiler.Diagnostics {
+	var ds compiler.Diagnostics
+	agents(m, func(where string, at pipeline.Pos, r *agent.Resolved) {
+		for _, name := range project.StdioServers(r) {
+			ds = append(ds, compiler.Diagnostic{Pos: at, Msg: fmt.Sprintf(
+				"%s: agent %q needs MCP server %q, a stdio server (command %q) that only local runs can start: give the server a url (streamable HTTP) in stepline.yaml to deploy this pipeline",
+				where, r.Profile.Name, name, r.Servers[name].Command)})
+		}
+	})
+	return ds.Sort()
 }
 
 func sortedKeys(m map[string]bool) []string {
