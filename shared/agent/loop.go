@@ -205,6 +205,10 @@ type Loop struct {
 	Tools  Toolbox
 	Runner *llmoutput.Runner[llmoutput.Output]
 	Schema *llmoutput.OutputSchema[llmoutput.Output]
+	// Instruction is Schema's instruction when the caller keeps it
+	// computed (it is the same for every step); "": Start asks the
+	// Runner for it.
+	Instruction string
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 }
@@ -258,11 +262,20 @@ func (l *Loop) Start(ctx context.Context, prompt string, deadline time.Time) (*C
 	}
 	p := l.Agent.Profile
 	c := &Conversation{Agent: p.Name, Version: p.Version, Deadline: deadline, Names: map[string]ToolName{}, Trace: []Event{}}
-	msgs, err := l.Runner.Instruct([]llmoutput.Message{{Role: llmoutput.RoleSystem, Content: p.Soul}}, l.Schema)
-	if err != nil {
-		return c, err
+	if l.Instruction != "" && !l.Runner.SkipInstruction {
+		// As Runner.Instruct writes it: the soul, a blank line, the instruction.
+		c.System = strings.TrimRight(p.Soul, "\n")
+		if c.System != "" {
+			c.System += "\n\n"
+		}
+		c.System += l.Instruction
+	} else {
+		msgs, err := l.Runner.Instruct([]llmoutput.Message{{Role: llmoutput.RoleSystem, Content: p.Soul}}, l.Schema)
+		if err != nil {
+			return c, err
+		}
+		c.System = msgs[0].Content
 	}
-	c.System = msgs[0].Content
 	c.Messages = []Message{{Role: RoleUser, Text: prompt}}
 	sctx, cancel := context.WithTimeout(ctx, deadline.Sub(l.now()))
 	defer cancel()

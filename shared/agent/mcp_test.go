@@ -476,3 +476,22 @@ func TestStdioRefusedWhereNotAllowed(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestInstructionGivenOrComputed: a system prompt built from a
+// precomputed instruction is the one the runner writes.
+func TestInstructionGivenOrComputed(t *testing.T) {
+	for _, soul := range []string{"You are an SRE.\n\n", "", "x"} {
+		a := testAgent("")
+		a.Profile.Soul, a.Profile.Tools = soul, nil
+		l := newLoop(a, &scriptModel{}, nil)
+		computed, err := l.Start(context.Background(), "p", time.Now().Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Instruction = l.Schema.Instruction()
+		given, _ := l.Start(context.Background(), "p", time.Now().Add(time.Minute))
+		if given.System != computed.System {
+			t.Errorf("soul %q: given %q, computed %q", soul, given.System, computed.System)
+		}
+	}
+}

@@ -33,18 +33,6 @@ const (
 // stored under the step segment "<record>.trace".
 const TraceArtifact = "trace.json"
 
-// agentProbe reads the resolved agent a step, branch or fan-out config
-// carries (the compiler's "agent" field).
-type agentProbe struct {
-	Agent *agent.Resolved `json:"agent"`
-}
-
-func (t *taskRun) agentOf() *agent.Resolved {
-	var p agentProbe
-	_ = json.Unmarshal(t.req.Step, &p)
-	return p.Agent
-}
-
 // agentRun is what an agent step's loops spent and recorded.
 type agentRun struct {
 	name, version string
@@ -76,7 +64,7 @@ func (t *taskRun) agentCall(ctx context.Context, u unit, cfg map[string]any, pro
 	if err != nil {
 		return nil, err
 	}
-	loop := &agent.Loop{Agent: u.agent, Model: model, Tools: tools, Runner: t.h.runner, Schema: t.h.schema, Now: t.h.Now}
+	loop := &agent.Loop{Agent: u.agent, Model: model, Tools: tools, Runner: t.h.runner, Schema: t.h.schema, Instruction: t.h.instr, Now: t.h.Now}
 	dl, hasDL := ctx.Deadline()
 	conv, err := loop.Run(ctx, prompt, agent.Deadline(t.h.now(), timeout, dl, hasDL))
 	if res.agent == nil {

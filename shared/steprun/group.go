@@ -51,7 +51,7 @@ func (t *taskRun) branchUnit() (unit, error) {
 			as = pipeline.DefaultFanOutAs
 		}
 		return unit{name: fo.Name, key: key, record: key, executor: fo.Executor, config: fo.ExecutorConfig,
-			prompt: fo.PromptTemplate, timeout: fo.TimeoutSeconds, verifier: fo.Verifier, agent: t.agentOf(),
+			prompt: fo.PromptTemplate, timeout: fo.TimeoutSeconds, verifier: fo.Verifier, agent: fo.Agent,
 			item: &fanItem{as: as, value: item, index: t.req.Index, total: t.req.Total}}, nil
 	}
 	br, err := decodeStep[pipeline.Branch](t.req)
@@ -66,7 +66,7 @@ func (t *taskRun) branchUnit() (unit, error) {
 		record = group + "/" + br.Name
 	}
 	return unit{name: br.Name, key: br.Name, record: record, executor: br.Executor, config: br.ExecutorConfig,
-		prompt: br.PromptTemplate, timeout: br.TimeoutSeconds, verifier: br.Verifier, agent: t.agentOf()}, nil
+		prompt: br.PromptTemplate, timeout: br.TimeoutSeconds, verifier: br.Verifier, agent: br.Agent}, nil
 }
 
 // branch runs one parallel branch or fan-out item. It never gates and

@@ -101,6 +101,7 @@ type Handler struct {
 	once   sync.Once
 	render *renderer
 	schema *llmoutput.OutputSchema[llmoutput.Output]
+	instr  string // schema's instruction, for agent steps' system prompts
 	runner *llmoutput.Runner[llmoutput.Output]
 	log    *slog.Logger
 	seenMu sync.Mutex
@@ -113,6 +114,7 @@ func (h *Handler) init() {
 		_, _ = rand.Read(nonce[:])
 		h.render = newRenderer(hex.EncodeToString(nonce[:]))
 		h.schema = llmoutput.ContractSchema()
+		h.instr = h.schema.Instruction()
 		h.runner = h.Runner
 		if h.runner == nil {
 			h.runner = &llmoutput.Runner[llmoutput.Output]{}

@@ -507,7 +507,7 @@ func (t *taskRun) step(ctx context.Context) (task.Response, error) {
 		name: st.Name, key: st.Name, record: st.Name,
 		executor: st.Executor, config: st.ExecutorConfig, prompt: st.PromptTemplate,
 		timeout: st.TimeoutSeconds, verifier: st.Verifier, loop: st.LoopUntil,
-		agent: t.agentOf(),
+		agent: st.Agent,
 	})
 	if err != nil {
 		rec, aerr := t.agentRecord(ctx, st.Name, st.Executor, attempt, started, &res)
