@@ -34,6 +34,31 @@
 //   - failure: records a step whose Task failed after its retries and sends
 //     its on_failure webhook (muted in stage testing).
 //
+// # Agent steps
+//
+// A step, branch or fan-out whose config carries a resolved agent
+// (executor_config.agent, resolved by the compiler) runs package agent's
+// tool loop instead of one model call: the model and the tools come from
+// Handler.Agents (by default Executors, when it is an *executor.Registry),
+// the loop's deadline is the step's timeout_seconds less a margin to
+// record the step, and its final answer is judged by the same runner and
+// gated like any step's. The step's record gains the agent's name and
+// version, the loop's iterations (model calls, re-asks included), tokens
+// and cost summed over every call (each priced by its own provider and
+// model), the flags the loop set (tool_denied, tool_result_truncated,
+// tool_output_cut) and the trace. A trace over store.MaxTraceBytes is
+// kept in the artifact store as "<record>.trace/trace.json" (S3 on AWS)
+// and the record holds its reference (TraceRef); without an artifact
+// store its last events are left out to fit and the record is flagged
+// trace_cut. A failed agent step records what its loop spent too. A step
+// that names an agent but carries no resolved one (compiled before
+// agents) fails with a ConfigError rather than making a plain call.
+//
+// BenchmarkAgentStep compares an agent step whose model answers at once
+// with a single-call step: 1.06-1.11x (medians 150-201 µs against
+// 136-189 µs with 100 earlier steps, five runs on the shared 2-core
+// machine), within the 1.2x target.
+//
 // # Errors
 //
 // In step mode an executor failure is recorded as a failed attempt and
