@@ -119,8 +119,8 @@
 //     everything but States.Runtime and States.DataLimitExceeded, which are
 //     never retried or caught; States.TaskFailed matches everything but
 //     States.Timeout. Catch: the first matching Catcher.
-//   - Task TimeoutSeconds raises States.Timeout (the handler's context is
-//     cancelled); without it a task has no limit (Step Functions' default is
+//   - Task TimeoutSeconds raises States.Timeout with no cause, as Step
+//     Functions reports it (the handler's context is cancelled); without it a task has no limit (Step Functions' default is
 //     99999999 s). For waitForTaskToken tasks the deadline is absolute and
 //     recorded, and it is enforced both while the process runs and on
 //     resume; HeartbeatSeconds likewise (SendTaskHeartbeat restarts it). A

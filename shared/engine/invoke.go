@@ -106,8 +106,10 @@ func stopped() *failure {
 	return &failure{Error: asl.StatesRuntime, Cause: "the run was stopped"}
 }
 
+// timedOut is a Task past its TimeoutSeconds: States.Timeout with no
+// cause, as Step Functions reports it.
 func timedOut() *failure {
-	return &failure{Error: asl.StatesTimeout, Cause: "the task ran longer than its TimeoutSeconds"}
+	return &failure{Error: asl.StatesTimeout}
 }
 
 func decodeResult(out json.RawMessage) (any, *failure) {

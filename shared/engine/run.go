@@ -537,7 +537,8 @@ func (r *run) tokenExpired(p *path, now time.Time) bool {
 // tokenTimeout fails a token task whose deadline passed.
 func (r *run) tokenTimeout(p *path) {
 	r.stopWork(p)
-	f := &failure{Error: asl.StatesTimeout, Cause: "the task timed out waiting for its task token"}
+	// Step Functions gives a timed-out task no cause.
+	f := &failure{Error: asl.StatesTimeout}
 	if p.Heartbeat > 0 && (p.Deadline.IsZero() || r.now().Before(p.Deadline)) {
 		f.Cause = "no heartbeat within HeartbeatSeconds"
 	}
