@@ -14,8 +14,8 @@ require (
 	github.com/aws/jsii-runtime-go v1.142.0
 	github.com/aws/smithy-go v1.28.9
 	github.com/blues/jsonata-go v1.5.4
-	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/cdklabs/cdk-nag-go/cdknag/v2 v2.38.2
+	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/osteele/liquid v1.6.0
 	github.com/xeipuuv/gojsonschema v1.2.0
 	go.yaml.in/yaml/v3 v3.0.6
