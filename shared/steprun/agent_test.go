@@ -254,3 +254,46 @@ func TestAgentToolOutputStaysToolOutput(t *testing.T) {
 		t.Errorf("the injection appears %d times in the trace, want once as a tool_result", n)
 	}
 }
+
+// TestAgentBranch: a parallel branch that runs an agent records its
+// trace under the branch's record, and a branch whose loop fails is a
+// failed branch, not an error.
+func TestAgentBranch(t *testing.T) {
+	cases := []struct {
+		name, responses, status string
+		iterations              int
+	}{
+		{"answers", `
+checks:
+  - {tool_calls: [{name: grafana.query}]}
+  - '{"confidence": 0.7, "summary": "fine", "next_step_context": ""}'
+tool_results: {grafana.query: ['1']}
+`, task.StatusCompleted, 2},
+		{"exhausts its iterations", `
+checks:
+  - {tool_calls: [{name: grafana.query}]}
+tool_results: {grafana.query: ['1']}
+`, task.StatusFailed, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, c.responses)
+			e.h.Agents = e.prov.inner.(*executor.Registry)
+			a := sreAgent("")
+			if c.status == task.StatusFailed {
+				a.Profile.MaxIterations = 1
+			}
+			br := pipeline.Branch{Name: "checks", Executor: "gateway", PromptTemplate: "check", ExecutorConfig: map[string]any{"agent": "sre-triage"}, Agent: a}
+			req := newRequest(t, task.ModeBranch, br)
+			req.Group = "triage"
+			resp, err := e.h.Handle(context.Background(), req)
+			if err != nil || resp.Status != c.status {
+				t.Fatalf("status %q, err %v", resp.Status, err)
+			}
+			rec := stepRecords(t, e.st, "triage/checks")[0]
+			if rec.Agent != "sre-triage" || rec.Iterations != c.iterations || !strings.Contains(string(rec.Trace), `"grafana.query"`) {
+				t.Errorf("record: agent %q iterations %d trace %s", rec.Agent, rec.Iterations, rec.Trace)
+			}
+		})
+	}
+}
