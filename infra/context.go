@@ -15,6 +15,7 @@ import (
 const (
 	ContextStackName             = "stepline:stackName"             // default DefaultStackName
 	ContextPipelines             = "stepline:pipelines"             // StackProps.PipelineDir
+	ContextConfig                = "stepline:config"                // StackProps.Config
 	ContextAssets                = "stepline:assets"                // StackProps.AssetDir
 	ContextSecrets               = "stepline:secrets"               // StackProps.Secrets: a JSON object
 	ContextAlarmEmail            = "stepline:alarmEmail"            // StackProps.AlarmEmail
@@ -69,6 +70,7 @@ func ConfigFromContext(node constructs.Node) (*AppConfig, error) {
 	}
 	str(ContextStackName, &c.StackName)
 	str(ContextPipelines, &c.Props.PipelineDir)
+	str(ContextConfig, &c.Props.Config)
 	str(ContextAssets, &c.Props.AssetDir)
 	str(ContextAlarmEmail, &c.Props.AlarmEmail)
 	str(ContextLogLevel, &c.Props.LogLevel)

@@ -3,6 +3,36 @@
 // The app in infra/app reads the stepline:* context of cdk.json and calls
 // it; `npx cdk synth` needs no AWS credentials.
 //
+// # cdk.json and stepline.yaml
+//
+// The pipelines compile in their project, the stepline.yaml the CLI uses
+// (package shared/project): the stepline:config context
+// (StackProps.Config) names it, else it is the first stepline.yaml found
+// walking up from the pipeline directory, as stepline validate finds it
+// walking up from a pipeline file. The project holds what a pipeline
+// means wherever it runs: agents, MCP servers, the tool policy, model
+// providers, executor defaults. cdk.json holds what one deployment
+// needs: the stack's name, the secret mappings (stepline:secrets), alarm
+// e-mail, log levels and retentions, the assets. The two meet in two
+// places. The pipeline directory is stepline:pipelines when cdk.json (or
+// -c) sets it, else the project's pipelines directory, else pipelines/:
+// drop stepline:pipelines from cdk.json to take it from stepline.yaml.
+// And every ${NAME} the project writes that a deployed pipeline uses (a
+// provider's api_key, an MCP server's url or headers) is mapped in
+// stepline:secrets like the pipelines' own; synth fails naming any left
+// unmapped. stepline:openaiBaseUrl sets OPENAI_BASE_URL for gateway steps
+// that have no base_url after the project's executors.openai.
+//
+// An agent step carries its resolved agent in its compiled configuration,
+// so the step function reads no file of the project. An agent that needs
+// a stdio MCP server (command) cannot run there, and synth refuses its
+// pipeline naming the step, the agent and the server. The ingest function,
+// which compiles the pipelines it routes, gets the project file and the
+// agents' files in its asset beside the pipelines, laid out as in the
+// project (the agents directory must therefore lie inside the project's
+// directory); a Bedrock model an agent names is granted like a bedrock
+// step's.
+//
 // # Resources
 //
 //   - DynamoDB table: the run store of shared/store/dynamo, mirrored from

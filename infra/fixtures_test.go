@@ -2,6 +2,7 @@ package infra_test
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -57,6 +58,14 @@ steps:
       headers: {Authorization: "Bearer ${HOOK_TOKEN}"}
     timeout_seconds: 20
 `,
+	"agent.yaml": `name: agent-dig
+stage: production
+steps:
+  - name: dig
+    executor: bedrock
+    executor_config: {agent: digger}
+    timeout_seconds: 60
+`,
 	"regex.yaml": `name: regex-route
 stage: production
 trigger:
@@ -71,11 +80,30 @@ steps:
 `,
 }
 
+// fixtureProject is the project of the fixtures: an agent whose model
+// is on Bedrock and whose MCP server's header holds a secret.
+var fixtureProject = map[string]string{
+	"stepline.yaml": `mcp_servers:
+  grafana:
+    url: https://grafana-mcp.example.com/mcp
+    headers: {Authorization: "Bearer ${MCP_TOKEN}"}
+  files: {command: npx, args: [server-filesystem]}
+`,
+	"agents/digger/agent.yaml": "name: digger\nmodel: bedrock/anthropic.claude-3-haiku-20240307-v1:0\ntools: [grafana]\n",
+	"agents/digger/soul.md":    "Dig.",
+	"agents/local/agent.yaml":  "name: local\nmodel: anthropic/claude-haiku-4-5\ntools: [files]\n",
+	"agents/local/soul.md":     "",
+}
+
 var fixtures = &lazy{props: func(t *testing.T) infra.StackProps {
 	return infra.StackProps{
 		PipelineDir: writeFiles(t, fixturePipelines),
-		Secrets:     map[string]string{"HOOK_TOKEN": "ssm:arn:aws:ssm:us-east-1:123456789012:parameter/hook"},
-		LogLevel:    "debug",
+		Config:      filepath.Join(writeTree(t, fixtureProject), "stepline.yaml"),
+		Secrets: map[string]string{
+			"HOOK_TOKEN": "ssm:arn:aws:ssm:us-east-1:123456789012:parameter/hook",
+			"MCP_TOKEN":  "ssm:arn:aws:ssm:us-east-1:123456789012:parameter/mcp",
+		},
+		LogLevel: "debug",
 		// The fixtures set the gateway default; the examples do not, and
 		// TestFunctions finds no OPENAI_BASE_URL there.
 		OpenAIBaseURL: fixtureOpenAIBaseURL,
@@ -226,14 +254,18 @@ func TestFixtureGrants(t *testing.T) {
 	}
 	want := []string{
 		"arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/us.anthropic.claude-3-5-haiku-20241022-v1:0",
+		// The agent's Bedrock model, a foundation model called in the
+		// stack's region.
+		"arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/anthropic.claude-3-haiku-20240307-v1:0",
 		"arn:${AWS::Partition}:bedrock:*::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0",
 	}
 	if got := texts(bedrock.Resources); !reflect.DeepEqual(got, want) {
 		t.Errorf("BedrockModels resources = %v, want %v", got, want)
 	}
 	params := sid(sts, "PipelineParameters")
-	if params == nil || !reflect.DeepEqual(texts(params.Resources), []string{"arn:aws:ssm:us-east-1:123456789012:parameter/hook"}) {
-		t.Errorf("PipelineParameters = %v, want the parameter ARN as configured", params)
+	// The secret of the agent's MCP server header is mapped like any other.
+	if params == nil || !reflect.DeepEqual(texts(params.Resources), []string{"arn:aws:ssm:us-east-1:123456789012:parameter/hook", "arn:aws:ssm:us-east-1:123456789012:parameter/mcp"}) {
+		t.Errorf("PipelineParameters = %v, want the parameter ARNs as configured", params)
 	}
 	if sid(sts, "PipelineSecrets") != nil {
 		t.Error("a Secrets Manager grant with no Secrets Manager reference")
@@ -264,6 +296,14 @@ func TestNewStackErrors(t *testing.T) {
 			want: []string{`function "step":`, "bootstrap not found", `function "recorder":`}},
 		{name: "pipeline errors", props: infra.StackProps{PipelineDir: writeFiles(t, map[string]string{"bad.yaml": "name: bad\nsteps: []\n"}), AssetDir: assetDir},
 			want: []string{"bad.yaml:"}},
+		{name: "agent with a stdio server", props: infra.StackProps{PipelineDir: writeFiles(t, map[string]string{"local.yaml": "name: local\nsteps:\n  - name: triage\n    executor: anthropic\n    executor_config: {agent: local}\n"}),
+			Config: filepath.Join(writeTree(t, fixtureProject), "stepline.yaml"), AssetDir: assetDir},
+			want: []string{`local.yaml:5:22: step "triage": agent "local" needs MCP server "files", a stdio server (command "npx") that only local runs can start`}},
+		{name: "unmapped MCP header secret", props: infra.StackProps{PipelineDir: writeFiles(t, map[string]string{"agent.yaml": fixturePipelines["agent.yaml"]}),
+			Config: filepath.Join(writeTree(t, fixtureProject), "stepline.yaml"), AssetDir: assetDir},
+			want: []string{`secret "MCP_TOKEN" (used by agent-dig) has no mapping`}},
+		{name: "project file missing", props: infra.StackProps{PipelineDir: good, Config: filepath.Join(t.TempDir(), "stepline.yaml"), AssetDir: assetDir, Secrets: map[string]string{"HOOK_TOKEN": "ssm:/h"}},
+			want: []string{"load project: read project: "}},
 		{name: "OpenAI base URL not a URL", props: infra.StackProps{PipelineDir: good, AssetDir: assetDir, Secrets: map[string]string{"HOOK_TOKEN": "ssm:/h"}, OpenAIBaseURL: "api.openai.com/v1"},
 			want: []string{`OpenAI base URL "api.openai.com/v1": want an absolute http or https URL`}},
 		{name: "out of range", props: infra.StackProps{PipelineDir: good, AssetDir: assetDir, Secrets: map[string]string{"HOOK_TOKEN": "ssm:/h"},
@@ -300,6 +340,7 @@ func TestConfigFromContext(t *testing.T) {
 		{name: "cdk.json types", context: map[string]any{
 			infra.ContextStackName:             "Staging",
 			infra.ContextPipelines:             "p",
+			infra.ContextConfig:                "conf/stepline.yaml",
 			infra.ContextAssets:                "a",
 			infra.ContextAlarmEmail:            "x@example.com",
 			infra.ContextLogLevel:              "WARN",
@@ -309,7 +350,7 @@ func TestConfigFromContext(t *testing.T) {
 			infra.ContextSecrets:               map[string]any{"A": "ssm:/a"},
 			infra.ContextOpenAIBaseURL:         "https://gateway.example.com/v1",
 		}, want: infra.AppConfig{StackName: "Staging", Nag: true, Props: infra.StackProps{
-			PipelineDir: "p", AssetDir: "a", AlarmEmail: "x@example.com", LogLevel: "WARN",
+			PipelineDir: "p", Config: "conf/stepline.yaml", AssetDir: "a", AlarmEmail: "x@example.com", LogLevel: "WARN",
 			ArtifactRetentionDays: 7, LogRetentionDays: 90, Secrets: map[string]string{"A": "ssm:/a"},
 			OpenAIBaseURL: "https://gateway.example.com/v1",
 		}}},

@@ -18,6 +18,7 @@ import (
 	"github.com/stepline/stepline/infra"
 	"github.com/stepline/stepline/infra/plan"
 	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/project"
 )
 
 // assetDir holds a dummy bootstrap per function: synthesis only packages
@@ -119,7 +120,15 @@ func synth(t *testing.T, props infra.StackProps) (*synthesized, error) {
 		return nil, err
 	}
 	s.resources = doc.Resources
-	if s.pipelines, err = plan.Load(props.PipelineDir, executor.Defaults{}); err != nil {
+	var proj *project.Project
+	if props.Config != "" {
+		if proj, err = project.Load(props.Config); err != nil {
+			return nil, err
+		}
+	} else if proj, err = project.ForFile(props.PipelineDir); err != nil {
+		return nil, err
+	}
+	if s.pipelines, err = plan.LoadIn(props.PipelineDir, proj, executor.Defaults{}); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -155,16 +164,19 @@ func (l *lazy) get(t *testing.T) *synthesized {
 	return l.s
 }
 
-// exampleSecrets maps every secret the example pipelines use.
+// exampleSecrets maps every secret the example pipelines use (and the
+// MCP servers of the repository's stepline.yaml).
 var exampleSecrets = map[string]string{
-	"OPENAI_API_KEY":     "secretsmanager:stepline/openai#api_key",
-	"ANTHROPIC_API_KEY":  "secretsmanager:stepline/anthropic#api_key",
-	"OPENROUTER_API_KEY": "secretsmanager:arn:aws:secretsmanager:eu-west-1:123456789012:secret:openrouter-AbCdEf",
-	"AUTOMATION_TOKEN":   "secretsmanager:stepline/automation-token",
-	"WAREHOUSE_TOKEN":    "secretsmanager:stepline/warehouse-token",
-	"OPS_HOOK_KEY":       "ssm:/stepline/ops-hook-key",
-	"SLACK_WEBHOOK_URL":  "ssm:stepline-slack-webhook-url",
-	"NOT_USED":           "secretsmanager:stepline/not-used",
+	"GRAFANA_MCP_TOKEN":   "secretsmanager:stepline/grafana-mcp-token",
+	"ATLASSIAN_MCP_TOKEN": "secretsmanager:stepline/atlassian-mcp-token",
+	"OPENAI_API_KEY":      "secretsmanager:stepline/openai#api_key",
+	"ANTHROPIC_API_KEY":   "secretsmanager:stepline/anthropic#api_key",
+	"OPENROUTER_API_KEY":  "secretsmanager:arn:aws:secretsmanager:eu-west-1:123456789012:secret:openrouter-AbCdEf",
+	"AUTOMATION_TOKEN":    "secretsmanager:stepline/automation-token",
+	"WAREHOUSE_TOKEN":     "secretsmanager:stepline/warehouse-token",
+	"OPS_HOOK_KEY":        "ssm:/stepline/ops-hook-key",
+	"SLACK_WEBHOOK_URL":   "ssm:stepline-slack-webhook-url",
+	"NOT_USED":            "secretsmanager:stepline/not-used",
 }
 
 // examples is the stack of the repository's pipelines/.
@@ -329,6 +341,26 @@ func writeFiles(t *testing.T, files map[string]string) string {
 	}
 	for name, src := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// writeTree writes path → content files, in subdirectories as named, into
+// a new directory.
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(tmpRoot, "tree-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

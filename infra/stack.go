@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/stepline/stepline/infra/plan"
 	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/secret"
 )
 
@@ -63,8 +65,16 @@ const (
 // StackProps configures the Stepline stack.
 type StackProps struct {
 	awscdk.StackProps
-	// PipelineDir holds the pipeline files; DefaultPipelineDir when empty.
+	// PipelineDir holds the pipeline files. When empty: the project's
+	// pipelines directory when there is a project, else
+	// DefaultPipelineDir.
 	PipelineDir string
+	// Config is the project file (stepline.yaml) the pipelines compile in:
+	// their agents, MCP servers, tool policy and executor defaults. When
+	// empty, the first stepline.yaml found walking up from PipelineDir (or,
+	// without one, from the working directory); none is a project without
+	// agents.
+	Config string
 	// AssetDir holds the built functions, <AssetDir>/<function>/bootstrap;
 	// DefaultAssetDir when empty.
 	AssetDir string
@@ -115,8 +125,16 @@ func newConfig(props *StackProps) (*config, error) {
 		c.props = *props
 	}
 	p := &c.props
+	var errs []error
+	proj, err := loadProject(p.Config, p.PipelineDir)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if p.PipelineDir == "" {
 		p.PipelineDir = DefaultPipelineDir
+		if proj != nil {
+			p.PipelineDir = proj.Pipelines
+		}
 	}
 	if p.AssetDir == "" {
 		p.AssetDir = DefaultAssetDir
@@ -130,7 +148,6 @@ func newConfig(props *StackProps) (*config, error) {
 	if p.LogRetentionDays == 0 {
 		p.LogRetentionDays = DefaultLogRetentionDays
 	}
-	var errs []error
 	p.LogLevel = strings.ToUpper(p.LogLevel)
 	if !slices.Contains(logLevels, p.LogLevel) {
 		errs = append(errs, fmt.Errorf("log level %q: want one of %s", p.LogLevel, strings.Join(logLevels, ", ")))
@@ -153,7 +170,7 @@ func newConfig(props *StackProps) (*config, error) {
 			errs = append(errs, fmt.Errorf("OpenAI base URL %q: want an absolute http or https URL", p.OpenAIBaseURL))
 		}
 	}
-	ps, err := plan.Load(p.PipelineDir, executor.Defaults{OpenAIBaseURL: p.OpenAIBaseURL})
+	ps, err := plan.LoadIn(p.PipelineDir, proj, executor.Defaults{OpenAIBaseURL: p.OpenAIBaseURL})
 	if err != nil {
 		errs = append(errs, err)
 	} else {
@@ -164,6 +181,8 @@ func newConfig(props *StackProps) (*config, error) {
 	}
 	if len(errs) == 0 {
 		if err := stagePipelines(p.PipelineDir, filepath.Join(p.AssetDir, FunctionIngest, "pipelines")); err != nil {
+			errs = append(errs, err)
+		} else if err := stageProject(proj, filepath.Join(p.AssetDir, FunctionIngest)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -194,6 +213,70 @@ func stagePipelines(from, to string) error {
 		}
 		if err := os.WriteFile(filepath.Join(to, filepath.Base(f)), b, 0o644); err != nil {
 			return fmt.Errorf("stage pipelines for ingest: %w", err)
+		}
+	}
+	return nil
+}
+
+// loadProject loads the project file config, or, when it is "", the
+// stepline.yaml found walking up from the pipeline directory (the working
+// directory when that is not set either); nil when there is none.
+func loadProject(config, pipelineDir string) (*project.Project, error) {
+	var p *project.Project
+	var err error
+	switch {
+	case config != "":
+		p, err = project.Load(config)
+	case pipelineDir != "":
+		p, err = project.ForFile(pipelineDir)
+	default:
+		p, err = project.ForFile(".")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load project: %w", err)
+	}
+	return p, nil
+}
+
+// stageProject copies the project file and its agents' files into the
+// ingest function's code asset, beside the staged pipelines, laid out as
+// in the project, so ingest compiles the pipelines in the same project:
+// it finds the stepline.yaml above its pipelines as the CLI does. Without
+// a project, a project file staged before is removed.
+func stageProject(p *project.Project, to string) error {
+	staged := filepath.Join(to, project.FileName)
+	if p == nil {
+		if err := os.Remove(staged); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("stage project for ingest: %w", err)
+		}
+		return nil
+	}
+	rel, err := filepath.Rel(p.Dir, p.Agents)
+	if err != nil || rel == "." || rel == "pipelines" || rel == "bootstrap" || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return fmt.Errorf("stage project for ingest: the agents directory %s must be a directory inside %s (other than pipelines/), for the ingest function to carry it", p.Agents, p.Dir)
+	}
+	copyFile := func(from, to string) error {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(to, b, 0o644)
+	}
+	if err := os.RemoveAll(filepath.Join(to, rel)); err != nil {
+		return fmt.Errorf("stage project for ingest: %w", err)
+	}
+	if err := copyFile(p.Path, staged); err != nil {
+		return fmt.Errorf("stage project for ingest: %w", err)
+	}
+	for _, name := range p.AgentNames() {
+		l := p.Profiles[name]
+		for _, f := range []string{l.Path, l.SoulPath} {
+			if err := copyFile(f, filepath.Join(to, rel, name, filepath.Base(f))); err != nil {
+				return fmt.Errorf("stage project for ingest: %w", err)
+			}
 		}
 	}
 	return nil

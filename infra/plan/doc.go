@@ -9,10 +9,16 @@
 // and the stack only turns them into resources.
 //
 // Each file is compiled through package compiler/gate, as stepline
-// validate compiles it: what validate accepts synthesizes, and what it
-// refuses fails synth with the same positioned errors. The plan adds only
-// what needs the whole directory (unique names and substitutions) or the
-// stack's configuration (the secret mappings). A gateway step without
+// validate compiles it, in the same project (Load finds the stepline.yaml
+// above the directory; LoadIn takes it): what validate accepts
+// synthesizes, and what it refuses fails synth with the same positioned
+// errors. The plan adds only what needs the whole directory (unique names
+// and substitutions), the stack's configuration (the secret mappings),
+// or AWS: an agent step whose agent needs a stdio MCP server is refused,
+// positioned at its executor_config and naming the agent and the server.
+// The ${NAME} references of agents' models (api_key, base_url) and MCP
+// servers (url, headers, env) are among a pipeline's Secrets, and their
+// Bedrock models among its Models. A gateway step without
 // api_key reads the secret OPENAI_API_KEY by default (DefaultSecrets): the
 // functions may read it when stepline:secrets maps it, and such steps send
 // no key when it does not.
