@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stepline/stepline/compiler"
 )
@@ -204,5 +206,63 @@ func TestSeedExamplesValidate(t *testing.T) {
 	}
 	if code, out, errOut := run(t, "", "validate", copyPath); code != 0 || !strings.Contains(out, "is valid") {
 		t.Errorf("in its own project: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestRunAndServeConfig: run and serve compile in the project --config
+// gives, also for pipelines outside its directory; serve takes the
+// project's pipelines directory unless --pipelines says otherwise.
+func TestRunAndServeConfig(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"proj/stepline.yaml":            "pipelines: ../outside\n",
+		"proj/agents/helper/agent.yaml": "name: helper\nmodel: anthropic/claude-haiku-4-5\n",
+		"proj/agents/helper/soul.md":    "Help.",
+		"outside/p.yaml":                "name: p\nsteps:\n  - name: a\n    executor: gateway\n    executor_config: {agent: helper}\n    prompt_template: hi\n",
+		"r.yaml":                        "a:\n  - '{\"confidence\": 0.9, \"summary\": \"helped\", \"next_step_context\": \"\"}'\n",
+	})
+	cfg, pipe, replies := filepath.Join(root, "proj", "stepline.yaml"), filepath.Join(root, "outside", "p.yaml"), filepath.Join(root, "r.yaml")
+
+	code, out, errOut := run(t, "", "run", "--dir", filepath.Join(root, "state"), "--config", cfg, "--responses", replies, pipe)
+	if code != 0 || !strings.Contains(out, "completed") || !strings.Contains(out, "helped") {
+		t.Errorf("run --config: exit %d\n%s%s", code, out, errOut)
+	}
+	code, _, errOut = run(t, "", "run", "--dir", filepath.Join(root, "state"), "--responses", replies, pipe)
+	if code != 1 || !strings.Contains(errOut, `unknown agent "helper": no stepline.yaml above`) {
+		t.Errorf("run without --config: exit %d\n%s", code, errOut)
+	}
+	if code, _, errOut := run(t, "", "run", "--dir", filepath.Join(root, "state"), "--config", filepath.Join(root, "nope.yaml"), pipe); code != 1 || !strings.Contains(errOut, "read project: ") {
+		t.Errorf("run with a missing --config: exit %d\n%s", code, errOut)
+	}
+
+	serve := func(args ...string) (string, string) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var out, errOut syncBuffer
+		done := make(chan int, 1)
+		go func() {
+			done <- dispatch(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", "--dir", filepath.Join(root, "serve-state")}, args...),
+				env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }})
+		}()
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			select {
+			case <-done:
+				return out.String(), errOut.String()
+			default:
+			}
+			if strings.Contains(out.String(), "serving on") {
+				cancel()
+				<-done
+				return out.String(), errOut.String()
+			}
+		}
+		cancel()
+		<-done
+		return out.String(), errOut.String()
+	}
+	if out, errOut := serve("--config", cfg); !strings.Contains(out, "serving on") {
+		t.Errorf("serve --config did not start:\n%s%s", out, errOut)
+	}
+	if out, errOut := serve("--pipelines", filepath.Join(root, "outside")); strings.Contains(out, "serving on") || !strings.Contains(errOut, `unknown agent "helper"`) {
+		t.Errorf("serve without the project:\n%s%s", out, errOut)
 	}
 }

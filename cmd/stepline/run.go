@@ -21,6 +21,7 @@ import (
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/local"
+	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
@@ -30,6 +31,9 @@ import (
 type stateFlags struct {
 	dir string
 	db  string
+	// project is the project the runner compiles pipelines in (run and
+	// serve --config); nil: each file's own.
+	project *project.Project
 }
 
 func (s *stateFlags) register(fs *flag.FlagSet) {
@@ -117,7 +121,7 @@ func openRunner(ctx context.Context, e env, sf stateFlags, prog *progress) (*run
 	}
 	regs := &registries{}
 	cfg := local.Config{Dir: dir, DBPath: sf.db, Handler: stepHandler(e, dir, nil, regs), Scripted: scriptedHandler(e, dir, nil),
-		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Project: sf.project}
 	if prog != nil {
 		cfg.OnEvent = prog.event
 	}
@@ -139,6 +143,7 @@ func cmdRun(ctx context.Context, e env) int {
 	responsesPath := fs.String("responses", "", "YAML file of scripted replies that stand in for the executors")
 	asJSON := fs.Bool("json", false, "print the outcome as one JSON object")
 	by := fs.String("by", "", "name recorded for interactive approvals (default $USER)")
+	config := configFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(e.stderr, "usage: stepline run [flags] FILE")
 		fs.PrintDefaults()
@@ -149,6 +154,14 @@ func cmdRun(ctx context.Context, e env) int {
 	if fs.NArg() != 1 {
 		fs.Usage()
 		return exitUsage
+	}
+	if *config != "" {
+		p, err := project.Load(*config)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+			return exitFailed
+		}
+		sf.project = p
 	}
 	var trigger json.RawMessage
 	if *eventPath != "" {

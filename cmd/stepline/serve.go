@@ -15,6 +15,7 @@ import (
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/local"
+	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/store"
 )
@@ -49,9 +50,23 @@ func cmdServe(ctx context.Context, e env) int {
 	tokensFile := fs.String("tokens", "", "YAML file of per-team bearer tokens; team \"admin\" sees and starts everything (default: $STEPLINE_TOKENS, team=token,...)")
 	insecure := fs.Bool("insecure-no-auth", false, "serve without tokens on an address other than loopback: anyone who reaches it may start and read every run")
 	publicURL := fs.String("url", "", "public base URL of approval links (default http://ADDR)")
+	config := fs.String("config", "", "the project file (stepline.yaml): pipelines compile in it, and --pipelines defaults to its pipelines directory; default: the stepline.yaml above each pipeline file")
 	if err := fs.Parse(e.args); err != nil || fs.NArg() != 0 {
 		fmt.Fprintln(e.stderr, "usage: stepline serve [flags]")
 		return exitUsage
+	}
+	if *config != "" {
+		p, err := project.Load(*config)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+			return exitFailed
+		}
+		sf.project = p
+		pipelinesSet := false
+		fs.Visit(func(f *flag.Flag) { pipelinesSet = pipelinesSet || f.Name == "pipelines" })
+		if !pipelinesSet {
+			*dir = p.Pipelines
+		}
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
 	tokens, err := loadTokens(ctx, *tokensFile, e.getenv)
@@ -99,7 +114,7 @@ func cmdServe(ctx context.Context, e env) int {
 	notifier := &linkNotifier{base: base, signer: signer, log: logger, out: func(s string) { fmt.Fprintln(e.stdout, s) }}
 	regs := &registries{}
 	defer regs.Close()
-	r, err := local.Open(ctx, local.Config{Dir: stateDir, DBPath: sf.db, Logger: logger,
+	r, err := local.Open(ctx, local.Config{Dir: stateDir, DBPath: sf.db, Logger: logger, Project: sf.project,
 		Handler: stepHandler(e, stateDir, notifier, regs), Scripted: scriptedHandler(e, stateDir, notifier)})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)

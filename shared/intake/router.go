@@ -11,6 +11,7 @@ import (
 	"github.com/stepline/stepline/compiler/gate"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/project"
 )
 
 // Router picks the pipeline an event starts. Safe for concurrent use; it
@@ -118,6 +119,12 @@ func (r *Router) Pipelines() []string {
 // per file) while the good ones are still returned, so a caller may serve
 // them and show the problems.
 func LoadPipelines(dir string) ([]*pipeline.Pipeline, error) {
+	return LoadPipelinesIn(dir, nil)
+}
+
+// LoadPipelinesIn is LoadPipelines in project p; nil: each file's, the
+// stepline.yaml found walking up from it.
+func LoadPipelinesIn(dir string, p *project.Project) ([]*pipeline.Pipeline, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("load pipelines: %w", err)
@@ -129,7 +136,16 @@ func LoadPipelines(dir string) ([]*pipeline.Pipeline, error) {
 		if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
 			continue
 		}
-		f, _, ds, err := gate.CompileFile(filepath.Join(dir, e.Name()), executor.Defaults{})
+		path := filepath.Join(dir, e.Name())
+		in := p
+		if in == nil {
+			var err error
+			if in, err = gate.Project(path, ""); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		f, _, ds, err := gate.CompileFileIn(path, in, executor.Defaults{})
 		switch {
 		case err != nil:
 			errs = append(errs, err)

@@ -62,6 +62,7 @@ import (
 	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/fault"
+	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/sqlite"
 	"github.com/stepline/stepline/shared/task"
@@ -90,6 +91,8 @@ type Runner struct {
 	claimMu sync.Mutex // serializes this Runner's claim writes
 	claims  map[string]*claim
 
+	project *project.Project // nil: each file's own
+
 	sessMu   sync.Mutex
 	sessions map[string]*session // nil: a run known not to be scripted
 
@@ -117,6 +120,9 @@ type Config struct {
 	// Logger receives warnings (a claim that could not be renewed). Nil:
 	// discarded.
 	Logger *slog.Logger
+	// Project is the project the pipelines compile in (stepline --config);
+	// nil: each file's, the stepline.yaml found walking up from it.
+	Project *project.Project
 }
 
 // Open opens (creating if needed) the state directory and the store.
@@ -136,7 +142,7 @@ func Open(ctx context.Context, cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	r := &Runner{dir: dir, Store: st, now: time.Now, log: cfg.Logger, scripted: cfg.Scripted,
+	r := &Runner{dir: dir, Store: st, now: time.Now, log: cfg.Logger, scripted: cfg.Scripted, project: cfg.Project,
 		driver: newDriver(), lease: cfg.Lease, claims: map[string]*claim{}, sessions: map[string]*session{},
 		stuck: map[string]bool{}}
 	if r.log == nil {
@@ -230,7 +236,17 @@ func (r *Runner) Compile(path string) (*asl.StateMachine, string, compiler.Diagn
 // compile compiles a pipeline and, from the same directory, the
 // sub-pipelines it runs (seen stops cycles).
 func (r *Runner) compile(path string, seen map[string]bool) (*asl.StateMachine, string, compiler.Diagnostics, error) {
-	f, sm, ds, err := gate.CompileFile(path, executor.Defaults{})
+	var (
+		f   *compiler.File
+		sm  *asl.StateMachine
+		ds  compiler.Diagnostics
+		err error
+	)
+	if r.project != nil {
+		f, sm, ds, err = gate.CompileFileIn(path, r.project, executor.Defaults{})
+	} else {
+		f, sm, ds, err = gate.CompileFile(path, executor.Defaults{})
+	}
 	if err != nil {
 		return nil, "", nil, err
 	}

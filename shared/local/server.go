@@ -185,7 +185,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		}
 		s.machines[name] = sm
 	}
-	loaded, err = intake.LoadPipelines(cfg.PipelinesDir)
+	loaded, err = intake.LoadPipelinesIn(cfg.PipelinesDir, cfg.Runner.project)
 	if err != nil {
 		return nil, err
 	}
