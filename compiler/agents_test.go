@@ -13,6 +13,17 @@ import (
 	"github.com/stepline/stepline/shared/project"
 )
 
+// repositoryProject is the repository's stepline.yaml with its agents:
+// the project the example pipelines belong to.
+func repositoryProject(t *testing.T) *project.Project {
+	t.Helper()
+	p, err := project.Load("../stepline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // agentProject writes a project with agents to a temporary directory and
 // loads it.
 func agentProject(t *testing.T, cfg string, files map[string]string) *project.Project {
@@ -258,11 +269,7 @@ steps:
 // example (testdata/seed, copied unchanged) compiles in the repository's
 // project, where agents/sre-triage exists.
 func TestSeedExampleInRepositoryProject(t *testing.T) {
-	p, err := project.Load("../stepline.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, sm, ds, err := BuildFileIn("testdata/seed/failure-webhook-example.yaml", Env{Project: p})
+	f, sm, ds, err := BuildFileIn("testdata/seed/failure-webhook-example.yaml", Env{Project: repositoryProject(t)})
 	if err != nil || sm == nil || ds.HasErrors() {
 		t.Fatalf("%v\n%s", err, ds)
 	}

@@ -33,7 +33,9 @@ func compileSources(t *testing.T) map[string][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sm, ds := Compile(path, src)
+		// The examples compile in the repository's project, as the CLI
+		// compiles them: their agent steps run its agents.
+		_, sm, ds := BuildIn(path, src, Env{Project: repositoryProject(t)})
 		if sm == nil {
 			t.Fatalf("%s does not compile:\n%s", path, ds)
 		}

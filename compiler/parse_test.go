@@ -432,7 +432,7 @@ func TestExamplePipelines(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, ds := Load(path, src)
+			_, ds := loadIn(path, src, Env{Project: repositoryProject(t)})
 			if len(ds) != 0 {
 				t.Errorf("diagnostics:\n%s", ds)
 			}
