@@ -66,3 +66,11 @@ func BenchmarkLoopIteration(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*turns)/1e3, "µs/iteration")
 }
+
+func testAgent(url string) *Resolved {
+	return &Resolved{
+		Profile: Profile{Name: "sre", Version: "v1", Soul: "You are an SRE.", Tools: []ToolGrant{{Server: "tools"}}},
+		Servers: map[string]Server{"tools": {Name: "tools", URL: url}},
+		Policy:  Policy{Default: Allow},
+	}
+}

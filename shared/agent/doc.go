@@ -98,16 +98,9 @@
 //
 // # MCP
 //
-// MCP is the Toolbox over real servers, through the official Go SDK
-// (github.com/modelcontextprotocol/go-sdk): streamable HTTP everywhere,
-// stdio (a command) only where MCP.Stdio is set, which the step Lambda
-// never sets. A session is opened on a server's first use and kept, with
-// its tool list, for the life of the MCP value (a warm Lambda container
-// reuses it); a session whose server stops answering is dropped, and the
-// next use connects anew (a call is never repeated: it may have run).
-// ${NAME} references in a server's url, headers, args and env resolve
-// when its session opens and are scrubbed from everything the server
-// answers. Close ends every session.
+// The Toolbox over real MCP servers is package mcp below this one
+// (mcp.Client), kept apart so that what reads profiles (the compiler, the
+// pipeline model every function links) does not link the MCP SDK.
 //
 // # The trace
 //

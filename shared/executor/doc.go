@@ -64,7 +64,7 @@
 // redactor as a single call: secrets the turn resolved are scrubbed from
 // the reply's text, calls, arguments and audit body.
 //
-// The tools are one agent.MCP per registry: MCP sessions live as long as
+// The tools are one mcp.Client per registry: MCP sessions live as long as
 // the process and [Registry.Close] ends them (the CLI and the Lambda
 // main call it at shutdown). Deps.MCPStdio lets stdio servers start
 // (local runs only). With scripted replies, the model and the tools

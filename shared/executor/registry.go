@@ -8,7 +8,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/stepline/stepline/shared/agent"
+	"github.com/stepline/stepline/shared/agent/mcp"
 	"github.com/stepline/stepline/shared/awsrest"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
@@ -141,7 +141,7 @@ type Call struct {
 type Registry struct {
 	deps  Deps
 	log   *slog.Logger
-	tools *agent.MCP // the MCP sessions of agent steps, closed by Close
+	tools *mcp.Client // the MCP sessions of agent steps, closed by Close
 }
 
 // NewRegistry returns a registry over deps.
@@ -162,7 +162,7 @@ func NewRegistry(deps Deps) *Registry {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	tools := &agent.MCP{HTTP: deps.HTTP, Secrets: deps.Secrets, Stdio: deps.MCPStdio, Environ: deps.Environ, Logger: deps.Logger}
+	tools := &mcp.Client{HTTP: deps.HTTP, Secrets: deps.Secrets, Stdio: deps.MCPStdio, Environ: deps.Environ, Logger: deps.Logger}
 	return &Registry{deps: deps, log: log, tools: tools}
 }
 

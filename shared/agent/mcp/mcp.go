@@ -1,4 +1,4 @@
-package agent
+package mcp
 
 import (
 	"context"
@@ -18,8 +18,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/secret"
 )
@@ -31,10 +32,10 @@ const DefaultConnectTimeout = 15 * time.Second
 // maxListPages bounds the pages of a server's tool list read.
 const maxListPages = 20
 
-// MCP is the Toolbox over real MCP servers, through the official Go SDK:
+// Client is the agent.Toolbox over real MCP servers, through the official Go SDK:
 // streamable HTTP everywhere, stdio (a command it starts) where Stdio is
 // set. A session is opened on a server's first use and kept for the life
-// of the MCP value, shared by every step and run of the process (a warm
+// of the Client, shared by every step and run of the process (a warm
 // Lambda container reuses it); its tool list is cached with it. A
 // session whose server stops answering is dropped, so the next use (the
 // step's retry) connects again. Close ends every session; main calls it
@@ -44,7 +45,7 @@ const maxListPages = 20
 // Secrets when its session opens; those values are scrubbed from
 // everything the server answers and from every error. Safe for
 // concurrent use.
-type MCP struct {
+type Client struct {
 	// HTTP sends the streamable HTTP requests. Nil: a client without an
 	// overall timeout (calls have their own).
 	HTTP *http.Client
@@ -68,20 +69,20 @@ type MCP struct {
 	closed   bool
 }
 
-var _ Toolbox = (*MCP)(nil)
+var _ agent.Toolbox = (*Client)(nil)
 
 // mcpSession is one server's session; mu serialises connecting.
 type mcpSession struct {
 	mu    sync.Mutex
-	cs    *mcp.ClientSession
+	cs    *sdk.ClientSession
 	red   *secret.Redactor
-	tools []Tool
+	tools []agent.Tool
 }
 
 // errClosed is the error of a use after Close.
 var errClosed = errors.New("MCP sessions are closed")
 
-func (m *MCP) log() *slog.Logger {
+func (m *Client) log() *slog.Logger {
 	if m.Logger != nil {
 		return m.Logger
 	}
@@ -90,13 +91,13 @@ func (m *MCP) log() *slog.Logger {
 
 // key identifies a server's session by its whole declaration, so a
 // changed declaration opens a new one.
-func key(s Server) string {
+func key(s agent.Server) string {
 	b, _ := json.Marshal(s)
 	sum := sha256.Sum256(b)
 	return s.Name + "#" + hex.EncodeToString(sum[:8])
 }
 
-func (m *MCP) entry(s Server) (*mcpSession, error) {
+func (m *Client) entry(s agent.Server) (*mcpSession, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -116,7 +117,7 @@ func (m *MCP) entry(s Server) (*mcpSession, error) {
 
 // session returns e's open session, connecting when it has none; fresh
 // reports that it was opened by this call.
-func (m *MCP) session(ctx context.Context, e *mcpSession, s Server) (cs *mcp.ClientSession, fresh bool, err error) {
+func (m *Client) session(ctx context.Context, e *mcpSession, s agent.Server) (cs *sdk.ClientSession, fresh bool, err error) {
 	if e.cs != nil {
 		return e.cs, false, nil
 	}
@@ -127,7 +128,7 @@ func (m *MCP) session(ctx context.Context, e *mcpSession, s Server) (cs *mcp.Cli
 		return nil, false, fault.Errorf[fault.ConfigError]("MCP server %q has neither a url nor a command", s.Name)
 	}
 	red := secret.NewRedactor(m.Secrets)
-	var t mcp.Transport
+	var t sdk.Transport
 	if s.IsStdio() {
 		args, err := expandList(ctx, red, s.Args)
 		if err != nil {
@@ -143,7 +144,7 @@ func (m *MCP) session(ctx context.Context, e *mcpSession, s Server) (cs *mcp.Cli
 			cmd.Env = append(cmd.Env, k+"="+env[k])
 		}
 		cmd.Stderr = io.Discard
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		t = &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	} else {
 		url, err := secret.Expand(ctx, red, s.URL)
 		if err != nil {
@@ -159,7 +160,7 @@ func (m *MCP) session(ctx context.Context, e *mcpSession, s Server) (cs *mcp.Cli
 		}
 		client := *base
 		client.Transport = headerTransport{base: base.Transport, headers: headers}
-		t = &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &client, MaxRetries: -1, DisableStandaloneSSE: true}
+		t = &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &client, MaxRetries: -1, DisableStandaloneSSE: true}
 	}
 	limit := m.ConnectTimeout
 	if limit <= 0 {
@@ -168,7 +169,7 @@ func (m *MCP) session(ctx context.Context, e *mcpSession, s Server) (cs *mcp.Cli
 	cctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	start := time.Now()
-	client := mcp.NewClient(&mcp.Implementation{Name: "stepline", Version: "1"}, &mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
+	client := sdk.NewClient(&sdk.Implementation{Name: "stepline", Version: "1"}, &sdk.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
 	cs, err = client.Connect(cctx, t, nil)
 	m.log().DebugContext(ctx, "mcp connect", "server", s.Name, "duration", time.Since(start), "error", err != nil)
 	if err != nil {
@@ -189,10 +190,10 @@ func (e *mcpSession) drop() {
 	e.cs, e.tools = nil, nil
 }
 
-// Tools implements Toolbox. The list is read once per session (all its
+// Tools implements agent.Toolbox. The list is read once per session (all its
 // pages, at most 20) and cached with it; a reused session that fails to
 // list is dropped and one new session is tried.
-func (m *MCP) Tools(ctx context.Context, s Server) ([]Tool, error) {
+func (m *Client) Tools(ctx context.Context, s agent.Server) ([]agent.Tool, error) {
 	e, err := m.entry(s)
 	if err != nil {
 		return nil, fault.Errorf[fault.ExecutorUnavailable]("MCP server %q: %v", s.Name, err)
@@ -229,15 +230,15 @@ func (e *mcpSession) redact(err error) error {
 	return e.red.Error(err)
 }
 
-func (m *MCP) list(ctx context.Context, cs *mcp.ClientSession, s Server) ([]Tool, error) {
+func (m *Client) list(ctx context.Context, cs *sdk.ClientSession, s agent.Server) ([]agent.Tool, error) {
 	limit := m.ConnectTimeout
 	if limit <= 0 {
 		limit = DefaultConnectTimeout
 	}
 	lctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	tools := []Tool{}
-	params := &mcp.ListToolsParams{}
+	tools := []agent.Tool{}
+	params := &sdk.ListToolsParams{}
 	for page := 0; page < maxListPages; page++ {
 		res, err := cs.ListTools(lctx, params)
 		if err != nil {
@@ -248,53 +249,53 @@ func (m *MCP) list(ctx context.Context, cs *mcp.ClientSession, s Server) ([]Tool
 				continue
 			}
 			schema, _ := json.Marshal(t.InputSchema)
-			tools = append(tools, Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+			tools = append(tools, agent.Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
 		}
 		if res.NextCursor == "" {
 			break
 		}
-		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
+		params = &sdk.ListToolsParams{Cursor: res.NextCursor}
 	}
 	sort.SliceStable(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	return tools, nil
 }
 
-// Call implements Toolbox. A JSON-RPC error about the call (unknown tool,
+// Call implements agent.Toolbox. A JSON-RPC error about the call (unknown tool,
 // invalid arguments) is the tool's answer, with IsError; any other
 // failure drops the session and is a *fault.ExecutorUnavailable (the
 // call is not repeated here: it may have run).
-func (m *MCP) Call(ctx context.Context, s Server, tool string, args json.RawMessage) (ToolOutput, error) {
+func (m *Client) Call(ctx context.Context, s agent.Server, tool string, args json.RawMessage) (agent.ToolOutput, error) {
 	e, err := m.entry(s)
 	if err != nil {
-		return ToolOutput{}, fault.Errorf[fault.ExecutorUnavailable]("MCP server %q: %v", s.Name, err)
+		return agent.ToolOutput{}, fault.Errorf[fault.ExecutorUnavailable]("MCP server %q: %v", s.Name, err)
 	}
 	e.mu.Lock()
 	cs, _, err := m.session(ctx, e, s)
 	red := e.red
 	e.mu.Unlock()
 	if err != nil {
-		return ToolOutput{}, err
+		return agent.ToolOutput{}, err
 	}
 	start := time.Now()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 	m.log().DebugContext(ctx, "mcp call", "server", s.Name, "tool", tool, "duration", time.Since(start), "error", err != nil)
 	var wire *jsonrpc.Error
 	switch {
 	case err == nil:
-		out := ToolOutput{Content: outputText(res), IsError: res.IsError}
+		out := agent.ToolOutput{Content: outputText(res), IsError: res.IsError}
 		out.Content = red.Redact(out.Content)
 		return out, nil
 	case errors.As(err, &wire) && !transportCode(wire.Code):
-		return ToolOutput{IsError: true, Content: red.Redact(fmt.Sprintf("MCP error %d: %s", wire.Code, wire.Message))}, nil
+		return agent.ToolOutput{IsError: true, Content: red.Redact(fmt.Sprintf("MCP error %d: %s", wire.Code, wire.Message))}, nil
 	case ctx.Err() != nil:
-		return ToolOutput{}, fmt.Errorf("MCP server %q: call %q: %w", s.Name, tool, ctx.Err())
+		return agent.ToolOutput{}, fmt.Errorf("MCP server %q: call %q: %w", s.Name, tool, ctx.Err())
 	}
 	e.mu.Lock()
 	if e.cs == cs {
 		e.drop()
 	}
 	e.mu.Unlock()
-	return ToolOutput{}, fault.Errorf[fault.ExecutorUnavailable]("MCP server %q: call %q: %v", s.Name, tool, red.Error(err))
+	return agent.ToolOutput{}, fault.Errorf[fault.ExecutorUnavailable]("MCP server %q: call %q: %v", s.Name, tool, red.Error(err))
 }
 
 // transportCode reports whether a JSON-RPC error code is the SDK's own
@@ -309,7 +310,7 @@ func transportCode(code int64) bool {
 }
 
 // Close ends every session (stdio servers are stopped); later uses fail.
-func (m *MCP) Close() error {
+func (m *Client) Close() error {
 	m.mu.Lock()
 	sessions := m.sessions
 	m.sessions, m.closed = nil, true
@@ -331,7 +332,7 @@ func (m *MCP) Close() error {
 // outputText is a tool's answer as text: its text parts in order, other
 // parts named by a short note, and the structured content when there is
 // no content.
-func outputText(res *mcp.CallToolResult) string {
+func outputText(res *sdk.CallToolResult) string {
 	if res == nil {
 		return ""
 	}
@@ -341,15 +342,15 @@ func outputText(res *mcp.CallToolResult) string {
 			b.WriteByte('\n')
 		}
 		switch c := c.(type) {
-		case *mcp.TextContent:
+		case *sdk.TextContent:
 			b.WriteString(c.Text)
-		case *mcp.ImageContent:
+		case *sdk.ImageContent:
 			fmt.Fprintf(&b, "[image %s, %d bytes]", c.MIMEType, len(c.Data))
-		case *mcp.AudioContent:
+		case *sdk.AudioContent:
 			fmt.Fprintf(&b, "[audio %s, %d bytes]", c.MIMEType, len(c.Data))
-		case *mcp.ResourceLink:
+		case *sdk.ResourceLink:
 			fmt.Fprintf(&b, "[resource %s]", c.URI)
-		case *mcp.EmbeddedResource:
+		case *sdk.EmbeddedResource:
 			if c.Resource != nil && c.Resource.Text != "" {
 				b.WriteString(c.Resource.Text)
 			} else if c.Resource != nil {

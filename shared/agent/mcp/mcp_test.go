@@ -1,10 +1,11 @@
-package agent
+package mcp
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stepline/stepline/shared/agent"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
@@ -36,37 +37,37 @@ type slowIn struct {
 // secret (echoes the request's Authorization header).
 func newTestServer(t testing.TB) *httptest.Server {
 	t.Helper()
-	srv := mcp.NewServer(&mcp.Implementation{Name: "test-tools", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echoes its text."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Text}}}, nil, nil
+	srv := sdk.NewServer(&sdk.Implementation{Name: "test-tools", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "echo", Description: "Echoes its text."},
+		func(_ context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "echo: " + in.Text}}}, nil, nil
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "slow", Description: "Sleeps."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
+	sdk.AddTool(srv, &sdk.Tool{Name: "slow", Description: "Sleeps."},
+		func(ctx context.Context, _ *sdk.CallToolRequest, in slowIn) (*sdk.CallToolResult, any, error) {
 			select {
 			case <-time.After(time.Duration(in.Seconds * float64(time.Second))):
 			case <-ctx.Done():
 			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "slept"}}}, nil, nil
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "slept"}}}, nil, nil
 		})
 	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
-	srv.AddTool(&mcp.Tool{Name: "big", Description: "Answers 1 MB.", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: big}}}, nil
+	srv.AddTool(&sdk.Tool{Name: "big", Description: "Answers 1 MB.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: big}}}, nil
 		})
-	srv.AddTool(&mcp.Tool{Name: "inject", Description: "Answers hostile text.", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: Injection}}}, nil
+	srv.AddTool(&sdk.Tool{Name: "inject", Description: "Answers hostile text.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: Injection}}}, nil
 		})
-	srv.AddTool(&mcp.Tool{Name: "fail", Description: "Always fails.", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "disk not found"}}}, nil
+	srv.AddTool(&sdk.Tool{Name: "fail", Description: "Always fails.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "disk not found"}}}, nil
 		})
-	srv.AddTool(&mcp.Tool{Name: "secret", Description: "Echoes the credentials it got.", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "you sent " + req.Extra.Header.Get("Authorization")}}}, nil
+	srv.AddTool(&sdk.Tool{Name: "secret", Description: "Echoes the credentials it got.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "you sent " + req.Extra.Header.Get("Authorization")}}}, nil
 		})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	return ts
@@ -76,15 +77,15 @@ func newTestServer(t testing.TB) *httptest.Server {
 // the requests it was sent.
 type scriptModel struct {
 	mu    sync.Mutex
-	turns []func(ModelRequest) ModelReply
-	reqs  []ModelRequest
+	turns []func(agent.ModelRequest) agent.ModelReply
+	reqs  []agent.ModelRequest
 }
 
-func (m *scriptModel) Turn(ctx context.Context, req ModelRequest) (ModelReply, error) {
+func (m *scriptModel) Turn(ctx context.Context, req agent.ModelRequest) (agent.ModelReply, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := ctx.Err(); err != nil {
-		return ModelReply{}, err
+		return agent.ModelReply{}, err
 	}
 	m.reqs = append(m.reqs, req)
 	i := len(m.reqs) - 1
@@ -99,60 +100,62 @@ func (m *scriptModel) Turn(ctx context.Context, req ModelRequest) (ModelReply, e
 	return r, nil
 }
 
-func call(name, args string) func(ModelRequest) ModelReply {
-	return func(ModelRequest) ModelReply {
-		return ModelReply{Calls: []ToolCall{{Name: name, Arguments: json.RawMessage(args)}}}
+func call(name, args string) func(agent.ModelRequest) agent.ModelReply {
+	return func(agent.ModelRequest) agent.ModelReply {
+		return agent.ModelReply{Calls: []agent.ToolCall{{Name: name, Arguments: json.RawMessage(args)}}}
 	}
 }
 
-func answer(text string) func(ModelRequest) ModelReply {
-	return func(ModelRequest) ModelReply { return ModelReply{Text: text, FinishReason: llmoutput.FinishStop} }
+func answer(text string) func(agent.ModelRequest) agent.ModelReply {
+	return func(agent.ModelRequest) agent.ModelReply {
+		return agent.ModelReply{Text: text, FinishReason: llmoutput.FinishStop}
+	}
 }
 
 const goodAnswer = `{"confidence": 0.7, "summary": "found it", "next_step_context": "restart"}`
 
-func testAgent(url string) *Resolved {
-	return &Resolved{
-		Profile: Profile{Name: "sre", Version: "v1", Soul: "You are an SRE.", Tools: []ToolGrant{{Server: "tools"}}},
-		Servers: map[string]Server{"tools": {Name: "tools", URL: url}},
-		Policy:  Policy{Default: Allow},
+func testAgent(url string) *agent.Resolved {
+	return &agent.Resolved{
+		Profile: agent.Profile{Name: "sre", Version: "v1", Soul: "You are an SRE.", Tools: []agent.ToolGrant{{Server: "tools"}}},
+		Servers: map[string]agent.Server{"tools": {Name: "tools", URL: url}},
+		Policy:  agent.Policy{Default: agent.Allow},
 	}
 }
 
-func newLoop(a *Resolved, m Model, tb Toolbox) *Loop {
-	return &Loop{Agent: a, Model: m, Tools: tb, Runner: &llmoutput.Runner[llmoutput.Output]{}, Schema: llmoutput.ContractSchema()}
+func newLoop(a *agent.Resolved, m agent.Model, tb agent.Toolbox) *agent.Loop {
+	return &agent.Loop{Agent: a, Model: m, Tools: tb, Runner: &llmoutput.Runner[llmoutput.Output]{}, Schema: llmoutput.ContractSchema()}
 }
 
-func run(t *testing.T, l *Loop, d time.Duration) (*Conversation, error) {
+func run(t *testing.T, l *agent.Loop, d time.Duration) (*agent.Conversation, error) {
 	t.Helper()
 	return l.Run(context.Background(), "investigate checkout-api", time.Now().Add(d))
 }
 
-func lastResult(t *testing.T, c *Conversation) Event {
+func lastResult(t *testing.T, c *agent.Conversation) agent.Event {
 	t.Helper()
 	for i := len(c.Trace) - 1; i >= 0; i-- {
-		if c.Trace[i].Type == EventToolResult {
+		if c.Trace[i].Type == agent.EventToolResult {
 			return c.Trace[i]
 		}
 	}
 	t.Fatalf("no tool_result in the trace: %+v", c.Trace)
-	return Event{}
+	return agent.Event{}
 }
 
 func TestLoopAgainstMCPServer(t *testing.T) {
 	ts := newTestServer(t)
-	tools := &MCP{}
+	tools := &Client{}
 	defer tools.Close()
-	type check func(t *testing.T, c *Conversation, m *scriptModel, err error)
+	type check func(t *testing.T, c *agent.Conversation, m *scriptModel, err error)
 	cases := []struct {
 		name   string
-		modify func(a *Resolved)
-		turns  []func(ModelRequest) ModelReply
+		modify func(a *agent.Resolved)
+		turns  []func(agent.ModelRequest) agent.ModelReply
 		check  check
 	}{
-		{"lists granted tools by wire name", func(a *Resolved) {
-			a.Profile.Tools = []ToolGrant{{Server: "tools", Tools: []string{"e*", "big"}}}
-		}, []func(ModelRequest) ModelReply{answer(goodAnswer)}, func(t *testing.T, c *Conversation, m *scriptModel, err error) {
+		{"lists granted tools by wire name", func(a *agent.Resolved) {
+			a.Profile.Tools = []agent.ToolGrant{{Server: "tools", Tools: []string{"e*", "big"}}}
+		}, []func(agent.ModelRequest) agent.ModelReply{answer(goodAnswer)}, func(t *testing.T, c *agent.Conversation, m *scriptModel, err error) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -166,13 +169,13 @@ func TestLoopAgainstMCPServer(t *testing.T) {
 			if !strings.HasPrefix(m.reqs[0].System, "You are an SRE.\n\n") || !strings.Contains(m.reqs[0].System, "confidence") {
 				t.Errorf("system prompt: %q", m.reqs[0].System)
 			}
-			if c.Iterations != 1 || c.Output.Summary != "found it" || len(c.Trace) != 1 || c.Trace[0].Type != EventText {
+			if c.Iterations != 1 || c.Output.Summary != "found it" || len(c.Trace) != 1 || c.Trace[0].Type != agent.EventText {
 				t.Errorf("iterations %d, output %+v, trace %+v", c.Iterations, c.Output, c.Trace)
 			}
 		}},
-		{"a call's result goes back to the model", nil, []func(ModelRequest) ModelReply{
+		{"a call's result goes back to the model", nil, []func(agent.ModelRequest) agent.ModelReply{
 			call("tools__echo", `{"text": "p99 2.1s"}`), answer(goodAnswer),
-		}, func(t *testing.T, c *Conversation, m *scriptModel, err error) {
+		}, func(t *testing.T, c *agent.Conversation, m *scriptModel, err error) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,79 +194,79 @@ func TestLoopAgainstMCPServer(t *testing.T) {
 				t.Errorf("call and result: %+v %+v", c.Trace[0], c.Trace[1])
 			}
 		}},
-		{"qualified names are understood", nil, []func(ModelRequest) ModelReply{
+		{"qualified names are understood", nil, []func(agent.ModelRequest) agent.ModelReply{
 			call("tools.echo", `{"text": "x"}`), answer(goodAnswer),
-		}, func(t *testing.T, c *Conversation, m *scriptModel, err error) {
+		}, func(t *testing.T, c *agent.Conversation, m *scriptModel, err error) {
 			if err != nil || lastResult(t, c).Content != "echo: x" {
 				t.Errorf("err %v, trace %+v", err, c.Trace)
 			}
 		}},
-		{"an argument error goes back to the model", nil, []func(ModelRequest) ModelReply{
+		{"an argument error goes back to the model", nil, []func(agent.ModelRequest) agent.ModelReply{
 			call("tools__echo", `{"text": 5}`), answer(goodAnswer),
-		}, func(t *testing.T, c *Conversation, m *scriptModel, err error) {
+		}, func(t *testing.T, c *agent.Conversation, m *scriptModel, err error) {
 			r := lastResult(t, c)
 			if err != nil || !r.IsError || !m.reqs[1].Messages[2].Results[0].IsError {
 				t.Errorf("err %v, result %+v", err, r)
 			}
 		}},
-		{"arguments that are not an object go back as an error", nil, []func(ModelRequest) ModelReply{
+		{"arguments that are not an object go back as an error", nil, []func(agent.ModelRequest) agent.ModelReply{
 			call("tools__echo", `[1, 2]`), answer(goodAnswer),
-		}, func(t *testing.T, c *Conversation, m *scriptModel, err error) {
+		}, func(t *testing.T, c *agent.Conversation, m *scriptModel, err error) {
 			if r := lastResult(t, c); err != nil || !r.IsError || !strings.Contains(r.Content, "JSON object") {
 				t.Errorf("err %v, result %+v", err, r)
 			}
 		}},
-		{"a tool's own error goes back to the model", nil, []func(ModelRequest) ModelReply{
+		{"a tool's own error goes back to the model", nil, []func(agent.ModelRequest) agent.ModelReply{
 			call("tools__fail", `{}`), answer(goodAnswer),
-		}, func(t *testing.T, c *Conversation, m *scriptModel, err error) {
+		}, func(t *testing.T, c *agent.Conversation, m *scriptModel, err error) {
 			if r := lastResult(t, c); err != nil || !r.IsError || r.Content != "disk not found" {
 				t.Errorf("err %v, result %+v", err, r)
 			}
 		}},
-		{"an unknown tool goes back to the model", nil, []func(ModelRequest) ModelReply{
+		{"an unknown tool goes back to the model", nil, []func(agent.ModelRequest) agent.ModelReply{
 			call("tools__nope", `{}`), answer(goodAnswer),
-		}, func(t *testing.T, c *Conversation, m *scriptModel, err error) {
+		}, func(t *testing.T, c *agent.Conversation, m *scriptModel, err error) {
 			if r := lastResult(t, c); err != nil || !r.IsError || !strings.Contains(r.Content, "unknown tool") {
 				t.Errorf("err %v, result %+v", err, r)
 			}
 		}},
-		{"a slow tool past its timeout is a tool error", func(a *Resolved) { a.Profile.ToolTimeoutSeconds = 1 }, []func(ModelRequest) ModelReply{
+		{"a slow tool past its timeout is a tool error", func(a *agent.Resolved) { a.Profile.ToolTimeoutSeconds = 1 }, []func(agent.ModelRequest) agent.ModelReply{
 			call("tools__slow", `{"seconds": 2.5}`), answer(goodAnswer),
-		}, func(t *testing.T, c *Conversation, m *scriptModel, err error) {
+		}, func(t *testing.T, c *agent.Conversation, m *scriptModel, err error) {
 			r := lastResult(t, c)
 			if err != nil || !r.IsError || !strings.Contains(r.Content, "timed out after 1s") {
 				t.Errorf("err %v, result %+v", err, r)
 			}
 		}},
-		{"a tool within its timeout answers", func(a *Resolved) { a.Profile.ToolTimeoutSeconds = 2 }, []func(ModelRequest) ModelReply{
+		{"a tool within its timeout answers", func(a *agent.Resolved) { a.Profile.ToolTimeoutSeconds = 2 }, []func(agent.ModelRequest) agent.ModelReply{
 			call("tools__slow", `{"seconds": 0.2}`), answer(goodAnswer),
-		}, func(t *testing.T, c *Conversation, m *scriptModel, err error) {
+		}, func(t *testing.T, c *agent.Conversation, m *scriptModel, err error) {
 			if r := lastResult(t, c); err != nil || r.IsError || r.Content != "slept" {
 				t.Errorf("err %v, result %+v", err, r)
 			}
 		}},
-		{"a denied call is reported and never run", func(a *Resolved) {
-			a.Policy.Rules = []Rule{{Effect: Deny, Server: "tools", Tool: "ec*", Reason: "no echoing in production"}}
-		}, []func(ModelRequest) ModelReply{
+		{"a denied call is reported and never run", func(a *agent.Resolved) {
+			a.Policy.Rules = []agent.Rule{{Effect: agent.Deny, Server: "tools", Tool: "ec*", Reason: "no echoing in production"}}
+		}, []func(agent.ModelRequest) agent.ModelReply{
 			call("tools__echo", `{"text": "x"}`), answer(goodAnswer),
-		}, func(t *testing.T, c *Conversation, m *scriptModel, err error) {
+		}, func(t *testing.T, c *agent.Conversation, m *scriptModel, err error) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(c.Trace) != 3 || c.Trace[1].Type != EventToolDenied || c.Trace[1].Reason != "no echoing in production" {
+			if len(c.Trace) != 3 || c.Trace[1].Type != agent.EventToolDenied || c.Trace[1].Reason != "no echoing in production" {
 				t.Fatalf("trace: %+v", c.Trace)
 			}
 			res := m.reqs[1].Messages[2].Results[0]
 			if !res.IsError || !strings.Contains(res.Content, "no echoing in production") || strings.Contains(res.Content, "echo: x") {
 				t.Errorf("sent back: %+v", res)
 			}
-			if !strings.Contains(strings.Join(c.Flags, ","), FlagToolDenied) {
+			if !strings.Contains(strings.Join(c.Flags, ","), agent.FlagToolDenied) {
 				t.Errorf("flags %v", c.Flags)
 			}
 		}},
-		{"max_iterations exhausted", func(a *Resolved) { a.Profile.MaxIterations = 3 }, []func(ModelRequest) ModelReply{
+		{"max_iterations exhausted", func(a *agent.Resolved) { a.Profile.MaxIterations = 3 }, []func(agent.ModelRequest) agent.ModelReply{
 			call("tools__echo", `{"text": "again"}`),
-		}, func(t *testing.T, c *Conversation, m *scriptModel, err error) {
+		}, func(t *testing.T, c *agent.Conversation, m *scriptModel, err error) {
 			if fault.Name(err) != fault.NameAgentIterationsExhausted || c.Iterations != 3 || len(m.reqs) != 3 {
 				t.Errorf("err %v, iterations %d, calls %d", err, c.Iterations, len(m.reqs))
 			}
@@ -271,46 +274,46 @@ func TestLoopAgainstMCPServer(t *testing.T) {
 				t.Errorf("%d tool results: the last turn's calls must not run", n)
 			}
 		}},
-		{"the answer at max_iterations is accepted", func(a *Resolved) { a.Profile.MaxIterations = 2 }, []func(ModelRequest) ModelReply{
+		{"the answer at max_iterations is accepted", func(a *agent.Resolved) { a.Profile.MaxIterations = 2 }, []func(agent.ModelRequest) agent.ModelReply{
 			call("tools__echo", `{"text": "x"}`), answer(goodAnswer),
-		}, func(t *testing.T, c *Conversation, m *scriptModel, err error) {
+		}, func(t *testing.T, c *agent.Conversation, m *scriptModel, err error) {
 			if err != nil || !c.Done || c.Iterations != 2 {
 				t.Errorf("err %v, done %v, iterations %d", err, c.Done, c.Iterations)
 			}
 		}},
-		{"re-asks count as iterations", nil, []func(ModelRequest) ModelReply{
+		{"re-asks count as iterations", nil, []func(agent.ModelRequest) agent.ModelReply{
 			answer("I think it is the database."), answer(goodAnswer),
-		}, func(t *testing.T, c *Conversation, m *scriptModel, err error) {
+		}, func(t *testing.T, c *agent.Conversation, m *scriptModel, err error) {
 			if err != nil || c.Iterations != 2 || c.Answers != 2 {
 				t.Fatalf("err %v, iterations %d, answers %d", err, c.Iterations, c.Answers)
 			}
 			msgs := m.reqs[1].Messages
-			if len(msgs) != 3 || msgs[1].Role != RoleAssistant || msgs[2].Role != RoleUser || !strings.Contains(msgs[2].Text, "rejected") {
+			if len(msgs) != 3 || msgs[1].Role != agent.RoleAssistant || msgs[2].Role != agent.RoleUser || !strings.Contains(msgs[2].Text, "rejected") {
 				t.Errorf("re-ask conversation: %+v", msgs)
 			}
 		}},
-		{"a 1 MB answer is cut for the model and the trace, and flagged", nil, []func(ModelRequest) ModelReply{
+		{"a 1 MB answer is cut for the model and the trace, and flagged", nil, []func(agent.ModelRequest) agent.ModelReply{
 			call("tools__big", `{}`), answer(goodAnswer),
-		}, func(t *testing.T, c *Conversation, m *scriptModel, err error) {
+		}, func(t *testing.T, c *agent.Conversation, m *scriptModel, err error) {
 			if err != nil {
 				t.Fatal(err)
 			}
 			r := lastResult(t, c)
-			if !r.Truncated || len(r.Content) != DefaultTraceToolResultMaxChars || r.Chars != 1<<20 {
+			if !r.Truncated || len(r.Content) != agent.DefaultTraceToolResultMaxChars || r.Chars != 1<<20 {
 				t.Errorf("trace result: truncated %v, %d chars kept of %d", r.Truncated, len(r.Content), r.Chars)
 			}
 			sent := m.reqs[1].Messages[2].Results[0].Content
-			if len(sent) > MaxToolResultBytes+100 || !strings.Contains(sent, "[output cut: the first 32768 of 1048576 bytes are shown]") {
+			if len(sent) > agent.MaxToolResultBytes+100 || !strings.Contains(sent, "[output cut: the first 32768 of 1048576 bytes are shown]") {
 				t.Errorf("sent %d bytes: …%s", len(sent), sent[max(len(sent)-80, 0):])
 			}
 			flags := strings.Join(c.Flags, ",")
-			if !strings.Contains(flags, FlagToolResultTruncated) || !strings.Contains(flags, FlagToolOutputCut) {
+			if !strings.Contains(flags, agent.FlagToolResultTruncated) || !strings.Contains(flags, agent.FlagToolOutputCut) {
 				t.Errorf("flags %v", c.Flags)
 			}
 		}},
-		{"hostile tool output stays tool output", nil, []func(ModelRequest) ModelReply{
+		{"hostile tool output stays tool output", nil, []func(agent.ModelRequest) agent.ModelReply{
 			call("tools__inject", `{}`), answer(goodAnswer),
-		}, func(t *testing.T, c *Conversation, m *scriptModel, err error) {
+		}, func(t *testing.T, c *agent.Conversation, m *scriptModel, err error) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -321,13 +324,13 @@ func TestLoopAgainstMCPServer(t *testing.T) {
 				t.Errorf("result %+v", r)
 			}
 		}},
-		{"secrets in headers are sent and scrubbed from answers", func(a *Resolved) {
+		{"secrets in headers are sent and scrubbed from answers", func(a *agent.Resolved) {
 			srv := a.Servers["tools"]
 			srv.Headers = map[string]string{"Authorization": "Bearer ${MCP_TOKEN}"}
 			a.Servers["tools"] = srv
-		}, []func(ModelRequest) ModelReply{
+		}, []func(agent.ModelRequest) agent.ModelReply{
 			call("tools__secret", `{}`), answer(goodAnswer),
-		}, func(t *testing.T, c *Conversation, m *scriptModel, err error) {
+		}, func(t *testing.T, c *agent.Conversation, m *scriptModel, err error) {
 			if r := lastResult(t, c); err != nil || r.Content != "you sent Bearer [REDACTED]" {
 				t.Errorf("err %v, result %+v", err, r)
 			}
@@ -342,7 +345,7 @@ func TestLoopAgainstMCPServer(t *testing.T) {
 			m := &scriptModel{turns: tc.turns}
 			tb := tools
 			if a.Servers["tools"].Headers != nil {
-				tb = &MCP{Secrets: secret.ResolverFunc(func(_ context.Context, name string) (string, error) {
+				tb = &Client{Secrets: secret.ResolverFunc(func(_ context.Context, name string) (string, error) {
 					if name == "MCP_TOKEN" {
 						return "s3cr3t-token-value", nil
 					}
@@ -360,9 +363,9 @@ func TestLoopServerDown(t *testing.T) {
 	ts := newTestServer(t)
 	url := ts.URL
 	ts.Close()
-	tools := &MCP{}
+	tools := &Client{}
 	defer tools.Close()
-	m := &scriptModel{turns: []func(ModelRequest) ModelReply{answer(goodAnswer)}}
+	m := &scriptModel{turns: []func(agent.ModelRequest) agent.ModelReply{answer(goodAnswer)}}
 	_, err := run(t, newLoop(testAgent(url), m, tools), time.Minute)
 	if fault.Name(err) != fault.NameExecutorUnavailable || !fault.IsRetryable(err) {
 		t.Fatalf("err = %v (%s), want a retryable ExecutorUnavailable", err, fault.Name(err))
@@ -377,13 +380,13 @@ func TestLoopServerDown(t *testing.T) {
 // dropped so the retry connects anew.
 func TestLoopServerGoesDown(t *testing.T) {
 	ts := newTestServer(t)
-	tools := &MCP{}
+	tools := &Client{}
 	defer tools.Close()
-	m := &scriptModel{turns: []func(ModelRequest) ModelReply{
-		func(ModelRequest) ModelReply {
+	m := &scriptModel{turns: []func(agent.ModelRequest) agent.ModelReply{
+		func(agent.ModelRequest) agent.ModelReply {
 			ts.CloseClientConnections()
 			ts.Close()
-			return call("tools__echo", `{"text":"x"}`)(ModelRequest{})
+			return call("tools__echo", `{"text":"x"}`)(agent.ModelRequest{})
 		},
 	}}
 	c, err := run(t, newLoop(testAgent(ts.URL), m, tools), time.Minute)
@@ -394,15 +397,15 @@ func TestLoopServerGoesDown(t *testing.T) {
 
 func TestLoopDeadline(t *testing.T) {
 	ts := newTestServer(t)
-	tools := &MCP{}
+	tools := &Client{}
 	defer tools.Close()
 	cases := []struct {
 		name  string
-		turns []func(ModelRequest) ModelReply
+		turns []func(agent.ModelRequest) agent.ModelReply
 		dl    time.Duration
 	}{
-		{"passed before the model is called", []func(ModelRequest) ModelReply{answer(goodAnswer)}, -time.Second},
-		{"passes while a tool runs", []func(ModelRequest) ModelReply{call("tools__slow", `{"seconds": 3}`)}, 1500 * time.Millisecond},
+		{"passed before the model is called", []func(agent.ModelRequest) agent.ModelReply{answer(goodAnswer)}, -time.Second},
+		{"passes while a tool runs", []func(agent.ModelRequest) agent.ModelReply{call("tools__slow", `{"seconds": 3}`)}, 1500 * time.Millisecond},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -432,9 +435,9 @@ func TestLoopDeadline(t *testing.T) {
 // several invocations would.
 func TestConversationResumes(t *testing.T) {
 	ts := newTestServer(t)
-	tools := &MCP{}
+	tools := &Client{}
 	defer tools.Close()
-	m := &scriptModel{turns: []func(ModelRequest) ModelReply{
+	m := &scriptModel{turns: []func(agent.ModelRequest) agent.ModelReply{
 		call("tools__echo", `{"text": "one"}`), call("tools__big", `{}`), answer("not yet an answer"), answer(goodAnswer),
 	}}
 	l := newLoop(testAgent(ts.URL), m, tools)
@@ -447,7 +450,7 @@ func TestConversationResumes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back Conversation
+		var back agent.Conversation
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatal(err)
 		}
@@ -469,8 +472,8 @@ func TestConversationResumes(t *testing.T) {
 
 func TestStdioRefusedWhereNotAllowed(t *testing.T) {
 	a := testAgent("")
-	a.Servers["tools"] = Server{Name: "tools", Command: "/bin/true"}
-	_, err := run(t, newLoop(a, &scriptModel{turns: []func(ModelRequest) ModelReply{answer(goodAnswer)}}, &MCP{}), time.Minute)
+	a.Servers["tools"] = agent.Server{Name: "tools", Command: "/bin/true"}
+	_, err := run(t, newLoop(a, &scriptModel{turns: []func(agent.ModelRequest) agent.ModelReply{answer(goodAnswer)}}, &Client{}), time.Minute)
 	var ce *fault.ConfigError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), `"tools" runs a command`) {
 		t.Fatalf("err = %v", err)
