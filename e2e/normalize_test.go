@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stepline/stepline/shared/store"
+)
+
+func TestNormalizeText(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`ExecutorTimeout: step "x": scripted timeout (r.yaml:2:5)`, "ExecutorTimeout: …"},
+		{`step "x" failed: ExecutorUnavailable: webhook: HTTP 503 from http://h/x`, `step "x" failed: ExecutorUnavailable: …`},
+		{"States.Timeout", "States.Timeout"},
+		{"ExecutorTimeout", "ExecutorTimeout"},             // a name alone: no wording to drop
+		{"ExecutorTimeout:x", "ExecutorTimeout:x"},         // not an error's text
+		{"NotExecutorTimeout: x", "NotExecutorTimeout: x"}, // another word
+		{"ConfigError: a\nsecond line", "ConfigError: …\nsecond line"},
+	} {
+		if got := NormalizeText(c.in); got != c.want {
+			t.Errorf("NormalizeText(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestNormError(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                                    "",
+		"ExecutorTimeout: no answer":          "ExecutorTimeout: …",
+		`step "x": scripted error "http 500"`: "<error message>",
+		"gateway: HTTP 503 from http://h":     "<error message>",
+		"Approval.Cancelled: withdrawn":       "<error message>",
+	} {
+		if got := normError(in); got != want {
+			t.Errorf("normError(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func f(v float64) *float64 { return &v }
+
+func TestNormalize(t *testing.T) {
+	side := Side{
+		RunID: "run-1",
+		Run:   store.Run{ID: "run-1", Pipeline: "p", Status: store.RunCompleted, Reason: "ExecutorRejected: HTTP 400", Usage: store.Usage{InputTokens: 3, CostUSD: f(0.5)}},
+		Steps: []store.StepRecord{
+			{Name: "b", Index: 900, Attempt: 1, Status: store.StepCompleted, EffectiveConfidence: f(0.8), Model: "gpt", Provider: "openai", RawResponse: "raw",
+				Output: json.RawMessage(`{"confidence": 0.8, "model": "gpt", "provider": "openai", "sub_run_id": "child-9", "nested": {"raw_response": "x", "e": "InvalidOutput: bad"}}`)},
+			{Name: "grp/y", Index: 5, Attempt: 1, Status: store.StepCompleted},
+			{Name: "grp/x", Index: 6, Attempt: 1, Status: store.StepCompleted},
+			{Name: "grp", Index: 7, Attempt: 1, Status: store.StepCompleted},
+			{Name: "a", Index: 1, Attempt: 2, Status: store.StepCompleted},
+			{Name: "a", Index: 0, Attempt: 1, Status: store.StepFailed, Error: "gateway: HTTP 503"},
+		},
+		Children: []Side{{RunID: "child-9", Run: store.Run{ID: "child-9", ParentRunID: "run-1", Pipeline: "c", Status: store.RunCompleted}}},
+	}
+	n := Normalize(side)
+	if got := strings.Join(n.Order, ","); got != "b,grp,a" {
+		t.Errorf("order %s, want the records' order without branches: b,grp,a", got)
+	}
+	var names []string
+	for _, s := range n.Steps {
+		names = append(names, s["name"].(string)+"#"+jsonText(s["attempt"]))
+	}
+	if got := strings.Join(names, ","); got != "a#1,a#2,b#1,grp#1,grp/x#1,grp/y#1" {
+		t.Errorf("records sorted %s", got)
+	}
+	b := n.Steps[2]
+	if got := jsonText(b["output"]); got != `{"confidence":0.8,"nested":{"e":"InvalidOutput: …"},"sub_run_id":"<child run 1>"}` {
+		t.Errorf("output %s", got)
+	}
+	for _, k := range []string{"model", "provider", "raw_response", "index", "cost_usd"} {
+		if _, ok := b[k]; ok {
+			t.Errorf("record keeps %s", k)
+		}
+	}
+	if n.Run["reason"] != "ExecutorRejected: …" || n.Run["input_tokens"] != int64(3) || n.Run["cost_usd"] != nil {
+		t.Errorf("run %v", n.Run)
+	}
+	if n.Steps[0]["error"] != "<error message>" || len(n.Children) != 1 || n.Children[0].Run["has_parent"] != true {
+		t.Errorf("steps[0] %v, children %v", n.Steps[0], n.Children)
+	}
+}
+
+func TestDiff(t *testing.T) {
+	base := Side{RunID: "r", Run: store.Run{Pipeline: "p", Status: store.RunCompleted},
+		Steps: []store.StepRecord{{Name: "a", Attempt: 1, Status: store.StepCompleted, EffectiveConfidence: f(0.8)}}}
+	if d := Diff("local", Normalize(base), "box", Normalize(base)); d != "" {
+		t.Errorf("the same run differs:\n%s", d)
+	}
+	other := base
+	other.Steps = []store.StepRecord{{Name: "a", Attempt: 1, Status: store.StepEscalated, EffectiveConfidence: f(0.7)}}
+	d := Diff("local", Normalize(base), "box", Normalize(other))
+	for _, want := range []string{"steps[0].status", `"completed"`, `"escalated"`, "steps[0].effective_confidence", "0.8", "0.7", "[0]  a #1 completed 0.8"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("diff lacks %q:\n%s", want, d)
+		}
+	}
+	fewer := base
+	fewer.Steps = nil
+	if d := Diff("local", Normalize(base), "box", Normalize(fewer)); !strings.Contains(d, "(absent)") || !strings.Contains(d, "(none)") {
+		t.Errorf("a missing record is not shown:\n%s", d)
+	}
+}
+
+func jsonText(v any) string { return marshal(v) }
