@@ -29,12 +29,15 @@ The patches, as the lab proof (shared/lab/aws-box) found them:
                              AWS::StepFunctions::StateMachine goes to a backend
                              that never executes and ignores DefinitionSubstitutions
 
-and two the tier found:
+and three the tier found:
 
   assign-literal-strings     a string literal in Assign keeps its JSON escapes
                              ("a\\"b" is stored as a, backslash, quote, b): decode it
                              as JSON, as every other literal is decoded
   send-task-failure-cause    SendTaskFailure drops its cause: pass it on
+  test-event-pattern         EventBridge's TestEventPattern is not implemented: answer
+                             it with moto's own rule matcher (the one PutEvents uses),
+                             so the tier delivers events through the stack's rules by hand
 """
 
 from __future__ import annotations
@@ -331,6 +334,20 @@ def _send_task_failure_cause(_: Deps) -> None:
     StepFunctionResponse.send_task_failure = send_task_failure
 
 
+# --- test-event-pattern ----------------------------------------------------------
+
+
+def _test_event_pattern(_: Deps) -> None:
+    from moto.events.models import EventPattern
+    from moto.events.responses import EventsHandler
+
+    def test_event_pattern(self: Any) -> str:
+        pattern = EventPattern.load(self._get_param("EventPattern"))
+        return json.dumps({"Result": pattern.matches_event(json.loads(self._get_param("Event")))})
+
+    EventsHandler.test_event_pattern = test_event_pattern
+
+
 PATCHES: tuple[Patch, ...] = (
     Patch(
         "execute-state-machines",
@@ -395,6 +412,12 @@ PATCHES: tuple[Patch, ...] = (
         "SendTaskFailure drops its cause",
         (Target("moto.stepfunctions.responses", "StepFunctionResponse.send_task_failure", "f0fed5e805768377c3886da87839f8dc3ea37bdaa5a64bab13da2784b5e00304"),),
         _send_task_failure_cause,
+    ),
+    Patch(
+        "test-event-pattern",
+        "TestEventPattern is not implemented",
+        (Target("moto.events.responses", "EventsHandler.test_event_pattern", "945d9dc74b3abdaa1ad8e3a5650796a935e6f817ae05bc48369cccb6709347ca"), Target("moto.events.models", "EventPattern", "37f2129e3cb2a8ebecd733dac298526bcf29ea7fbcf02da5111db700db853dca")),
+        _test_event_pattern,
     ),
 )
 

@@ -258,6 +258,21 @@ class Patches(unittest.TestCase):
             time.sleep(0.02)
         self.assertEqual(json.loads(out["output"]), {"Error": "Approval.Cancelled", "Cause": "withdrawn by the operator"})
 
+    def test_test_event_pattern(self) -> None:
+        events = client("events")
+        pattern = json.dumps({"source": ["alertmanager"], "detail": {"fingerprint": [{"anything-but": ""}], "pipeline": ["", {"exists": False}]}})
+        cases = {
+            "matches": ({"fingerprint": "fp-1"}, True),
+            "empty fingerprint": ({"fingerprint": ""}, False),
+            "names a pipeline": ({"fingerprint": "fp-1", "pipeline": "x"}, False),
+        }
+        for name, (detail, want) in cases.items():
+            with self.subTest(name):
+                event = {"id": "1", "source": "alertmanager", "detail-type": "Stepline Trigger", "account": "123456789012",
+                         "region": "us-east-1", "time": "2026-01-01T00:00:00Z", "resources": [], "detail": detail}
+                got = events.test_event_pattern(EventPattern=pattern, Event=json.dumps(event))["Result"]
+                self.assertEqual(got, want)
+
     def test_cloudformation_state_machines(self) -> None:
         template = {
             "Resources": {
