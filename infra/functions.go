@@ -177,6 +177,7 @@ func (b *builder) addFunction(spec function) {
 	suppress(role, nagRule{"AwsSolutions-IAM5",
 		"X-Ray's PutTraceSegments and PutTelemetryRecords have no resource-level permissions: active tracing needs Resource *.",
 		[]string{"Resource::*"}})
+	lintExempt(fn, redundantDependsOn)
 	b.functions[spec.name] = fn
 	b.roles[spec.name] = role
 }

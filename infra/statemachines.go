@@ -72,6 +72,7 @@ func (b *builder) addStateMachines() {
 				[]string{`/^Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:.+:\*$/g`}})
 		}
 		suppress(sm, rules...)
+		lintExempt(sm, redundantDependsOn)
 	}
 }
 
