@@ -54,12 +54,11 @@ type Harness struct {
 	AWS   *AWS
 	Fake  *Fake
 	Store *dynamo.Store
-	Work  string     // scenario files and the local runs' state
-	Key   []byte     // the approval links' signing key
-	Role  string     // the functions' role
-	cli   sync.Mutex // bin/stepline runs are light, but keep them from piling up
-	once  sync.Once  // deploy
-	err   error      // of deploy
+	Work  string    // scenario files and the local runs' state
+	Key   []byte    // the approval links' signing key
+	Role  string    // the functions' role
+	once  sync.Once // deploy
+	err   error     // of deploy
 }
 
 // Deploy creates the table, the secrets the pipelines name (secrets, as

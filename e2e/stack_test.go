@@ -487,7 +487,6 @@ func startOllama(t *testing.T, responses string) io.Closer {
 		json.NewEncoder(w).Encode(map[string]any{"id": "ollama-box", "object": "chat.completion", "model": req.Model,
 			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": rep.Text}, "finish_reason": "stop"}}})
 	})}
-	var listeners []net.Listener
 	for _, addr := range []string{"127.0.0.1:11434", "[::1]:11434"} {
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -496,8 +495,7 @@ func startOllama(t *testing.T, responses string) io.Closer {
 			}
 			continue // no IPv6 loopback
 		}
-		listeners = append(listeners, l)
-		go srv.Serve(l)
+		go srv.Serve(l) // Close closes the listeners it serves
 	}
 	return srv
 }
