@@ -9,7 +9,7 @@ STATICCHECK_VERSION := v0.8.2
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: all build cli lambdas test tools node-tools dynamodb-local rie lint run synth diff deploy clean
+.PHONY: all build cli lambdas test tools node-tools dynamodb-local rie python-tools lint lint-template run synth diff deploy e2e clean
 
 all: build
 
@@ -49,8 +49,25 @@ deploy: synth
 	$(NODE_BIN)/cdk deploy --app $(BIN)/cdk-app $(CDK_ARGS)
 
 ## tools: everything the tests need (node tools pinned in package-lock.json,
-## DynamoDB Local for the DynamoDB store's tests)
-tools: node-tools dynamodb-local rie
+## DynamoDB Local for the DynamoDB store's tests, moto and cfn-lint for the
+## offline AWS tier)
+tools: node-tools dynamodb-local rie python-tools
+
+## python-tools: moto[server] (the offline AWS box of make e2e), pinned
+## exactly, and cfn-lint (make lint-template). A $(PYTHON) that has them is
+## used as it is; otherwise pip installs them, and where it cannot (no
+## PyPI) the target fails saying what is missing.
+PYTHON        ?= python3
+MOTO_VERSION  := 5.2.1
+CFN_LINT_VERSION := 1.51.0
+
+python-tools:
+	@$(PYTHON) -c 'import sys, moto, flask, boto3; sys.exit(moto.__version__ != "$(MOTO_VERSION)")' 2>/dev/null || \
+		$(PYTHON) -m pip install --quiet 'moto[server]==$(MOTO_VERSION)' || \
+		{ echo "make: $(PYTHON) has no moto[server]==$(MOTO_VERSION) and pip could not install it; make e2e needs it (set PYTHON to a Python that has it)" >&2; exit 1; }
+	@$(PYTHON) -c 'import cfnlint' 2>/dev/null || \
+		$(PYTHON) -m pip install --quiet 'cfn-lint==$(CFN_LINT_VERSION)' || \
+		{ echo "make: $(PYTHON) has no cfn-lint and pip could not install cfn-lint==$(CFN_LINT_VERSION); make lint-template needs it" >&2; exit 1; }
 
 ## rie: the AWS Lambda Runtime Interface Emulator (bin/aws-lambda-rie)
 rie: $(BIN)/aws-lambda-rie
@@ -78,6 +95,22 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+## lint-template: cfn-lint on the synthesized template: no errors and no
+## warnings (each exemption is made in infra/ with its reason)
+lint-template: synth python-tools
+	$(PYTHON) -c 'import sys; from cfnlint.runner import main; sys.argv[0] = "cfn-lint"; sys.exit(main())' cdk.out/*.template.json
+
+## e2e: the offline AWS tier (e2e/): the smoke tests of the box's patches
+## to moto, then the Go tests with STEPLINE_E2E=1, which start the box
+## (moto with the patches, JSONata in Node, the bootstraps under the
+## Runtime Interface Emulator), run the tier and stop everything they
+## started. Logs stay in e2e/logs.
+E2E_ARGS ?=
+
+e2e: build synth rie python-tools
+	$(PYTHON) e2e/box/test_patches.py
+	STEPLINE_E2E=1 STEPLINE_PYTHON=$(PYTHON) $(GO) test -count=1 -timeout 10m -parallel 4 $(E2E_ARGS) ./e2e/
 
 ## run: the main job: run the SRE triage example offline, scripted replies
 ## standing in for the models and the approver, on the embedded SQLite store
