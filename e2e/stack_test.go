@@ -300,7 +300,8 @@ func deployStack(t *testing.T, ctx context.Context, h *Harness, raw []byte, cdkO
 	out.store = dynamo.New(client, table)
 	t.Logf("stack %s with %d resources (%d removed, %d references stubbed, %d secrets created first) in %s",
 		s.Status, len(res), len(rep.Removed), len(rep.Stubbed), len(rep.Secrets), time.Since(started).Round(time.Millisecond))
-	if len(out.machines) != 4 || out.functions["Step"] == "" || out.functions["Ingest"] == "" || out.functions["Recorder"] == "" || table == "" {
+	pipelines, _ := filepath.Glob(filepath.Join(h.Tools.Root, "pipelines", "*.yaml"))
+	if len(out.machines) != len(pipelines) || out.functions["Step"] == "" || out.functions["Ingest"] == "" || out.functions["Recorder"] == "" || table == "" {
 		t.Fatalf("stack resources: machines %v, functions %v, table %q", out.machines, out.functions, table)
 	}
 	return out
