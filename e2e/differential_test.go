@@ -89,7 +89,12 @@ func allScenarios(t *testing.T) []Scenario {
 	return out
 }
 
+// TestExamplesCovered is part of the tier (it runs with make e2e): an
+// example the box does not run fails the tier, not make test.
 func TestExamplesCovered(t *testing.T) {
+	if os.Getenv(EnvRun) == "" {
+		t.Skip("part of the offline AWS tier (make e2e, " + EnvRun + "=1)")
+	}
 	files, err := filepath.Glob(filepath.Join(harness.RepoRoot(), "pipelines", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no example pipelines: %v", err)

@@ -24,21 +24,23 @@ import (
 //     both read "ExecutorTimeout: …".
 //
 // Everything else is compared: run status, reason, stage, source, team,
-// trigger, usage tokens and final output; the order steps were recorded
-// in; per step record its name, attempt, executor, status, error name, the three confidences,
+// trigger, usage tokens and final output; the order steps were first
+// recorded in (where both engines order them strictly); per step record
+// its name, attempt, executor, status, error name, the three confidences,
 // output, verifier output, rendered prompt, token counts and flags; and
 // the same for every sub-pipeline run.
 type Normalized struct {
 	Run map[string]any `json:"run"`
-	// Order is the order the run's steps were recorded in, by their first
-	// record, without parallel branches and fan-out items, whose order
-	// among themselves is a race in either engine.
-	Order []string `json:"order"`
 	// Steps are the records sorted by name and attempt. Index, the
 	// milliseconds since the run started when the record was made, is
-	// left out.
+	// left out: the order of the steps is compared by Diff, from first.
 	Steps    []map[string]any `json:"steps"`
 	Children []Normalized     `json:"children,omitempty"`
+
+	// first is the Index of each step's first record, for steps that are
+	// not parallel branches or fan-out items (whose order among
+	// themselves is a race in either engine).
+	first map[string]int
 }
 
 // errorNames are the typed errors a step reports (package shared/fault)
@@ -71,12 +73,10 @@ func Normalize(s Side) Normalized {
 	for i, c := range s.Children {
 		children[c.RunID] = fmt.Sprintf("<child run %d>", i+1)
 	}
-	n := Normalized{Run: normRun(s.Run, children)}
-	seen := map[string]bool{}
+	n := Normalized{Run: normRun(s.Run, children), first: map[string]int{}}
 	for _, r := range s.Steps {
-		if !strings.Contains(r.Name, "/") && !seen[r.Name] {
-			seen[r.Name] = true
-			n.Order = append(n.Order, r.Name)
+		if i, seen := n.first[r.Name]; !strings.Contains(r.Name, "/") && (!seen || r.Index < i) {
+			n.first[r.Name] = r.Index
 		}
 	}
 	records := append([]store.StepRecord(nil), s.Steps...)
@@ -228,7 +228,8 @@ func Diff(leftName string, left Normalized, rightName string, right Normalized) 
 			diff = append(diff, p)
 		}
 	}
-	if len(diff) == 0 {
+	order := orderDiff(left.first, right.first)
+	if len(diff) == 0 && len(order) == 0 {
 		return ""
 	}
 	sort.Strings(diff)
@@ -242,12 +243,45 @@ func Diff(leftName string, left Normalized, rightName string, right Normalized) 
 	for _, p := range diff {
 		fmt.Fprintf(&b, "%-*s  %-50s  %s\n", w, strings.TrimPrefix(p, "."), show(l[p]), show(r[p]))
 	}
+	for _, o := range order {
+		fmt.Fprintf(&b, "order: %s (%s) but %s (%s)\n", o[0], leftName, o[1], rightName)
+	}
 	b.WriteString("\nstep records (name attempt status effective confidence):\n")
 	rows := max(len(left.Steps), len(right.Steps))
 	for i := 0; i < rows; i++ {
 		fmt.Fprintf(&b, "  [%d]  %-48s  %s\n", i, stepLine(left.Steps, i), stepLine(right.Steps, i))
 	}
 	return b.String()
+}
+
+// orderDiff lists the pairs of steps the two runs recorded in opposite
+// orders. Steps recorded in the same millisecond have no order (the
+// local engine often records several in one), so only strict orders are
+// compared.
+func orderDiff(left, right map[string]int) [][2]string {
+	var out [][2]string
+	names := make([]string, 0, len(left))
+	for n := range left {
+		if _, ok := right[n]; ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for i, a := range names {
+		for _, b := range names[i+1:] {
+			l, r := left[a]-left[b], right[a]-right[b]
+			if l < 0 && r > 0 || l > 0 && r < 0 {
+				before := func(x int) string {
+					if x < 0 {
+						return a + " before " + b
+					}
+					return b + " before " + a
+				}
+				out = append(out, [2]string{before(l), before(r)})
+			}
+		}
+	}
+	return out
 }
 
 func show(s string) string {

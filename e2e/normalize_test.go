@@ -56,8 +56,8 @@ func TestNormalize(t *testing.T) {
 		Children: []Side{{RunID: "child-9", Run: store.Run{ID: "child-9", ParentRunID: "run-1", Pipeline: "c", Status: store.RunCompleted}}},
 	}
 	n := Normalize(side)
-	if got := strings.Join(n.Order, ","); got != "b,grp,a" {
-		t.Errorf("order %s, want the records' order without branches: b,grp,a", got)
+	if got := marshal(n.first); got != `{"a":0,"b":900,"grp":7}` {
+		t.Errorf("first records %s, want each step's first index without branches", got)
 	}
 	var names []string
 	for _, s := range n.Steps {
@@ -101,6 +101,35 @@ func TestDiff(t *testing.T) {
 	fewer.Steps = nil
 	if d := Diff("local", Normalize(base), "box", Normalize(fewer)); !strings.Contains(d, "(absent)") || !strings.Contains(d, "(none)") {
 		t.Errorf("a missing record is not shown:\n%s", d)
+	}
+}
+
+func TestOrderDiff(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		left, right map[string]int
+		want        string
+	}{
+		{"same order", map[string]int{"a": 1, "b": 2}, map[string]int{"a": 10, "b": 20}, ""},
+		{"opposite", map[string]int{"a": 1, "b": 2}, map[string]int{"a": 20, "b": 10}, "a before b|b before a"},
+		{"tied on one side", map[string]int{"a": 3, "b": 3}, map[string]int{"a": 20, "b": 10}, ""},
+		{"one apart", map[string]int{"a": 3, "b": 4}, map[string]int{"a": 5, "b": 4}, "a before b|b before a"},
+		{"a step on one side only", map[string]int{"a": 1, "b": 2}, map[string]int{"b": 1}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got []string
+			for _, o := range orderDiff(c.left, c.right) {
+				got = append(got, o[0]+"|"+o[1])
+			}
+			if strings.Join(got, ";") != c.want {
+				t.Errorf("orderDiff = %v, want %q", got, c.want)
+			}
+		})
+	}
+	l := Normalize(Side{Steps: []store.StepRecord{{Name: "a", Index: 1, Attempt: 1}, {Name: "b", Index: 2, Attempt: 1}}})
+	r := Normalize(Side{Steps: []store.StepRecord{{Name: "a", Index: 9, Attempt: 1}, {Name: "b", Index: 2, Attempt: 1}}})
+	if d := Diff("local", l, "box", r); !strings.Contains(d, "order: a before b (local) but b before a (box)") {
+		t.Errorf("the order difference is not shown:\n%s", d)
 	}
 }
 
