@@ -87,6 +87,34 @@ type Resolved struct {
 	// ThinkingLevel is the level to ask for: the step's
 	// executor_config.thinking_level, else the profile's; "" for none.
 	ThinkingLevel string `json:"thinking_level,omitempty"`
+	// Remote is set when the agent runs on a remote agent runtime (an
+	// OpenClaw gateway, a remote agent gateway) instead of in-process:
+	// Profile then holds only the agent's name, and the runtime's own
+	// profile decides its model, tools and limits.
+	Remote *Remote `json:"remote,omitempty"`
+}
+
+// Remote runtimes an agent step may run on.
+const (
+	RuntimeOpenClaw = "openclaw" // an OpenClaw Gateway (WebSocket, Ed25519 device signature)
+	RuntimeGateway  = "gateway"  // a remote agent gateway (the reference gateway's WebSocket protocol)
+)
+
+// Remote is where a remote agent runs, as stepline.yaml's executors
+// section places it. Secrets are ${NAME} references, resolved where the
+// step runs.
+type Remote struct {
+	Runtime string `json:"runtime"`       // RuntimeOpenClaw or RuntimeGateway
+	URL     string `json:"url,omitempty"` // ws(s) or http(s) URL; "" when the project configures none
+	// Token is the remote gateway's operator token (RuntimeGateway).
+	Token string `json:"token,omitempty"`
+	// Identity is the directory holding the OpenClaw device identity
+	// (device.json, device-auth.json) that local runs read;
+	// Device and DeviceAuth are the same two files as secrets, read where
+	// no directory is (on AWS).
+	Identity   string `json:"identity,omitempty"`
+	Device     string `json:"device,omitempty"`
+	DeviceAuth string `json:"device_auth,omitempty"`
 }
 
 // APIs an agent's models are called through: the wire formats of

@@ -96,6 +96,19 @@
 // the step's output, its name or a runner-reserved field, and never
 // reaches another step. Only the model's final answer is parsed.
 //
+// # Remote agents
+//
+// A Resolved with Remote set names an agent that runs on a remote
+// runtime (an OpenClaw gateway, a remote agent gateway; package executor
+// speaks their protocols): Profile holds only its name, and the runtime's
+// own profile decides model, tools and limits. The same Loop drives it:
+// each Turn is one run there, whose reply carries the runtime's own trace
+// (ModelReply.Trace, kept in place of the loop's text event, iterations
+// numbered after the events before it, tool_denied and cut results
+// flagged) and the agent's version (ModelReply.AgentVersion, kept in
+// Conversation.Version). A rejected answer is re-asked as for any model,
+// and Iterations counts the runs.
+//
 // # MCP
 //
 // The Toolbox over real MCP servers is package mcp below this one

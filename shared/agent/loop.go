@@ -384,8 +384,14 @@ func (l *Loop) Turn(ctx context.Context, c *Conversation) error {
 		return err
 	}
 	c.addUsage(reply)
+	if reply.AgentVersion != "" {
+		c.Version = reply.AgentVersion
+	}
 	turn := Message{Role: RoleAssistant, Text: reply.Text, Native: reply.Native, NativeFormat: reply.NativeFormat}
-	if strings.TrimSpace(reply.Text) != "" {
+	switch {
+	case reply.Trace != nil:
+		c.remoteTrace(reply.Trace)
+	case strings.TrimSpace(reply.Text) != "":
 		text, cut, chars := cutChars(reply.Text, lim.TraceMaxChars)
 		c.Trace = append(c.Trace, Event{Type: EventText, Iteration: c.Iterations, Content: text, Truncated: cut, Chars: charsIf(cut, chars)})
 	}
@@ -423,6 +429,26 @@ func (l *Loop) Turn(ctx context.Context, c *Conversation) error {
 	}
 	c.Messages = append(c.Messages, Message{Role: RoleUser, Results: results})
 	return nil
+}
+
+// remoteTrace appends the events a remote runtime recorded for one call,
+// their iterations numbered after those already in the trace, and flags
+// what they report (a denied call, a cut result).
+func (c *Conversation) remoteTrace(events []Event) {
+	base := 0
+	for _, ev := range c.Trace {
+		base = max(base, ev.Iteration)
+	}
+	for _, ev := range events {
+		ev.Iteration = base + max(ev.Iteration, 1)
+		switch {
+		case ev.Type == EventToolDenied:
+			c.flag(FlagToolDenied)
+		case ev.Type == EventToolResult && ev.Truncated:
+			c.flag(FlagToolResultTruncated)
+		}
+		c.Trace = append(c.Trace, ev)
+	}
 }
 
 func charsIf(cut bool, n int) int {

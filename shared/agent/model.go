@@ -90,4 +90,12 @@ type ModelReply struct {
 	Raw          json.RawMessage // the response body, for audit
 	Native       json.RawMessage // see Message.Native
 	NativeFormat string
+	// Trace is what a runtime that runs its own tool loop (a remote agent
+	// gateway) recorded while answering, in the trace's shape, its
+	// iterations counted from 1 within the call; the loop keeps these
+	// events in place of its own text event. Nil for a plain model.
+	Trace []Event
+	// AgentVersion is the version of the agent that answered, when the
+	// runtime reports one; the loop keeps it in Conversation.Version.
+	AgentVersion string
 }
