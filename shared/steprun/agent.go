@@ -12,6 +12,7 @@ import (
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/task"
 )
 
 // Agents hands out the model and the toolbox of an agent step (satisfied
@@ -67,30 +68,55 @@ func (t *taskRun) agentCall(ctx context.Context, u unit, cfg map[string]any, pro
 	loop := &agent.Loop{Agent: u.agent, Model: model, Tools: tools, Runner: t.h.runner, Schema: t.h.schema, Instruction: t.h.instr, Now: t.h.Now}
 	dl, hasDL := ctx.Deadline()
 	conv, err := loop.Run(ctx, prompt, agent.Deadline(t.h.now(), timeout, dl, hasDL))
-	if res.agent == nil {
-		res.agent = &agentRun{name: u.agent.Profile.Name, version: u.agent.Profile.Version}
-	}
-	if conv != nil {
-		for _, cu := range conv.Usage {
-			cost, priced := t.h.price(cu.Provider, cu.Model, llmoutput.Usage{InputTokens: cu.InputTokens, OutputTokens: cu.OutputTokens})
-			res.usage.addCalls(cu.Calls, cu.InputTokens, cu.OutputTokens, cost, priced)
-		}
-		res.agent.iterations += conv.Iterations
-		res.agent.trace = append(res.agent.trace, conv.Trace...)
-		for _, f := range conv.Flags {
-			if !slices.Contains(res.flags, f) {
-				res.flags = append(res.flags, f)
-			}
-		}
-		if c := conv.Completion; c != nil {
-			res.raw = c.Content
-		}
-	}
+	t.absorb(res, u.agent, conv)
 	if err != nil {
 		return nil, err
 	}
 	out := *conv.Output
 	return &out, nil
+}
+
+// absorb adds what a loop's conversation spent and recorded to res: its
+// usage (each model's calls priced by their own provider and model), its
+// iterations, trace and flags, and the raw text of its accepted answer.
+// conv may be nil (a loop that could not start): res still names the
+// agent.
+func (t *taskRun) absorb(res *result, a *agent.Resolved, conv *agent.Conversation) {
+	if res.agent == nil {
+		res.agent = &agentRun{name: a.Profile.Name, version: a.Profile.Version}
+	}
+	if conv == nil {
+		return
+	}
+	for _, cu := range conv.Usage {
+		cost, priced := t.h.price(cu.Provider, cu.Model, llmoutput.Usage{InputTokens: cu.InputTokens, OutputTokens: cu.OutputTokens})
+		res.usage.addCalls(cu.Calls, cu.InputTokens, cu.OutputTokens, cost, priced)
+	}
+	res.agent.iterations += conv.Iterations
+	res.agent.trace = append(res.agent.trace, conv.Trace...)
+	for _, f := range conv.Flags {
+		if !slices.Contains(res.flags, f) {
+			res.flags = append(res.flags, f)
+		}
+	}
+	if c := conv.Completion; c != nil {
+		res.raw = c.Content
+	}
+}
+
+// summary is what a Response reports of an agent step's loops; nil for a
+// step without an agent.
+func (a *agentRun) summary() *task.AgentSummary {
+	if a == nil {
+		return nil
+	}
+	s := &task.AgentSummary{Agent: a.name, Iterations: a.iterations}
+	for _, ev := range a.trace {
+		if ev.Type == agent.EventToolCall {
+			s.ToolCalls++
+		}
+	}
+	return s
 }
 
 // attachAgent fills an agent step's record: the agent, its version, the

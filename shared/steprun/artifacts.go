@@ -18,6 +18,9 @@ type ArtifactStore interface {
 	// Get returns the content a reference points to. Errors: one wrapping
 	// ErrArtifactNotFound when there is none.
 	Get(ctx context.Context, ref string) (string, error)
+	// Ref returns the reference Put returns for artifact key of step in
+	// run, stored or not, without storing anything.
+	Ref(run, step, key string) (string, error)
 }
 
 // ErrArtifactNotFound reports a reference to no stored artifact.
@@ -83,6 +86,15 @@ func (d Dir) Put(ctx context.Context, run, step, key, content string) (string, e
 	}
 	if err := os.Rename(tmp, p); err != nil {
 		return "", fmt.Errorf("put artifact %s: %w", ref, err)
+	}
+	return ref, nil
+}
+
+// Ref implements ArtifactStore.
+func (d Dir) Ref(run, step, key string) (string, error) {
+	_, ref, err := d.path(run, step, key)
+	if err != nil {
+		return "", fmt.Errorf("artifact reference: %w", err)
 	}
 	return ref, nil
 }

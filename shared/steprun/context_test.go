@@ -120,6 +120,18 @@ func TestDirRejectsEscapes(t *testing.T) {
 	if _, err := d.Get(ctx, "local://run/step/none"); err == nil {
 		t.Errorf("Get of a missing artifact: no error")
 	}
+	for _, key := range []string{"../x", "a/b", "..", ""} {
+		if _, err := d.Ref("run", "step", key); err == nil {
+			t.Errorf("Ref key %q: no error", key)
+		}
+	}
+	ref, err := d.Put(ctx, "run", "group/branch", "k.json", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := d.Ref("run", "group/branch", "k.json"); r != ref || err != nil {
+		t.Errorf("Ref = %q, %v; want Put's reference %q", r, err, ref)
+	}
 }
 
 func TestHelpers(t *testing.T) {

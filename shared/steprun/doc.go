@@ -32,7 +32,10 @@
 //     merged key by key, pipeline set to the child, source to
 //     "sub-pipeline", no fingerprint, the parent's team;
 //   - failure: records a step whose Task failed after its retries and sends
-//     its on_failure webhook (muted in stage testing).
+//     its on_failure webhook (muted in stage testing);
+//   - agent_turns: runs a batch of model calls of a sequential agent step
+//     that outlives one invocation, and, once the agent has answered,
+//     verifies, decides and records it as step does (below).
 //
 // # Agent steps
 //
@@ -52,7 +55,64 @@
 // store its last events are left out to fit and the record is flagged
 // trace_cut. A failed agent step records what its loop spent too. A step
 // that names an agent but carries no resolved one (compiled before
-// agents) fails with a ConfigError rather than making a plain call.
+// agents) fails with a ConfigError rather than making a plain call. The
+// Response of an agent step (or branch) carries a task.AgentSummary: the
+// agent, its model calls and tool calls, for progress displays.
+//
+// # Agent steps that outlive one invocation
+//
+// A sequential agent step whose timeout_seconds is over what one Lambda
+// invocation allows (900 s) is compiled to an agent_turns Task that the
+// state machine invokes again and again (package compiler). Each Task
+// takes up the conversation (agent.Conversation, JSON) where the
+// previous one left it and makes model calls, each with the tool calls
+// it asks for, while Handler.AgentInvocationBudget lasts
+// (DefaultAgentInvocationBudget, 800 s: no call starts after it, and
+// the first call of a Task always does); a call still running when the
+// invocation's own deadline is 10 s away is given up and made again by
+// the next Task. It then hands back: it answers StatusContinue with a
+// task.AgentLoop (the number of model calls kept, the Tasks and retries
+// so far, the step's start and its deadline) that the state machine
+// passes to the step's next Task. The deadline is fixed when the step's
+// first Task starts (timeout_seconds less the margin to record) and
+// carried, so the step's timeout_seconds holds across Tasks; a Task that
+// starts past it fails with AgentDeadlineExceeded. Once the agent has
+// answered, the Task verifies (the verifier's call is left to the next
+// Task when the answer came after the budget), gates and records the step
+// as a single-invocation agent step: the same record, trace, output,
+// flags and usage.
+//
+// The conversation is kept in the artifact store (S3 on AWS, the
+// artifacts directory locally; a step function without one fails such a
+// step with a ConfigError), under the step segment "<record>.agent":
+// latest.json, rewritten after every model call, and turn-<n>.json, the
+// conversation a Task handed back after n model calls, written once per
+// hand-back under its number. Each holds the whole conversation with the
+// turn the Task that wrote it started from. A Task that continues turn n
+// takes up latest.json when it was written by a Task that started from n
+// or later, else turn-<n>.json: so a retried Task (the step's retry:, or
+// Lambda's) goes on from the model calls its failed attempt kept, and
+// one whose answer was lost from the turn it handed back, and no model
+// call or tool call that was kept is made again or appears twice in the
+// trace; a call that was not kept (the invocation ended during it) is
+// made again. The step's first Task, retried, takes up latest.json when
+// its failed attempt wrote one, else starts afresh. A conversation is at
+// most MaxConversationBytes (8 MiB, what S3 reads back of one object) as
+// kept; past it the step fails with a ConfigError (lower the agent's
+// max_iterations or trace_tool_result_max_chars).
+//
+// Usage is added to the run's stored totals as each model call is made,
+// keyed by its turn, the Task and the attempt, so a call counts once
+// however the Tasks are retried (and a call made again counts again);
+// the verifier's usage is added with the step's record. A failed Task
+// records a failed attempt as a step does, with the loop so far; the
+// attempt of a record counts the step's Tasks that were retried
+// (AgentLoop.Retries plus the Task's own attempt). loop_until is refused
+// for such a step (the compiler refuses it too).
+//
+// Each model call writes one artifact and, when it reports usage, one
+// usage update; each Task but the step's first reads one or two
+// artifacts, and one that hands back writes two.
 //
 // BenchmarkAgentStep compares an agent step whose model answers at once
 // with a single-call step: 1.06-1.11x (medians 150-201 µs against

@@ -114,7 +114,7 @@ func (t *taskRun) branch(ctx context.Context) (task.Response, error) {
 	}
 	// A branch answers its own usage: the join adds all branches.
 	return task.Response{Status: status, Step: u.key, Output: out,
-		Steps: map[string]json.RawMessage{u.key: out}, Usage: res.usage.task()}, nil
+		Steps: map[string]json.RawMessage{u.key: out}, Usage: res.usage.task(), Agent: res.agent.summary()}, nil
 }
 
 // branchResult is one branch as the join reads it.

@@ -71,9 +71,15 @@ type Handler struct {
 	// Runner asks for LLMOutput answers and re-asks on invalid ones. Nil:
 	// a zero Runner.
 	Runner *llmoutput.Runner[llmoutput.Output]
-	// Artifacts stores the artifacts outputs carry. Nil: artifacts stay
-	// inline in the output.
+	// Artifacts stores the artifacts outputs carry, the traces too large
+	// for their record and the conversations of agent steps that outlive
+	// one invocation. Nil: artifacts stay inline in the output, and such
+	// agent steps fail with a ConfigError.
 	Artifacts ArtifactStore
+	// AgentInvocationBudget is how long one Task of an agent step that
+	// outlives one invocation goes on calling the model before it hands
+	// back. Zero: DefaultAgentInvocationBudget.
+	AgentInvocationBudget time.Duration
 	// Notifier tells approvers about a pending approval. Nil: a
 	// LogNotifier over Logger.
 	Notifier Notifier
@@ -97,6 +103,9 @@ type Handler struct {
 	// Logger receives warnings (verifier failures, webhook errors). Nil:
 	// discarded.
 	Logger *slog.Logger
+
+	// maxConversation replaces MaxConversationBytes when set (tests).
+	maxConversation int
 
 	once   sync.Once
 	render *renderer
@@ -168,6 +177,8 @@ func (h *Handler) Handle(ctx context.Context, req task.Request) (task.Response, 
 		return t.child(ctx)
 	case task.ModeChildInput:
 		return t.childInput(ctx)
+	case task.ModeAgentTurns:
+		return t.agentTurns(ctx)
 	}
 	return task.Response{}, fault.Errorf[fault.ConfigError]("step handler: unknown mode %q", req.Mode)
 }

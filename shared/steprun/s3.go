@@ -31,13 +31,22 @@ type S3 struct {
 
 var _ ArtifactStore = S3{}
 
+func objectKey(run, step, key string) string {
+	return strings.Join([]string{safeSegment(run), safeSegment(step), safeSegment(key)}, "/")
+}
+
 // Put implements ArtifactStore.
 func (s S3) Put(ctx context.Context, run, step, key, content string) (string, error) {
-	k := strings.Join([]string{safeSegment(run), safeSegment(step), safeSegment(key)}, "/")
+	k := objectKey(run, step, key)
 	if err := s.Client.PutObject(ctx, s.Bucket, k, []byte(content), "text/plain; charset=utf-8"); err != nil {
 		return "", fmt.Errorf("put artifact %q: %w", k, err)
 	}
 	return "s3://" + s.Bucket + "/" + k, nil
+}
+
+// Ref implements ArtifactStore.
+func (s S3) Ref(run, step, key string) (string, error) {
+	return "s3://" + s.Bucket + "/" + objectKey(run, step, key), nil
 }
 
 // Get implements ArtifactStore. An artifact larger than maxArtifactBytes

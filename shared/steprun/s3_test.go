@@ -65,6 +65,9 @@ func TestS3Artifacts(t *testing.T) {
 	if ref != "s3://artifacts/run-1/fan_0/report.md" {
 		t.Errorf("ref = %q", ref)
 	}
+	if r, err := store.Ref("run-1", "fan/0", "report.md"); r != ref || err != nil {
+		t.Errorf("Ref = %q, %v; want Put's reference %q", r, err, ref)
+	}
 	if _, ok := objects["/artifacts/run-1/fan_0/report.md"]; !ok {
 		t.Errorf("objects: %v", objects)
 	}

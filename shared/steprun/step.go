@@ -421,6 +421,10 @@ type outcome struct {
 	usage    stepUsage
 	extra    map[string]json.RawMessage // more Steps entries (branches)
 	noBudget bool
+	// stored, when set, is what finish adds to the run's stored usage in
+	// place of usage: an agent step that outlived an invocation added
+	// its model calls' usage as it made them.
+	stored *stepUsage
 }
 
 func (t *taskRun) finish(ctx context.Context, o outcome) (task.Response, error) {
@@ -435,7 +439,11 @@ func (t *taskRun) finish(ctx context.Context, o outcome) (task.Response, error) 
 	if err := t.putStep(ctx, rec); err != nil {
 		return task.Response{}, err
 	}
-	if err := t.addUsage(ctx, rec.Name+"#"+strconv.Itoa(max(rec.Attempt, 1)), o.usage); err != nil {
+	add := o.usage
+	if o.stored != nil {
+		add = *o.stored
+	}
+	if err := t.addUsage(ctx, rec.Name+"#"+strconv.Itoa(max(rec.Attempt, 1)), add); err != nil {
 		return task.Response{}, err
 	}
 	if err := t.endRun(ctx, o.status, o.reason, totals, o.output); err != nil {
@@ -492,6 +500,16 @@ func decodeStep[T any](req *task.Request) (*T, error) {
 	return v, nil
 }
 
+// stepUnit is a sequential step as a unit.
+func stepUnit(st *pipeline.Step) unit {
+	return unit{
+		name: st.Name, key: st.Name, record: st.Name,
+		executor: st.Executor, config: st.ExecutorConfig, prompt: st.PromptTemplate,
+		timeout: st.TimeoutSeconds, verifier: st.Verifier, loop: st.LoopUntil,
+		agent: st.Agent,
+	}
+}
+
 // step runs a sequential step.
 func (t *taskRun) step(ctx context.Context) (task.Response, error) {
 	st, err := decodeStep[pipeline.Step](t.req)
@@ -503,26 +521,35 @@ func (t *taskRun) step(ctx context.Context) (task.Response, error) {
 	}
 	started := t.h.now()
 	attempt := max(t.req.Attempt, 1)
-	res, err := t.execute(ctx, unit{
-		name: st.Name, key: st.Name, record: st.Name,
-		executor: st.Executor, config: st.ExecutorConfig, prompt: st.PromptTemplate,
-		timeout: st.TimeoutSeconds, verifier: st.Verifier, loop: st.LoopUntil,
-		agent: st.Agent,
-	})
+	res, err := t.execute(ctx, stepUnit(st))
 	if err != nil {
-		rec, aerr := t.agentRecord(ctx, st.Name, st.Executor, attempt, started, &res)
-		if aerr != nil {
-			return task.Response{}, aerr
-		}
-		rec.Status, rec.Error = store.StepFailed, err.Error()
-		if perr := t.putStep(ctx, rec); perr != nil {
-			return task.Response{}, perr
-		}
-		if uerr := t.addUsage(ctx, st.Name+"#"+strconv.Itoa(attempt), res.usage); uerr != nil {
-			return task.Response{}, uerr
-		}
-		return task.Response{}, err
+		return t.stepFailed(ctx, st, attempt, started, &res, err, res.usage)
 	}
+	return t.stepDone(ctx, st, attempt, started, &res, nil)
+}
+
+// stepFailed records a failed attempt of a sequential step (what it spent,
+// and an agent step's loop so far), adds stored to the run's usage, and
+// returns err, the fault the state machine's Retry and Catch see.
+func (t *taskRun) stepFailed(ctx context.Context, st *pipeline.Step, attempt int, started time.Time, res *result, err error, stored stepUsage) (task.Response, error) {
+	rec, aerr := t.agentRecord(ctx, st.Name, st.Executor, attempt, started, res)
+	if aerr != nil {
+		return task.Response{}, aerr
+	}
+	rec.Status, rec.Error = store.StepFailed, err.Error()
+	if perr := t.putStep(ctx, rec); perr != nil {
+		return task.Response{}, perr
+	}
+	if uerr := t.addUsage(ctx, st.Name+"#"+strconv.Itoa(attempt), stored); uerr != nil {
+		return task.Response{}, uerr
+	}
+	return task.Response{}, err
+}
+
+// stepDone gates and records a sequential step's answer. stored, when
+// set, is what to add to the run's stored usage instead of the step's
+// whole usage (a part was added already).
+func (t *taskRun) stepDone(ctx context.Context, st *pipeline.Step, attempt int, started time.Time, res *result, stored *stepUsage) (task.Response, error) {
 	if err := t.storeArtifacts(ctx, st.Name, res.out); err != nil {
 		return task.Response{}, err
 	}
@@ -531,11 +558,16 @@ func (t *taskRun) step(ctx context.Context) (task.Response, error) {
 		return task.Response{}, err
 	}
 	status, reason, flags := gate(st.Name, st.Gate, res.effective, res.out, true)
-	rec, err := t.agentRecord(ctx, st.Name, st.Executor, attempt, started, &res)
+	rec, err := t.agentRecord(ctx, st.Name, st.Executor, attempt, started, res)
 	if err != nil {
 		return task.Response{}, err
 	}
 	rec.Flags = append(rec.Flags, flags...)
 	rec.Status, rec.Output = store.StepStatus(status), out
-	return t.finish(ctx, outcome{name: st.Name, record: rec, status: status, reason: reason, output: out, usage: res.usage})
+	resp, err := t.finish(ctx, outcome{name: st.Name, record: rec, status: status, reason: reason, output: out, usage: res.usage, stored: stored})
+	if err != nil {
+		return resp, err
+	}
+	resp.Agent = res.agent.summary()
+	return resp, nil
 }

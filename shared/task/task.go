@@ -44,6 +44,14 @@ const (
 	// over the step context and answers the child's trigger (the parent's,
 	// with the context's fields over it) as its Output.
 	ModeChildInput = "child_input"
+	// ModeAgentTurns runs model calls of a sequential agent step that
+	// outlives one invocation (its timeout_seconds is over what one Lambda
+	// invocation allows). The state machine invokes it again and again:
+	// each Task continues the conversation the previous one kept (AgentLoop
+	// says where) for as long as one invocation's budget allows, and
+	// answers StatusContinue with the new AgentLoop, until the agent has
+	// answered; then it verifies, decides and records as ModeStep does.
+	ModeAgentTurns = "agent_turns"
 )
 
 // Statuses a Response carries. A run ends with the status of the step that
@@ -54,6 +62,10 @@ const (
 	StatusEscalated = "escalated"
 	StatusAborted   = "aborted"
 	StatusFailed    = "failed"
+	// StatusContinue is an agent_turns Task's answer while the agent has
+	// not answered: the state machine invokes the step's Task again with
+	// the Response's AgentLoop. It never ends a run.
+	StatusContinue = "continue"
 )
 
 // Error names of the state machine's terminal Fail states.
@@ -95,6 +107,38 @@ type Request struct {
 	Decision  *Decision       `json:"decision,omitempty"`   // human (and branch): the approver's answer
 	Child     json.RawMessage `json:"child,omitempty"`      // child (and branch): the sub-pipeline's final output
 	TaskToken string          `json:"task_token,omitempty"` // approval: the token to complete the Task with
+	// AgentLoop is, in an agent_turns Task, where the step's tool loop
+	// stands: what the previous Task of the step answered, nil for the
+	// step's first Task.
+	AgentLoop *AgentLoop `json:"agent_loop,omitempty"`
+}
+
+// AgentLoop is where the tool loop of an agent step that outlives one
+// invocation stands between its Tasks. The conversation itself is kept
+// in the artifact store (package steprun says where); this is the small
+// part the state machine carries from one Task to the next.
+type AgentLoop struct {
+	// Turn is the number of model calls the kept conversation holds.
+	Turn int `json:"turn"`
+	// Tasks counts the step's Tasks that handed back before this one.
+	Tasks int `json:"tasks"`
+	// Retries counts the retries of those Tasks (so that each attempt
+	// of the step has a number of its own).
+	Retries int `json:"retries"`
+	// StartedAt is when the step's first Task started and Deadline when
+	// the loop must have its answer, both fixed then (RFC 3339, UTC).
+	StartedAt string `json:"started_at"`
+	Deadline  string `json:"deadline"`
+}
+
+// AgentSummary is what an agent step's Task reports of its tool loop,
+// for progress displays: the agent, the model calls and tool calls made
+// so far, and (for a step that outlives one invocation) the Tasks.
+type AgentSummary struct {
+	Agent      string `json:"agent"`
+	Iterations int    `json:"iterations"`
+	ToolCalls  int    `json:"tool_calls"`
+	Tasks      int    `json:"tasks,omitempty"`
 }
 
 // Pipeline is what every Task needs to know of its pipeline.
@@ -209,4 +253,9 @@ type Response struct {
 	Steps  map[string]json.RawMessage `json:"steps,omitempty"`
 	Usage  Usage                      `json:"usage"`            // the run's totals after this Task
 	Reason string                     `json:"reason,omitempty"` // why a run ends here: the Fail state's cause
+	// AgentLoop is, with StatusContinue, what the step's next Task takes.
+	AgentLoop *AgentLoop `json:"agent_loop,omitempty"`
+	// Agent summarizes an agent step's tool loop (step and agent_turns
+	// Tasks of agent steps; nil for any other).
+	Agent *AgentSummary `json:"agent,omitempty"`
 }
