@@ -15,6 +15,7 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/blues/jsonata-go v1.5.4
 	github.com/cdklabs/cdk-nag-go/cdknag/v2 v2.38.2
+	github.com/coder/websocket v1.8.15
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/osteele/liquid v1.6.0
 	github.com/xeipuuv/gojsonschema v1.2.0

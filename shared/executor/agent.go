@@ -22,10 +22,16 @@ import (
 // call fails for a reason a retry could fix (ExecutorUnavailable,
 // ExecutorTimeout, RateLimited). With scripted replies (Deps.Responses)
 // both the model and the tools answer from the responses file and no
-// network is used. Errors: *fault.ConfigError.
+// network is used. An agent that runs on a remote runtime
+// (a.Remote: an OpenClaw gateway, a remote agent gateway) gets a model
+// whose every turn is one run there and no toolbox. Errors:
+// *fault.ConfigError.
 func (r *Registry) Agent(call Call, a *agent.Resolved) (agent.Model, agent.Toolbox, error) {
 	if a == nil {
 		return nil, nil, fault.Errorf[fault.ConfigError]("step %q: no agent", call.Step)
+	}
+	if a.Remote != nil || call.Executor == OpenClaw {
+		return r.remoteAgent(call, a)
 	}
 	switch call.Executor {
 	case Gateway, Anthropic, Bedrock, Scripted:
@@ -61,6 +67,25 @@ func (r *Registry) Agent(call Call, a *agent.Resolved) (agent.Model, agent.Toolb
 		m.models = append(m.models, &endpointModel{reg: r, call: call, ep: ep})
 	}
 	return m, r.tools, nil
+}
+
+// remoteAgent is Agent for an agent that runs on a remote runtime: every
+// turn of its model is one run there, and it has no toolbox (the runtime
+// runs its own tools). With scripted replies it answers from them.
+func (r *Registry) remoteAgent(call Call, a *agent.Resolved) (agent.Model, agent.Toolbox, error) {
+	rt := a.Remote
+	switch {
+	case rt == nil:
+		return nil, nil, fault.Errorf[fault.ConfigError]("step %q: executor %q runs agent %q on a remote runtime, but the step carries none (compile it with this Stepline)", call.Step, call.Executor, a.Profile.Name)
+	case rt.Runtime != agent.RuntimeOpenClaw && rt.Runtime != agent.RuntimeGateway:
+		return nil, nil, fault.Errorf[fault.ConfigError]("step %q: unknown remote runtime %q", call.Step, rt.Runtime)
+	case call.Executor != rt.Runtime && call.Executor != Scripted:
+		return nil, nil, fault.Errorf[fault.ConfigError]("step %q: executor %q cannot run agent %q, which runs on the %s runtime", call.Step, call.Executor, a.Profile.Name, rt.Runtime)
+	}
+	if r.deps.Responses != nil {
+		return &scriptedModel{call: call, replies: r.deps.Responses}, nil, nil
+	}
+	return &remoteModel{reg: r, call: call, agent: a}, nil, nil
 }
 
 // Close ends the MCP sessions the registry's agent steps opened. Call it

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/fault"
 )
 
@@ -115,7 +116,8 @@ func check(executor string, cfg map[string]any, m mode, d Defaults) []*ConfigIss
 		// and checks them; here every key is accepted.
 		return nil
 	case OpenClaw:
-		return []*ConfigIssue{{Msg: `executor "openclaw" is not supported`}}
+		_, issues := remoteSettings(agent.RuntimeOpenClaw, cfg, m)
+		return issues
 	}
 	return r.done()
 }

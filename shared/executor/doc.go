@@ -15,7 +15,8 @@
 // resolver, Bedrock client, scripted replies) and hands out a Provider per
 // step call. The human and pipeline executors are driven by the state
 // machine (task tokens, child runs); they are registered so that
-// configurations naming them validate, but have no Provider. [CheckConfig]
+// configurations naming them validate, but have no Provider; nor has
+// openclaw, whose steps run an agent (see Remote agent runtimes). [CheckConfig]
 // validates an executor_config without any network, for the compiler.
 //
 // [Defaults] are what a config falls back on from where it runs, read by
@@ -70,6 +71,77 @@
 // (local runs only). With scripted replies, the model and the tools
 // answer from the responses file (see [Responses]) and nothing reaches
 // the network.
+//
+// # Remote agent runtimes
+//
+// An agent step whose resolved agent runs on a remote runtime
+// (agent.Resolved.Remote: every openclaw step, and a gateway step whose
+// agent the project's remote agent gateway serves; see package project)
+// gets from [Registry.Agent] a model whose every turn is one run there,
+// over a WebSocket (github.com/coder/websocket), and no toolbox: the
+// runtime runs its own tools. Each turn dials the runtime, answers its
+// challenge, sends one agent request and reads frames until the final
+// result, skipping the events it does not need; closing the connection
+// when done, failed or out of time ends the run on the remote side too.
+//
+//   - openclaw speaks the OpenClaw Gateway protocol: the connect.challenge
+//     event's nonce is signed with the device's Ed25519 key (the v3
+//     payload v3|deviceId|gateway-client|backend|operator|scopes|signedAt|token|nonce|platform|,
+//     OpenClawSignaturePayload; base64url signature and raw public key),
+//     connect carries the device and its operator token (protocol 3 to
+//     4), then agent {message, agentId, sessionKey, idempotencyKey,
+//     model, thinking, extraSystemPrompt (the answer's instruction),
+//     timeout (the seconds left)} is answered by accepted, then ok with
+//     result.payloads and meta.agentMeta {provider, model, usage}. The
+//     identity is device.json and device-auth.json: read from the
+//     directory the step names when Deps.OpenClawIdentityFiles is set
+//     (local runs; ~ is Deps.Home), else from the secrets
+//     OPENCLAW_DEVICE and OPENCLAW_DEVICE_AUTH (the step function on
+//     AWS). A run given up is also asked to stop (chat.abort), since an
+//     OpenClaw run outlives its connection. OpenClaw records no trace a
+//     client receives: the step's trace is the answer's text.
+//   - gateway (a remote agent gateway, the reference gateway's /rpc)
+//     answers its challenge with connect {auth: {token}}, then agent
+//     {agentId, sessionKey, message, model, thinkingLevel,
+//     traceToolResultMax (trace_max_chars), traceparent (W3C; from
+//     Deps.TraceParent, else a new trace)} is answered by accepted, any
+//     number of trace_event frames, and ok with payloads,
+//     meta.agentMeta {model, provider, agentVersion, usage} and the whole
+//     trace. Its trace becomes the step's, in package agent's shape:
+//     llm_call numbers the iterations; text, tool_call, tool_result and
+//     tool_denied keep their meaning (names "server__tool" written
+//     "server.tool", calls given ids their result or denial shares, a
+//     result the gateway cut marked truncated); thinking, llm_retry and
+//     model_fallback are left out; contents are cut to trace_max_chars
+//     (default 3000) and at most MaxRemoteTraceEvents are kept.
+//
+// The session key is the step's executor_config.session_key as the step
+// rendered it (the compiler writes the default); it must start with
+// "agent:<agent>:" and fit MaxSessionKeyBytes. A rejected answer is asked
+// again by the loop: OpenClaw keeps a session's conversation, so the
+// re-ask is the runner's feedback alone in the same session; the remote
+// gateway's sessions keep none, so its re-ask carries the prompt, the
+// instruction, the earlier answers and the feedback. Every frame is read
+// within MaxFrameBytes and scrubbed of the call's secrets (the token,
+// the identity) before it is parsed; an idle connection is pinged every
+// Deps.RemotePing (DefaultRemotePing).
+//
+// Failures: a connection refused or reset, a dropped connection, an
+// unanswered ping, a frame that is not JSON or too large, an HTTP 5xx or
+// 408 on the upgrade are ExecutorUnavailable; no handshake within
+// HandshakeTimeout ExecutorTimeout; an HTTP 401, 403 or other 4xx on the
+// upgrade, a refused identity or token, a policy-violation close and a
+// missing or malformed identity ConfigError, never retried. An agent
+// request refused before it is accepted (an unknown agent, a session key
+// of another agent) is ExecutorRejected; a run that fails after it is an
+// executor error with the runtime's message: OpenClaw's code decides
+// (UNAVAILABLE or retryable: ExecutorUnavailable, AGENT_TIMEOUT:
+// ExecutorTimeout, FORBIDDEN and pairing: ConfigError, else
+// ExecutorRejected); on the remote gateway "max iterations" is
+// AgentIterationsExhausted, an internal error or every model failing
+// ExecutorUnavailable, anything else ExecutorRejected. Without
+// executors.openclaw.url an openclaw step fails with a ConfigError
+// naming that setting.
 //
 // # Behaviour every executor shares
 //

@@ -45,7 +45,7 @@ const (
 
 // Names returns every executor name a pipeline may use, sorted. Some of
 // them have no Provider: human and pipeline are run by the state machine,
-// openclaw is reserved.
+// openclaw runs an agent (Registry.Agent).
 func Names() []string {
 	n := []string{Anthropic, Bedrock, Gateway, Human, Notify, OpenClaw, Pipeline, Scripted, Webhook}
 	sort.Strings(n)
@@ -121,6 +121,20 @@ type Deps struct {
 	// Environ is the environment stdio MCP servers start with (main
 	// passes os.Environ()), before each server's own env.
 	Environ []string
+	// OpenClawIdentityFiles lets openclaw steps read their device
+	// identity from the directory the step names (local runs; Home is
+	// what ~ stands for in it). Off (AWS): from the secrets the step
+	// names, OPENCLAW_DEVICE and OPENCLAW_DEVICE_AUTH.
+	OpenClawIdentityFiles bool
+	Home                  string
+	// TraceParent gives the W3C traceparent a remote agent request
+	// carries (the step Lambda derives it from the invocation's X-Ray
+	// trace); nil, or "": a new trace per request.
+	TraceParent func(ctx context.Context) string
+	// RemotePing is how often a remote runtime's connection is pinged
+	// (an unanswered ping is a dropped connection). Zero:
+	// DefaultRemotePing; negative: never.
+	RemotePing time.Duration
 	// Now and Sleep are the clock (for Retry-After dates) and the wait
 	// (for Retry-After); nil: the real ones.
 	Now   func() time.Time
@@ -188,7 +202,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // Provider returns the Provider for call. The configuration is checked
 // here (secrets are resolved later, at each Complete); a bad one is a
 // *fault.ConfigError, as are an unknown executor and one with no Provider
-// (human, pipeline, openclaw).
+// (human, pipeline; openclaw, whose steps run an agent through Agent).
 func (r *Registry) Provider(call Call) (llmoutput.Provider, error) {
 	if !Known(call.Executor) {
 		return nil, fault.Errorf[fault.ConfigError]("unknown executor %q (known: %v)", call.Executor, Names())
@@ -199,7 +213,7 @@ func (r *Registry) Provider(call Call) (llmoutput.Provider, error) {
 	case Pipeline:
 		return nil, fault.Errorf[fault.ConfigError]("executor %q runs a child pipeline through the state machine; it has no provider", call.Executor)
 	case OpenClaw:
-		return nil, fault.Errorf[fault.ConfigError]("executor %q is not supported", call.Executor)
+		return nil, fault.Errorf[fault.ConfigError]("step %q: executor %q runs an agent on the OpenClaw gateway: its step carries no resolved agent (compile it with this Stepline)", call.Step, call.Executor)
 	}
 	if err := configError(call.Executor, check(call.Executor, call.Config, modeBuild, r.deps.Defaults)); err != nil {
 		return nil, err

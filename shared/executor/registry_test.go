@@ -39,7 +39,7 @@ func TestProviderRefusals(t *testing.T) {
 		{Call{Executor: "shell"}, `unknown executor "shell"`},
 		{Call{Executor: Human}, "task token"},
 		{Call{Executor: Pipeline, Config: map[string]any{"pipeline": "child"}}, "child pipeline"},
-		{Call{Executor: OpenClaw}, `"openclaw" is not supported`},
+		{Call{Executor: OpenClaw}, `"openclaw" runs an agent on the OpenClaw gateway: its step carries no resolved agent`},
 		{Call{Executor: Gateway, Config: map[string]any{"base_url": "ftp://x", "model": 3}}, "executor_config.base_url: want an absolute http or https URL"},
 		{Call{Executor: Webhook, Config: map[string]any{}}, "executor_config.url: required"},
 	}
@@ -93,7 +93,9 @@ func TestCheckConfig(t *testing.T) {
 		{"notify payload number", Notify, map[string]any{"url": "https://x", "payload": 1}, []issue{{"payload", false, "want a mapping, a list or a string, got a number"}}},
 		{"pipeline needs its child", Pipeline, map[string]any{"context": "x"}, []issue{{"context", false, "want a mapping, got a string"}, {"pipeline", false, "required"}}},
 		{"scripted takes no keys", Scripted, map[string]any{"file": "x"}, []issue{{"file", true, "unknown key, ignored"}}},
-		{"openclaw", OpenClaw, map[string]any{"agent": "x"}, []issue{{"", false, `executor "openclaw" is not supported`}}},
+		{"openclaw", OpenClaw, map[string]any{"agent": "x", "session_key": "agent:x:{{pipeline_run_id}}", "model": "m", "thinking_level": "xhigh"}, nil},
+		{"openclaw needs its agent", OpenClaw, map[string]any{"thinking_level": "huge", "timeout": 3}, []issue{
+			{"agent", false, "required"}, {"thinking_level", false, `want one of off, minimal, low, medium, high, xhigh, got "huge"`}, {"timeout", true, "unknown key, ignored"}}},
 		{"unknown executor", "shell", nil, []issue{{"", false, `unknown executor "shell"`}}},
 	}
 	for _, c := range cases {
