@@ -324,5 +324,9 @@ class Pools:
             self._closed = True
             emulators = [e for p in self._pools.values() for e in p.all]
             self._lock.notify_all()
+        # Signal every emulator first, then wait: each takes a moment to exit.
+        for e in emulators:
+            if e.proc.poll() is None:
+                e.proc.terminate()
         for e in emulators:
             self._stop(e.proc)
