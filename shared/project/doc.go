@@ -44,9 +44,29 @@
 //
 // executors.openai (base_url, api_key) places the gateway steps that set
 // neither: the compiler writes the values into their executor_config, so
-// they call the same endpoint locally and on AWS. executors.gateway (url,
-// token) and executors.openclaw (url, identity) are parsed and kept for
-// the remote agent gateway executors of later work.
+// they call the same endpoint locally and on AWS.
+//
+// executors.gateway (url: ws(s)://…/rpc, token: one ${NAME}) names a
+// remote agent gateway, and executors.openclaw (url, identity) an
+// OpenClaw gateway; agent steps run there (see package executor for the
+// protocols). One rule places an agent step (Runtime): a profile in the
+// agents directory wins, and the step runs in-process; a gateway step
+// naming an agent the project has no profile of runs on the remote
+// gateway when executors.gateway.url is set (else its agent is unknown);
+// an openclaw step always runs on the OpenClaw gateway, and without
+// executors.openclaw.url it compiles with a warning and fails with a
+// ConfigError naming the setting. A remote agent step resolves to the
+// agent's name and the runtime's place (agent.Resolved.Remote: the URL,
+// the token's reference, the identity); its executor_config takes
+// agent, session_key (Liquid, {{agent}} standing for the agent; default
+// DefaultSessionKey; it must start with "agent:<agent>:" as written),
+// model (written out), thinking_level, and on the remote gateway
+// trace_max_chars (1..1000000); other keys are warnings. identity is the
+// directory holding OpenClaw's device.json and device-auth.json that
+// local runs read (relative to this file's directory, ~ for the home
+// directory; default ~/.openclaw/identity); where no directory is read
+// (the step function on AWS) the same two files are the secrets
+// OPENCLAW_DEVICE and OPENCLAW_DEVICE_AUTH.
 //
 // Load reads the file and the profiles in the agents directory, and
 // checks each profile against the project (agent.CheckProfile). Every

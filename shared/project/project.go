@@ -74,8 +74,8 @@ type Executors struct {
 	// api_key): the compiler writes them into such steps'
 	// executor_config, so the step runs with them wherever it runs.
 	OpenAI OpenAIDefaults
-	// Gateway and OpenClaw are parsed and kept for the remote agent
-	// gateway executors of later work; nothing reads them yet.
+	// Gateway and OpenClaw place the remote agent runtimes agent steps
+	// run on (see Runtime).
 	Gateway  GatewayConfig
 	OpenClaw OpenClawConfig
 }
@@ -94,7 +94,9 @@ type GatewayConfig struct {
 
 // OpenClawConfig is executors.openclaw: an OpenClaw gateway.
 type OpenClawConfig struct {
-	URL      string
+	URL string
+	// Identity is the directory of the device identity (device.json,
+	// device-auth.json) as written; see Project.OpenClawIdentity.
 	Identity string
 }
 
@@ -775,7 +777,11 @@ func (d *decoder) executors(n *yaml.Node) {
 			case "openclaw.url":
 				x.OpenClaw.URL, _ = d.url(f.Value, key, "http", "https", "ws", "wss")
 			case "openclaw.identity":
-				x.OpenClaw.Identity, _ = d.r.NonEmpty(f.Value, key)
+				if id, ok := d.r.NonEmpty(f.Value, key); ok && strings.Contains(id, "${") {
+					d.fail(f.Value, "%s: a directory holding device.json and device-auth.json, read by local runs; where no directory is read (on AWS) the identity is the secrets %s and %s", key, OpenClawDeviceSecret, OpenClawDeviceAuthSecret)
+				} else {
+					x.OpenClaw.Identity = id
+				}
 			default:
 				d.unknown(f, where, fields)
 			}

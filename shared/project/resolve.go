@@ -47,7 +47,16 @@ func (i Issue) String() string { return "executor_config." + i.Key + ": " + i.Ms
 // providers.bedrock. The result carries the profile, the servers its
 // tools name and the policy rules that can apply to it; it is nil when
 // any issue is an error.
+//
+// An agent that runs on a remote runtime (see Runtime: every openclaw
+// step, and a gateway step naming an agent the project has no profile
+// of when executors.gateway.url is set) resolves to its name, the step's
+// thinking_level and the runtime's place (Resolved.Remote); its
+// session_key must start with "agent:<agent>:".
 func (p *Project) Resolve(executor string, cfg map[string]any) (*agent.Resolved, []Issue) {
+	if r, issues, remote := p.resolveRemote(executor, cfg); remote {
+		return r, issues
+	}
 	var issues []Issue
 	fail := func(key, format string, args ...any) {
 		issues = append(issues, Issue{Key: key, Msg: fmt.Sprintf(format, args...)})
