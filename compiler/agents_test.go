@@ -77,8 +77,8 @@ func TestAgentSteps(t *testing.T) {
 			`p.yaml:6:14: step "a": executor_config.agent: unknown agent "triag" (did you mean "triage"?) (agents in ` + p.Agents + `: judge, local, triage)`}},
 		{"executor that runs no agent", "name: p\nsteps:\n  - name: a\n    executor: webhook\n    executor_config: {agent: triage, url: 'http://x'}\n", []string{
 			`p.yaml:5:30: step "a": executor_config.agent: executor "webhook" cannot run an agent; use gateway, anthropic, bedrock`}},
-		{"openclaw stays reserved", "name: p\nsteps:\n  - name: a\n    executor: openclaw\n    executor_config: {agent: triage}\n", []string{
-			`p.yaml:4:15: step "a": executor "openclaw" is reserved and cannot run in Stepline yet; use gateway, anthropic or bedrock`}},
+		{"openclaw without executors.openclaw", "name: p\nsteps:\n  - name: a\n    executor: openclaw\n    executor_config: {agent: triage}\n", []string{
+			`p.yaml:4:15: warning: step "a": executor openclaw is not configured: set executors.openclaw.url in stepline.yaml (the OpenClaw gateway); until then its steps fail with a ConfigError`}},
 		{"bad overrides", "name: p\nsteps:\n  - name: a\n    executor: anthropic\n    executor_config: {agent: triage, thinking_level: hi, model: 'nope/x'}\n", []string{
 			`p.yaml:5:54: step "a": executor_config.thinking_level: "hi" is not a thinking level: want one of off, minimal, low, medium, high, xhigh`,
 			`p.yaml:5:65: step "a": executor_config.model: model "nope/x": unknown provider "nope" (known: anthropic, bedrock, ollama, openai, openrouter)`}},

@@ -18,7 +18,9 @@ import (
 )
 
 // MaxSyncTimeoutSeconds is the longest timeout_seconds a step that runs in
-// one Lambda invocation may ask for: Lambda stops a function at 900 s.
+// one Lambda invocation may ask for: Lambda stops a function at 900 s. A
+// sequential agent step may ask for more: its tool loop then spans
+// several invocations (see lowerAgentTurns).
 const MaxSyncTimeoutSeconds = 900
 
 // builtinNames are the template names every step context defines; vars
@@ -185,7 +187,7 @@ func (c *checker) checkNode(n pipeline.Node) {
 			b.Agent = c.checkExecutor(bw, b.Executor, b.ExecutorConfig, b.Fields, b.Pos)
 			c.checkTemplate(bw, "prompt_template", b.PromptTemplate, fieldPos(b.Fields, "prompt_template", b.Pos))
 			c.checkConfigTemplates(bw, b.ExecutorConfig)
-			c.checkTimeout(bw, b.Executor, b.TimeoutSeconds, b.Fields, b.Pos)
+			c.checkTimeout(bw, b.Executor, b.TimeoutSeconds, b.Fields, b.Pos, runsAgent(b.Executor, b.ExecutorConfig))
 			c.checkVerifier(bw, b.Executor, b.Verifier)
 		}
 		if n.Join != pipeline.JoinWeightedAverage {
@@ -204,7 +206,7 @@ func (c *checker) checkNode(n pipeline.Node) {
 		n.Agent = c.checkExecutor(where, n.Executor, n.ExecutorConfig, n.Fields, n.Pos)
 		c.checkTemplate(where, "prompt_template", n.PromptTemplate, fieldPos(n.Fields, "prompt_template", n.Pos))
 		c.checkConfigTemplates(where, n.ExecutorConfig)
-		c.checkTimeout(where, n.Executor, n.TimeoutSeconds, n.Fields, n.Pos)
+		c.checkTimeout(where, n.Executor, n.TimeoutSeconds, n.Fields, n.Pos, runsAgent(n.Executor, n.ExecutorConfig))
 		c.checkVerifier(where, n.Executor, n.Verifier)
 		if slices.Contains(builtinNames, n.As) && n.As != "item" {
 			c.ds.errorf(n.Fields["as"], "%s: as %q would hide the template name %q", where, n.As, n.As)
@@ -219,7 +221,11 @@ func (c *checker) checkStep(s *pipeline.Step) {
 	s.Agent = c.checkExecutor(where, s.Executor, s.ExecutorConfig, s.Fields, s.Pos)
 	c.checkTemplate(where, "prompt_template", s.PromptTemplate, fieldPos(s.Fields, "prompt_template", s.Pos))
 	c.checkConfigTemplates(where, s.ExecutorConfig)
-	c.checkTimeout(where, s.Executor, s.TimeoutSeconds, s.Fields, s.Pos)
+	if runsAgent(s.Executor, s.ExecutorConfig) {
+		c.checkAgentTimeout(where, s)
+	} else {
+		c.checkTimeout(where, s.Executor, s.TimeoutSeconds, s.Fields, s.Pos, false)
+	}
 	c.checkVerifier(where, s.Executor, s.Verifier)
 	if w := s.OnFailure.Webhook; w != nil {
 		c.checkTemplate(where, "on_failure.webhook.url", w.URL, w.Pos)
@@ -373,12 +379,35 @@ func badSecretRef(s string) string {
 	return ""
 }
 
-func (c *checker) checkTimeout(where, exec string, secs int, fs pipeline.Fields, pos pipeline.Pos) {
-	if exec == pipeline.ExecHuman || exec == pipeline.ExecPipeline {
+// checkTimeout checks the timeout_seconds of a node that runs in one
+// Lambda invocation; agent tells a branch or fan-out that runs an agent.
+func (c *checker) checkTimeout(where, exec string, secs int, fs pipeline.Fields, pos pipeline.Pos, agent bool) {
+	if exec == pipeline.ExecHuman || exec == pipeline.ExecPipeline || secs <= MaxSyncTimeoutSeconds {
 		return
 	}
-	if secs > MaxSyncTimeoutSeconds {
-		c.ds.errorf(fieldPos(fs, "timeout_seconds", pos), "%s: timeout_seconds %d is over %d: a %s step runs in one Lambda invocation, which stops at %d s", where, secs, MaxSyncTimeoutSeconds, exec, MaxSyncTimeoutSeconds)
+	at := fieldPos(fs, "timeout_seconds", pos)
+	if agent {
+		c.ds.errorf(at, "%s: timeout_seconds %d is over %d: the agent of a parallel branch or fan-out item runs in one Lambda invocation, which stops at %d s; only a sequential step's agent may run longer", where, secs, MaxSyncTimeoutSeconds, MaxSyncTimeoutSeconds)
+		return
+	}
+	c.ds.errorf(at, "%s: timeout_seconds %d is over %d: a %s step runs in one Lambda invocation, which stops at %d s", where, secs, MaxSyncTimeoutSeconds, exec, MaxSyncTimeoutSeconds)
+}
+
+// runsAgent reports whether a node with this executor and configuration
+// runs an agent in Stepline's own tool loop (executor_config.agent; an
+// openclaw step's agent runs on its gateway, in one call).
+func runsAgent(exec string, cfg map[string]any) bool {
+	_, ok := cfg["agent"]
+	return ok && exec != pipeline.ExecOpenClaw
+}
+
+// checkAgentTimeout checks a sequential agent step's timeout_seconds: any
+// value in range, since a step past MaxSyncTimeoutSeconds runs its tool
+// loop over several invocations, but such a step cannot have loop_until,
+// which repeats the whole loop within one.
+func (c *checker) checkAgentTimeout(where string, s *pipeline.Step) {
+	if s.TimeoutSeconds > MaxSyncTimeoutSeconds && s.LoopUntil != nil {
+		c.ds.errorf(s.LoopUntil.Pos, "%s: loop_until cannot repeat an agent step whose timeout_seconds %d is over %d: its tool loop spans several Lambda invocations; loop in the agent's own instructions instead, or keep timeout_seconds within %d", where, s.TimeoutSeconds, MaxSyncTimeoutSeconds, MaxSyncTimeoutSeconds)
 	}
 }
 

@@ -69,7 +69,8 @@
 //	confidence_threshold                0..1                    steps, parallel and fan_out
 //	timeout_seconds                     1..99999999             Step Functions' TimeoutSeconds limit; a step the
 //	                                                            step function runs (every executor but human and
-//	                                                            pipeline) at most 900, Lambda's limit (Check)
+//	                                                            pipeline) at most 900, Lambda's limit (Check),
+//	                                                            except a sequential agent step (below)
 //	on_failure.webhook.timeout_seconds  1..45                   the failure Task has 60 s, 15 kept for the record
 //	retry.attempts                      1..100                  total tries
 //	retry.delay_seconds                 0..99999999             IntervalSeconds' limit
@@ -161,6 +162,30 @@
 // field begins and ends with {%, %}, {{, $, $$, ${, quotes, backslashes
 // and line breaks, checks each definition with asl-validator and reads
 // each string back through jsonata 2.0.6 and the engine's evaluator.
+//
+// # Agent steps that outlive one invocation
+//
+// A sequential agent step whose timeout_seconds is over
+// MaxSyncTimeoutSeconds (900 s, what one Lambda invocation allows) runs
+// its tool loop as state machine iterations. Its Task (mode agent_turns,
+// TimeoutSeconds 900, the step's Retry and Catch) makes model calls for
+// up to one invocation's budget, keeping the conversation in the
+// artifact store (package steprun), and answers "continue" with the
+// loop's state until the agent has answered; its outcome Choice has a
+// first rule that sends a continue answer back to the Task, assigning
+// that state to a variable of the step's own, $turns_<name>, which the
+// Task's payload carries (agent_loop). The Task that gets the answer
+// verifies, gates and records the step, and the Choice goes on as for
+// any step. So the step's own timeout_seconds (whose deadline is fixed
+// at its first Task and carried) is its only limit, and each Task costs
+// what a single-invocation step costs: 2 state transitions (the Task
+// and its outcome Choice), one step invocation and about 7 history
+// events. A step of k Tasks costs 2k transitions; it takes at most one
+// Task per model call (plus one when its verifier is left to the next
+// Task, and retries), and as many calls per Task as fit in 800 s.
+// retry: applies to each Task (a retried Task goes on from what its
+// failed attempt kept). Such a step cannot have loop_until (Check), and a
+// parallel branch's or fan-out item's agent stays within one invocation.
 //
 // # Limits and figures
 //

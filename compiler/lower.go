@@ -456,9 +456,15 @@ func (l *lowerer) addTerminal(name string) {
 // outcome emits the Choice that follows a node's deciding Task: completed
 // goes on (checking the next steps' when:); any other status goes to the
 // shared Choice that ends the run in the matching terminal state.
-func (l *lowerer) outcome(i int, name string) string {
+func (l *lowerer) outcome(i int, name string) string { return l.outcomeWith(i, name, nil) }
+
+// outcomeWith is outcome with first, when set, as the Choice's first rule.
+func (l *lowerer) outcomeWith(i int, name string, first *asl.ChoiceRule) string {
 	state := name + ": outcome"
 	ch := &asl.Choice{}
+	if first != nil {
+		ch.Choices = append(ch.Choices, *first)
+	}
 	for _, r := range l.routes(i+1, 0) {
 		cond := "$states.input.status = 'completed'"
 		if r.cond != "" {
@@ -797,6 +803,10 @@ func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
 		l.lowerChild(i, s, refs, failed)
 		return
 	}
+	if outlivesInvocation(s) {
+		l.lowerAgentTurns(i, s, refs, failed)
+		return
+	}
 	calls := reasks
 	if s.Verifier != nil {
 		calls *= 2
@@ -820,6 +830,51 @@ func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
 		Next:           s.Name + ": outcome",
 	})
 	l.outcome(i, s.Name)
+}
+
+// outlivesInvocation reports whether a sequential step is an agent step
+// whose timeout_seconds is over what one Lambda invocation allows: its
+// tool loop runs as state machine iterations (lowerAgentTurns).
+func outlivesInvocation(s *pipeline.Step) bool {
+	return s.Agent != nil && s.TimeoutSeconds > MaxSyncTimeoutSeconds
+}
+
+// loopVar holds, between the Tasks of an agent step that outlives one
+// invocation, where its tool loop stands (task.AgentLoop).
+func loopVar(name string) string { return "turns_" + pipeline.TemplateName(name) }
+
+// lowerAgentTurns emits an agent step that outlives one invocation: a
+// Task (mode agent_turns) that makes model calls for up to one
+// invocation's budget, keeping the conversation in the artifact store,
+// and its outcome Choice, which sends a "continue" answer back to the
+// Task with the loop's state in a variable of the step's own, so that the
+// step's timeout_seconds is its only limit. The last Task verifies,
+// gates and records the step as a step Task does; every Task has the
+// step's retry: and Catch. Each Task costs two state transitions, as a
+// single-invocation step does.
+func (l *lowerer) lowerAgentTurns(i int, s *pipeline.Step, refs []string, failed []asl.Catcher) {
+	v := loopVar(s.Name)
+	p := l.payload(task.ModeAgentTurns, s, refs)
+	p["attempt"] = "{% $states.context.State.RetryCount + 1 %}"
+	p["agent_loop"] = "{% $exists($" + v + ") ? $" + v + " : null %}"
+	args := invoke(task.StepFunctionPlaceholder, p)
+	l.checkPayload(s.Name, args)
+	l.add(&l.sm.States, s.Name, &asl.Task{
+		Comment:        fmt.Sprintf("%s agent step past one invocation: call the model and its tools for up to one invocation's budget, keep the conversation, then continue, or verify, decide and record.", s.Executor),
+		Resource:       asl.ResourceLambdaInvoke,
+		Arguments:      args,
+		TimeoutSeconds: MaxSyncTimeoutSeconds,
+		Retry:          stepRetry(s.Retry),
+		Catch:          failed,
+		Assign:         assignResult(s.Name, s),
+		Output:         "{% $states.result.Payload %}",
+		Next:           s.Name + ": outcome",
+	})
+	l.outcomeWith(i, s.Name, &asl.ChoiceRule{
+		Condition: "{% $states.input.status = '" + task.StatusContinue + "' %}",
+		Assign:    map[string]any{v: "{% $states.input.agent_loop %}"},
+		Next:      s.Name,
+	})
 }
 
 func (l *lowerer) lowerHuman(i int, s *pipeline.Step, refs []string, failed []asl.Catcher) {

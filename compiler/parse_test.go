@@ -316,8 +316,8 @@ func TestErrors(t *testing.T) {
 		{"unknown include root", "name: p\ncontext_template: {include: [lables.service]}\nsteps: [{name: a, executor: scripted}]\n", []string{
 			`p.yaml:2:30: context_template.include: unknown path "lables.service": it starts with one of severity, summary, source, pipeline, received_at, labels, metadata, fingerprint, team (did you mean "labels"?)`,
 		}},
-		{"openclaw reserved", head + "  - {name: a, executor: openclaw}\n", []string{
-			`p.yaml:3:25: step "a": executor "openclaw" is reserved and cannot run in Stepline yet; use gateway, anthropic or bedrock`,
+		{"openclaw needs its agent", head + "  - {name: a, executor: openclaw}\n", []string{
+			`p.yaml:3:25: step "a": executor_config.agent: required: the agent the OpenClaw gateway runs`,
 		}},
 		{"several errors sorted", head + "  - {name: a, executor: nope}\n  - {name: b, executor: scripted, retry: {attempts: 0}}\n", []string{
 			`p.yaml:3:25: step "a": executor "nope" is not one of gateway, anthropic, bedrock, openclaw, webhook, notify, human, pipeline, scripted`,
