@@ -50,6 +50,9 @@ type checker struct {
 	execCheck ExecutorCheck
 	// proj is the pipeline's project; nil: none.
 	proj *project.Project
+	// openclawWarned: the pipeline's openclaw steps were warned that
+	// executors.openclaw is not configured (once per pipeline).
+	openclawWarned bool
 }
 
 // ExecutorCheck checks one executor_config, as package executor's
@@ -291,9 +294,13 @@ func actionNames(p *pipeline.Pipeline) []string {
 // the project, nil when that fails or the step runs none.
 func (c *checker) checkExecutor(where, exec string, cfg map[string]any, fs pipeline.Fields, pos pipeline.Pos) *agent.Resolved {
 	at := fieldPos(fs, "executor_config", fieldPos(fs, "executor", pos))
-	if _, ok := cfg["agent"]; ok && exec != pipeline.ExecOpenClaw {
+	if exec == pipeline.ExecOpenClaw {
 		c.checkSecretRefs(where, cfg, at)
-		return c.resolveAgent(where, exec, cfg, fs, pos)
+		return c.remoteSessionKey(c.openclawAgent(where, cfg, fs, pos), cfg)
+	}
+	if _, ok := cfg["agent"]; ok {
+		c.checkSecretRefs(where, cfg, at)
+		return c.remoteSessionKey(c.resolveAgent(where, exec, cfg, fs, pos), cfg)
 	}
 	str := func(key string) (string, bool) {
 		v, ok := cfg[key]
@@ -322,15 +329,13 @@ func (c *checker) checkExecutor(where, exec string, cfg map[string]any, fs pipel
 		if _, ok := str("url"); !ok {
 			c.ds.errorf(at, "%s: executor %s needs executor_config.url", where, exec)
 		}
-	case pipeline.ExecOpenClaw:
-		c.ds.errorf(fieldPos(fs, "executor", pos), "%s: executor %q is reserved and cannot run in Stepline yet; use gateway, anthropic or bedrock", where, exec)
 	case pipeline.ExecScripted:
 		if c.p.Stage == pipeline.StageProduction {
 			c.ds.warnf(fieldPos(fs, "executor", pos), "%s: a scripted executor in a production pipeline answers from a responses file, not a model", where)
 		}
 	}
 	c.checkSecretRefs(where, cfg, at)
-	if c.execCheck == nil || exec == pipeline.ExecOpenClaw || exec == pipeline.ExecPipeline || !slices.Contains(pipeline.Executors, exec) {
+	if c.execCheck == nil || exec == pipeline.ExecPipeline || !slices.Contains(pipeline.Executors, exec) {
 		return nil
 	}
 	for _, err := range c.execCheck(exec, cfg) {
@@ -346,6 +351,44 @@ func (c *checker) checkExecutor(where, exec string, cfg map[string]any, fs pipel
 		}
 	}
 	return nil
+}
+
+// openclawAgent resolves an openclaw step's agent, which runs on the
+// OpenClaw gateway of executors.openclaw. Without executors.openclaw.url
+// the pipeline is warned once (its openclaw steps fail with a
+// ConfigError naming the setting) and the step still compiles.
+func (c *checker) openclawAgent(where string, cfg map[string]any, fs pipeline.Fields, pos pipeline.Pos) *agent.Resolved {
+	p := c.proj
+	if p == nil || p.Executors.OpenClaw.URL == "" {
+		if !c.openclawWarned {
+			c.openclawWarned = true
+			c.ds.warnf(fieldPos(fs, "executor", pos), "%s: executor openclaw is not configured: set executors.openclaw.url in %s (the OpenClaw gateway); until then its steps fail with a ConfigError", where, project.FileName)
+		}
+		if p == nil {
+			p = &project.Project{}
+		}
+	}
+	at := fieldPos(fs, "executor_config", fieldPos(fs, "executor", pos))
+	r, issues := p.Resolve(pipeline.ExecOpenClaw, cfg)
+	for _, is := range issues {
+		keyAt := fieldPos(c.f.keys[at], is.Key, at)
+		if is.Warning {
+			c.ds.warnf(keyAt, "%s: %s", where, is)
+		} else {
+			c.ds.errorf(keyAt, "%s: %s", where, is)
+		}
+	}
+	return r
+}
+
+// remoteSessionKey writes the session key a remote agent step sends into
+// its executor_config (its own, {{agent}} written out, or the default),
+// for the step to render like any value of it. It returns r.
+func (c *checker) remoteSessionKey(r *agent.Resolved, cfg map[string]any) *agent.Resolved {
+	if r != nil && r.Remote != nil && cfg != nil {
+		cfg["session_key"] = project.SessionKey(r.Profile.Name, cfg)
+	}
+	return r
 }
 
 // checkSecretRefs warns about malformed ${NAME} placeholders in the
@@ -424,6 +467,8 @@ func (c *checker) checkVerifier(where, exec string, v *pipeline.Verifier) {
 	}
 	if _, ok := v.ExecutorConfig["agent"]; ok {
 		c.ds.errorf(fieldPos(v.Fields, "executor_config", v.Pos), "%s verifier: executor_config.agent: a verifier is one model call and cannot run an agent; give the agent's judgement its own step", where)
+	} else if v.Executor == pipeline.ExecOpenClaw {
+		c.ds.errorf(fieldPos(v.Fields, "executor", v.Pos), "%s verifier: executor \"openclaw\" runs an agent, and a verifier is one model call; give the agent's judgement its own step", where)
 	} else {
 		c.checkExecutor(where+" verifier", v.Executor, v.ExecutorConfig, v.Fields, v.Pos)
 	}
