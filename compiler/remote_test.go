@@ -125,7 +125,7 @@ steps:
 // verbatim copy) validates unchanged once executors.openclaw is
 // configured.
 func TestWhenExampleWithOpenClaw(t *testing.T) {
-	src, err := os.ReadFile("testdata/remote/when-example.yaml")
+	src, err := os.ReadFile("testdata/seed/when-example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
