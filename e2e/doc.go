@@ -43,7 +43,8 @@
 //     and table; EventBridge triggers and execution status changes, which
 //     moto does not deliver to Step Functions or Lambda, are delivered by
 //     hand through the stack's own rules ([AWS.Deliver]).
-//   - TestFiveStepRun: a 5-step run takes under a second in the box.
+//   - BenchmarkFiveStepRun: how long a 5-step run takes in the box, warm
+//     (the target is under a second; a figure, not a test).
 //
 // # What the box cannot check
 //

@@ -41,7 +41,7 @@ func logDir() string { return filepath.Join(harness.RepoRoot(), "e2e", "logs") }
 // box returns the running harness, starting it on first use. Without
 // STEPLINE_E2E the test skips; when a tool is missing it skips, or fails
 // in CI (harness.Missing).
-func box(t *testing.T) *Harness {
+func box(t testing.TB) *Harness {
 	t.Helper()
 	if os.Getenv(EnvRun) == "" {
 		t.Skip("the offline AWS tier runs with make e2e (" + EnvRun + "=1)")
