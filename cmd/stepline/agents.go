@@ -22,13 +22,17 @@ type agentInfo struct {
 	ThinkingLevel  string            `json:"thinking_level,omitempty"`
 	Tools          []agent.ToolGrant `json:"tools"`
 	Path           string            `json:"path"` // its agent.yaml
+	// Runs says where its steps run it: project.RunsInProcess, for a
+	// profile of the project (which wins over a remote gateway).
+	Runs string `json:"runs"`
 }
 
-// cmdAgents lists the project's agent profiles: name, version, model and
-// tools. The project is --config or the stepline.yaml found walking up
-// from the working directory. Its problems (of stepline.yaml and of each
-// profile) go to stderr, and an error makes the exit code 1, after the
-// list.
+// cmdAgents lists the project's agent profiles: name, version, model,
+// tools and where they run, then the remote runtimes that serve the
+// agents the project has no profile of. The project is --config or the
+// stepline.yaml found walking up from the working directory. Its problems
+// (of stepline.yaml and of each profile) go to stderr, and an error makes
+// the exit code 1, after the list.
 func cmdAgents(_ context.Context, e env) int {
 	fs := flag.NewFlagSet("agents", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
@@ -71,7 +75,7 @@ func cmdAgents(_ context.Context, e env) int {
 			tools = []agent.ToolGrant{}
 		}
 		infos = append(infos, agentInfo{Name: pr.Name, Description: pr.Description, Version: pr.Version, Model: pr.Model,
-			ModelFallbacks: pr.ModelFallbacks, ThinkingLevel: pr.ThinkingLevel, Tools: tools, Path: l.Path})
+			ModelFallbacks: pr.ModelFallbacks, ThinkingLevel: pr.ThinkingLevel, Tools: tools, Path: l.Path, Runs: project.RunsInProcess})
 	}
 	fmt.Fprint(e.stderr, p.Diagnostics.String())
 	if *asJSON {
@@ -81,11 +85,16 @@ func cmdAgents(_ context.Context, e env) int {
 		fmt.Fprintf(e.stdout, "no agents in %s\n", p.Agents)
 	} else {
 		w := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(w, "NAME\tVERSION\tMODEL\tTOOLS")
+		fmt.Fprintln(w, "NAME\tVERSION\tMODEL\tTOOLS\tRUNS")
 		for _, a := range infos {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", a.Name, a.Version, a.Model, toolsText(a.Tools))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", a.Name, a.Version, a.Model, toolsText(a.Tools), a.Runs)
 		}
 		_ = w.Flush()
+	}
+	if !*asJSON {
+		for _, line := range remoteRuntimes(p) {
+			fmt.Fprintln(e.stdout, line)
+		}
 	}
 	if p.Diagnostics.HasErrors() {
 		return exitFailed
@@ -107,4 +116,21 @@ func toolsText(gs []agent.ToolGrant) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// remoteRuntimes says which remote runtimes the project names and which
+// agents they serve, by the project's rule (project.Runtime).
+func remoteRuntimes(p *project.Project) []string {
+	var out []string
+	if u := p.RuntimeURL(project.RunsGateway); u != "" {
+		what := "every agent"
+		if len(p.Profiles) > 0 {
+			what = "any agent not listed above (a profile of the project wins)"
+		}
+		out = append(out, fmt.Sprintf("gateway steps naming %s run on the remote agent gateway at %s (executors.gateway)", what, u))
+	}
+	if u := p.RuntimeURL(project.RunsOpenClaw); u != "" {
+		out = append(out, fmt.Sprintf("openclaw steps run their agent on the OpenClaw gateway at %s, as device %s (executors.openclaw)", u, p.OpenClawIdentity()))
+	}
+	return out
 }

@@ -8,7 +8,10 @@ import (
 
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/compiler/gate"
+	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/project"
 )
 
 // cmdValidate checks pipeline files: exit 0 when all are valid, 1 when any
@@ -19,15 +22,18 @@ import (
 // compiles in its project (--config, else the stepline.yaml above it),
 // whose agent profiles are checked with it; a problem of a project is
 // printed once however many of its pipelines are validated. With
-// --config and no FILE, it validates every pipeline of the project.
+// --config and no FILE, it validates every pipeline of the project. With
+// -v it says where each valid pipeline's agent steps run: in-process, or
+// on which remote gateway (the project's rule, project.Runtime).
 func cmdValidate(_ context.Context, e env) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	quiet := fs.Bool("q", false, "print errors only, not warnings")
+	verbose := fs.Bool("v", false, "also say where each agent step's agent runs (in-process, or on a remote gateway)")
 	config := configFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: stepline validate [-q] [--config FILE] FILE...")
-		fmt.Fprintln(e.stderr, "       stepline validate [-q] --config FILE   (every pipeline of the project)")
+		fmt.Fprintln(e.stderr, "usage: stepline validate [-q] [-v] [--config FILE] FILE...")
+		fmt.Fprintln(e.stderr, "       stepline validate [-q] [-v] --config FILE   (every pipeline of the project)")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(e.args); err != nil {
@@ -89,8 +95,55 @@ func cmdValidate(_ context.Context, e env) int {
 			continue
 		}
 		fmt.Fprintf(e.stdout, "%s: pipeline %q is valid (%d steps)\n", path, f.Pipeline.Name, len(f.Pipeline.Steps))
+		if *verbose {
+			for _, line := range agentPlaces(f.Pipeline, p) {
+				fmt.Fprintf(e.stdout, "  %s\n", line)
+			}
+		}
 	}
 	return code
+}
+
+// agentPlaces says, for each step, branch and fan-out that runs an agent,
+// where it runs: in-process (the profile and its version), or on which
+// remote runtime.
+func agentPlaces(pl *pipeline.Pipeline, p *project.Project) []string {
+	var out []string
+	place := func(where string, a *agent.Resolved) {
+		if a == nil {
+			return
+		}
+		name := a.Profile.Name
+		switch r := a.Remote; {
+		case r == nil:
+			at := ""
+			if p != nil {
+				if l, ok := p.Profiles[name]; ok {
+					at = " from " + l.Path
+				}
+			}
+			out = append(out, fmt.Sprintf("%s: agent %q runs in-process (version %s%s)", where, name, a.Profile.Version, at))
+		case r.Runtime == agent.RuntimeGateway:
+			out = append(out, fmt.Sprintf("%s: agent %q runs on the remote agent gateway at %s", where, name, r.URL))
+		case r.URL == "":
+			out = append(out, fmt.Sprintf("%s: agent %q runs on the OpenClaw gateway, which is not configured (executors.openclaw.url)", where, name))
+		default:
+			out = append(out, fmt.Sprintf("%s: agent %q runs on the OpenClaw gateway at %s", where, name, r.URL))
+		}
+	}
+	for _, n := range pl.Steps {
+		switch n := n.(type) {
+		case *pipeline.Step:
+			place(fmt.Sprintf("step %q", n.Name), n.Agent)
+		case *pipeline.Parallel:
+			for _, b := range n.Branches {
+				place(fmt.Sprintf("branch %q of parallel %q", b.Name, n.Name), b.Agent)
+			}
+		case *pipeline.FanOut:
+			place(fmt.Sprintf("fan_out %q", n.Name), n.Agent)
+		}
+	}
+	return out
 }
 
 // cmdSchema prints the JSON Schema of the pipeline format, or of an agent

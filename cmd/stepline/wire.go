@@ -21,13 +21,16 @@ import (
 // runs: the same shared/steprun code the step Lambda runs, over the SQLite
 // store, with secrets from the environment, the real executors, Bedrock
 // through the AWS configuration chain (bedrockClient), and agent steps'
-// MCP servers, stdio ones too (started with this process's environment).
+// MCP servers, stdio ones too (started with this process's environment),
+// and openclaw steps' device identity read from the directory their
+// project names (~ is $HOME).
 // The registry it builds is added to regs, whose Close ends its MCP
 // sessions when the command is done.
 func stepHandler(e env, dir string, approvals steprun.Notifier, regs *registries) func(*sqlite.Store) local.StepHandler {
 	return func(st *sqlite.Store) local.StepHandler {
 		client := &http.Client{Transport: e.transport}
-		h := handler(e, st, dir, approvals, client, executor.Deps{Bedrock: &bedrockClient{}, MCPStdio: true, Environ: os.Environ()})
+		h := handler(e, st, dir, approvals, client, executor.Deps{Bedrock: &bedrockClient{}, MCPStdio: true, Environ: os.Environ(),
+			OpenClawIdentityFiles: true, Home: e.getenv("HOME")})
 		regs.add(h.Executors.(*executor.Registry))
 		return h
 	}
