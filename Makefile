@@ -9,7 +9,7 @@ STATICCHECK_VERSION := v0.8.2
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: all build cli lambdas test tools node-tools dynamodb-local rie python-tools lint lint-template run synth diff deploy e2e clean
+.PHONY: all build cli lambdas test tools node-tools dynamodb-local rie python-tools lint lint-template run run-agent synth diff deploy e2e clean
 
 all: build
 
@@ -119,6 +119,15 @@ run: cli
 		--event events/checkout-latency.trigger.json \
 		--responses pipelines/responses/sre-alert-triage.yaml \
 		pipelines/sre-alert-triage.yaml
+
+## run-agent: run the SRE investigation example offline: an agent whose
+## tool loop calls two MCP servers' tools (grafana, runbooks), with the
+## model's turns, the tools' answers and the approver scripted
+run-agent: cli
+	$(BIN)/stepline run \
+		--event events/incident-declared.trigger.json \
+		--responses pipelines/responses/sre-investigation.yaml \
+		pipelines/sre-investigation.yaml
 
 clean:
 	rm -rf $(BIN) cdk.out

@@ -331,6 +331,7 @@ func TestFunctionGrants(t *testing.T) {
 	wantSecrets := []string{
 		"arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:stepline/anthropic-??????",
 		"arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:stepline/automation-token-??????",
+		"arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:stepline/grafana-mcp-token-??????",
 		"arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:stepline/openai-??????",
 		"arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:stepline/warehouse-token-??????",
 		"arn:aws:secretsmanager:eu-west-1:123456789012:secret:openrouter-AbCdEf",
@@ -368,7 +369,7 @@ func TestFunctionGrants(t *testing.T) {
 			"PipelineSecrets": {[]string{"secretsmanager:GetSecretValue"}, wantSecrets},
 		}, without: []string{"Artifacts", "BedrockModels", "StartRuns"}},
 		{role: "CallbackRole", want: map[string]grant{
-			"DecideApprovals": {[]string{"states:SendTaskFailure", "states:SendTaskSuccess"}, []string{machine("sre-alert-triage")}},
+			"DecideApprovals": {[]string{"states:SendTaskFailure", "states:SendTaskSuccess"}, []string{machine("sre-alert-triage"), machine("sre-investigation")}},
 		}, without: []string{"PipelineSecrets", "PipelineParameters", "Artifacts", "StartRuns"}},
 		{role: "IngestRole", want: map[string]grant{
 			"StartRuns": {[]string{"states:StartExecution"}, allMachines},

@@ -76,6 +76,12 @@ func (p *progress) event(_ string, e store.HistoryEvent) {
 			return
 		}
 		r := d.Output.Payload
+		if r.Status == task.StatusContinue {
+			// An agent step that outlives an invocation handed back: the
+			// step goes on in its next Task (its duration runs on).
+			fmt.Fprintf(p.w, "  %-28s %-10s %s\n", r.Step, "continues", agentProgress(r.Agent))
+			return
+		}
 		var out struct {
 			Confidence *float64 `json:"confidence"`
 			Summary    string   `json:"summary"`
@@ -91,6 +97,9 @@ func (p *progress) event(_ string, e store.HistoryEvent) {
 		}
 		delete(p.started, key)
 		fmt.Fprintf(p.w, "  %-28s %-10s confidence %s  %6s  %s\n", r.Step, r.Status, conf, dur.Round(time.Millisecond), oneLine(out.Summary, 60))
+		if r.Agent != nil {
+			fmt.Fprintf(p.w, "  %-28s %-10s %s\n", "", "", agentProgress(r.Agent))
+		}
 	case "TaskFailed", "TaskTimedOut":
 		var d struct{ Error, Cause string }
 		_ = json.Unmarshal(e.Detail, &d)
@@ -102,6 +111,27 @@ func (p *progress) event(_ string, e store.HistoryEvent) {
 		}
 		fmt.Fprintf(p.w, "  %-28s attempt failed: %s\n", e.State, oneLine(d.Error+": "+d.Cause, 90))
 	}
+}
+
+// agentProgress says what an agent step's tool loop did: "agent
+// sre-investigator: 5 model calls, 6 tool calls" (and the Tasks of a step
+// that outlives one invocation).
+func agentProgress(a *task.AgentSummary) string {
+	if a == nil {
+		return ""
+	}
+	s := fmt.Sprintf("agent %s: %s, %s", a.Agent, plural(a.Iterations, "model call"), plural(a.ToolCalls, "tool call"))
+	if a.Tasks > 0 {
+		s += fmt.Sprintf(" in %s", plural(a.Tasks, "Task"))
+	}
+	return s
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func oneLine(s string, n int) string {

@@ -11,6 +11,7 @@ import (
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/infra/plan"
 	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/secret"
 )
 
@@ -86,6 +87,8 @@ func TestLoadExamples(t *testing.T) {
 		{name: "order-intake", secrets: []string{"ANTHROPIC_API_KEY", "OPS_HOOK_KEY", "WAREHOUSE_TOKEN"}, trigger: true, exact: true},
 		{name: "research-brief", secrets: []string{"ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"}},
 		{name: "multi-service-health", defaults: []string{"OPENAI_API_KEY"}, trigger: true, exact: true},
+		{name: "sre-investigation", secrets: []string{"ANTHROPIC_API_KEY", "AUTOMATION_TOKEN", "GRAFANA_MCP_TOKEN"},
+			models: []string{"anthropic.claude-3-5-sonnet-20240620-v1:0"}, approvals: true, trigger: true, exact: true},
 	}
 	if len(ps) != len(tests) {
 		t.Fatalf("loaded %d pipelines, want %d", len(ps), len(tests))
@@ -118,7 +121,12 @@ func TestLoadExamples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sm, ds := compiler.Compile(p.File, src)
+			// In the project above the file, as the stack compiles it.
+			proj, err := project.ForFile(p.File)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, sm, ds := compiler.BuildIn(p.File, src, compiler.Env{Project: proj})
 			if ds.HasErrors() {
 				t.Fatal(ds)
 			}

@@ -130,6 +130,7 @@ func TestExampleTriggerPatterns(t *testing.T) {
 		"sre-alert-triage":     `{"detail":{"labels":{"team":["checkout"]},"pipeline":["",{"exists":false}],"severity":["critical","warning"]},"detail-type":["Stepline Trigger"],"source":["alertmanager"]}`,
 		"order-intake":         `{"detail":{"labels":{"event":["order.created"]},"pipeline":["",{"exists":false}]},"detail-type":["Stepline Trigger"],"source":["generic"]}`,
 		"multi-service-health": `{"detail":{"labels":{"event":["deploy.finished"]},"pipeline":["",{"exists":false}]},"detail-type":["Stepline Trigger"],"source":["generic"]}`,
+		"sre-investigation":    `{"detail":{"pipeline":["",{"exists":false}],"severity":["critical","major"]},"detail-type":["Stepline Trigger"],"source":["incident"]}`,
 	}
 	for _, p := range ps {
 		if p.Trigger == nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/notify"
+	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/sqlite"
@@ -53,6 +54,13 @@ func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 // returns the outcome and the step records.
 func runScenario(t *testing.T, pipelineYAML, responsesYAML, trigger string) (Outcome, []store.StepRecord, *fakeClock) {
 	t.Helper()
+	return runScenarioIn(t, nil, pipelineYAML, responsesYAML, trigger)
+}
+
+// runScenarioIn is runScenario with the pipeline compiled in proj (nil:
+// none) and an artifact directory, as the CLI runs examples.
+func runScenarioIn(t *testing.T, proj *project.Project, pipelineYAML, responsesYAML, trigger string) (Outcome, []store.StepRecord, *fakeClock) {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "p.yaml")
 	if err := os.WriteFile(path, []byte(pipelineYAML), 0o644); err != nil {
@@ -65,11 +73,16 @@ func runScenario(t *testing.T, pipelineYAML, responsesYAML, trigger string) (Out
 	clock := &fakeClock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
 	ctx := context.Background()
 	r, err := Open(ctx, Config{
-		Dir:   filepath.Join(dir, "state"),
-		Clock: clock,
+		Dir:     filepath.Join(dir, "state"),
+		Clock:   clock,
+		Project: proj,
 		Handler: func(st *sqlite.Store) StepHandler {
-			return &steprun.Handler{Store: st, Executors: executor.NewRegistry(executor.Deps{Responses: responses}),
+			h := &steprun.Handler{Store: st, Executors: executor.NewRegistry(executor.Deps{Responses: responses}),
 				Notifications: &notify.Dispatcher{HTTP: http.DefaultClient}}
+			if proj != nil {
+				h.Artifacts = steprun.Dir{Root: filepath.Join(dir, "state", "artifacts")}
+			}
+			return h
 		},
 	})
 	if err != nil {
@@ -394,15 +407,25 @@ func TestExamplePipelines(t *testing.T) {
 		file, responses, event string
 		status                 store.RunStatus
 		steps                  map[string]string
+		tools                  []string // tool calls in an agent step's trace, in order
 	}{
 		{"sre-alert-triage.yaml", "sre-alert-triage.yaml", "checkout-latency.trigger.json", store.RunCompleted,
-			map[string]string{"triage": "completed 0.82", "approve-remediation": "completed 1", "remediate": "completed 1"}},
+			map[string]string{"triage": "completed 0.82", "approve-remediation": "completed 1", "remediate": "completed 1"}, nil},
 		{"multi-service-fanout.yaml", "multi-service-health.yaml", "deploy-finished.trigger.json", store.RunCompleted,
-			map[string]string{"discover": "completed 0.92", "check-service/0": "completed 0.81", "check-service/1": "completed 0.74", "check-service": "completed 0.74", "report": "completed 0.9"}},
+			map[string]string{"discover": "completed 0.92", "check-service/0": "completed 0.81", "check-service/1": "completed 0.74", "check-service": "completed 0.74", "report": "completed 0.9"}, nil},
 		{"order-intake.yaml", "order-intake.yaml", "order-created.trigger.json", store.RunCompleted,
-			map[string]string{"validate-order": "completed 0.93", "reserve-stock": "failed 0", "acknowledge": "completed 1"}},
+			map[string]string{"validate-order": "completed 0.93", "reserve-stock": "failed 0", "acknowledge": "completed 1"}, nil},
 		{"research-brief.yaml", "research-brief.yaml", "research-question.trigger.json", store.RunCompleted,
-			map[string]string{"analysis/literature": "completed 0.8", "analysis": "completed 0.722222", "draft": "completed 0.9"}},
+			map[string]string{"analysis/literature": "completed 0.8", "analysis": "completed 0.722222", "draft": "completed 0.9"}, nil},
+		{"sre-investigation.yaml", "sre-investigation.yaml", "incident-declared.trigger.json", store.RunCompleted,
+			map[string]string{"investigate": "completed 0.86", "approve-remediation": "completed 1", "remediate": "completed 1"},
+			[]string{"grafana.query_prometheus", "grafana.query_prometheus", "grafana.query_loki_logs", "grafana.query_prometheus", "runbooks.search", "runbooks.get_runbook"}},
+	}
+	// The examples compile in the repository's project, as the CLI
+	// compiles them: their agent steps run its agents.
+	proj, err := project.Load("../../stepline.yaml")
+	if err != nil {
+		t.Fatal(err)
 	}
 	files, _ := filepath.Glob("../../pipelines/*.yaml")
 	if len(files) != len(cases) {
@@ -426,7 +449,7 @@ func TestExamplePipelines(t *testing.T) {
 			if err := json.Unmarshal(event, &ev); err != nil {
 				t.Fatal(err)
 			}
-			o, steps, _ := runScenario(t, string(src), string(responses), string(ev.Trigger))
+			o, steps, _ := runScenarioIn(t, proj, string(src), string(responses), string(ev.Trigger))
 			if o.Status != c.status {
 				t.Errorf("status %q (%s), want %q", o.Status, o.Reason, c.status)
 			}
@@ -435,6 +458,19 @@ func TestExamplePipelines(t *testing.T) {
 				if got[name] != want {
 					t.Errorf("step %q: %q, want %q (all %v)", name, got[name], want, got)
 				}
+			}
+			var calls []string
+			for _, s := range steps {
+				var trace []struct{ Type, Name string }
+				_ = json.Unmarshal(s.Trace, &trace)
+				for _, ev := range trace {
+					if ev.Type == "tool_call" {
+						calls = append(calls, ev.Name)
+					}
+				}
+			}
+			if strings.Join(calls, " ") != strings.Join(c.tools, " ") {
+				t.Errorf("tool calls %v, want %v", calls, c.tools)
 			}
 		})
 	}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/task"
+)
+
+// TestProgressOfAgentSteps: run's progress says what an agent step's
+// loop did: a Task that hands back "continues" with the calls so far, and
+// the step's line is followed by its agent, model calls and tool calls
+// (and Tasks, for a step that outlives one invocation); a step without an
+// agent prints one line as before.
+func TestProgressOfAgentSteps(t *testing.T) {
+	at := time.Date(2026, 11, 29, 17, 40, 0, 0, time.UTC)
+	succeeded := func(r task.Response) store.HistoryEvent {
+		d, _ := json.Marshal(map[string]any{"output": map[string]any{"Payload": r}})
+		return store.HistoryEvent{Type: "TaskSucceeded", State: r.Step, Time: at.Add(3 * time.Second), Detail: d}
+	}
+	out := json.RawMessage(`{"confidence": 0.86, "summary": "pool exhausted", "next_step_context": ""}`)
+	cases := []struct {
+		name string
+		resp task.Response
+		want string
+	}{
+		{"a Task hands back", task.Response{Status: task.StatusContinue, Step: "investigate", Output: json.RawMessage("null"),
+			Agent: &task.AgentSummary{Agent: "sre-investigator", Iterations: 1, ToolCalls: 2, Tasks: 1}},
+			"  investigate                  continues  agent sre-investigator: 1 model call, 2 tool calls in 1 Task\n"},
+		{"the step answers after Tasks", task.Response{Status: task.StatusCompleted, Step: "investigate", Output: out,
+			Agent: &task.AgentSummary{Agent: "sre-investigator", Iterations: 5, ToolCalls: 1, Tasks: 3}},
+			"  investigate                  completed  confidence 0.86      3s  pool exhausted\n" +
+				"                                          agent sre-investigator: 5 model calls, 1 tool call in 3 Tasks\n"},
+		{"an agent step in one invocation", task.Response{Status: task.StatusEscalated, Step: "triage", Output: out,
+			Agent: &task.AgentSummary{Agent: "sre-triage", Iterations: 1}},
+			"  triage                       escalated  confidence 0.86      3s  pool exhausted\n" +
+				"                                          agent sre-triage: 1 model call, 0 tool calls\n"},
+		{"a step without an agent", task.Response{Status: task.StatusCompleted, Step: "report", Output: out},
+			"  report                       completed  confidence 0.86      3s  pool exhausted\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var b bytes.Buffer
+			p := newProgress(&b)
+			p.event("run-1", store.HistoryEvent{Type: "TaskScheduled", State: c.resp.Step, Time: at})
+			p.event("run-1", succeeded(c.resp))
+			if b.String() != c.want {
+				t.Errorf("progress:\n%q\nwant\n%q", b.String(), c.want)
+			}
+		})
+	}
+}
+
+// TestRunAgentExample runs the agent example as make run-agent does,
+// offline: its investigation's line names the agent and what its loop
+// did, and the run completes without reaching the network.
+func TestRunAgentExample(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := dispatch(context.Background(), []string{"run", "--dir", filepath.Join(t.TempDir(), "state"),
+		"--event", "../../events/incident-declared.trigger.json",
+		"--responses", "../../pipelines/responses/sre-investigation.yaml",
+		"../../pipelines/sre-investigation.yaml"}, offlineEnv(t, &out, &errOut))
+	if code != exitOK || errOut.Len() > 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	for _, re := range []string{
+		`(?m)^  investigate\s+completed\s+confidence 0\.86 .*connection pool`,
+		`(?m)^\s+agent sre-investigator: 5 model calls, 6 tool calls in 1 Task$`,
+		`(?m)^  remediate\s+completed`,
+		`(?m)^run run-\S+: completed$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out.String()) {
+			t.Errorf("output does not match %s:\n%s", re, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "continues") {
+		t.Errorf("the scripted investigation handed back within one budget:\n%s", out.String())
+	}
+}
