@@ -14,6 +14,15 @@
 // Secrets not listed in SECRET_REFS are read from the environment (a
 // gateway step without api_key sends OPENAI_API_KEY when it is set).
 //
+// Agent steps on a remote runtime dial it over WebSocket from the
+// function, which must reach it (a public wss:// endpoint, or the
+// function in a VPC with a route to it): an openclaw step signs with
+// the device identity in the secrets OPENCLAW_DEVICE and
+// OPENCLAW_DEVICE_AUTH (device.json and device-auth.json, each whole,
+// mapped in SECRET_REFS like any secret), a remote agent gateway step
+// sends the token its project names. Each agent request carries the
+// invocation's X-Ray trace as a W3C traceparent.
+//
 // Agent steps reach their MCP servers over streamable HTTP only (stdio
 // servers are refused: the compiler keeps them off AWS). Sessions are
 // opened on first use and kept for the life of the container, so a warm
@@ -32,6 +41,7 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"os"
@@ -58,7 +68,8 @@ func main() {
 	sns, err := notify.NewSNS(f.AWS)
 	f.Check(err, "sns")
 	client := &http.Client{}
-	registry := executor.NewRegistry(executor.Deps{HTTP: client, Secrets: secrets, Bedrock: bedrock, Logger: f.Log, Defaults: executor.DefaultsFromEnv(os.Getenv)})
+	registry := executor.NewRegistry(executor.Deps{HTTP: client, Secrets: secrets, Bedrock: bedrock, Logger: f.Log, Defaults: executor.DefaultsFromEnv(os.Getenv),
+		TraceParent: xrayTraceParent})
 	h := &steprun.Handler{
 		Store:     st,
 		Executors: registry,
@@ -77,6 +88,13 @@ func main() {
 	}
 	// The MCP sessions of agent steps close when the container stops.
 	lambda.StartWithOptions(h.Lambda(), lambda.WithEnableSIGTERM(func() { _ = registry.Close() }))
+}
+
+// xrayTraceParent is the invocation's X-Ray trace (the runtime puts its
+// header in the context) as a W3C traceparent, for remote agent requests.
+func xrayTraceParent(ctx context.Context) string {
+	h, _ := ctx.Value("x-amzn-trace-id").(string)
+	return executor.TraceParentFromXRay(h)
 }
 
 // lazyPrices returns the price table, parsed when the first call is priced
