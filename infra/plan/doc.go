@@ -18,7 +18,15 @@
 // positioned at its executor_config and naming the agent and the server.
 // The ${NAME} references of agents' models (api_key, base_url) and MCP
 // servers (url, headers, env) are among a pipeline's Secrets, and their
-// Bedrock models among its Models. A gateway step without
+// Bedrock models among its Models. So are a remote agent's (package
+// project: an openclaw step, a gateway step on the remote agent
+// gateway): the gateway's token and URL references, and the OpenClaw
+// device identity, which on AWS is the secrets OPENCLAW_DEVICE and
+// OPENCLAW_DEVICE_AUTH (device.json and device-auth.json, each whole;
+// map them in stepline:secrets, e.g. to secretsmanager:stepline/openclaw-device).
+// A remote agent the step function cannot reach is refused, positioned
+// at its executor_config: a runtime stepline.yaml does not configure,
+// or one at a loopback address (localhost, 127.0.0.0/8, ::1). A gateway step without
 // api_key reads the secret OPENAI_API_KEY by default (DefaultSecrets): the
 // functions may read it when stepline:secrets maps it, and such steps send
 // no key when it does not.

@@ -131,6 +131,9 @@ func compile(path string, proj *project.Project, d executor.Defaults) (*Pipeline
 	if stdio := stdioAgents(f.Pipeline); len(stdio) > 0 {
 		return nil, &fileError{stdio.Err()}
 	}
+	if remote := unreachableAgents(f.Pipeline); len(remote) > 0 {
+		return nil, &fileError{remote.Err()}
+	}
 	def, err := compiler.MarshalCompact(sm)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encode state machine: %w", path, err)
@@ -348,6 +351,12 @@ func secretNames(m *pipeline.Pipeline) []string {
 			visit(s.URL)
 			visit(s.Headers)
 			visit(s.Env)
+		}
+		if rt := r.Remote; rt != nil {
+			visit(rt.URL)
+			visit(rt.Token)
+			visit(rt.Device)
+			visit(rt.DeviceAuth)
 		}
 	})
 	for _, n := range m.Steps {
