@@ -32,8 +32,17 @@
 // cannot run one, a verifier naming one, a bad model or thinking level.
 // Lower inlines the Agent in the Task's static payload like the rest of
 // the step's configuration, so the step function reads no file, and the
-// payload budget counts it. A gateway step that runs no agent and sets no
-// base_url or api_key takes the project's executors.openai values.
+// payload budget counts it. An openclaw step, and a gateway step whose
+// agent the project has no profile of while executors.gateway names a
+// remote agent gateway, run their agent on that remote runtime
+// (project.Runtime): the Agent field then says where (Agent.Remote), the
+// step's session_key ({{agent}} written out, default
+// agent:<agent>:pipeline:{{pipeline_run_id}}:{{current_step}}) is
+// written into its executor_config for the step function to render, and
+// it must start with "agent:<agent>:". Without executors.openclaw an
+// openclaw step compiles with one warning per pipeline and fails when it
+// runs. A gateway step that runs no agent and sets no base_url or
+// api_key takes the project's executors.openai values.
 // Programs do not call them directly but through package compiler/gate,
 // which adds package executor's configuration checks (the compiler takes
 // them as a value, ExecutorCheck, so that it does not link the executors):

@@ -102,7 +102,7 @@ const (
 	ExecGateway   = "gateway"
 	ExecAnthropic = "anthropic"
 	ExecBedrock   = "bedrock"
-	ExecOpenClaw  = "openclaw" // reserved: parsed, not runnable
+	ExecOpenClaw  = "openclaw" // an agent on an OpenClaw gateway (executors.openclaw)
 	ExecWebhook   = "webhook"
 	ExecNotify    = "notify"
 	ExecHuman     = "human"
