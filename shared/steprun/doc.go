@@ -112,7 +112,11 @@
 //
 // Each model call writes one artifact and, when it reports usage, one
 // usage update; each Task but the step's first reads one or two
-// artifacts, and one that hands back writes two.
+// artifacts, and one that hands back writes two (in place of the call's
+// one). BenchmarkAgentTurns runs a loop of eleven model calls as one
+// Task and as eleven: the eleven Tasks cost 1.3-2.5 ms more per call
+// (the conversation kept on the local disk, usage in SQLite; shared
+// 2-core machine), against model calls of seconds.
 //
 // BenchmarkAgentStep compares an agent step whose model answers at once
 // with a single-call step: 1.06-1.11x (medians 150-201 µs against

@@ -161,7 +161,6 @@ func (t *taskRun) agentTurns(ctx context.Context) (task.Response, error) {
 			return t.stepFailed(ctx, st, attempt, started, &res, err, res.usage)
 		}
 	}
-	lt.turn = conv.Iterations
 
 	// Model calls while the invocation's budget lasts: past soft, no call
 	// starts; at hard (the invocation's own deadline, less the margin to
@@ -175,10 +174,17 @@ func (t *taskRun) agentTurns(ctx context.Context) (task.Response, error) {
 		}
 	}
 	ran := 0
-	for !conv.Done {
-		if ran > 0 && !t.h.now().Before(soft) {
-			return lt.handBack(ctx, conv)
+	// handBack hands kept back (nil: the conversation last kept); a
+	// failure to keep it fails the Task with the loop so far, conv.
+	handBack := func(kept *agent.Conversation) (task.Response, error) {
+		resp, err := lt.handBack(ctx, kept)
+		if err != nil {
+			t.absorb(&res, u.agent, conv)
+			return t.stepFailed(ctx, st, attempt, started, &res, err, stepUsage{})
 		}
+		return resp, nil
+	}
+	for !conv.Done {
 		before := slices.Clone(conv.Usage)
 		tctx, stop := ctx, context.CancelFunc(func() {})
 		if bounded {
@@ -194,7 +200,7 @@ func (t *taskRun) agentTurns(ctx context.Context) (task.Response, error) {
 		}
 		if err != nil {
 			if cut && ran > 0 {
-				return lt.handBack(ctx, nil)
+				return handBack(nil)
 			}
 			if cut {
 				err = fault.Errorf[fault.ExecutorTimeout]("step %q: agent %q: model call %d and its tool calls did not finish within one invocation; each must", st.Name, conv.Agent, conv.Iterations)
@@ -203,13 +209,16 @@ func (t *taskRun) agentTurns(ctx context.Context) (task.Response, error) {
 			return t.stepFailed(ctx, st, attempt, started, &res, err, stepUsage{})
 		}
 		ran++
+		if !conv.Done && !t.h.now().Before(soft) {
+			return handBack(conv) // keeps the conversation, under its turn too
+		}
 		if err := lt.keep(ctx, conv); err != nil {
 			t.absorb(&res, u.agent, conv)
 			return t.stepFailed(ctx, st, attempt, started, &res, err, stepUsage{})
 		}
 	}
 	if ran > 0 && u.verifier != nil && !t.h.now().Before(soft) {
-		return lt.handBack(ctx, conv) // the next Task verifies
+		return handBack(conv) // the next Task verifies
 	}
 
 	// The agent has answered: judged by the runner already, now verified,
@@ -276,8 +285,7 @@ type loopTask struct {
 	ls       task.AgentLoop // as the Task received it
 	started  time.Time
 	deadline time.Time
-	turn     int    // model calls in the conversation last kept
-	last     []byte // that conversation, as kept
+	last     []byte // the conversation last kept, as kept
 }
 
 // usageKey names the usage of model call n made by this Task's attempt:
@@ -296,7 +304,7 @@ func (lt *loopTask) keep(ctx context.Context, conv *agent.Conversation) error {
 	if _, err := lt.t.h.Artifacts.Put(ctx, lt.t.req.Run.ID, conversationSegment(lt.u.record), ConversationLatest, string(b)); err != nil {
 		return fmt.Errorf("keep the conversation of %q: %w", lt.u.record, err)
 	}
-	lt.turn, lt.last = conv.Iterations, b
+	lt.last = b
 	return nil
 }
 
