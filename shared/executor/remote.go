@@ -91,7 +91,10 @@ func (m *remoteModel) Turn(ctx context.Context, req agent.ModelRequest) (agent.M
 	if rt.URL == "" {
 		return agent.ModelReply{}, fault.Errorf[fault.ConfigError]("step %q: %s", m.call.Step, notConfigured(rt.Runtime))
 	}
-	a, err := m.reg.begin(ctx, m.call, DefaultModelTimeout)
+	// A remote run is bounded by the step's timeout alone (and the loop's
+	// deadline in ctx), not a model call's default: an agent run may be
+	// long.
+	a, err := m.reg.begin(ctx, m.call, 0)
 	if err != nil {
 		return agent.ModelReply{}, err
 	}
