@@ -310,3 +310,22 @@ steps:
 		t.Errorf("agents --json: %s", out)
 	}
 }
+
+// TestFailureWebhookExampleOnRemoteGateway: the design document's other
+// example, whose gateway step names sre-triage, validates unchanged in a
+// project that has no such profile but names a remote agent gateway, and
+// validate -v says its agent runs there.
+func TestFailureWebhookExampleOnRemoteGateway(t *testing.T) {
+	b, err := os.ReadFile("../../compiler/testdata/seed/failure-webhook-example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := writeTree(t, map[string]string{
+		"stepline.yaml":    "executors:\n  gateway: {url: \"wss://agents.example/rpc\", token: \"${AGENT_GATEWAY_TOKEN}\"}\n",
+		"pipelines/f.yaml": string(b),
+	})
+	code, out, errOut := run(t, "", "validate", "-v", filepath.Join(root, "pipelines", "f.yaml"))
+	if code != 0 || !strings.Contains(out, `step "triage": agent "sre-triage" runs on the remote agent gateway at wss://agents.example/rpc`) {
+		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+}
