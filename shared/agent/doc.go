@@ -146,7 +146,9 @@
 // flags, the accepted answer) and encodes to JSON and back without
 // loss: a loop can stop after any Turn and go on in another invocation.
 // Its size is bounded (see Conversation): with the defaults at most
-// about 15 MiB, typically tens of KiB.
+// about 15 MiB, typically tens of KiB. A step that keeps it between Tasks
+// (one longer than an invocation, package steprun) refuses one over
+// 8 MiB, what the artifact store reads back.
 //
 // # Performance
 //
