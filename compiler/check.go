@@ -224,8 +224,10 @@ func (c *checker) checkStep(s *pipeline.Step) {
 	s.Agent = c.checkExecutor(where, s.Executor, s.ExecutorConfig, s.Fields, s.Pos)
 	c.checkTemplate(where, "prompt_template", s.PromptTemplate, fieldPos(s.Fields, "prompt_template", s.Pos))
 	c.checkConfigTemplates(where, s.ExecutorConfig)
-	if runsAgent(s.Executor, s.ExecutorConfig) {
+	if runsAgent(s.Executor, s.ExecutorConfig) && (s.Agent == nil || s.Agent.Remote == nil) {
 		c.checkAgentTimeout(where, s)
+	} else if s.Agent != nil && s.Agent.Remote != nil && s.TimeoutSeconds > MaxSyncTimeoutSeconds {
+		c.ds.errorf(fieldPos(s.Fields, "timeout_seconds", s.Pos), "%s: timeout_seconds %d is over %d: agent %q runs on a remote runtime, in one call from one Lambda invocation, which stops at %d s", where, s.TimeoutSeconds, MaxSyncTimeoutSeconds, s.Agent.Profile.Name, MaxSyncTimeoutSeconds)
 	} else {
 		c.checkTimeout(where, s.Executor, s.TimeoutSeconds, s.Fields, s.Pos, false)
 	}

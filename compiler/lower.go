@@ -836,7 +836,7 @@ func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
 // whose timeout_seconds is over what one Lambda invocation allows: its
 // tool loop runs as state machine iterations (lowerAgentTurns).
 func outlivesInvocation(s *pipeline.Step) bool {
-	return s.Agent != nil && s.TimeoutSeconds > MaxSyncTimeoutSeconds
+	return s.Agent != nil && s.Agent.Remote == nil && s.TimeoutSeconds > MaxSyncTimeoutSeconds
 }
 
 // loopVar holds, between the Tasks of an agent step that outlives one

@@ -70,6 +70,10 @@ func TestRemoteAgentSteps(t *testing.T) {
 			`p.yaml:5:58: warning: step "a": executor_config.base_url: ignored: agent "sre-investigator" runs on the remote agent gateway, whose own profile decides it`}},
 		{"no remote gateway: the agent is unknown", local, step("gateway", "{agent: sre-investigator}"), []string{
 			`p.yaml:5:30: step "a": executor_config.agent: unknown agent "sre-investigator" (agents in ` + local.Agents + `: judge, local, triage)`}},
+		{"a remote agent at the invocation's 900 s", remote, step("gateway", "{agent: sre-investigator}") + "    timeout_seconds: 900\n", nil},
+		{"a remote agent past the invocation's 900 s", remote, step("gateway", "{agent: sre-investigator}") + "    timeout_seconds: 901\n", []string{
+			`p.yaml:6:22: step "a": timeout_seconds 901 is over 900: agent "sre-investigator" runs on a remote runtime, in one call from one Lambda invocation, which stops at 900 s`}},
+		{"a local agent past the invocation's 900 s", remote, step("gateway", "{agent: triage}") + "    timeout_seconds: 901\n", nil},
 		{"the remote gateway serves gateway steps only", remote, step("anthropic", "{agent: sre-investigator}"), []string{
 			`p.yaml:5:30: step "a": executor_config.agent: unknown agent "sre-investigator" (agents in ` + remote.Agents + `: judge, local, triage)`}},
 	}

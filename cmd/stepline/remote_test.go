@@ -200,7 +200,7 @@ func TestRemoteGatewayThroughRun(t *testing.T) {
 	var rep runReport
 	_ = json.Unmarshal([]byte(out), &rep)
 	rec := record(t, showRecords(t, state, rep.RunID), "investigate")
-	if rec["agent"] != "sre-investigator" || rec["model"] != "claude-sonnet-4-5" || rec["provider"] != "anthropic" ||
+	if rec["agent"] != "sre-investigator" || rec["agent_version"] != "9f8e7d6c5b4a" || rec["model"] != "claude-sonnet-4-5" || rec["provider"] != "anthropic" ||
 		rec["input_tokens"] != float64(2000) || rec["output_tokens"] != float64(100) || rec["cost_usd"] == nil {
 		t.Errorf("record %v", rec)
 	}

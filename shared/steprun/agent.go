@@ -88,6 +88,9 @@ func (t *taskRun) absorb(res *result, a *agent.Resolved, conv *agent.Conversatio
 	if conv == nil {
 		return
 	}
+	if conv.Version != "" {
+		res.agent.version = conv.Version // a remote runtime's agent version; equal to the profile's in-process
+	}
 	for _, cu := range conv.Usage {
 		cost, priced := t.h.price(cu.Provider, cu.Model, llmoutput.Usage{InputTokens: cu.InputTokens, OutputTokens: cu.OutputTokens})
 		res.usage.addCalls(cu.Calls, cu.InputTokens, cu.OutputTokens, cost, priced)
