@@ -16,7 +16,10 @@
 //
 //   - CreateRun and CreateApproval refuse an existing ID (ErrExists).
 //   - PutStep is keyed by (run, step name, attempt): the same record again is
-//     a no-op, a different one is ErrConflict.
+//     a no-op, a different one is ErrConflict. The one exception is a
+//     waiting record (StepWaiting: a step paused for a human check, its
+//     answer and trust so far), which the step's next record at its key
+//     replaces; once a finished record is there, it never changes.
 //   - UpdateRun never changes a terminal run: the same terminal status again
 //     is a no-op, another status is ErrConflict.
 //   - AddUsage takes a contribution key and counts each key once per run.
@@ -30,10 +33,21 @@
 // (NormalizeRun, NormalizeStep, NormalizeApproval): the size limits keep a
 // record inside one DynamoDB item, so what runs locally also fits on AWS.
 // A step record with every field at its limit, an agent step's trace
-// (MaxTraceBytes) included, is about 330 KB; a longer trace is not the
+// (MaxTraceBytes) and a trust report with MaxTrustChecks checks and
+// MaxTrustClaims claims included, is about 375 KB; a longer trace is not the
 // store's to cut: the step handler keeps it in the artifact store and
 // records its reference (TraceRef).
 // Times are stored in UTC with nanoseconds.
+//
+// # Trust reports
+//
+// A gated step's record carries a TrustReport (versioned: Version is
+// TrustReportVersion): the signals its gate had (S, S after the verifier,
+// V with its mode, strategy and veto floor, G, C, D), the combined trust
+// and the gate's policy and decision, with the grounding judge's verdict
+// and each deterministic check's outcome. SQLite keeps it as JSON in the
+// steps table's trust_report column (schema version 5; older records
+// have none), DynamoDB as the JSON string attribute trustReport.
 //
 // # Writes per step on DynamoDB
 //

@@ -91,12 +91,16 @@ type StepRecord struct {
 	Iterations   int             `json:"iterations,omitempty"`
 	Trace        json.RawMessage `json:"trace,omitempty"`
 	TraceRef     string          `json:"trace_ref,omitempty"`
+
+	// Trust is how the gate decided the step (records of gated steps
+	// only): its signals, the combined trust and the decision.
+	Trust *TrustReport `json:"trust_report,omitempty"`
 }
 
 // NormalizeStep checks rec and returns the form every store writes: times in
 // UTC, invalid UTF-8 replaced, RawResponse and Prompt cut to their limits
 // (adding FlagRawResponseCut or FlagPromptCut), Error cut to MaxTextBytes,
-// empty Flags as nil. It is idempotent, so a record written twice normalizes
+// the trust report's texts cut to MaxTrustText, empty Flags as nil. It is idempotent, so a record written twice normalizes
 // to the same value twice.
 func NormalizeStep(rec StepRecord) (StepRecord, error) {
 	if err := checkName("run ID", rec.RunID); err != nil {
@@ -154,6 +158,10 @@ func NormalizeStep(rec StepRecord) (StepRecord, error) {
 			return StepRecord{}, fmt.Errorf("%w: step %q %s is %d bytes, limit %d", ErrInvalid, rec.Name, f.what, len(f.v), MaxIDBytes)
 		}
 	}
+	if err := checkTrust(rec.Name, rec.Trust); err != nil {
+		return StepRecord{}, err
+	}
+	rec.Trust = cutTrust(rec.Trust)
 	flags := slices.Clone(rec.Flags)
 	var cut bool
 	if rec.RawResponse, cut = Cut(rec.RawResponse, MaxRawResponseBytes); cut && !slices.Contains(flags, FlagRawResponseCut) {

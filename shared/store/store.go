@@ -69,7 +69,10 @@ type Store interface {
 	// PutStep records one attempt of a step, keyed by (RunID, Name,
 	// Attempt). Writing the same record again succeeds and stores nothing
 	// new; a different record at the same key fails with ErrConflict and
-	// leaves the stored one untouched. RawResponse, Prompt and Error longer
+	// leaves the stored one untouched, unless the stored one is waiting
+	// (StepWaiting: a step paused for a human check), which any record
+	// replaces: a waiting record is the step's progress, the first
+	// finished one its outcome. RawResponse, Prompt and Error longer
 	// than their caps are cut (see NormalizeStep). PutStep does not check
 	// that the run exists. Errors: ErrConflict, ErrInvalid, ErrTooLarge.
 	PutStep(ctx context.Context, rec StepRecord) error

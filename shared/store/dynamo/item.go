@@ -56,6 +56,7 @@ const (
 	aIterations          = "iterations"
 	aTrace               = "trace"
 	aTraceRef            = "traceRef"
+	aTrustReport         = "trustReport"
 
 	aStep      = "step"
 	aMessage   = "message"
@@ -182,6 +183,10 @@ func stepItem(r store.StepRecord, digest string) Item {
 	}
 	m.j(aTrace, r.Trace)
 	m.s(aTraceRef, r.TraceRef)
+	if r.Trust != nil {
+		b, _ := json.Marshal(r.Trust) // NormalizeStep checked it: finite numbers only
+		m.j(aTrustReport, b)
+	}
 	m.s(aDigest, digest)
 	return m
 }
@@ -380,6 +385,12 @@ func decodeStep(m Item) (store.StepRecord, error) {
 		Iterations:          int(r.n(aIterations)),
 		Trace:               r.j(aTrace),
 		TraceRef:            r.s(aTraceRef),
+	}
+	if t := r.j(aTrustReport); len(t) > 0 && r.err == nil {
+		rec.Trust = new(store.TrustReport)
+		if err := json.Unmarshal(t, rec.Trust); err != nil {
+			return store.StepRecord{}, fmt.Errorf("decode step: trust report: %w", err)
+		}
 	}
 	if r.err != nil {
 		return store.StepRecord{}, fmt.Errorf("decode step: %w", r.err)

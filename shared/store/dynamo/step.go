@@ -9,8 +9,10 @@ import (
 )
 
 // PutStep implements store.Store: one PutItem, conditional on the key being
-// free or holding a record with the same digest. A repeat rewrites identical
-// content; a different record fails the condition and changes nothing.
+// free, holding a record with the same digest, or holding a waiting record
+// (which the write replaces). A repeat rewrites identical content; a
+// different record at a finished one fails the condition and changes
+// nothing.
 func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 	rec, err := store.NormalizeStep(rec)
 	if err != nil {
@@ -23,9 +25,9 @@ func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 	_, err = s.db.PutItem(ctx, &PutItemInput{
 		TableName:                 s.table,
 		Item:                      stepItem(rec, digest),
-		ConditionExpression:       "attribute_not_exists(#pk) OR #digest = :digest",
-		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#digest": aDigest},
-		ExpressionAttributeValues: Item{":digest": S(digest)},
+		ConditionExpression:       "attribute_not_exists(#pk) OR #digest = :digest OR #status = :waiting",
+		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#digest": aDigest, "#status": aStatus},
+		ExpressionAttributeValues: Item{":digest": S(digest), ":waiting": S(string(store.StepWaiting))},
 	})
 	if _, ok := conditionFailed(err); ok {
 		return fmt.Errorf("put step %q attempt %d of run %q: %w: a different record is stored", rec.Name, rec.Attempt, rec.RunID, store.ErrConflict)

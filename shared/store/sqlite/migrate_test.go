@@ -135,3 +135,66 @@ func TestMigrateVersion3Steps(t *testing.T) {
 		t.Errorf("read back %+v / %+v", got[0], got[1])
 	}
 }
+
+// TestMigrateVersion4Steps opens a file written by schema version 4,
+// before trust reports: its records read back without one, a repeat of
+// one is still a repeat, and records with a report go in beside them.
+func TestMigrateVersion4Steps(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v4.db")
+	old, err := open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	rec := store.StepRecord{RunID: "r1", Name: "triage", Attempt: 1, Status: store.StepCompleted, Executor: "gateway",
+		Output: json.RawMessage(`{"confidence":0.9}`), StartedAt: at, FinishedAt: at}
+	norm, err := store.NormalizeStep(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest, err := record.StepDigest(norm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = old.write(ctx, func(tx *sql.Tx) error {
+		for _, q := range []string{schemaV1, schemaV2, schemaV3, schemaV4, "PRAGMA user_version = 4"} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO steps (run_id, name, attempt, step_index, executor, status, output, started_at, finished_at, digest)
+			VALUES ('r1', 'triage', 1, 0, 'gateway', 'completed', '{"confidence":0.9}', ?, ?, ?)`,
+			record.FormatTime(at), record.FormatTime(at), digest)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.PutStep(ctx, rec); err != nil {
+		t.Fatalf("the same record again: %v", err)
+	}
+	gated := rec
+	gated.Name = "investigate"
+	gated.Trust = &store.TrustReport{Version: store.TrustReportVersion, Mode: store.TrustShadow, Signals: store.TrustSignals{S: 0.9, SAfterV: 0.9},
+		CombinedTrust: 0.9, Gate: store.TrustGate{Policy: store.PolicyLegacyConfidence, ConfidenceThreshold: 0.75, OnLowConfidence: "escalate", Decision: "completed"}}
+	if err := s.PutStep(ctx, gated); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ListSteps(ctx, "r1")
+	if err != nil || len(got) != 2 {
+		t.Fatalf("%d steps, %v", len(got), err)
+	}
+	byName := map[string]store.StepRecord{got[0].Name: got[0], got[1].Name: got[1]}
+	if byName["triage"].Trust != nil || byName["investigate"].Trust == nil || byName["investigate"].Trust.CombinedTrust != 0.9 {
+		t.Errorf("read back %+v / %+v", byName["triage"].Trust, byName["investigate"].Trust)
+	}
+}

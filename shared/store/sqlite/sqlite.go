@@ -214,7 +214,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // schema from version i to i+1. Append only: a released migration never
 // changes.
 func migrations() []string {
-	return []string{schemaV1, schemaV2, schemaV3, schemaV4}
+	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5}
 }
 
 const schemaV1 = `
@@ -355,4 +355,10 @@ ALTER TABLE steps ADD COLUMN agent_version TEXT NOT NULL DEFAULT '';
 ALTER TABLE steps ADD COLUMN iterations INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE steps ADD COLUMN trace TEXT;
 ALTER TABLE steps ADD COLUMN trace_ref TEXT NOT NULL DEFAULT '';
+`
+
+// schemaV5 records the trust report of gated steps (how the gate decided:
+// its signals, the combined trust and its decision).
+const schemaV5 = `
+ALTER TABLE steps ADD COLUMN trust_report TEXT;
 `

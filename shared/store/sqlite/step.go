@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/internal/record"
@@ -13,12 +14,13 @@ import (
 const stepColumns = `run_id, name, attempt, step_index, executor, status, error,
 	primary_confidence, verifier_confidence, effective_confidence, output, verifier_output,
 	raw_response, prompt, model, provider, input_tokens, output_tokens, cost_usd, flags,
-	started_at, finished_at, duration_ms, agent, agent_version, iterations, trace, trace_ref`
+	started_at, finished_at, duration_ms, agent, agent_version, iterations, trace, trace_ref, trust_report`
 
 // PutStep implements store.Store. The insert is skipped when the key is
-// taken; the stored record's digest then tells a repeat from a conflict.
-// Records never change once written, so reading the digest afterwards is
-// safe outside a transaction.
+// taken by a finished record; the stored record's digest then tells a
+// repeat from a conflict. A waiting record is replaced in the same
+// statement. Finished records never change once written, so reading the
+// digest afterwards is safe outside a transaction.
 func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 	rec, err := store.NormalizeStep(rec)
 	if err != nil {
@@ -36,15 +38,20 @@ func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 		}
 		flags = string(b)
 	}
+	trust, err := trustText(rec.Trust)
+	if err != nil {
+		return fmt.Errorf("put step %q: %w", rec.Name, err)
+	}
 	res, err := s.w.ExecContext(ctx, `INSERT INTO steps (`+stepColumns+`, digest)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (run_id, name, attempt) DO NOTHING`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (run_id, name, attempt) DO UPDATE SET `+replaceWaiting+`
+		WHERE steps.status = 'waiting'`,
 		rec.RunID, rec.Name, rec.Attempt, rec.Index, rec.Executor, string(rec.Status), rec.Error,
 		nullFloat(rec.PrimaryConfidence), nullFloat(rec.VerifierConfidence), nullFloat(rec.EffectiveConfidence),
 		jsonText(rec.Output), jsonText(rec.VerifierOutput), rec.RawResponse, rec.Prompt, rec.Model, rec.Provider,
 		rec.InputTokens, rec.OutputTokens, nullFloat(rec.CostUSD), flags,
 		record.FormatTime(rec.StartedAt), record.FormatTime(rec.FinishedAt), rec.DurationMS,
-		rec.Agent, rec.AgentVersion, rec.Iterations, jsonText(rec.Trace), rec.TraceRef, digest)
+		rec.Agent, rec.AgentVersion, rec.Iterations, jsonText(rec.Trace), rec.TraceRef, trust, digest)
 	if err != nil {
 		return fmt.Errorf("put step %q attempt %d of run %q: %w", rec.Name, rec.Attempt, rec.RunID, err)
 	}
@@ -65,6 +72,36 @@ func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 		return fmt.Errorf("put step %q attempt %d of run %q: %w: a different record is stored", rec.Name, rec.Attempt, rec.RunID, store.ErrConflict)
 	}
 	return nil
+}
+
+// replaceWaiting sets every column of a stored waiting record to the
+// new record's.
+var replaceWaiting = func() string {
+	var b strings.Builder
+	for _, c := range strings.Split(stepColumns+", digest", ",") {
+		c = strings.TrimSpace(c)
+		switch c {
+		case "run_id", "name", "attempt":
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(c + " = excluded." + c)
+	}
+	return b.String()
+}()
+
+// trustText is a trust report as the column stores it: JSON, or NULL.
+func trustText(r *store.TrustReport) (any, error) {
+	if r == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
 }
 
 // ListSteps implements store.Store.
@@ -92,17 +129,23 @@ func listSteps(ctx context.Context, q querier, runID string) ([]store.StepRecord
 		var r store.StepRecord
 		var status, started, finished string
 		var pc, vc, ec, cost sql.NullFloat64
-		var out, vout, flags, trace sql.NullString
+		var out, vout, flags, trace, trust sql.NullString
 		if err := rows.Scan(&r.RunID, &r.Name, &r.Attempt, &r.Index, &r.Executor, &status, &r.Error,
 			&pc, &vc, &ec, &out, &vout, &r.RawResponse, &r.Prompt, &r.Model, &r.Provider,
 			&r.InputTokens, &r.OutputTokens, &cost, &flags, &started, &finished, &r.DurationMS,
-			&r.Agent, &r.AgentVersion, &r.Iterations, &trace, &r.TraceRef); err != nil {
+			&r.Agent, &r.AgentVersion, &r.Iterations, &trace, &r.TraceRef, &trust); err != nil {
 			return nil, err
 		}
 		r.Status = store.StepStatus(status)
 		r.PrimaryConfidence, r.VerifierConfidence, r.EffectiveConfidence = floatPtr(pc), floatPtr(vc), floatPtr(ec)
 		r.CostUSD = floatPtr(cost)
 		r.Output, r.VerifierOutput, r.Trace = rawJSON(out), rawJSON(vout), rawJSON(trace)
+		if trust.Valid {
+			r.Trust = new(store.TrustReport)
+			if err := json.Unmarshal([]byte(trust.String), r.Trust); err != nil {
+				return nil, fmt.Errorf("step %q trust report: %w", r.Name, err)
+			}
+		}
 		if flags.Valid {
 			if err := json.Unmarshal([]byte(flags.String), &r.Flags); err != nil {
 				return nil, fmt.Errorf("step %q flags: %w", r.Name, err)

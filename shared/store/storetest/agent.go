@@ -61,6 +61,7 @@ func testPutStepAgent(t *testing.T, s store.Store) {
 			r.Error = strings.Repeat("e", store.MaxTextBytes)
 			r.TraceRef = strings.Repeat("t", store.MaxTextBytes)
 			r.Agent, r.AgentVersion = strings.Repeat("a", store.MaxIDBytes), strings.Repeat("v", store.MaxIDBytes)
+			r.Trust = fullTrust()
 		}, nil},
 		{"trace not JSON", func(r *store.StepRecord) { r.Trace = json.RawMessage(`[{"type":`) }, store.ErrInvalid},
 		{"trace not an array", func(r *store.StepRecord) { r.Trace = json.RawMessage(`{"type":"text"}`) }, store.ErrInvalid},
@@ -86,4 +87,21 @@ func testPutStepAgent(t *testing.T, s store.Store) {
 			mustErr(t, err, tt.want)
 		})
 	}
+}
+
+// fullTrust is a trust report with every list and text at its limit.
+func fullTrust() *store.TrustReport {
+	r := trustReport()
+	long := strings.Repeat("t", store.MaxTrustText)
+	r.Gate.Reason = strings.Repeat("r", store.MaxTextBytes)
+	r.Grounding.Note, r.Grounding.Error = long, long
+	r.Grounding.Claims = make([]store.ClaimResult, store.MaxTrustClaims)
+	for i := range r.Grounding.Claims {
+		r.Grounding.Claims[i] = store.ClaimResult{Claim: long, Evidence: long}
+	}
+	r.DeterministicChecks = make([]store.CheckResult, store.MaxTrustChecks)
+	for i := range r.DeterministicChecks {
+		r.DeterministicChecks[i] = store.CheckResult{Name: strings.Repeat("c", 80), Type: "webhook", Outcome: store.CheckError, Expect: long, Detail: long, Error: long}
+	}
+	return r
 }

@@ -40,6 +40,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"PutStep/cuts long text", testPutStepCuts},
 		{"PutStep/invalid", testPutStepInvalid},
 		{"PutStep/agent step", testPutStepAgent},
+		{"PutStep/trust report", testPutStepTrust},
+		{"PutStep/waiting record is replaced", testPutStepWaiting},
 		{"ListSteps/execution order", testListStepsOrder},
 		{"GetRunWithSteps", testGetRunWithSteps},
 		{"AddUsage/totals", testAddUsage},
