@@ -8,7 +8,7 @@
 //
 //	pipelines    directory of pipeline files     default pipelines/ beside the file
 //	agents       directory of agent profiles     default agents/
-//	steps        directory of shared step files  default steps/ (read by later work)
+//	steps        directory of library steps      default steps/
 //	providers    model providers for "<provider>/<model>"
 //	mcp_servers  the MCP servers agents' tools name
 //	tool_policy  decides every tool call
@@ -67,6 +67,13 @@
 // directory; default ~/.openclaw/identity); where no directory is read
 // (the step function on AWS) the same two files are the secrets
 // OPENCLAW_DEVICE and OPENCLAW_DEVICE_AUTH.
+//
+// The steps directory is the step library: each *.yaml or *.yml file in
+// it (not hidden, not starting with _) holds one step that pipelines name
+// with use: (package compiler reads and checks them; see its
+// documentation). Load reads the files as they are, at most
+// MaxStepFiles of at most MaxStepFileBytes each; a missing directory is
+// an empty library (a warning when stepline.yaml names it).
 //
 // Load reads the file and the profiles in the agents directory, and
 // checks each profile against the project (agent.CheckProfile). Every

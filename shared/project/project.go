@@ -52,8 +52,7 @@ type Project struct {
 	// Directories, joined to Dir when relative.
 	Pipelines string
 	Agents    string
-	// Steps holds shared step files: read by later work, not yet by
-	// Stepline itself.
+	// Steps is the step library: the steps a pipeline names with use:.
 	Steps     string
 	Providers agent.Providers // the built-ins, with the file's changes and additions
 	Servers   map[string]agent.Server
@@ -61,6 +60,9 @@ type Project struct {
 	Executors Executors
 	// Profiles are the agents in Agents, by name.
 	Profiles map[string]*agent.Loaded
+	// StepFiles are the files of the step library (Steps), in name
+	// order, as read: package compiler parses them.
+	StepFiles []StepFile
 	// Diagnostics are every problem of stepline.yaml and of the profiles,
 	// sorted. A project with errors compiles no pipeline.
 	Diagnostics agent.Diagnostics
@@ -151,9 +153,11 @@ func ForFile(path string) (*Project, error) {
 	return Load(cfg)
 }
 
-// Load reads the project file at path and the profiles in its agents
-// directory. The error is for a file that cannot be read; what is wrong
-// inside it, or in a profile, is in the project's Diagnostics.
+// Load reads the project file at path, the profiles in its agents
+// directory and the files of its steps directory. The error is for a
+// file that cannot be read; what is wrong inside it, in a profile or in
+// reading a step file, is in the project's Diagnostics (package compiler
+// checks what a step file says).
 func Load(path string) (*Project, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -174,6 +178,14 @@ func Load(path string) (*Project, error) {
 	if _, err := os.Stat(p.Agents); errors.Is(err, fs.ErrNotExist) {
 		if pos, ok := p.at["agents"]; ok {
 			p.Diagnostics.Warnf(pos, "agents: directory %s does not exist: the project has no agents", p.Agents)
+		}
+	}
+	steps, sds := loadStepFiles(p.Steps)
+	p.StepFiles = steps
+	p.Diagnostics = append(p.Diagnostics, sds...)
+	if _, err := os.Stat(p.Steps); errors.Is(err, fs.ErrNotExist) {
+		if pos, ok := p.at["steps"]; ok {
+			p.Diagnostics.Warnf(pos, "steps: directory %s does not exist: the project has no step library", p.Steps)
 		}
 	}
 	p.Diagnostics = p.Diagnostics.Sort()
