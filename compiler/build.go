@@ -45,7 +45,7 @@ func BuildIn(name string, src []byte, env Env) (*File, *asl.StateMachine, Diagno
 		return f, nil, ds
 	}
 	sm, lds := Lower(f)
-	ds = append(ds, lds...).Sort()
+	ds = append(ds, f.noteUses(lds)...).Sort()
 	if ds.HasErrors() {
 		return f, nil, ds
 	}

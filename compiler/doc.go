@@ -20,7 +20,8 @@
 // BuildFile also checks that each sub-pipeline is defined by a file beside
 // its parent, where stepline run and serve and the CDK app look for it.
 // BuildIn and BuildFileIn build in an Env that also holds the pipeline's
-// project (package shared/project: stepline.yaml and its agents). The
+// project (package shared/project: stepline.yaml, its agents and its
+// step library). The
 // project's own diagnostics are the pipeline's, so a project with an
 // error compiles no pipeline. A step, parallel branch or fan-out whose
 // executor_config names an agent (on gateway, anthropic or bedrock) is
@@ -53,6 +54,46 @@
 //
 // Every problem is a Diagnostic positioned file:line:col; all of a file's
 // problems are collected and sorted, never only the first.
+//
+// # The step library
+//
+// A project's steps directory (package shared/project) holds library
+// steps: each file is one sequential step with a description and tags.
+// A step, a parallel branch or a fan_out names one with use: NAME (the
+// name its file gives it) and is that step with the keys written beside
+// use: over it: a local key replaces the library's, a local name renames
+// the step, and executor_config merges at every depth (where both hold
+// a mapping under a key, the two merge; a list, a scalar or null
+// replaces). Parse resolves use: in the YAML tree before the schema and
+// the decoder see it, so every later phase, every program that compiles
+// through compiler/gate and the state machine hold the resolved step,
+// each value positioned where it is written (in the pipeline or in the
+// library file), and editing a library step changes the definition of
+// every pipeline that uses it.
+//
+// Where the reference differs, deliberately: it merges executor_config
+// one level deep (a nested mapping written locally replaces the
+// library's whole), it does not resolve use: in a fan_out, it skips a
+// library file that is not a mapping, keeps the later of two files of
+// one name, and drops the fields a branch does not take. Here a fan_out
+// takes use: too, and each of those is an error: a library step's field
+// its place does not take (retry in a branch) at the library file's
+// line.
+//
+// A library file is checked on its own (LoadLibrary, LoadStepFile): the
+// schema and ranges of a step; no use:, parallel or fan_out; a string
+// description and string tags; a name no other file of the library
+// has; and Check, as in a pipeline that defines every step, var and
+// name it refers to. Its errors are the errors of every pipeline of the
+// project, as the project's own are, so a broken library compiles no
+// pipeline; its warnings show where it is used. In each pipeline that
+// uses it the resolved step is checked again in its place (a step it
+// refers to that does not run earlier, a field the branch does not
+// take). A problem positioned in a library file says which use: it is
+// a problem of: (library step "x", used at p.yaml:12:9). An unknown name
+// is an error at the use:, with the name likely meant. The library
+// steps one pipeline uses add at most 1,000,000 YAML nodes to it (each
+// use counted, aliases expanded), the budget of one file.
 //
 // # Bounds and ranges
 //

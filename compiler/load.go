@@ -18,15 +18,20 @@ func LoadWith(name string, src []byte, checkExecutor ExecutorCheck) (*File, Diag
 	return loadIn(name, src, Env{CheckExecutor: checkExecutor})
 }
 
-// loadIn parses and checks one pipeline source in env.
+// loadIn parses and checks one pipeline source in env. In a project,
+// the file's use: entries resolve against the project's step library,
+// and the errors of the library's files on their own are the file's, as
+// the project's own problems are.
 func loadIn(name string, src []byte, env Env) (*File, Diagnostics) {
-	f, ds := Parse(name, src)
+	lib := LoadLibrary(env)
+	f, ds := parse(name, src, lib)
 	if env.Project != nil {
 		ds = append(ds, projectDiagnostics(env.Project)...)
+		ds = append(ds, lib.errors()...)
 		applyExecutorDefaults(f, env.Project)
 	}
 	ds = append(ds, checkIn(f, env)...)
-	return f, ds.Sort()
+	return f, f.noteUses(ds).Sort()
 }
 
 // LoadFile reads, parses and checks the pipeline file at path.

@@ -26,6 +26,16 @@ type File struct {
 	// keys are where the keys of free-form mappings (executor_config)
 	// wrote their values, by the mapping's position.
 	keys map[pipeline.Pos]pipeline.Fields
+
+	// The step library (library.go): foreign maps the nodes a library
+	// step brought into the file to the library file they are written
+	// in; unresolved holds the entries whose use: failed, which the
+	// model leaves out; uses and usedAt are the uses, in order and by
+	// library file.
+	foreign    map[*yaml.Node]*File
+	unresolved map[*yaml.Node]bool
+	uses       []Use
+	usedAt     map[string]*libraryUse
 }
 
 // span is how a scalar's text sits in the file, so that an offset into the
@@ -40,7 +50,16 @@ type span struct {
 // builds the model with defaults applied. Every problem found is returned,
 // positioned; the model is nil only when the file is not YAML at all, or
 // a document out of yamldoc's bounds (size, aliases expanded, depth).
+// Parse has no step library, so a use: is an error there; BuildIn and
+// BuildFileIn resolve it against their project's.
 func Parse(name string, src []byte) (*File, Diagnostics) {
+	return parse(name, src, nil)
+}
+
+// parse is Parse with the step library lib (nil: none), whose steps the
+// file's use: entries are resolved against before the schema and the
+// decoder see them.
+func parse(name string, src []byte, lib *Library) (*File, Diagnostics) {
 	var ds Diagnostics
 	filePos := pipeline.Pos{File: name, Line: 1, Col: 1}
 	if len(src) > yamldoc.MaxBytes {
@@ -72,6 +91,7 @@ func Parse(name string, src []byte) (*File, Diagnostics) {
 		return nil, ds
 	}
 	ds = append(ds, duplicateKeys(f, root)...)
+	ds = append(ds, f.resolveUses(root, lib)...)
 	d := &decoder{f: f, reported: map[*yaml.Node]bool{}}
 	f.Pipeline = d.pipeline(root)
 	ds = append(ds, validateSchema(f, root, d.reported)...)
@@ -98,6 +118,9 @@ func yamlError(name string, err error) Diagnostic {
 }
 
 func (f *File) pos(n *yaml.Node) pipeline.Pos {
+	if lf := f.foreign[n]; lf != nil {
+		return lf.pos(n) // brought in by a library step
+	}
 	return pipeline.Pos{File: f.name, Line: n.Line, Col: n.Column}
 }
 
@@ -129,9 +152,13 @@ func (f *File) TextPos(at pipeline.Pos, text string, off int) pipeline.Pos {
 
 func (f *File) noteScalar(n *yaml.Node) {
 	sp := span{style: n.Style}
+	lines := f.lines
+	if lf := f.foreign[n]; lf != nil {
+		lines = lf.lines
+	}
 	if n.Style == yaml.LiteralStyle || n.Style == yaml.FoldedStyle {
-		for i := n.Line; i < len(f.lines); i++ { // n.Line is 1-based: the line after the indicator
-			l := f.lines[i]
+		for i := n.Line; i < len(lines); i++ { // n.Line is 1-based: the line after the indicator
+			l := lines[i]
 			if len(bytes.TrimSpace(l)) == 0 {
 				continue
 			}
@@ -770,8 +797,8 @@ func (d *decoder) schedule(n *yaml.Node) *pipeline.Schedule {
 // place in steps when it has no name (`step #2`).
 func (d *decoder) stepEntry(n *yaml.Node, i int) pipeline.Node {
 	n = resolve(n)
-	if n.Kind != yaml.MappingNode {
-		return nil
+	if n.Kind != yaml.MappingNode || d.f.unresolved[n] {
+		return nil // not a step, or a use: that failed
 	}
 	ps := pairs(n)
 	place := fmt.Sprintf("#%d", i+1)
@@ -781,6 +808,9 @@ func (d *decoder) stepEntry(n *yaml.Node, i int) pipeline.Node {
 		return d.parallel(v, where)
 	}
 	if v := lookupKey(ps, "fan_out"); v != nil {
+		if d.f.unresolved[resolve(v)] {
+			return nil
+		}
 		defer d.within("fan_out " + nameOr(v, place))()
 		return d.fanOut(v)
 	}
@@ -1017,8 +1047,8 @@ func (d *decoder) parallel(n *yaml.Node, where string) *pipeline.Parallel {
 // messages.
 func (d *decoder) branch(n *yaml.Node, where string) *pipeline.Branch {
 	n = resolve(n)
-	if n.Kind != yaml.MappingNode {
-		return nil
+	if n.Kind != yaml.MappingNode || d.f.unresolved[n] {
+		return nil // not a branch, or a use: that failed
 	}
 	defer d.within(where)()
 	fs, ps := d.fields(n)

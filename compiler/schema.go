@@ -61,7 +61,7 @@ var unsupported = map[string]string{
 	"calibration":          "calibration gates are not supported",
 	"readiness":            "readiness criteria are not supported",
 	"include_approx_cost":  "per-step include_approx_cost is not supported; set it on budget",
-	"use":                  "the step library (use:) is not supported: write the step in full",
+	"use":                  "use: names a library step in a steps entry, a parallel branch or a fan_out",
 }
 
 // validateSchema checks the document against the pipeline schema and turns

@@ -19,6 +19,9 @@
 // compiles in the project of the first stepline.yaml found walking up
 // from it, or in the one given (--config; CompileFileIn); a source
 // without a file (Compile) in none. The project's problems are every
-// pipeline's in it, and its agents are what executor_config.agent names,
-// so every path resolves an agent step the same way.
+// pipeline's in it, its agents are what executor_config.agent names and
+// its step library is what use: names, so every path resolves an agent
+// step and a library step the same way. Library (what stepline steps
+// lists) and CheckStepFile (what stepline validate does with a file of
+// the steps directory) read the library with the same executor checks.
 package gate

@@ -1,6 +1,10 @@
 package gate
 
 import (
+	"fmt"
+	"io"
+	"os"
+
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/shared/asl"
 	"github.com/stepline/stepline/shared/executor"
@@ -48,4 +52,32 @@ func Project(path, config string) (*project.Project, error) {
 		return project.Load(config)
 	}
 	return project.ForFile(path)
+}
+
+// Library loads the step library of project p (nil: none, so no
+// library) with the executor checks: each step file parsed and checked
+// on its own, as every pipeline of p sees it.
+func Library(p *project.Project, d executor.Defaults) *compiler.Library {
+	return compiler.LoadLibrary(compiler.Env{CheckExecutor: d.CheckConfig, Project: p})
+}
+
+// CheckStepFile checks the library step file at path on its own, in
+// project p (nil: none): what stepline validate does with a file of the
+// steps directory. The error is the file's reading; the step's problems
+// are in the diagnostics.
+func CheckStepFile(path string, p *project.Project, d executor.Defaults) (*compiler.LibraryStep, compiler.Diagnostics, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read library step: %w", err)
+	}
+	defer f.Close()
+	src, err := io.ReadAll(io.LimitReader(f, project.MaxStepFileBytes+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read library step: %w", err)
+	}
+	if len(src) > project.MaxStepFileBytes {
+		return nil, nil, fmt.Errorf("read library step: %s is larger than %d MiB", path, project.MaxStepFileBytes>>20)
+	}
+	ls, ds := compiler.LoadStepFile(path, src, compiler.Env{CheckExecutor: d.CheckConfig, Project: p})
+	return ls, ds, nil
 }
