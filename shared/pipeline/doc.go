@@ -17,5 +17,8 @@
 // it resolved in Agent (package agent's Resolved: the profile, its models'
 // endpoints, MCP servers and tool policy), filled by the compiler from the
 // pipeline's project; the runtime reads it from the step's compiled
-// configuration, never from the project's files.
+// configuration, never from the project's files. A Step's Grounding
+// carries its judge agent resolved the same way (Grounding.Judge), and
+// its deterministic checks (Checks) their expect: expressions with the
+// kind's default filled in.
 package pipeline

@@ -22,6 +22,15 @@ const (
 	DefaultScheduleSeverity    = "info"
 	DefaultMaxResumeAgeSeconds = 3600
 	DefaultBranchWeight        = 1.0
+	// grounding: and deterministic_checks:.
+	DefaultGroundingAgent         = "grounding-judge"
+	DefaultGroundingExecutor      = ExecGateway
+	DefaultGroundingTimeout       = 120
+	DefaultGroundingMaxTraceChars = 1500
+	DefaultCheckTimeout           = 30  // webhook and shell checks
+	DefaultHumanCheckTimeout      = 300 // human checks
+	DefaultWebhookCheckExpect     = "response.status_code < 400"
+	DefaultShellCheckExpect       = "exit_code == 0"
 )
 
 // Pos is a position in a pipeline file. Line and Col are 1-based; a zero

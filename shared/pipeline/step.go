@@ -36,6 +36,74 @@ type Step struct {
 	// Agent is the agent the step runs (executor_config.agent), resolved
 	// by the compiler from the project; nil for a single model call.
 	Agent *agent.Resolved `json:"agent,omitempty"`
+	// Grounding asks a judge agent whether the step's answer is borne
+	// out by its tool trace (signal G); nil: no judge.
+	Grounding *Grounding `json:"grounding,omitempty"`
+	// Checks are the step's deterministic_checks, evaluated in order
+	// after its answer (signal D); all must pass.
+	Checks []*Check `json:"deterministic_checks,omitempty"`
+}
+
+// Grounding is a step's grounding judge: an agent that reads the
+// rendered task, the step's answer and its tool trace and answers with
+// the share of the answer's load-bearing claims the trace supports.
+type Grounding struct {
+	Pos            Pos            `json:"-"`
+	Fields         Fields         `json:"-"`
+	Agent          string         `json:"agent,omitempty"`    // the judge's profile
+	Executor       string         `json:"executor,omitempty"` // carries a model written without a provider
+	ExecutorConfig map[string]any `json:"executor_config,omitempty"`
+	TimeoutSeconds int            `json:"timeout_seconds,omitempty"`
+	// Enforce caps the step's combined trust at G when G is known.
+	Enforce bool `json:"enforce,omitempty"`
+	// MaxTraceChars cuts each trace event the judge reads.
+	MaxTraceChars int `json:"max_trace_chars,omitempty"`
+	// Judge is the judge agent resolved by the compiler from the project.
+	Judge *agent.Resolved `json:"judge,omitempty"`
+}
+
+// Check kinds.
+const (
+	CheckWebhook = "webhook"
+	CheckShell   = "shell"
+	CheckHuman   = "human"
+)
+
+// CheckKinds lists the kinds of deterministic check.
+var CheckKinds = []string{CheckWebhook, CheckShell, CheckHuman}
+
+// Check is one deterministic check of a step: a webhook whose response
+// must meet Expect, a shell command (local runs only) whose exit code and
+// output must meet Expect, or a human who approves the step's answer.
+type Check struct {
+	Pos    Pos    `json:"-"`
+	Fields Fields `json:"-"`
+	Name   string `json:"name,omitempty"`
+	Type   string `json:"type,omitempty"` // webhook | shell | human
+	// webhook
+	URL     string            `json:"url,omitempty"`
+	Method  string            `json:"method,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Payload any               `json:"payload,omitempty"` // a mapping or a list, rendered leaf by leaf
+	// shell
+	Run string `json:"run,omitempty"`
+	// human
+	Message string `json:"message,omitempty"`
+	// Expect is a when: expression over the check's result (webhook:
+	// response; shell: result, exit_code); the kind's default when the
+	// author wrote none. Human checks have none.
+	Expect         string `json:"expect,omitempty"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty"`
+}
+
+// HumanChecks reports whether any of the step's checks waits for a human.
+func (s *Step) HumanChecks() bool {
+	for _, c := range s.Checks {
+		if c.Type == CheckHuman {
+			return true
+		}
+	}
+	return false
 }
 
 // OnFailure is what happens when a step fails (an executor error after its

@@ -8,8 +8,9 @@
 //   - step: renders the prompt and executor_config with Liquid over the step
 //     context, executes through the structured-output runner (which re-asks
 //     on invalid output), runs the verifier when its trigger fires, repeats
-//     for loop_until, decides (confidence gate, then proceed, then budget)
-//     and records the attempt;
+//     for loop_until, grounds and checks (see The trust vector), decides
+//     (the gate on the combined trust, then proceed, then budget) and
+//     records the attempt;
 //   - branch: does the same for one parallel branch or fan-out item without
 //     gating; an executor error is answered as a failed branch (confidence
 //     0), never returned. A human branch's decision (approved: confidence
@@ -35,7 +36,91 @@
 //     its on_failure webhook (muted in stage testing);
 //   - agent_turns: runs a batch of model calls of a sequential agent step
 //     that outlives one invocation, and, once the agent has answered,
-//     verifies, decides and records it as step does (below).
+//     verifies, decides and records it as step does (below);
+//   - check: goes on with a step that paused for a human check (see The
+//     trust vector).
+//
+// # The trust vector
+//
+// After a sequential step's answer (and its verifier), in this order:
+//
+//  1. Grounding (G), when the step has grounding: the judge agent
+//     (grounding.agent, resolved by the compiler; a profile such as
+//     agents/grounding-judge) runs through the same agent runtime as an
+//     agent step, under the executor key "<step>:grounding", within
+//     grounding.timeout_seconds. It reads the rendered task, the step's
+//     answer (the compact output without artifacts) and a transcript of
+//     its trace (each event cut to grounding.max_trace_chars characters,
+//     the whole to MaxJudgeTraceBytes), and answers with an LLMOutput
+//     whose confidence is G, the share of the answer's load-bearing
+//     claims the trace supports, listing them in reasoning.claims
+//     ({claim, supported, evidence}). A step whose trace holds no tool
+//     result has nothing to check: G is null and no judge is called (a
+//     trace of text alone has no evidence, and a judge would mark every
+//     claim unsupported). A judge that fails or runs out of time leaves G
+//     null (soft: flag grounding_failed). What the judge spends is the
+//     step's (its record's tokens and cost, the run's usage and budget).
+//  2. Deterministic checks (D), in order: webhook checks (the request's
+//     url, headers and payload rendered and ${NAME}-expanded as a failure
+//     webhook's are; any HTTP status is an answer, and expect decides
+//     over response.status_code, response.body, JSON-decoded when it is
+//     JSON, and response.headers), shell checks (see below) and human
+//     checks. expect is a when: expression (package compiler/when: the
+//     same language, checked by the compiler), evaluated here in Go with
+//     the meaning package when gives it; TestExpectMatchesLowering holds
+//     it to the JSONata the state machine evaluates. Check templates see
+//     the step context and output, the step's own answer. A check that
+//     fails, errs or times out fails closed: the checks after it are
+//     skipped and D is false. Webhook and shell checks are not muted in
+//     stage testing (they verify; they are not side effects), and a
+//     human check that times out fails in every stage (an approval by
+//     default would be trust nobody gave).
+//  3. The combined trust (CombineTrust) and the gate: the effective
+//     confidence, capped at G when grounding.enforce and G is known, 0
+//     when a check failed; calibration (C) is not computed yet and is
+//     null, but Signals carries it for a calibrator to set. The gate's
+//     policy is the trust vector when an enforcing judge gave a score or
+//     the step has checks, else the legacy confidence gate; either way
+//     the combined trust meets the step's confidence_threshold and
+//     on_low_confidence. The record and its output keep the effective
+//     confidence; the record's trust report (store.TrustReport, versioned)
+//     holds S, S after V, V with its mode, strategy and veto floor, G, C,
+//     D, the combined trust, the judge's verdict, each check's outcome and
+//     the gate's policy and decision. Every gated record carries one (a
+//     human or sub-pipeline step's and a group's join too, with their
+//     confidence as the only signal); a branch, which does not gate, has
+//     none.
+//
+// A human check pauses the step: its record is written with status
+// waiting (store.StepWaiting, which the step's next record replaces),
+// holding the answer and the trust so far, the step's usage is added to
+// the run's, and the Task answers StatusCheck with the check
+// (task.CheckAt). The state machine then runs an approval Task for it
+// (task token; the approval is named "<step>:check:<name>", which is what
+// `stepline approve` and a responses file use; its message is the check's
+// message rendered, or by default the answer's summary as text, never
+// rendered) and hands the decision, or the error that ended the wait, to
+// a check Task, which applies it (approve passes, reject fails, a timeout
+// or error fails closed), runs the checks after it, and gates and
+// records the step or pauses at its next human check. A long agent step
+// whose answer comes late in its Task leaves the judge and the checks to
+// the next Task when their timeouts do not fit in what is left of the
+// invocation.
+//
+// Shell checks run their command (/bin/sh -c) only where
+// Handler.ShellChecks is set: the CLI's local runs. Every {{ }} output of
+// run is one shell word, quoted as shlex.quote quotes it, so a value from
+// a model or an event is never shell syntax; the command is the author's,
+// runs unsandboxed with the process's environment (a ${NAME} the author
+// wrote is the shell's own expansion) and is killed at its timeout. The
+// step Lambda does not set ShellChecks, and cdk synth refuses a pipeline
+// with a shell check: a Lambda container runs every pipeline's steps with
+// the step function's role and secrets in its environment and reuses its
+// /tmp across runs, and its image has no tools such a command would use.
+// In scripted runs (Handler.CheckReplies), webhook and shell checks answer
+// from replies under "<step>:check:<name>" (a body with HTTP 200, or
+// output with exit code 0; {error: ...} is a check that could not run),
+// so nothing leaves the machine.
 //
 // # Agent steps
 //

@@ -264,6 +264,7 @@ func (t *taskRun) join(ctx context.Context) (task.Response, error) {
 	}
 	status, reason, flags := gate(name, g, eff, o, false)
 	rec.Flags = append(rec.Flags, flags...)
+	rec.Trust = legacyReport(g, eff, status, reason)
 	return fin(status, reason, out, usage, extra, &eff)
 }
 

@@ -98,8 +98,16 @@ type Handler struct {
 	Now func() time.Time
 	// HTTP sends failure webhooks. Nil: http.DefaultClient.
 	HTTP *http.Client
-	// Secrets resolves ${NAME} in failure webhooks. Nil: none resolve.
+	// Secrets resolves ${NAME} in failure webhooks and webhook checks.
+	// Nil: none resolve.
 	Secrets secret.Resolver
+	// CheckReplies, when set, answers webhook and shell checks from
+	// scripted replies (a run with --responses) instead of calling out.
+	CheckReplies CheckReplies
+	// ShellChecks lets shell checks run their commands (local runs). The
+	// step Lambda leaves it false: a shell check there fails closed with
+	// ErrShellNotHere (and cdk synth refuses pipelines that have one).
+	ShellChecks bool
 	// Logger receives warnings (verifier failures, webhook errors). Nil:
 	// discarded.
 	Logger *slog.Logger
@@ -179,6 +187,8 @@ func (h *Handler) Handle(ctx context.Context, req task.Request) (task.Response, 
 		return t.childInput(ctx)
 	case task.ModeAgentTurns:
 		return t.agentTurns(ctx)
+	case task.ModeCheck:
+		return t.check(ctx)
 	}
 	return task.Response{}, fault.Errorf[fault.ConfigError]("step handler: unknown mode %q", req.Mode)
 }
@@ -270,7 +280,9 @@ func (t *taskRun) putStep(ctx context.Context, rec store.StepRecord) error {
 	if err != nil {
 		return fmt.Errorf("record step %q: %w", rec.Name, err)
 	}
-	t.emit(rec)
+	if rec.Status != store.StepWaiting { // its finished record emits once
+		t.emit(rec)
+	}
 	return nil
 }
 

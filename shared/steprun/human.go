@@ -32,9 +32,16 @@ func (t *taskRun) approval(ctx context.Context) (task.Response, error) {
 		return task.Response{}, fault.Errorf[fault.ConfigError]("step %q: approval request has no task token", u.key)
 	}
 	b := t.h.bindings(ctx, t.req, t.trig, scope{current: u.name, item: u.item})
-	msg, err := t.h.render.render(ctx, u.name, "prompt_template", u.prompt, b)
-	if err != nil {
-		return task.Response{}, err
+	field := "prompt_template"
+	if t.req.Check != nil {
+		b["output"] = decodeOutput(t.req.Steps[u.name])
+		field = "deterministic_checks." + t.req.Check.Name + ".message"
+	}
+	msg := u.prompt
+	if !u.literal {
+		if msg, err = t.h.render.render(ctx, u.name, field, u.prompt, b); err != nil {
+			return task.Response{}, err
+		}
 	}
 	msg, _ = store.Cut(msg, store.MaxMessageBytes)
 	id, err := store.NewApprovalID()
@@ -66,7 +73,8 @@ func (t *taskRun) approval(ctx context.Context) (task.Response, error) {
 }
 
 // waitUnit reads what an approval or child_input Request is about: a
-// sequential step, or (with a group) a parallel branch or fan-out item.
+// sequential step, a human check of one (with Check), or (with a group)
+// a parallel branch or fan-out item.
 func (t *taskRun) waitUnit() (unit, error) {
 	if t.req.Group != "" {
 		return t.branchUnit()
@@ -77,6 +85,20 @@ func (t *taskRun) waitUnit() (unit, error) {
 	}
 	if st.Name == "" {
 		return unit{}, fault.Errorf[fault.ConfigError]("step handler: %s step config has no name", t.req.Mode)
+	}
+	if at := t.req.Check; at != nil {
+		if at.Index < 0 || at.Index >= len(st.Checks) || st.Checks[at.Index].Type != pipeline.CheckHuman {
+			return unit{}, fault.Errorf[fault.ConfigError]("step %q: check %d is not a human check", st.Name, at.Index)
+		}
+		c := st.Checks[at.Index]
+		u := unit{name: st.Name, key: checkKey(st.Name, c.Name), record: st.Name, executor: pipeline.ExecHuman,
+			prompt: c.Message, timeout: humanCheckTimeout(c)}
+		if u.prompt == "" {
+			// Text made of the answer, never rendered: the answer is
+			// data, not template source.
+			u.prompt, u.literal = defaultCheckMessage(st.Name, c.Name, t.req.Steps[st.Name]), true
+		}
+		return u, nil
 	}
 	return unit{name: st.Name, key: st.Name, record: st.Name, executor: st.Executor, config: st.ExecutorConfig,
 		prompt: st.PromptTemplate, timeout: st.TimeoutSeconds}, nil
@@ -135,6 +157,7 @@ func (t *taskRun) decided(ctx context.Context, st *pipeline.Step, o *llmoutput.O
 	res := result{out: o, primary: o.Confidence, effective: o.Confidence, usage: usage, flags: append(flags, gflags...)}
 	rec := t.baseRecord(st.Name, st.Executor, 1, started, &res)
 	rec.Status, rec.Output = store.StepStatus(status), out
+	rec.Trust = legacyReport(st.Gate, o.Confidence, status, reason)
 	return t.finish(ctx, outcome{name: st.Name, record: rec, status: status, reason: reason, output: out, usage: usage})
 }
 
@@ -217,4 +240,25 @@ func (t *taskRun) childOutcome(step, name string) (*llmoutput.Output, stepUsage,
 		usage.addUsage(*cr.Usage)
 	}
 	return o, usage, flags, nil
+}
+
+// defaultCheckMessage is a human check's approval message when the check
+// gives none: the step's answer, for a person to confirm.
+func defaultCheckMessage(step, check string, answer json.RawMessage) string {
+	var out struct {
+		Confidence *float64 `json:"confidence"`
+		Summary    string   `json:"summary"`
+		Context    string   `json:"next_step_context"`
+	}
+	_ = json.Unmarshal(answer, &out)
+	conf := "?"
+	if out.Confidence != nil {
+		conf = fmtConf(*out.Confidence)
+	}
+	text := fmt.Sprintf("Step %q answered (confidence %s): %s", step, conf, out.Summary)
+	if out.Context != "" {
+		text += "\n" + out.Context
+	}
+	text += fmt.Sprintf("\nApprove if the answer holds; a rejection fails deterministic check %q and the step's trust.", check)
+	return text
 }

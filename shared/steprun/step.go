@@ -49,6 +49,7 @@ type unit struct {
 	loop     *pipeline.LoopUntil
 	item     *fanItem
 	agent    *agent.Resolved // an agent step's resolved agent; nil: one model call
+	literal  bool            // prompt is text to use as it is, not a template
 }
 
 // stepUsage is what a step's calls consumed. cost is nil when a call could
@@ -354,8 +355,14 @@ func (t *taskRun) storeArtifacts(ctx context.Context, record string, out *llmout
 // gate decides a step's status, in order: the confidence gate, proceed,
 // then the budget.
 func gate(name string, g pipeline.Gate, eff float64, out *llmoutput.Output, honourProceed bool) (status, reason string, flags []string) {
-	if eff < g.ConfidenceThreshold {
-		why := fmt.Sprintf("confidence %s is below the threshold %s", fmtConf(eff), fmtConf(g.ConfidenceThreshold))
+	return gateWith(name, g, eff, "confidence "+fmtConf(eff), "", out, honourProceed)
+}
+
+// gateWith is gate over value, which messages call what, and cause (a
+// parenthesis after the threshold, or "") says what lowered it.
+func gateWith(name string, g pipeline.Gate, value float64, what, cause string, out *llmoutput.Output, honourProceed bool) (status, reason string, flags []string) {
+	if value < g.ConfidenceThreshold {
+		why := fmt.Sprintf("%s is below the threshold %s%s", what, fmtConf(g.ConfidenceThreshold), cause)
 		switch g.OnLowConfidence {
 		case pipeline.LowProceed:
 			flags = append(flags, FlagProceedOnLow)
@@ -546,9 +553,10 @@ func (t *taskRun) stepFailed(ctx context.Context, st *pipeline.Step, attempt int
 	return task.Response{}, err
 }
 
-// stepDone gates and records a sequential step's answer. stored, when
-// set, is what to add to the run's stored usage instead of the step's
-// whole usage (a part was added already).
+// stepDone gates and records a sequential step's answer: its grounding
+// judge and deterministic checks first (see settle). stored, when set,
+// is what to add to the run's stored usage instead of the step's whole
+// usage (a part was added already).
 func (t *taskRun) stepDone(ctx context.Context, st *pipeline.Step, attempt int, started time.Time, res *result, stored *stepUsage) (task.Response, error) {
 	if err := t.storeArtifacts(ctx, st.Name, res.out); err != nil {
 		return task.Response{}, err
@@ -557,14 +565,7 @@ func (t *taskRun) stepDone(ctx context.Context, st *pipeline.Step, attempt int, 
 	if err != nil {
 		return task.Response{}, err
 	}
-	status, reason, flags := gate(st.Name, st.Gate, res.effective, res.out, true)
-	rec, err := t.agentRecord(ctx, st.Name, st.Executor, attempt, started, res)
-	if err != nil {
-		return task.Response{}, err
-	}
-	rec.Flags = append(rec.Flags, flags...)
-	rec.Status, rec.Output = store.StepStatus(status), out
-	resp, err := t.finish(ctx, outcome{name: st.Name, record: rec, status: status, reason: reason, output: out, usage: res.usage, stored: stored})
+	resp, err := t.settle(ctx, st, attempt, started, res, out, stored)
 	if err != nil {
 		return resp, err
 	}

@@ -217,8 +217,11 @@ func (t *taskRun) agentTurns(ctx context.Context) (task.Response, error) {
 			return t.stepFailed(ctx, st, attempt, started, &res, err, stepUsage{})
 		}
 	}
-	if ran > 0 && u.verifier != nil && !t.h.now().Before(soft) {
-		return handBack(conv) // the next Task verifies
+	if ran > 0 && (u.verifier != nil || settleSeconds(st) > 0) && !t.h.now().Before(soft) {
+		return handBack(conv) // the next Task verifies, grounds and checks
+	}
+	if need := time.Duration(settleSeconds(st)) * time.Second; ran > 0 && need > 0 && bounded && hard.Sub(t.h.now()) < need {
+		return handBack(conv) // the judge and the checks need a fresh invocation
 	}
 
 	// The agent has answered: judged by the runner already, now verified,
@@ -247,6 +250,30 @@ func (t *taskRun) agentTurns(ctx context.Context) (task.Response, error) {
 	}
 	resp.Agent.Tasks = ls.Tasks + 1
 	return resp, nil
+}
+
+// settleSeconds is how long a step's grounding judge and its webhook and
+// shell checks may take after its answer, at most: the sum of their
+// timeouts (human checks wait in Tasks of their own).
+func settleSeconds(st *pipeline.Step) int {
+	n := 0
+	if g := st.Grounding; g != nil {
+		n += max(g.TimeoutSeconds, 0)
+		if g.TimeoutSeconds <= 0 {
+			n += pipeline.DefaultGroundingTimeout
+		}
+	}
+	for _, c := range st.Checks {
+		if c.Type == pipeline.CheckHuman {
+			continue
+		}
+		if c.TimeoutSeconds > 0 {
+			n += c.TimeoutSeconds
+		} else {
+			n += pipeline.DefaultCheckTimeout
+		}
+	}
+	return n
 }
 
 func costOf(u stepUsage) float64 {

@@ -52,6 +52,12 @@ const (
 	// answers StatusContinue with the new AgentLoop, until the agent has
 	// answered; then it verifies, decides and records as ModeStep does.
 	ModeAgentTurns = "agent_turns"
+	// ModeCheck goes on with a step that paused for a human check (its
+	// step or agent_turns Task answered StatusCheck): it applies the
+	// decision (Decision, or Error when the wait failed or timed out) to
+	// the check Check names, runs the step's checks after it, then gates
+	// and records the step; or pauses again at its next human check.
+	ModeCheck = "check"
 )
 
 // Statuses a Response carries. A run ends with the status of the step that
@@ -66,6 +72,11 @@ const (
 	// not answered: the state machine invokes the step's Task again with
 	// the Response's AgentLoop. It never ends a run.
 	StatusContinue = "continue"
+	// StatusCheck is a step's answer when it paused for a human check:
+	// its record waits (store.StepWaiting), and the state machine asks
+	// for the check Response.Check names (an approval Task), then hands
+	// the decision to a check Task. It never ends a run.
+	StatusCheck = "check"
 )
 
 // Error names of the state machine's terminal Fail states.
@@ -111,6 +122,27 @@ type Request struct {
 	// stands: what the previous Task of the step answered, nil for the
 	// step's first Task.
 	AgentLoop *AgentLoop `json:"agent_loop,omitempty"`
+	// Check is, in an approval Task of a human check and in a check
+	// Task, the human check the step paused at.
+	Check *CheckAt `json:"check,omitempty"`
+}
+
+// CheckAt names the human check a step paused at: its place among the
+// step's deterministic_checks and the attempt whose record waits.
+type CheckAt struct {
+	Index   int    `json:"index"`
+	Name    string `json:"name"`
+	Attempt int    `json:"attempt"`
+}
+
+// TrustSummary is what a gated step's Task reports of its trust, for
+// progress displays: the gate's policy, the combined trust and the
+// signals beyond the confidence (nil where the step has none).
+type TrustSummary struct {
+	Policy   string   `json:"policy"`
+	Combined float64  `json:"combined"`
+	G        *float64 `json:"G,omitempty"`
+	D        *bool    `json:"D,omitempty"`
 }
 
 // AgentLoop is where the tool loop of an agent step that outlives one
@@ -258,4 +290,9 @@ type Response struct {
 	// Agent summarizes an agent step's tool loop (step and agent_turns
 	// Tasks of agent steps; nil for any other).
 	Agent *AgentSummary `json:"agent,omitempty"`
+	// Check is, with StatusCheck, the human check the step waits for.
+	Check *CheckAt `json:"check,omitempty"`
+	// Trust summarizes the trust of a step that has a grounding judge or
+	// deterministic checks (nil for any other).
+	Trust *TrustSummary `json:"trust,omitempty"`
 }
