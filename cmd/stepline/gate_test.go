@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -229,16 +230,20 @@ func collect(t *testing.T, dir, path string) diagnostics {
 }
 
 // onlyDiagnostics keeps the lines of run's output that are diagnostics of
-// the file (run also prints what it is doing).
+// the file, or of the library steps it uses (run also prints what it is
+// doing).
 func onlyDiagnostics(out, path string) string {
 	var b strings.Builder
 	for _, line := range strings.SplitAfter(out, "\n") {
-		if strings.HasPrefix(line, path+":") {
+		if strings.HasPrefix(line, path+":") || libraryDiagnostic.MatchString(line) {
 			b.WriteString(line)
 		}
 	}
 	return b.String()
 }
+
+// libraryDiagnostic is a diagnostic positioned in a library step file.
+var libraryDiagnostic = regexp.MustCompile(`^steps/[^:\s]+\.ya?ml:\d+:\d+: `)
 
 // TestValidateWarnsWithoutBaseURL: a gateway step without base_url is a
 // warning only when the environment has no OPENAI_BASE_URL either; it

@@ -68,6 +68,7 @@ func commands() map[string]command {
 		"serve":    {"serve webhooks, manual runs, run queries and approval links over HTTP (local)", cmdServe},
 		"schema":   {"print the JSON Schema of the pipeline format, or of an agent profile (schema agent)", cmdSchema},
 		"agents":   {"list the project's agent profiles: version, model and tools", cmdAgents},
+		"steps":    {"list the project's step library: the steps pipelines name with use:, and where", cmdSteps},
 		"output":   {"check a raw model reply against the LLMOutput contract", cmdOutput},
 	}
 }

@@ -22,9 +22,12 @@ import (
 // compiles in its project (--config, else the stepline.yaml above it),
 // whose agent profiles are checked with it; a problem of a project is
 // printed once however many of its pipelines are validated. With
-// --config and no FILE, it validates every pipeline of the project. With
-// -v it says where each valid pipeline's agent steps run: in-process, or
-// on which remote gateway (the project's rule, project.Runtime).
+// --config and no FILE, it validates every pipeline and every library
+// step of the project. A FILE in the project's steps directory is a
+// library step, checked on its own (gate.CheckStepFile); every pipeline
+// that uses it checks it again in place. With -v it says where each valid
+// pipeline's agent steps run: in-process, or on which remote gateway (the
+// project's rule, project.Runtime).
 func cmdValidate(_ context.Context, e env) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
@@ -33,7 +36,7 @@ func cmdValidate(_ context.Context, e env) int {
 	config := configFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(e.stderr, "usage: stepline validate [-q] [-v] [--config FILE] FILE...")
-		fmt.Fprintln(e.stderr, "       stepline validate [-q] [-v] --config FILE   (every pipeline of the project)")
+		fmt.Fprintln(e.stderr, "       stepline validate [-q] [-v] --config FILE   (every pipeline and library step of the project)")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(e.args); err != nil {
@@ -60,6 +63,9 @@ func cmdValidate(_ context.Context, e env) int {
 			fmt.Fprintf(e.stderr, "stepline: no pipeline file in %s\n", p.Pipelines)
 			return exitFailed
 		}
+		for _, sf := range p.StepFiles {
+			files = append(files, sf.Path)
+		}
 	}
 	defaults := executor.DefaultsFromEnv(e.getenv)
 	printed := map[string]bool{}
@@ -68,6 +74,12 @@ func cmdValidate(_ context.Context, e env) int {
 		if err != nil {
 			fmt.Fprintf(e.stderr, "%s: %v\n", path, err)
 			code = exitFailed
+			continue
+		}
+		if p.IsStepFile(path) {
+			if !validateStepFile(e, path, p, defaults, *quiet, printed) {
+				code = exitFailed
+			}
 			continue
 		}
 		f, _, ds, err := gate.CompileFileIn(path, p, defaults)
@@ -102,6 +114,42 @@ func cmdValidate(_ context.Context, e env) int {
 		}
 	}
 	return code
+}
+
+// validateStepFile checks one library step file on its own and reports
+// it as validate reports a pipeline; false when it has an error.
+func validateStepFile(e env, path string, p *project.Project, d executor.Defaults, quiet bool, printed map[string]bool) bool {
+	ls, ds, err := gate.CheckStepFile(path, p, d)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "%s: %v\n", path, err)
+		return false
+	}
+	ds = append(projectProblems(p), ds...)
+	if quiet {
+		ds = ds.Errors()
+	}
+	for _, dg := range ds {
+		s := dg.String()
+		if printed[s] {
+			continue // already printed, as a problem of a pipeline that uses it or of the project
+		}
+		printed[s] = true
+		fmt.Fprintln(e.stderr, s)
+	}
+	if ds.HasErrors() {
+		return false
+	}
+	fmt.Fprintf(e.stdout, "%s: library step %q is valid\n", path, ls.Name)
+	return true
+}
+
+// projectProblems are the project's own problems as diagnostics.
+func projectProblems(p *project.Project) compiler.Diagnostics {
+	var out compiler.Diagnostics
+	for _, d := range p.Diagnostics {
+		out = append(out, compiler.Diagnostic{Pos: pipeline.Pos{File: d.Pos.File, Line: d.Pos.Line, Col: d.Pos.Col}, Warning: d.Warning, Msg: d.Msg})
+	}
+	return out
 }
 
 // agentPlaces says, for each step, branch and fan-out that runs an agent,
