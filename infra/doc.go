@@ -27,11 +27,13 @@
 // so the step function reads no file of the project. An agent that needs
 // a stdio MCP server (command) cannot run there, and synth refuses its
 // pipeline naming the step, the agent and the server. The ingest function,
-// which compiles the pipelines it routes, gets the project file and the
-// agents' files in its asset beside the pipelines, laid out as in the
-// project (the agents directory must therefore lie inside the project's
-// directory); a Bedrock model an agent names is granted like a bedrock
-// step's.
+// which compiles the pipelines it routes, gets the project file, the
+// agents' files and the step library (steps/, which pipelines name with
+// use:) in its asset beside the pipelines, laid out as in the project
+// (the agents and steps directories must therefore lie inside the
+// project's directory); a Bedrock model an agent names is granted like a
+// bedrock step's. A library step is compiled into each state machine that
+// uses it, so editing one changes those definitions at the next deploy.
 //
 // # Resources
 //

@@ -10,7 +10,12 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 
+	"github.com/stepline/stepline/compiler/gate"
 	"github.com/stepline/stepline/infra"
+	"github.com/stepline/stepline/infra/plan"
+	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/project"
 )
 
 // newAssets makes an asset directory of dummy bootstraps.
@@ -71,5 +76,96 @@ func TestIngestCarriesTheProject(t *testing.T) {
 	_, err := infra.NewStack(awscdk.NewApp(nil), "Stepline", &infra.StackProps{PipelineDir: plain, Config: filepath.Join(outside, "proj", "stepline.yaml"), AssetDir: assets})
 	if err == nil || !strings.Contains(err.Error(), "stage project for ingest: the agents directory "+filepath.Join(outside, "shared-agents")+" must be a directory inside") {
 		t.Errorf("agents outside the project: %v", err)
+	}
+}
+
+// TestIngestCarriesTheStepLibrary: the ingest function's asset holds the
+// project's step library, laid out as in the project, so the pipelines it
+// compiles there resolve their use: as synth did; a library the stack no
+// longer has is not left behind, and a steps directory outside the
+// project cannot travel with it.
+func TestIngestCarriesTheStepLibrary(t *testing.T) {
+	assets := newAssets(t)
+	const check = "name: check\ndescription: Check a service.\nexecutor: webhook\nexecutor_config: {url: 'https://hooks.example.com/check'}\ntimeout_seconds: 5\n"
+	proj := writeTree(t, map[string]string{
+		"stepline.yaml":         "steps: library\n",
+		"library/check.yaml":    check,
+		"library/_draft.yaml":   "not read",
+		"pipelines/checks.yaml": "name: checks\nsteps:\n  - {use: check, name: first}\n",
+	})
+	props := &infra.StackProps{PipelineDir: filepath.Join(proj, "pipelines"), AssetDir: assets}
+	if _, err := infra.NewStack(awscdk.NewApp(nil), "Stepline", props); err != nil {
+		t.Fatal(err)
+	}
+	ingest := filepath.Join(assets, infra.FunctionIngest)
+	if got, err := os.ReadFile(filepath.Join(ingest, "library", "check.yaml")); err != nil || string(got) != check {
+		t.Errorf("library/check.yaml staged as %q (%v)", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(ingest, "library", "_draft.yaml")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a file that is no step file is staged: %v", err)
+	}
+	// What ingest compiles with: the staged project, pipelines and library.
+	staged, err := project.Load(filepath.Join(ingest, project.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, sm, ds, err := gate.CompileFileIn(filepath.Join(ingest, "pipelines", "checks.yaml"), staged, executor.Defaults{})
+	if err != nil || sm == nil {
+		t.Fatalf("the staged pipeline does not compile: %v\n%s", err, ds)
+	}
+	if s := f.Pipeline.Steps[0].(*pipeline.Step); s.Name != "first" || s.Executor != "webhook" {
+		t.Errorf("the staged pipeline's step %+v", s)
+	}
+
+	// Without step files, nothing of the library is left in the asset.
+	if err := os.Remove(filepath.Join(proj, "library", "check.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, "pipelines", "checks.yaml"), []byte("name: checks\nsteps:\n  - {name: first, executor: webhook, executor_config: {url: 'https://hooks.example.com/check'}, timeout_seconds: 5}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := infra.NewStack(awscdk.NewApp(nil), "Stepline", props); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(ingest, "library")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the library staged before is left in the asset: %v", err)
+	}
+
+	// A steps directory outside the project cannot travel with it.
+	outside := writeTree(t, map[string]string{
+		"proj/stepline.yaml":      "steps: ../shared-steps\n",
+		"proj/pipelines/a.yaml":   "name: a\nsteps:\n  - {use: check}\n",
+		"shared-steps/check.yaml": check,
+	})
+	_, err = infra.NewStack(awscdk.NewApp(nil), "Stepline", &infra.StackProps{PipelineDir: filepath.Join(outside, "proj", "pipelines"), AssetDir: assets})
+	if err == nil || !strings.Contains(err.Error(), "stage project for ingest: the steps directory "+filepath.Join(outside, "shared-steps")+" must be a directory inside") {
+		t.Errorf("steps outside the project: %v", err)
+	}
+}
+
+// TestLibraryEditRedeploys: a state machine holds its library steps
+// resolved, so an edit of a library step changes the definition the
+// stack deploys.
+func TestLibraryEditRedeploys(t *testing.T) {
+	proj := writeTree(t, map[string]string{
+		"stepline.yaml":         "",
+		"steps/check.yaml":      "name: check\nexecutor: webhook\nexecutor_config: {url: 'https://hooks.example.com/v1/check'}\ntimeout_seconds: 5\n",
+		"pipelines/checks.yaml": "name: checks\nsteps:\n  - {use: check, name: first}\n",
+	})
+	definition := func() string {
+		t.Helper()
+		ps, err := plan.Load(filepath.Join(proj, "pipelines"), executor.Defaults{})
+		if err != nil || len(ps) != 1 {
+			t.Fatalf("plan: %v", err)
+		}
+		return ps[0].Definition
+	}
+	before := definition()
+	if err := os.WriteFile(filepath.Join(proj, "steps", "check.yaml"), []byte("name: check\nexecutor: webhook\nexecutor_config: {url: 'https://hooks.example.com/v2/check'}\ntimeout_seconds: 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	after := definition()
+	if !strings.Contains(before, "/v1/check") || !strings.Contains(after, "/v2/check") || strings.Contains(after, "/v1/check") {
+		t.Errorf("the definition does not follow the library:\nbefore %s\nafter  %s", before, after)
 	}
 }

@@ -238,9 +238,9 @@ func loadProject(config, pipelineDir string) (*project.Project, error) {
 	return p, nil
 }
 
-// stageProject copies the project file and its agents' files into the
-// ingest function's code asset, beside the staged pipelines, laid out as
-// in the project, so ingest compiles the pipelines in the same project:
+// stageProject copies the project file, its agents' files and its step
+// library into the ingest function's code asset, beside the staged
+// pipelines, laid out as in the project, so ingest compiles the pipelines in the same project:
 // it finds the stepline.yaml above its pipelines as the CLI does. Without
 // a project, a project file staged before is removed.
 func stageProject(p *project.Project, to string) error {
@@ -277,6 +277,36 @@ func stageProject(p *project.Project, to string) error {
 			if err := copyFile(f, filepath.Join(to, rel, name, filepath.Base(f))); err != nil {
 				return fmt.Errorf("stage project for ingest: %w", err)
 			}
+		}
+	}
+	return stageSteps(p, to)
+}
+
+// stageSteps copies the project's step library into the ingest
+// function's asset, laid out as in the project (a pipeline that uses a
+// library step compiles only with it). A project without step files
+// stages none, wherever its steps directory is.
+func stageSteps(p *project.Project, to string) error {
+	rel, err := filepath.Rel(p.Dir, p.Steps)
+	inside := err == nil && rel != "." && rel != "pipelines" && rel != "bootstrap" && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+	if inside {
+		if err := os.RemoveAll(filepath.Join(to, rel)); err != nil {
+			return fmt.Errorf("stage project for ingest: %w", err)
+		}
+	}
+	if len(p.StepFiles) == 0 {
+		return nil
+	}
+	if !inside {
+		return fmt.Errorf("stage project for ingest: the steps directory %s must be a directory inside %s (other than pipelines/), for the ingest function to carry it", p.Steps, p.Dir)
+	}
+	if err := os.MkdirAll(filepath.Join(to, rel), 0o755); err != nil {
+		return fmt.Errorf("stage project for ingest: %w", err)
+	}
+	for _, sf := range p.StepFiles {
+		// The bytes the pipelines compiled with, not the file as it is now.
+		if err := os.WriteFile(filepath.Join(to, rel, filepath.Base(sf.Path)), sf.Src, 0o644); err != nil {
+			return fmt.Errorf("stage project for ingest: %w", err)
 		}
 	}
 	return nil
