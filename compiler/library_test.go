@@ -416,3 +416,38 @@ func TestStepFileOnItsOwn(t *testing.T) {
 		})
 	}
 }
+
+// TestRepositoryLibrary: the repository's step library has no problem on
+// its own, and an example pipeline uses each of its steps, overriding the
+// library where it says so.
+func TestRepositoryLibrary(t *testing.T) {
+	p := repositoryProject(t)
+	lib := LoadLibrary(Env{Project: p})
+	if len(lib.Steps()) == 0 || len(lib.Diagnostics()) != 0 {
+		t.Fatalf("library %d steps:\n%s", len(lib.Steps()), lib.Diagnostics())
+	}
+	used := map[string]bool{}
+	files, _ := filepath.Glob("../pipelines/*.yaml")
+	for _, path := range files {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := loadIn(path, src, Env{Project: p})
+		for _, u := range f.Uses() {
+			used[u.Step] = true
+		}
+		if filepath.Base(path) != "sre-investigation.yaml" {
+			continue
+		}
+		s := f.Pipeline.Steps[0].(*pipeline.Step)
+		if s.Name != "investigate" || s.ConfidenceThreshold != 0.7 || s.TimeoutSeconds != 1800 || s.ExecutorConfig["agent"] != "sre-investigator" {
+			t.Errorf("sre-investigation's investigate step: %+v", s)
+		}
+	}
+	for _, s := range lib.Steps() {
+		if !used[s.Name] {
+			t.Errorf("no example pipeline uses library step %q", s.Name)
+		}
+	}
+}
