@@ -121,8 +121,8 @@ func (l *Library) names() []string {
 }
 
 // LoadStepFile parses and checks one library step file on its own, in
-// env (its project's agents and executor defaults). When the file is in
-// the project's step library, a name another file of the library also
+// env (its project's agents and executor defaults), as LoadLibrary
+// checks each: a name that another file of env.Project's library also
 // defines is an error too.
 func LoadStepFile(path string, src []byte, env Env) (*LibraryStep, Diagnostics) {
 	ls, ds := loadStep(path, src, env)
@@ -140,9 +140,6 @@ func LoadStepFile(path string, src []byte, env Env) (*LibraryStep, Diagnostics) 
 	}
 	return ls, ds.Sort()
 }
-
-// libraryMeta are the keys a library file has besides the step's own.
-var libraryMeta = []string{"description", "tags"}
 
 // loadStep parses one library file and checks the step on its own: the
 // schema and ranges of a sequential step, and Check as in a pipeline that
