@@ -10,6 +10,12 @@
 //	LOG_LEVEL         debug, info (default), warn or error
 //	METRIC_NAMESPACE  CloudWatch namespace of the step metrics (default Stepline)
 //	OPENAI_BASE_URL   base URL of gateway steps without executor_config.base_url (optional)
+//	AGENT_INVOCATION_BUDGET
+//	                  how long one Task of an agent step longer than one
+//	                  invocation calls the model before it hands back, a Go
+//	                  duration in (0, 15m] (default 800s, see package
+//	                  steprun); the offline AWS tier sets 1ns, one model
+//	                  call per Task
 //
 // Secrets not listed in SECRET_REFS are read from the environment (a
 // gateway step without api_key sends OPENAI_API_KEY when it is set).
@@ -42,9 +48,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -81,6 +89,8 @@ func main() {
 		Notifications: &notify.Dispatcher{HTTP: client, Secrets: secrets, SNS: sns, Logger: f.Log},
 		Metrics:       &metrics.EMF{W: os.Stdout, Namespace: os.Getenv("METRIC_NAMESPACE")},
 	}
+	h.AgentInvocationBudget, err = agentBudget(os.Getenv("AGENT_INVOCATION_BUDGET"))
+	f.Check(err, "AGENT_INVOCATION_BUDGET")
 	if bucket := os.Getenv("ARTIFACT_BUCKET"); bucket != "" {
 		objects, err := awsrest.NewS3(f.AWS)
 		f.Check(err, "artifacts")
@@ -95,6 +105,25 @@ func main() {
 func xrayTraceParent(ctx context.Context) string {
 	h, _ := ctx.Value("x-amzn-trace-id").(string)
 	return executor.TraceParentFromXRay(h)
+}
+
+// maxAgentBudget is the longest AGENT_INVOCATION_BUDGET: what one Lambda
+// invocation may last.
+const maxAgentBudget = 15 * time.Minute
+
+// agentBudget reads AGENT_INVOCATION_BUDGET: "" is zero (the default).
+func agentBudget(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("want a duration such as 800s: %w", err)
+	case d <= 0 || d > maxAgentBudget:
+		return 0, fmt.Errorf("%s is outside (0, %s]", s, maxAgentBudget)
+	}
+	return d, nil
 }
 
 // lazyPrices returns the price table, parsed when the first call is priced
