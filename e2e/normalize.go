@@ -18,6 +18,12 @@ import (
 //     timestamps, durations;
 //   - what the executor itself reports: model, provider, raw_response (in
 //     records and in outputs), cost (scripted replies have no price);
+//   - the IDs of an agent's tool calls, which a real provider names (a
+//     scripted turn leaves them to the loop): in a trace each becomes
+//     "<call N>", N counting the distinct IDs in order, so that a call
+//     and its result or denial still pair up;
+//   - where a trace too long for its record is kept (trace_ref: a file
+//     locally, an S3 object in the box): only whether there is one;
 //   - the wording of executor errors after their name: the local run's
 //     scripted "ExecutorTimeout: step \"x\": scripted timeout (file:line)"
 //     and the box's "ExecutorTimeout: webhook: no answer from … within 2s"
@@ -27,8 +33,10 @@ import (
 // trigger, usage tokens and final output; the order steps were first
 // recorded in (where both engines order them strictly); per step record
 // its name, attempt, executor, status, error name, the three confidences,
-// output, verifier output, rendered prompt, token counts and flags; and
-// the same for every sub-pipeline run.
+// output, verifier output, rendered prompt, token counts and flags, and
+// an agent step's agent, agent version, iterations and trace (every
+// event's type, iteration, name, arguments, content, error and cut
+// marks); and the same for every sub-pipeline run.
 type Normalized struct {
 	Run map[string]any `json:"run"`
 	// Steps are the records sorted by name and attempt. Index, the
@@ -119,8 +127,37 @@ func normStep(r store.StepRecord, children map[string]string) map[string]any {
 		"verifier_output":      normJSON(r.VerifierOutput, children),
 		"prompt":               NormalizeText(r.Prompt),
 		"input_tokens":         r.InputTokens, "output_tokens": r.OutputTokens,
-		"flags": flags,
+		"flags":         flags,
+		"agent":         r.Agent,
+		"agent_version": r.AgentVersion,
+		"iterations":    r.Iterations,
+		"trace":         normTrace(r.Trace),
+		"has_trace_ref": r.TraceRef != "",
 	}
+}
+
+// normTrace decodes an agent step's trace and names each tool call's ID
+// by its order of first appearance ("<call 1>", …).
+func normTrace(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	var events []map[string]any
+	if err := json.Unmarshal(raw, &events); err != nil {
+		return "<not a trace: " + string(raw) + ">"
+	}
+	ids := map[string]string{}
+	out := make([]any, len(events))
+	for i, ev := range events {
+		if id, ok := ev["id"].(string); ok {
+			if _, seen := ids[id]; !seen {
+				ids[id] = fmt.Sprintf("<call %d>", len(ids)+1)
+			}
+			ev["id"] = ids[id]
+		}
+		out[i] = ev
+	}
+	return out
 }
 
 func deref(f *float64) any {

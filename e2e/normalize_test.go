@@ -134,3 +134,50 @@ func TestOrderDiff(t *testing.T) {
 }
 
 func jsonText(v any) string { return marshal(v) }
+
+// TestNormalizeAgent: an agent step's record is compared with its agent,
+// version, iterations and trace; only the tool calls' IDs (named by
+// order, pairs kept) and where a long trace is kept are normalised.
+func TestNormalizeAgent(t *testing.T) {
+	record := func(trace, ref string) store.StepRecord {
+		return store.StepRecord{Name: "investigate", Attempt: 1, Status: store.StepCompleted, Agent: "sre", AgentVersion: "f777c0ef4d15",
+			Iterations: 3, Trace: json.RawMessage(trace), TraceRef: ref}
+	}
+	local := `[{"type": "text", "iteration": 1, "content": "look"},
+		{"type": "tool_call", "iteration": 1, "id": "call_1_1", "name": "g.q", "arguments": {"e": 1}},
+		{"type": "tool_call", "iteration": 1, "id": "call_1_2", "name": "g.q", "arguments": {"e": 2}},
+		{"type": "tool_result", "iteration": 1, "id": "call_1_1", "name": "g.q", "content": "1"},
+		{"type": "tool_denied", "iteration": 1, "id": "call_1_2", "name": "g.q", "reason": "no"}]`
+	box := strings.NewReplacer("call_1_1", "tooluse_box1_1", "call_1_2", "tooluse_box1_2").Replace(local)
+	base := Normalize(Side{Steps: []store.StepRecord{record(local, "")}})
+	step := base.Steps[0]
+	if step["agent"] != "sre" || step["agent_version"] != "f777c0ef4d15" || step["iterations"] != 3 || step["has_trace_ref"] != false {
+		t.Errorf("agent fields %v", step)
+	}
+	if got := jsonText(step["trace"]); !strings.Contains(got, `"id":"<call 1>"`) || strings.Count(got, `"<call 2>"`) != 2 || strings.Contains(got, "call_1") {
+		t.Errorf("trace %s", got)
+	}
+	for _, c := range []struct {
+		name  string
+		other store.StepRecord
+		diff  string // a path that differs; "" for none
+	}{
+		{"provider's IDs", record(box, ""), ""},
+		{"where a long trace is kept", record(`[]`, "s3://b/run/investigate.trace/trace.json"), "steps[0].has_trace_ref"},
+		{"a result paired with the other call", record(strings.Replace(box, `"tool_result", "iteration": 1, "id": "tooluse_box1_1"`, `"tool_result", "iteration": 1, "id": "tooluse_box1_2"`, 1), ""), "steps[0].trace[3].id"},
+		{"a tool's answer", record(strings.Replace(box, `"content": "1"`, `"content": "2"`, 1), ""), "steps[0].trace[3].content"},
+		{"an iteration", record(strings.Replace(box, `"iteration": 1, "content": "look"`, `"iteration": 2, "content": "look"`, 1), ""), "steps[0].trace[0].iteration"},
+		{"the version", func() store.StepRecord { r := record(box, ""); r.AgentVersion = "000000000000"; return r }(), "steps[0].agent_version"},
+		{"iterations", func() store.StepRecord { r := record(box, ""); r.Iterations = 4; return r }(), "steps[0].iterations"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := Diff("local", base, "box", Normalize(Side{Steps: []store.StepRecord{c.other}}))
+			switch {
+			case c.diff == "" && d != "":
+				t.Errorf("differs:\n%s", d)
+			case c.diff != "" && !strings.Contains(d, c.diff):
+				t.Errorf("the diff lacks %s:\n%s", c.diff, d)
+			}
+		})
+	}
+}
