@@ -268,6 +268,18 @@ func (a *AWS) PutObject(ctx context.Context, bucket, key string, body []byte) er
 	return a.s3.PutObject(ctx, bucket, key, body, "")
 }
 
+// ObjectExists reports whether bucket holds an object named key.
+func (a *AWS) ObjectExists(ctx context.Context, bucket, key string) (bool, error) {
+	_, err := a.s3.GetObject(ctx, bucket, key, 16<<20)
+	switch {
+	case err == nil:
+		return true, nil
+	case awsrest.IsNoSuchKey(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("get s3://%s/%s: %w", bucket, key, err)
+}
+
 // Stack is what DescribeStacks says of a stack.
 type Stack struct {
 	Status  string            `xml:"StackStatus"`

@@ -25,6 +25,7 @@ import (
 
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/shared/approval"
+	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/dynamo"
 	"github.com/stepline/stepline/shared/store/dynamo/dynamotest"
@@ -44,6 +45,16 @@ const (
 	// API Gateway, so the tier hands the callback function the request
 	// API Gateway would.
 	APIBaseURL = "https://api.box.invalid"
+	// ArtifactBucket is the step function's ARTIFACT_BUCKET: where agent
+	// steps longer than one invocation keep their conversation between
+	// Tasks (and long traces and artifacts go), as on AWS.
+	ArtifactBucket = "stepline-box-artifacts"
+	// AgentBudget is the step function's AGENT_INVOCATION_BUDGET: so short
+	// that every Task of an agent step longer than one invocation makes
+	// exactly one model call (the first call of a Task always starts) and
+	// then hands back, so that the box runs each such step across as many
+	// Tasks as it makes model calls.
+	AgentBudget = "1ns"
 )
 
 // Harness is the box with Stepline's functions deployed, the fake model
@@ -61,9 +72,9 @@ type Harness struct {
 	err   error     // of deploy
 }
 
-// Deploy creates the table, the secrets the pipelines name (secrets, as
-// found by Rewrite), the approval key, and the step, approval, callback
-// and recorder functions from the amd64 bootstraps.
+// Deploy creates the table, the artifact bucket, the secrets the
+// pipelines and projects name (secrets), the approval key, and the step,
+// approval, callback and recorder functions from the amd64 bootstraps.
 func (h *Harness) Deploy(ctx context.Context, secrets []string) error {
 	h.once.Do(func() { h.err = h.deploy(ctx, secrets) })
 	return h.err
@@ -77,6 +88,9 @@ func (h *Harness) deploy(ctx context.Context, secrets []string) error {
 	h.Role = role
 	if err := dynamotest.CreateTable(ctx, h.AWS.DynamoDB, Table, dynamo.Schema()); err != nil {
 		return fmt.Errorf("create table: %w", err)
+	}
+	if err := h.AWS.CreateBucket(ctx, ArtifactBucket); err != nil {
+		return err
 	}
 	var refs []string
 	for _, s := range secrets {
@@ -105,7 +119,8 @@ func (h *Harness) deploy(ctx context.Context, secrets []string) error {
 	secretRefs := strings.Join(refs, ",")
 	for _, fn := range []Function{
 		{Name: FnStep, Bootstrap: h.Tools.bootstrap("step"), Timeout: 900,
-			Env: with("SECRET_REFS", secretRefs, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME", h.Fake.BedrockEndpoint())},
+			Env: with("SECRET_REFS", secretRefs, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME", h.Fake.BedrockEndpoint(),
+				"ARTIFACT_BUCKET", ArtifactBucket, "AGENT_INVOCATION_BUDGET", AgentBudget)},
 		{Name: FnApproval, Bootstrap: h.Tools.bootstrap("approval"), Timeout: 30,
 			Env: with("SECRET_REFS", secretRefs, "APPROVAL_KEY_SECRET_ARN", keyARN, "API_BASE_URL", APIBaseURL)},
 		{Name: FnCallback, Bootstrap: h.Tools.bootstrap("callback"), Timeout: 10,
@@ -139,6 +154,10 @@ type Side struct {
 	Steps    []store.StepRecord
 	Children []Side // sub-pipeline runs, in the order the steps name them
 	Duration time.Duration
+	// Tasks counts, by state name, how often the execution entered each
+	// Task state (a Retry is no new entry; an agent step's hand-back
+	// is): from the box's execution history, nil for a local run.
+	Tasks map[string]int
 }
 
 // Prepared is a scenario's rewritten files.
@@ -149,7 +168,8 @@ type Prepared struct {
 	Files   map[string]string // pipeline name → rewritten file
 	Script  *Script
 	Secrets []string
-	Human   bool // a pipeline has a human step: Drive looks for approvals
+	Human   bool             // a pipeline has a human step: Drive looks for approvals
+	Project *project.Project // the project that governs the pipelines, as loaded from the original; nil for none
 
 	machine string // the main state machine's ARN, once created
 }
@@ -160,7 +180,9 @@ var (
 )
 
 // Prepare rewrites the scenario's pipelines for the box into the work
-// directory and loads its script into the fake.
+// directory, with the project file that governs them (RewriteProject;
+// an empty one when none does, so that the work directory's own
+// ancestors lend them none), and loads its script into the fake.
 func (h *Harness) Prepare(sc Scenario) (*Prepared, error) {
 	if !nameRE.MatchString(sc.Name) || len(sc.Name) > 40 {
 		return nil, fmt.Errorf("scenario %q: want a short name of [a-z0-9-]", sc.Name)
@@ -177,13 +199,27 @@ func (h *Harness) Prepare(sc Scenario) (*Prepared, error) {
 	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
 		return nil, err
 	}
+	proj, projSecrets, err := h.prepareProject(p)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	p.Project = proj
 	seen := map[string]bool{}
+	addSecrets := func(names []string) {
+		for _, s := range names {
+			if !seen[s] {
+				seen[s] = true
+				p.Secrets = append(p.Secrets, s)
+			}
+		}
+	}
+	addSecrets(projSecrets)
 	for _, f := range append([]string{sc.Pipeline}, sc.Children...) {
 		src, err := readFile(filepath.Join(sc.Dir, f))
 		if err != nil {
 			return nil, err
 		}
-		v, err := Rewrite(src, p.ID, h.Fake, script)
+		v, err := Rewrite(src, p.ID, h.Fake, script, proj)
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %s: %w", sc.Name, f, err)
 		}
@@ -199,16 +235,39 @@ func (h *Harness) Prepare(sc Scenario) (*Prepared, error) {
 		}
 		p.Files[meta.Name] = out
 		p.Human = p.Human || humanStep.Match(v.YAML)
-		for _, s := range v.Secrets {
-			if !seen[s] {
-				seen[s] = true
-				p.Secrets = append(p.Secrets, s)
-			}
-		}
+		script.SetRoutes(v.Providers)
+		addSecrets(v.Secrets)
 	}
 	sort.Strings(p.Secrets)
 	h.Fake.Load(p.ID, script)
 	return p, nil
+}
+
+// prepareProject writes the box variant of the project file that governs
+// the scenario's pipeline into its work directory, and returns the
+// project as loaded from the original and the secrets the file names.
+func (h *Harness) prepareProject(p *Prepared) (*project.Project, []string, error) {
+	out := filepath.Join(p.Dir, project.FileName)
+	path, err := project.Find(filepath.Join(p.Scenario.Dir, p.Pipeline))
+	if err != nil {
+		return nil, nil, err
+	}
+	if path == "" {
+		return nil, nil, os.WriteFile(out, []byte("# No stepline.yaml governs this scenario's pipelines.\n"), 0o644)
+	}
+	proj, err := project.Load(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	src, err := readFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := RewriteProject(src, proj, p.ID, h.Fake)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return proj, secretNames(src), os.WriteFile(out, b, 0o644)
 }
 
 // Main is the rewritten file of the pipeline the scenario runs.
@@ -392,16 +451,35 @@ func (h *Harness) RunBox(ctx context.Context, p *Prepared) (Side, error) {
 	}
 	_, err = h.Drive(ctx, p, ex.ARN, ex.RunID)
 	dur := time.Since(ex.Started)
-	h.saveHistory(ctx, ex.ARN, filepath.Join(p.Dir, "box-history.json"))
+	history, herr := h.History(ctx, ex.ARN)
+	if b, merr := json.MarshalIndent(history, "", "  "); herr == nil && merr == nil {
+		os.WriteFile(filepath.Join(p.Dir, "box-history.json"), b, 0o644)
+	}
 	if err != nil {
 		return Side{}, err
+	}
+	if herr != nil {
+		return Side{}, herr
 	}
 	if err := h.RecordScenario(ctx, p); err != nil {
 		return Side{}, err
 	}
 	side, err := readSide(ctx, h.Store, ex.RunID)
 	side.Duration = dur
+	side.Tasks = TasksEntered(history)
 	return side, err
+}
+
+// TasksEntered counts the Task states an execution history entered, by
+// name.
+func TasksEntered(history []sfntypes.HistoryEvent) map[string]int {
+	out := map[string]int{}
+	for _, ev := range history {
+		if ev.Type == sfntypes.HistoryEventTypeTaskStateEntered && ev.StateEnteredEventDetails != nil {
+			out[aws.ToString(ev.StateEnteredEventDetails.Name)]++
+		}
+	}
+	return out
 }
 
 // Execution is a run started in the box.
@@ -469,23 +547,21 @@ func (h *Harness) RecordScenario(ctx context.Context, p *Prepared) error {
 	return nil
 }
 
-// saveHistory writes an execution's history events, for debugging.
-func (h *Harness) saveHistory(ctx context.Context, executionARN, path string) {
+// History is an execution's history events, with their data.
+func (h *Harness) History(ctx context.Context, executionARN string) ([]sfntypes.HistoryEvent, error) {
 	var events []sfntypes.HistoryEvent
 	in := &sfn.GetExecutionHistoryInput{ExecutionArn: aws.String(executionARN), IncludeExecutionData: aws.Bool(true)}
 	for {
 		out, err := h.AWS.SFN.GetExecutionHistory(ctx, in)
 		if err != nil {
-			return
+			return events, fmt.Errorf("execution history: %w", err)
 		}
 		events = append(events, out.Events...)
 		if out.NextToken == nil {
-			break
+			return events, nil
 		}
 		in.NextToken = out.NextToken
 	}
-	b, _ := json.MarshalIndent(events, "", "  ")
-	os.WriteFile(path, b, 0o644)
 }
 
 // DriveTimeout bounds one execution in the box.

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/harness"
+	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/store/dynamo"
 )
 
@@ -103,10 +105,13 @@ func setup() (*Harness, error) {
 	return h, nil
 }
 
-// allSecrets are the ${NAME} secrets every pipeline the tier runs names.
+// allSecrets are the ${NAME} secrets every pipeline the tier runs names,
+// with those of the project files that govern them (their MCP servers'
+// headers, their providers' keys) and the keys the built-in providers
+// send by default, which a compiled agent step carries unwritten.
 func allSecrets(root string) ([]string, error) {
 	var files []string
-	for _, pattern := range []string{"pipelines/*.yaml", "e2e/testdata/scenarios/*/*.yaml"} {
+	for _, pattern := range []string{"pipelines/*.yaml", project.FileName, "e2e/testdata/scenarios/*/*.yaml"} {
 		m, err := filepath.Glob(filepath.Join(root, pattern))
 		if err != nil {
 			return nil, err
@@ -114,15 +119,18 @@ func allSecrets(root string) ([]string, error) {
 		files = append(files, m...)
 	}
 	seen := map[string]bool{}
+	for _, p := range agent.BuiltinProviders() {
+		if m := secretRef.FindStringSubmatch(p.APIKey); m != nil {
+			seen[m[1]] = true
+		}
+	}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
-		for _, m := range secretRef.FindAllStringSubmatch(string(b), -1) {
-			if m[0][1] != '$' {
-				seen[m[1]] = true
-			}
+		for _, s := range secretNames(b) {
+			seen[s] = true
 		}
 	}
 	if len(seen) == 0 {
