@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/shared/harness"
+	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/store"
 )
 
@@ -25,6 +27,7 @@ var examples = []struct {
 	{"order-intake.yaml", "order-intake.yaml", "order-created.trigger.json", store.RunCompleted},
 	{"research-brief.yaml", "research-brief.yaml", "research-question.trigger.json", store.RunCompleted},
 	{"sre-alert-triage.yaml", "sre-alert-triage.yaml", "checkout-latency.trigger.json", store.RunCompleted},
+	{"sre-investigation.yaml", "sre-investigation.yaml", "incident-declared.trigger.json", store.RunCompleted},
 }
 
 // scenarioWants names the outcome of each scenario in
@@ -50,6 +53,19 @@ var scenarioWants = map[string]store.RunStatus{
 	"human-reject":     store.RunEscalated,
 	"human-timeout":    store.RunFailed,
 	"sub-pipeline":     store.RunCompleted,
+	"agent-turns":      store.RunCompleted,
+}
+
+// agentTasks names, per scenario, the agent steps longer than one
+// invocation and how many Tasks the box runs each in: with AgentBudget
+// every Task makes one model call and hands back, so a step whose loop
+// makes n model calls runs in n Tasks (one more when a verifier is left
+// to the Task after the answer). A step's retried Task is no new Task.
+var agentTasks = map[string]map[string]int{
+	// five model calls: four tool-calling turns and the answer
+	"example-sre-investigation": {"investigate": 5},
+	// four model calls (and one failed call, retried), then the verifier
+	"agent-turns": {"investigate": 5},
 }
 
 func scenarioDir() string { return filepath.Join(harness.RepoRoot(), "e2e", "testdata", "scenarios") }
@@ -80,7 +96,7 @@ func allScenarios(t *testing.T) []Scenario {
 			Event: filepath.Join(scenarioDir(), "event.json"), Want: scenarioWants[n]}
 		files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 		for _, f := range files {
-			if b := filepath.Base(f); b != "pipeline.yaml" && b != "responses.yaml" {
+			if b := filepath.Base(f); b != "pipeline.yaml" && b != "responses.yaml" && b != project.FileName {
 				sc.Children = append(sc.Children, b)
 			}
 		}
@@ -176,5 +192,64 @@ func runDifferential(t *testing.T, h *Harness, sc Scenario) {
 	}
 	if unused := p.Script.Unused(); len(unused) > 0 {
 		t.Logf("replies the box did not ask for: %v", unused)
+	}
+	checkAgentTasks(t, h, sc.Name, boxSide)
+	checkMCPHeaders(t, p)
+}
+
+// checkAgentTasks checks that each agent step of agentTasks ran in the
+// box in the Tasks it names, and that every Task but the last handed the
+// conversation back through the artifact bucket: turn-<n>.json of the
+// step's kept conversation for n = 1 … Tasks-1 (one model call each), no
+// turn-<Tasks>.json, and latest.json.
+func checkAgentTasks(t *testing.T, h *Harness, scenario string, side Side) {
+	t.Helper()
+	ctx := context.Background()
+	for step, want := range agentTasks[scenario] {
+		if got := side.Tasks[step]; got != want {
+			t.Errorf("box: agent step %q ran in %d Tasks, want %d (Tasks entered: %v)", step, got, want, side.Tasks)
+		}
+		prefix := side.RunID + "/" + step + ".agent/"
+		for n := 1; n <= want; n++ {
+			key := fmt.Sprintf("%sturn-%d.json", prefix, n)
+			ok, err := h.AWS.ObjectExists(ctx, ArtifactBucket, key)
+			switch {
+			case err != nil:
+				t.Error(err)
+			case n < want && !ok:
+				t.Errorf("box: Task %d of %q did not hand back its conversation: no s3://%s/%s", n, step, ArtifactBucket, key)
+			case n == want && ok:
+				t.Errorf("box: the last Task of %q handed back (s3://%s/%s)", step, ArtifactBucket, key)
+			}
+		}
+		if ok, err := h.AWS.ObjectExists(ctx, ArtifactBucket, prefix+"latest.json"); err != nil || !ok {
+			t.Errorf("box: %q kept no latest.json (%v)", step, err)
+		}
+	}
+}
+
+// checkMCPHeaders checks that every request to a fake MCP server carried
+// the headers its project declares, with their ${NAME} secrets resolved
+// by the step function (the box's secret NAME is "box-secret-NAME").
+func checkMCPHeaders(t *testing.T, p *Prepared) {
+	t.Helper()
+	if p.Project == nil {
+		return
+	}
+	seen := 0
+	for _, c := range p.Script.Calls() {
+		if c.Kind != "mcp" {
+			continue
+		}
+		seen++
+		for k, v := range p.Project.Servers[c.Key].Headers {
+			want := secretRef.ReplaceAllString(v, "box-secret-$1")
+			if got := c.Header.Get(k); got != want {
+				t.Errorf("box: MCP server %q got %s %q, want %q", c.Key, k, got, want)
+			}
+		}
+	}
+	if seen > 0 {
+		t.Logf("%d requests to the fake MCP servers", seen)
 	}
 }

@@ -18,9 +18,36 @@
 //
 // The tier deploys the amd64 bootstraps make build leaves in
 // bin/lambda-amd64 as the step, approval, callback and recorder functions
-// ([Harness.Deploy]), and answers every model and webhook call from a
-// fake server ([Fake]) scripted per scenario with the same responses file
-// `stepline run --responses` reads.
+// ([Harness.Deploy]), and answers every model, MCP and webhook call from
+// a fake server ([Fake]) scripted per scenario with the same responses
+// file `stepline run --responses` reads.
+//
+// # Agent steps
+//
+// An agent step's scripted turns ({tool_calls: [...]}) are answered as
+// native tool calls in the wire format of the step's model (OpenAI
+// tool_calls, Anthropic tool_use, Bedrock Converse toolUse), and its
+// tools by a fake MCP server per scenario and server (the official
+// go-sdk's server over streamable HTTP, on loopback) listing the tools
+// the responses file's tool_results scripts for it and answering each
+// call with the next scripted answer, as `stepline run` does offline. A
+// model request that does not carry back the result of every call of
+// the turn before is refused (400), so a conversation that loses a
+// result between Tasks fails the scenario.
+//
+// [Harness.Prepare] writes the project file that governs a scenario's
+// pipelines beside them, its MCP servers' urls and its providers'
+// base_url pointed at the fake and its directories written out
+// ([RewriteProject]), so that the agents' profiles, and their versions,
+// are the original ones; [Rewrite] points each agent step's model at the
+// fake (its endpoint, or a Bedrock model named to the fake).
+//
+// The step function has the box's S3 bucket as ARTIFACT_BUCKET, where an
+// agent step longer than one invocation keeps its conversation between
+// Tasks, and AGENT_INVOCATION_BUDGET=1ns ([AgentBudget]): each of its
+// Tasks makes one model call and hands back, so the box runs such a step
+// across as many Tasks as its loop makes model calls, against the local
+// run's one.
 //
 // # What it proves
 //
@@ -29,9 +56,14 @@
 //     run` (the local engine, scripted replies) and through the box, with
 //     the same event and replies ([Rewrite] points the pipeline's calls
 //     at the fake and changes nothing else). Run status, step statuses,
-//     effective confidences and the normalised records ([Normalize]) must
+//     effective confidences and the normalised records ([Normalize]),
+//     agent steps' agent, version, iterations and trace included, must
 //     be identical; a difference fails the test with both sides, field by
-//     field ([Diff]).
+//     field ([Diff]). An agent step longer than one invocation must run
+//     in the box in the Tasks agentTasks names, every Task but the last
+//     handing its conversation back through the bucket; every request to
+//     a fake MCP server must carry the headers its project declares, with
+//     their secrets resolved.
 //   - TestHumanSteps: the approval function records the approval and logs
 //     its signed link; the callback function's page and decision resume
 //     the run with SendTaskSuccess; a reject, a replayed link, expired and
@@ -72,7 +104,7 @@
 // invocation's time), jsonata.log, lambda/<function>-<n>.log (each
 // emulator: the function's own JSON logs), functions/ (the unpacked
 // packages), scenarios/<name>/ (the rewritten pipelines, the compiled
-// definitions, the local run's state, local.json and box.json as
-// compared, diff.txt, box-history.json), stack/ (the transformed
-// template and what the transform did).
+// definitions, the rewritten stepline.yaml, the local run's state,
+// local.json and box.json as compared, diff.txt, box-history.json),
+// stack/ (the transformed template and what the transform did).
 package e2e
