@@ -86,24 +86,27 @@ var documented = map[string]struct {
 	whole  bool
 	text   string // as messages write it
 }{
-	"version":                            {"1", "2147483647", false, true, "1..2147483647"},
-	"trigger.dedup.window_seconds":       {"0", "31536000", false, true, "0..31536000"},
-	"durable.max_resume_age_seconds":     {"1", "31536000", false, true, "1..31536000"},
-	"budget.max_tokens":                  {"1", "9007199254740991", false, true, "1..9007199254740991"},
-	"budget.max_usd":                     {"0", "1000000", true, false, "above 0, up to 1000000"},
-	"budget.max_cost":                    {"0", "1000000", true, false, "above 0, up to 1000000"},
-	"confidence_threshold":               {"0", "1", false, false, "0..1"},
-	"timeout_seconds":                    {"1", "99999999", false, true, "1..99999999"},
-	"on_failure.webhook.timeout_seconds": {"1", "45", false, true, "1..45"},
-	"retry.attempts":                     {"1", "100", false, true, "1..100"},
-	"retry.delay_seconds":                {"0", "99999999", false, false, "0..99999999"},
-	"loop_until.confidence":              {"0", "1", false, false, "0..1"},
-	"loop_until.max_iterations":          {"1", "100", false, true, "1..100"},
-	"verifier.veto_floor":                {"0", "1", false, false, "0..1"},
-	"verifier.trigger.confidence_below":  {"0", "1", false, false, "0..1"},
-	"verifier.trigger.confidence_above":  {"0", "1", false, false, "0..1"},
-	"weight":                             {"0", "1000000", true, false, "above 0, up to 1000000"},
-	"max_items":                          {"1", "1000", false, true, "1..1000"},
+	"version":                              {"1", "2147483647", false, true, "1..2147483647"},
+	"trigger.dedup.window_seconds":         {"0", "31536000", false, true, "0..31536000"},
+	"durable.max_resume_age_seconds":       {"1", "31536000", false, true, "1..31536000"},
+	"budget.max_tokens":                    {"1", "9007199254740991", false, true, "1..9007199254740991"},
+	"budget.max_usd":                       {"0", "1000000", true, false, "above 0, up to 1000000"},
+	"budget.max_cost":                      {"0", "1000000", true, false, "above 0, up to 1000000"},
+	"confidence_threshold":                 {"0", "1", false, false, "0..1"},
+	"timeout_seconds":                      {"1", "99999999", false, true, "1..99999999"},
+	"on_failure.webhook.timeout_seconds":   {"1", "45", false, true, "1..45"},
+	"retry.attempts":                       {"1", "100", false, true, "1..100"},
+	"retry.delay_seconds":                  {"0", "99999999", false, false, "0..99999999"},
+	"loop_until.confidence":                {"0", "1", false, false, "0..1"},
+	"loop_until.max_iterations":            {"1", "100", false, true, "1..100"},
+	"verifier.veto_floor":                  {"0", "1", false, false, "0..1"},
+	"verifier.trigger.confidence_below":    {"0", "1", false, false, "0..1"},
+	"verifier.trigger.confidence_above":    {"0", "1", false, false, "0..1"},
+	"weight":                               {"0", "1000000", true, false, "above 0, up to 1000000"},
+	"max_items":                            {"1", "1000", false, true, "1..1000"},
+	"grounding.timeout_seconds":            {"1", "800", false, true, "1..800"},
+	"grounding.max_trace_chars":            {"1", "1000000", false, true, "1..1000000"},
+	"deterministic_checks.timeout_seconds": {"1", "99999999", false, true, "1..99999999"},
 }
 
 // numericFields places every numeric field of the format in a pipeline:
@@ -136,6 +139,11 @@ var numericFields = []struct {
 	{"verifier.trigger.confidence_above", `step "a"`, "name: p\nsteps:\n  - {name: a, executor: scripted, verifier: {executor: scripted, trigger: {always: true, confidence_above: %s}}}\n"},
 	{"weight", `branch "b" of parallel "g"`, "name: p\nsteps:\n  - parallel: {name: g, join: weighted_average, steps: [{name: b, executor: scripted, weight: %s}]}\n"},
 	{"max_items", `fan_out "f"`, "name: p\nsteps:\n  - {name: s, executor: scripted}\n  - fan_out: {name: f, over: steps.s.items, executor: scripted, max_items: %s}\n"},
+	// grounding.* placements compile in the repository's project, which
+	// holds the judge (agents/grounding-judge).
+	{"grounding.timeout_seconds", `step "a"`, "name: p\nsteps:\n  - {name: a, executor: scripted, grounding: {timeout_seconds: %s}}\n"},
+	{"grounding.max_trace_chars", `step "a"`, "name: p\nsteps:\n  - {name: a, executor: scripted, grounding: {max_trace_chars: %s}}\n"},
+	{"deterministic_checks.timeout_seconds", `step "a"`, "name: p\nsteps:\n  - {name: a, executor: scripted, deterministic_checks: [{name: c, type: human, timeout_seconds: %s}]}\n"},
 }
 
 // unit is how far "just below" and "just above" a bound are: 1 for whole
@@ -195,7 +203,11 @@ func TestNumberRanges(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(nf.where+" "+nf.field+"/"+c.name, func(t *testing.T) {
-				_, ds := Load("p.yaml", []byte(fmt.Sprintf(nf.src, c.value)))
+				src := []byte(fmt.Sprintf(nf.src, c.value))
+				_, ds := Load("p.yaml", src)
+				if strings.HasPrefix(nf.field, "grounding.") {
+					_, ds = loadIn("p.yaml", src, Env{Project: repositoryProject(t)})
+				}
 				got := strings.TrimSpace(ds.Errors().String())
 				if got != c.want {
 					t.Errorf("%s: %s\n  got  %q\n  want %q", nf.field, c.value, got, c.want)
@@ -304,6 +316,9 @@ func TestNumberRangesMatchSchema(t *testing.T) {
 		"/definitions/step/properties/loop_until/properties/max_iterations":            {"loop_until.max_iterations"},
 		"/definitions/branch/properties/weight":                                        {"weight"},
 		"/definitions/fanOut/properties/max_items":                                     {"max_items"},
+		"/definitions/grounding/properties/timeout_seconds":                            {"grounding.timeout_seconds"},
+		"/definitions/grounding/properties/max_trace_chars":                            {"grounding.max_trace_chars"},
+		"/definitions/deterministicCheck/properties/timeout_seconds":                   {"deterministic_checks.timeout_seconds"},
 	}
 	var schema any
 	if err := json.Unmarshal(Schema(), &schema); err != nil {

@@ -25,7 +25,7 @@ const MaxSyncTimeoutSeconds = 900
 
 // builtinNames are the template names every step context defines; vars
 // named like them would shadow them.
-var builtinNames = []string{"steps", "labels", "team", "pipeline_run_id", "pipeline_name", "current_step", "loop", "artifacts", "item", "fan_out_index", "fan_out_total", "step_failure", "vars"}
+var builtinNames = []string{"steps", "labels", "team", "pipeline_run_id", "pipeline_name", "current_step", "loop", "artifacts", "item", "fan_out_index", "fan_out_total", "step_failure", "vars", "output"}
 
 // contextRoots are the roots context_template.include may name.
 var contextRoots = []string{"severity", "summary", "source", "pipeline", "received_at", "labels", "metadata", "fingerprint", "team"}
@@ -232,6 +232,7 @@ func (c *checker) checkStep(s *pipeline.Step) {
 		c.checkTimeout(where, s.Executor, s.TimeoutSeconds, s.Fields, s.Pos, false)
 	}
 	c.checkVerifier(where, s.Executor, s.Verifier)
+	c.checkTrust(where, s)
 	if w := s.OnFailure.Webhook; w != nil {
 		c.checkTemplate(where, "on_failure.webhook.url", w.URL, w.Pos)
 		for _, v := range w.Headers {

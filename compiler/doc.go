@@ -133,6 +133,12 @@
 //	                                                            already means all or nothing
 //	max_items                           1..1000                 a Map iteration costs about 7 of the run's
 //	                                                            25,000 history events
+//	grounding.timeout_seconds           1..800                  the judge runs in the step's Task, after its
+//	                                                            answer; with the webhook and shell checks'
+//	                                                            timeouts at most 800 s in all (Check)
+//	grounding.max_trace_chars           1..1000000              characters of each trace event the judge reads
+//	deterministic_checks.timeout_seconds 1..99999999            a human check waits in a Task of its own;
+//	                                                            webhook and shell checks count in the 800 s
 //	trigger.match operands              any finite number
 //
 // Whole-number fields take whole numbers only; a fraction there, or a
@@ -196,6 +202,31 @@
 // human or sub-pipeline branch (or fan-out item) waits inside the
 // Parallel or Map the same way, then a "<state>: decision" Task turns the
 // decision or the child's outcome into the branch's output, ungated.
+//
+// A sequential step's grounding judge and its webhook and shell checks
+// run in the step's own Task, after its answer (package steprun): they add
+// no state transition, and the Task's TimeoutSeconds grows by their
+// timeouts (the checker keeps them within 800 s). The step's static
+// configuration carries the judge's agent resolved from the project, as
+// an agent step carries its own. A human check is its own Task, as a
+// human step is: the step Task that reaches it answers "check" (its
+// record waits), and a first rule of the step's outcome Choice per human
+// check sends that answer, the check kept in $check_<name>, to "<step>:
+// check <check>", a lambda:invoke.waitForTaskToken Task on
+// ${ApprovalFunctionArn} with the check's timeout_seconds (default 300);
+// its decision, or the error that ended the wait (a timeout fails the
+// check), goes to "<step>: checked", a Task that applies it, runs the
+// checks after it, then gates and records the step or answers "check"
+// for its next human check, through the same outcome Choice. A human
+// check costs 3 state transitions more than the step (the approval Task,
+// the check Task, the outcome Choice again), an approval invocation and a
+// step invocation. Grounding and deterministic_checks belong to
+// sequential steps whose answer a model or a webhook gives; the checker
+// refuses them on human and pipeline steps, and the schema in branches
+// and fan-outs. A check's expect: is a when: expression (the same
+// parser) over its result: response (webhook: status_code, body,
+// headers) or result and exit_code (shell); the checker refuses other
+// names and any expression the when: lowering refuses.
 //
 // Static strings (the step configurations, vars, notifications) go
 // through one encoder, asl.Literal: a string that begins with {% or ends

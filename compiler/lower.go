@@ -456,15 +456,13 @@ func (l *lowerer) addTerminal(name string) {
 // outcome emits the Choice that follows a node's deciding Task: completed
 // goes on (checking the next steps' when:); any other status goes to the
 // shared Choice that ends the run in the matching terminal state.
-func (l *lowerer) outcome(i int, name string) string { return l.outcomeWith(i, name, nil) }
+func (l *lowerer) outcome(i int, name string) string { return l.outcomeWith(i, name) }
 
-// outcomeWith is outcome with first, when set, as the Choice's first rule.
-func (l *lowerer) outcomeWith(i int, name string, first *asl.ChoiceRule) string {
+// outcomeWith is outcome with first as the Choice's first rules.
+func (l *lowerer) outcomeWith(i int, name string, first ...asl.ChoiceRule) string {
 	state := name + ": outcome"
 	ch := &asl.Choice{}
-	if first != nil {
-		ch.Choices = append(ch.Choices, *first)
-	}
+	ch.Choices = append(ch.Choices, first...)
 	for _, r := range l.routes(i+1, 0) {
 		cond := "$states.input.status = 'completed'"
 		if r.cond != "" {
@@ -785,12 +783,11 @@ func catchAll(next string) []asl.Catcher {
 }
 
 func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
-	var refs []string
-	if s.OnFailure.Webhook != nil {
-		refs = l.refs(s.PromptTemplate, s.ExecutorConfig, s.OnFailure.Webhook.URL, s.OnFailure.Webhook.Headers, s.OnFailure.Webhook.Payload)
-	} else {
-		refs = l.refs(s.PromptTemplate, s.ExecutorConfig)
+	templates := []any{s.PromptTemplate, s.ExecutorConfig}
+	if w := s.OnFailure.Webhook; w != nil {
+		templates = append(templates, w.URL, w.Headers, w.Payload)
 	}
+	refs := l.refs(append(templates, trustTemplates(s)...)...)
 	failed := l.failureCatch(s.Name, s, s.OnFailure.Policy)
 	if s.OnFailure.Policy == pipeline.FailureContinue {
 		defer l.addFailureTask(i, s.Name, s, refs)
@@ -818,18 +815,22 @@ func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
 	p["attempt"] = "{% $states.context.State.RetryCount + 1 %}"
 	args := invoke(task.StepFunctionPlaceholder, p)
 	l.checkPayload(s.Name, args)
+	comment := fmt.Sprintf("%s step: execute, verify, decide, record.", s.Executor)
+	if s.Grounding != nil || len(s.Checks) > 0 {
+		comment = fmt.Sprintf("%s step: execute, verify, ground and check, decide, record.", s.Executor)
+	}
 	l.add(&l.sm.States, s.Name, &asl.Task{
-		Comment:        fmt.Sprintf("%s step: execute, verify, decide, record.", s.Executor),
+		Comment:        comment,
 		Resource:       asl.ResourceLambdaInvoke,
 		Arguments:      args,
-		TimeoutSeconds: taskTimeout(s.TimeoutSeconds, calls),
+		TimeoutSeconds: min(MaxSyncTimeoutSeconds, taskTimeout(s.TimeoutSeconds, calls)+settleSeconds(s)),
 		Retry:          stepRetry(s.Retry),
 		Catch:          failed,
 		Assign:         assignResult(s.Name, s),
 		Output:         "{% $states.result.Payload %}",
 		Next:           s.Name + ": outcome",
 	})
-	l.outcome(i, s.Name)
+	l.outcomeWith(i, s.Name, l.lowerHumanChecks(s, refs, failed)...)
 }
 
 // outlivesInvocation reports whether a sequential step is an agent step
@@ -870,11 +871,11 @@ func (l *lowerer) lowerAgentTurns(i int, s *pipeline.Step, refs []string, failed
 		Output:         "{% $states.result.Payload %}",
 		Next:           s.Name + ": outcome",
 	})
-	l.outcomeWith(i, s.Name, &asl.ChoiceRule{
+	l.outcomeWith(i, s.Name, append([]asl.ChoiceRule{{
 		Condition: "{% $states.input.status = '" + task.StatusContinue + "' %}",
 		Assign:    map[string]any{v: "{% $states.input.agent_loop %}"},
 		Next:      s.Name,
-	})
+	}}, l.lowerHumanChecks(s, refs, failed)...)...)
 }
 
 func (l *lowerer) lowerHuman(i int, s *pipeline.Step, refs []string, failed []asl.Catcher) {

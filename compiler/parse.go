@@ -366,6 +366,13 @@ var numRanges = map[string]numRange{
 	"verifier.trigger.confidence_above":  {lo: 0, hi: 1},
 	"weight":                             {lo: 0, loOpen: true, hi: 1e6},
 	"max_items":                          {lo: 1, hi: 1000, whole: true},
+	// The judge and the webhook and shell checks run in the step's own
+	// Task, after its answer, within one Lambda invocation (their sum is
+	// checked too: checkTrust); a human check waits in a Task of its own,
+	// as a human step does.
+	"grounding.timeout_seconds":            {lo: 1, hi: maxSettleSeconds, whole: true},
+	"grounding.max_trace_chars":            {lo: 1, hi: 1000000, whole: true},
+	"deterministic_checks.timeout_seconds": {lo: 1, hi: maxTaskSeconds, whole: true},
 }
 
 // decoder builds the model. Values of the wrong type are the schema's to
@@ -887,9 +894,120 @@ func (d *decoder) step(n *yaml.Node) *pipeline.Step {
 				}
 			}
 			s.LoopUntil = lu
+		case "grounding":
+			s.Grounding = d.grounding(v)
+		case "deterministic_checks":
+			s.Checks = d.checks(v)
 		}
 	}
 	return s
+}
+
+// grounding decodes a step's grounding: block, with the reference's
+// defaults (agent grounding-judge on the gateway executor, 120 s, traces
+// cut at 1500 characters per event, not enforced).
+func (d *decoder) grounding(n *yaml.Node) *pipeline.Grounding {
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	fs, ps := d.fields(n)
+	g := &pipeline.Grounding{Pos: d.f.pos(n), Fields: fs, Agent: pipeline.DefaultGroundingAgent, Executor: pipeline.DefaultGroundingExecutor,
+		TimeoutSeconds: pipeline.DefaultGroundingTimeout, MaxTraceChars: pipeline.DefaultGroundingMaxTraceChars}
+	for _, kv := range ps {
+		switch kv[0].Value {
+		case "agent":
+			if s, ok := d.str(kv[1]); ok {
+				g.Agent = s
+			}
+		case "executor":
+			if s, ok := d.str(kv[1]); ok {
+				g.Executor = s
+			}
+		case "executor_config":
+			g.ExecutorConfig = d.object(kv[1])
+		case "timeout_seconds":
+			if i, ok := d.whole(kv[1], "grounding.timeout_seconds"); ok {
+				g.TimeoutSeconds = i
+			}
+		case "enforce":
+			g.Enforce, _ = d.boolean(kv[1])
+		case "max_trace_chars":
+			if i, ok := d.whole(kv[1], "grounding.max_trace_chars"); ok {
+				g.MaxTraceChars = i
+			}
+		}
+	}
+	return g
+}
+
+// checks decodes a step's deterministic_checks: list. expect takes the
+// kind's default when it is not written; the timeout, the kind's default
+// (30 s, a human check 300 s).
+func (d *decoder) checks(n *yaml.Node) []*pipeline.Check {
+	n = resolve(n)
+	if n == nil || n.Kind != yaml.SequenceNode {
+		return nil
+	}
+	out := make([]*pipeline.Check, 0, len(n.Content))
+	for _, item := range n.Content {
+		item = resolve(item)
+		if item == nil || item.Kind != yaml.MappingNode {
+			continue
+		}
+		fs, ps := d.fields(item)
+		c := &pipeline.Check{Pos: d.f.pos(item), Fields: fs}
+		for _, kv := range ps {
+			switch kv[0].Value {
+			case "name":
+				c.Name = d.text(kv[1])
+			case "type":
+				c.Type = d.text(kv[1])
+			case "url":
+				c.URL = d.text(kv[1])
+			case "method":
+				c.Method = d.text(kv[1])
+			case "headers":
+				c.Headers = d.strMap(kv[1])
+			case "payload":
+				if v := resolve(kv[1]); v != nil && v.Kind == yaml.SequenceNode {
+					d.noteAll(v)
+					c.Payload = toValue(v)
+				} else if m := d.object(kv[1]); m != nil {
+					c.Payload = m
+				}
+			case "run":
+				c.Run = d.text(kv[1])
+			case "message":
+				c.Message = d.text(kv[1])
+			case "expect":
+				c.Expect = d.text(kv[1])
+			case "timeout_seconds":
+				c.TimeoutSeconds, _ = d.whole(kv[1], "deterministic_checks.timeout_seconds")
+			}
+		}
+		switch c.Type {
+		case pipeline.CheckWebhook:
+			if c.Method == "" {
+				c.Method = "POST"
+			}
+			if !fs.Has("expect") {
+				c.Expect = pipeline.DefaultWebhookCheckExpect
+			}
+		case pipeline.CheckShell:
+			if !fs.Has("expect") {
+				c.Expect = pipeline.DefaultShellCheckExpect
+			}
+		}
+		if c.TimeoutSeconds == 0 {
+			c.TimeoutSeconds = pipeline.DefaultCheckTimeout
+			if c.Type == pipeline.CheckHuman {
+				c.TimeoutSeconds = pipeline.DefaultHumanCheckTimeout
+			}
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 func (d *decoder) onFailure(n *yaml.Node) pipeline.OnFailure {

@@ -56,12 +56,10 @@ func keys(m map[string]any) []string {
 // unsupported names fields of the format Stepline was modelled on that
 // Stepline does not implement, so that their authors get a clear answer.
 var unsupported = map[string]string{
-	"grounding":            "grounding judges are not supported",
-	"deterministic_checks": "deterministic checks are not supported",
-	"calibration":          "calibration gates are not supported",
-	"readiness":            "readiness criteria are not supported",
-	"include_approx_cost":  "per-step include_approx_cost is not supported; set it on budget",
-	"use":                  "use: names a library step in a steps entry, a parallel branch or a fan_out",
+	"calibration":         "calibration gates are not supported",
+	"readiness":           "readiness criteria are not supported",
+	"include_approx_cost": "per-step include_approx_cost is not supported; set it on budget",
+	"use":                 "use: names a library step in a steps entry, a parallel branch or a fan_out",
 }
 
 // validateSchema checks the document against the pipeline schema and turns
@@ -241,10 +239,15 @@ func knownFields(rest []string, where string) []string {
 	case strings.HasPrefix(where, "step"):
 		kind = "step"
 	}
+	if len(rest) >= 2 && rest[len(rest)-2] == "deterministic_checks" {
+		return sets["deterministicCheck"]
+	}
 	if len(rest) > 0 {
 		switch rest[len(rest)-1] {
 		case "verifier":
 			kind = "verifier"
+		case "grounding":
+			kind = "grounding"
 		case "trigger":
 			if len(rest) == 1 && where == "" {
 				kind = "trigger"
