@@ -91,6 +91,15 @@
 //     evaluation errors' name (moto reports States.Runtime where Step
 //     Functions reports States.QueryEvaluationError); compiled machines
 //     raise none, and the engine's tests and asl-validator cover them.
+//   - Agents on a remote runtime (OpenClaw, a remote agent gateway),
+//     agent fan-outs, stdio MCP servers and an agent's Bedrock fallback
+//     models: the rewriter refuses the first three (a Bedrock model is
+//     named to the fake by its model ID, which only the first model
+//     carries per step); the step function's own tests run remote agents
+//     under the emulator against fake gateways (functions/step).
+//   - A Task cut by the invocation's own deadline (a model call given up
+//     10 s before it): the box's budget hands back after each call
+//     instead; package steprun's tests cover the cut.
 //
 // # Running
 //
