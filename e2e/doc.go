@@ -97,9 +97,9 @@
 //     named to the fake by its model ID, which only the first model
 //     carries per step); the step function's own tests run remote agents
 //     under the emulator against fake gateways (functions/step).
-//   - A Task cut by the invocation's own deadline (a model call given up
-//     10 s before it): the box's budget hands back after each call
-//     instead; package steprun's tests cover the cut.
+//   - A model call given up because the invocation's own deadline is
+//     10 s away: the box's budget hands back after every call, and its
+//     Lambda timeout (900 s) is never near.
 //
 // # Running
 //
