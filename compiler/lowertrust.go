@@ -47,8 +47,10 @@ func trustTemplates(s *pipeline.Step) []any {
 // human check answers StatusCheck (its record waits): the rule for that
 // check keeps the check in a variable of the step's own and goes to the
 // check's approval Task ("<step>: check <name>", waitForTaskToken on the
-// approval function, the check's timeout_seconds), whose decision, or
-// the error that ended the wait, goes to "<step>: checked", a check Task
+// approval function, the check's timeout_seconds), whose decision (as
+// {"decision": …}; a bare result could be any JSON, and JSONata reads an
+// empty array differently in Go and in Step Functions), or the error that
+// ended the wait ({"error": …}), goes to "<step>: checked", a check Task
 // that applies it, runs the checks after it and decides and records the
 // step, or pauses at the next human check, through the same outcome
 // Choice. Each human check costs three state transitions (the rule taken,
@@ -87,7 +89,7 @@ func (l *lowerer) lowerHumanChecks(s *pipeline.Step, refs []string, failed []asl
 				Output:      map[string]any{"error": "{% $states.errorOutput %}"},
 				Next:        checked,
 			}},
-			Output: "{% $states.result %}",
+			Output: map[string]any{"decision": "{% $states.result %}"},
 			Next:   checked,
 		})
 		rules = append(rules, asl.ChoiceRule{
@@ -98,7 +100,7 @@ func (l *lowerer) lowerHumanChecks(s *pipeline.Step, refs []string, failed []asl
 	}
 	p := l.payload(task.ModeCheck, s, refs)
 	p["check"] = "{% $" + v + " %}"
-	p["decision"] = "{% $exists($states.input.error) ? null : $states.input %}"
+	p["decision"] = "{% $exists($states.input.error) ? null : $states.input.decision %}"
 	p["error"] = "{% $exists($states.input.error) ? $states.input.error : null %}"
 	args := invoke(task.StepFunctionPlaceholder, p)
 	l.checkPayload(s.Name, args)
