@@ -15,7 +15,13 @@
 // errors. The plan adds only what needs the whole directory (unique names
 // and substitutions), the stack's configuration (the secret mappings),
 // or AWS: an agent step whose agent needs a stdio MCP server is refused,
-// positioned at its executor_config and naming the agent and the server.
+// positioned at its executor_config and naming the agent and the server,
+// and so is a shell deterministic check, positioned at its type: the step
+// function runs no commands (its role and secrets are every pipeline's,
+// its container outlives a run). A step's grounding judge counts as an
+// agent (its models' secrets and Bedrock models, its remote runtime), and
+// the ${NAME} references of its webhook checks (url, headers, payload) are
+// among the pipeline's Secrets.
 // The ${NAME} references of agents' models (api_key, base_url) and MCP
 // servers (url, headers, env) are among a pipeline's Secrets, and their
 // Bedrock models among its Models. So are a remote agent's (package

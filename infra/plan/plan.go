@@ -134,6 +134,9 @@ func compile(path string, proj *project.Project, d executor.Defaults) (*Pipeline
 	if remote := unreachableAgents(f.Pipeline); len(remote) > 0 {
 		return nil, &fileError{remote.Err()}
 	}
+	if shell := shellChecks(f.Pipeline); len(shell) > 0 {
+		return nil, &fileError{shell.Err()}
+	}
 	def, err := compiler.MarshalCompact(sm)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encode state machine: %w", path, err)
@@ -366,6 +369,13 @@ func secretNames(m *pipeline.Pipeline) []string {
 			visit(w.Headers)
 			visit(w.Payload)
 		}
+		if s, ok := n.(*pipeline.Step); ok {
+			for _, c := range s.Checks {
+				visit(c.URL)
+				visit(c.Headers)
+				visit(c.Payload)
+			}
+		}
 	}
 	for _, a := range m.Notifications {
 		for _, n := range a.Notices {
@@ -426,6 +436,9 @@ func agents(m *pipeline.Pipeline, fn func(where string, at pipeline.Pos, r *agen
 			if n.Agent != nil {
 				fn(fmt.Sprintf("step %q", n.Name), at(n.Fields, n.Pos), n.Agent)
 			}
+			if g := n.Grounding; g != nil && g.Judge != nil {
+				fn(fmt.Sprintf("step %q grounding", n.Name), fieldPos(g.Fields, "agent", g.Pos), g.Judge)
+			}
 		case *pipeline.Parallel:
 			for _, b := range n.Branches {
 				if b.Agent != nil {
@@ -469,4 +482,35 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// shellChecks reports each shell check: a command runs only where the
+// pipeline's operator runs Stepline. In the step Lambda it would run with
+// the function's role and every pipeline's secrets within reach, in a
+// container reused across runs and pipelines, with none of the tools
+// such a command uses; webhook checks reach the same verifications.
+func shellChecks(m *pipeline.Pipeline) compiler.Diagnostics {
+	var ds compiler.Diagnostics
+	for _, n := range m.Steps {
+		s, ok := n.(*pipeline.Step)
+		if !ok {
+			continue
+		}
+		for _, c := range s.Checks {
+			if c.Type == pipeline.CheckShell {
+				ds = append(ds, compiler.Diagnostic{Pos: fieldPos(c.Fields, "type", c.Pos), Msg: fmt.Sprintf(
+					"step %q: deterministic check %q is a shell check, which runs only in local runs (stepline run, serve): the step function on Lambda runs no commands (its role and the secrets it reads are every pipeline's, and its container outlives the run); check through a webhook (type: webhook) to deploy this pipeline",
+					s.Name, c.Name)})
+			}
+		}
+	}
+	return ds.Sort()
+}
+
+// fieldPos is where key was written in a node, else the node.
+func fieldPos(fs pipeline.Fields, key string, fallback pipeline.Pos) pipeline.Pos {
+	if p, ok := fs[key]; ok {
+		return p
+	}
+	return fallback
 }
