@@ -82,6 +82,11 @@ func (p *progress) event(_ string, e store.HistoryEvent) {
 			fmt.Fprintf(p.w, "  %-28s %-10s %s\n", r.Step, "continues", agentProgress(r.Agent))
 			return
 		}
+		if r.Status == task.StatusCheck && r.Check != nil {
+			// The step paused for a human check: its approval follows.
+			fmt.Fprintf(p.w, "  %-28s %-10s check %q (%s)\n", r.Step, "waits for", r.Check.Name, trustProgress(r.Trust))
+			return
+		}
 		var out struct {
 			Confidence *float64 `json:"confidence"`
 			Summary    string   `json:"summary"`
@@ -99,6 +104,9 @@ func (p *progress) event(_ string, e store.HistoryEvent) {
 		fmt.Fprintf(p.w, "  %-28s %-10s confidence %s  %6s  %s\n", r.Step, r.Status, conf, dur.Round(time.Millisecond), oneLine(out.Summary, 60))
 		if r.Agent != nil {
 			fmt.Fprintf(p.w, "  %-28s %-10s %s\n", "", "", agentProgress(r.Agent))
+		}
+		if r.Trust != nil {
+			fmt.Fprintf(p.w, "  %-28s %-10s %s\n", "", "", trustProgress(r.Trust))
 		}
 	case "TaskFailed", "TaskTimedOut":
 		var d struct{ Error, Cause string }
@@ -405,6 +413,9 @@ type stepReport struct {
 	Iterations   int             `json:"iterations,omitempty"`
 	Trace        json.RawMessage `json:"trace,omitempty"`
 	TraceRef     string          `json:"trace_ref,omitempty"`
+	// TrustReport is how the gate decided the step (its last record's):
+	// the signals, the combined trust, the policy and the decision.
+	TrustReport *store.TrustReport `json:"trust_report,omitempty"`
 }
 
 // buildReport reads the run's step records: one entry per step, its last
@@ -437,6 +448,7 @@ func buildReport(ctx context.Context, r *runner, o local.Outcome) (runReport, er
 		sr.Confidence = s.EffectiveConfidence
 		sr.Output = s.Output
 		sr.Agent, sr.AgentVersion, sr.Iterations, sr.TraceRef = s.Agent, s.AgentVersion, s.Iterations, s.TraceRef
+		sr.TrustReport = s.Trust
 		sr.Trace = traceOf(ctx, r, s)
 	}
 	return rep, nil

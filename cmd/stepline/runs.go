@@ -90,6 +90,7 @@ func cmdShow(ctx context.Context, e env) int {
 			conf = fmt.Sprintf("%.2f", *s.EffectiveConfidence)
 		}
 		fmt.Fprintf(e.stdout, "  %-28s #%d %-10s %s  %5dms  %s\n", s.Name, s.Attempt, s.Status, conf, s.DurationMS, oneLine(s.Error, 60))
+		printTrust(e.stdout, s.Trust)
 		if s.Agent != "" {
 			printTrace(e.stdout, s, traceOf(ctx, r, s))
 		}

@@ -78,13 +78,16 @@ func (r *runner) Close() error {
 }
 
 // scriptedHandler builds the step function of scripted runs (--responses):
-// every executor answers from the run's replies, and the HTTP client of
-// its notifications and failure webhooks refuses every request, so that
-// nothing of an offline run leaves the machine.
+// every executor, webhook check and shell check answers from the run's
+// replies, and the HTTP client of its notifications and failure webhooks
+// refuses every request, so that nothing of an offline run leaves the
+// machine.
 func scriptedHandler(e env, dir string, approvals steprun.Notifier) func(*sqlite.Store, *executor.Responses) local.StepHandler {
 	return func(st *sqlite.Store, replies *executor.Responses) local.StepHandler {
 		client := &http.Client{Transport: offline{}}
-		return handler(e, st, dir, approvals, client, executor.Deps{Responses: replies})
+		h := handler(e, st, dir, approvals, client, executor.Deps{Responses: replies})
+		h.CheckReplies = replies // webhook and shell checks answer from the file too
+		return h
 	}
 }
 
@@ -106,6 +109,9 @@ func handler(e env, st *sqlite.Store, dir string, approvals steprun.Notifier, cl
 		HTTP:          client,
 		Secrets:       secrets,
 		Logger:        logger,
+		// Shell checks run here, on the operator's machine, as the
+		// pipeline's author wrote them (never on Lambda).
+		ShellChecks: true,
 	}
 }
 
