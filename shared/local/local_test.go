@@ -78,7 +78,7 @@ func runScenarioIn(t *testing.T, proj *project.Project, pipelineYAML, responsesY
 		Project: proj,
 		Handler: func(st *sqlite.Store) StepHandler {
 			h := &steprun.Handler{Store: st, Executors: executor.NewRegistry(executor.Deps{Responses: responses}),
-				Notifications: &notify.Dispatcher{HTTP: http.DefaultClient}}
+				Notifications: &notify.Dispatcher{HTTP: http.DefaultClient}, CheckReplies: responses}
 			if proj != nil {
 				h.Artifacts = steprun.Dir{Root: filepath.Join(dir, "state", "artifacts")}
 			}
