@@ -38,6 +38,8 @@ var (
 // neither duplicates nor overwrites a record. Methods are safe for
 // concurrent use.
 type Store interface {
+	TickClaimer // ClaimTick: see tick.go
+
 	// CreateRun stores a new run. The run must have an ID, a Pipeline, a
 	// valid Status and a StartedAt. Errors: ErrExists when a run with that
 	// ID exists (whatever its content), ErrInvalid, ErrTooLarge.
@@ -59,11 +61,13 @@ type Store interface {
 	UpdateRun(ctx context.Context, id string, u RunUpdate) error
 
 	// ListRuns returns run summaries, newest StartedAt first (ties by ID,
-	// descending), filtered by pipeline, status and/or team. Summaries carry every
+	// descending), filtered by pipeline, status, team and/or stage, from
+	// f.Offset on. Summaries carry every
 	// field except Trigger, FinalOutput and Usage; GetRun has the full run.
 	// Limit <= 0 means DefaultRunLimit; it is capped at MaxRunLimit. On
 	// DynamoDB the list is read from indexes, so it may trail a write by a
-	// moment. Errors: ErrInvalid for an unknown status.
+	// moment. Errors: ErrInvalid for an unknown status or stage, or an
+	// offset outside 0..MaxRunOffset.
 	ListRuns(ctx context.Context, f RunFilter) ([]Run, error)
 
 	// PutStep records one attempt of a step, keyed by (RunID, Name,

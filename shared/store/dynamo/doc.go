@@ -1,6 +1,6 @@
 // Package dynamo is the store the Lambda functions use: one DynamoDB table
-// (single-table design) holding runs, step records, approvals, dedup claims
-// and run claims, written with conditional requests so that a retried Lambda never
+// (single-table design) holding runs, step records, approvals, dedup claims,
+// run claims and schedule tick claims, written with conditional requests so that a retried Lambda never
 // duplicates or overwrites a record. It implements store.Store; the local
 // engine's checkpoints have no counterpart here (Step Functions keeps that
 // state).
@@ -35,6 +35,8 @@
 //	          pipeline fingerprint runId claimedAt
 //	run claim PK=DRIVER#<runId>                  SK=DRIVER     ttl = expiresAt + ClaimRetention
 //	          runId holder pid host expiresAt
+//	tick      PK=TICK#<schedule>                 SK=TICK#<tick> ttl = tick + store.TickRetention
+//	          schedule tick holder runId claimedAt
 //
 // Timestamps are UTC text with nanoseconds and fixed width
 // (2006-01-02T15:04:05.000000000Z), so text order is time order in sort keys
@@ -53,6 +55,10 @@
 //	all runs                  one GSI2 query per status, merged
 //	a team's runs             any of the above with a team filter (no index:
 //	                          the partitions read are read whole if need be)
+//	a stage's runs            the same, with a stage filter
+//	a page at an offset       the same query, reading Offset+Limit items and
+//	                          dropping the first Offset (store.MaxRunOffset
+//	                          bounds the cost; every page is a fresh query)
 //	an approval               GetItem APPROVAL#id
 //
 // Index reads are eventually consistent: a list may trail a write by a
@@ -75,6 +81,8 @@
 //	ClaimRun        PutItem if absent, or holder = :me, or expiresAt <= :now, or
 //	                holder = :takeover (the refused get the stored item back)
 //	ReleaseRun      UpdateItem holder "-", expiresAt the epoch, if holder = :holder
+//	ClaimTick       PutItem if attribute_not_exists(PK) (the refused get the
+//	                stored item back: the same holder's claim is a repeat)
 //
 // Recording a step costs two writes: PutStep (one PutItem) and AddUsage (one
 // UpdateItem). Step items carry no index keys and the indexes do not project
