@@ -60,7 +60,7 @@
 //     stop exactly the sub-pipelines it names.
 //   - Triggers: the EventBridge rules package plan compiles from
 //     trigger.match (disabled for stage testing); an EventBridge Scheduler
-//     schedule for schedule.cron (UTC); an HTTP API (see addRoutes) with
+//     schedule for schedule.cron (in schedule.timezone, UTC by default); an HTTP API (see addRoutes) with
 //     access logs and throttling.
 //   - A rule on "Step Functions Execution Status Change" of the pipelines'
 //     state machines to the recorder, so that a run that fails where the
