@@ -168,22 +168,25 @@ func (l *lowerer) build() {
 	if b, _ := json.Marshal(info); len(b) > payloadBudget {
 		l.ds.errorf(l.p.Pos, "pipeline %q: its vars, notifications and budget take %d bytes, more than the %d bytes a state payload can spare", l.p.Name, len(b), payloadBudget)
 	}
-	l.add(&l.sm.States, StateStart, &asl.Pass{
-		Comment: "Set the run's variables: every later state reads them.",
-		Assign: map[string]any{
-			"pipeline": encodeStatic(toPlain(info)),
-			"run": map[string]any{
-				"id":            "{% $states.context.Execution.Name %}",
-				"execution":     "{% $states.context.Execution.Id %}",
-				"started_at":    "{% $states.context.Execution.StartTime %}",
-				"parent_run_id": "{% $exists($states.input.parent_run_id) ? $string($states.input.parent_run_id) : '' %}",
-			},
-			"trigger": "{% $exists($states.input.trigger) ? $states.input.trigger : {} %}",
-			"usage":   map[string]any{"input_tokens": 0, "output_tokens": 0, "cost_usd": 0},
-			"last":    nil,
+	base := map[string]any{
+		"pipeline": encodeStatic(toPlain(info)),
+		"run": map[string]any{
+			"id":            "{% $states.context.Execution.Name %}",
+			"execution":     "{% $states.context.Execution.Id %}",
+			"started_at":    "{% $states.context.Execution.StartTime %}",
+			"parent_run_id": "{% $exists($states.input.parent_run_id) ? $string($states.input.parent_run_id) : '' %}",
 		},
-		Next: l.routeTo(0),
+		"trigger": "{% $exists($states.input.trigger) ? $states.input.trigger : {} %}",
+		"usage":   map[string]any{"input_tokens": 0, "output_tokens": 0, "cost_usd": 0},
+		"last":    nil,
+	}
+	l.add(&l.sm.States, StateStart, &asl.Choice{
+		Comment: "Set the run's variables: every later state reads them. A rerun (input.rerun) sets them with the earlier run's outputs.",
+		Choices: []asl.ChoiceRule{{Condition: "{% $exists(" + rerunInput + ") %}", Next: StateRerunLoad}},
+		Assign:  base,
+		Default: l.routeTo(0),
 	})
+	l.addRerun(base)
 	for i, n := range l.p.Steps {
 		switch n := n.(type) {
 		case *pipeline.Step:

@@ -354,10 +354,15 @@ func (s *startFacts) record(o Outcome, now time.Time) store.Run {
 		run.FinalOutput = o.Output
 	}
 	st, _ := s.sm.States.Get(s.sm.StartAt)
-	if first, ok := st.(*asl.Pass); ok {
-		if facts, ok := first.Assign["pipeline"].(map[string]any); ok && facts["stage"] == store.StageProduction {
-			run.Stage = store.StageProduction
-		}
+	var assign map[string]any
+	switch first := st.(type) {
+	case *asl.Pass:
+		assign = first.Assign
+	case *asl.Choice: // the first state of a compiled pipeline
+		assign = first.Assign
+	}
+	if facts, ok := assign["pipeline"].(map[string]any); ok && facts["stage"] == store.StageProduction {
+		run.Stage = store.StageProduction
 	}
 	var in struct {
 		Trigger     json.RawMessage `json:"trigger"`
