@@ -320,6 +320,9 @@ func (r *Runner) Start(ctx context.Context, sm *asl.StateMachine, name string, t
 		trigger = json.RawMessage(`{}`)
 	}
 	input, _ := json.Marshal(map[string]json.RawMessage{"trigger": trigger})
+	if in := options(opts).input; len(in) > 0 {
+		input = in
+	}
 	dctx, release, err := r.hold(ctx, runID)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("run %s: %w", name, err)

@@ -72,7 +72,7 @@ func newScheduler(t *testing.T, st *sqlite.Store, f *fires, holder string, entri
 
 type fakeClock struct{}
 
-func (fakeClock) Now() time.Time                                { return time.Time{} }
+func (fakeClock) Now() time.Time                                   { return time.Time{} }
 func (fakeClock) Sleep(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() }
 
 var base = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC) // a Monday
