@@ -35,13 +35,13 @@ var (
 	// ErrUnknownStep: from_step is not a step of the pipeline, or not a
 	// sequential one (groups, their branches and fan-outs are not rerun
 	// from).
-	ErrUnknownStep = errors.New("rerun: unknown step")
+	ErrUnknownStep = errors.New("not a step to rerun from")
 	// ErrActive: the earlier run is still running or waiting.
-	ErrActive = errors.New("rerun: run still active")
+	ErrActive = errors.New("run still active")
 	// ErrPipeline: the earlier run's pipeline is not loaded.
-	ErrPipeline = errors.New("rerun: pipeline not loaded")
+	ErrPipeline = errors.New("pipeline not loaded")
 	// ErrTooLarge: the reused outputs do not fit a state machine's input.
-	ErrTooLarge = errors.New("rerun: reused outputs too large")
+	ErrTooLarge = errors.New("reused outputs too large")
 )
 
 // MaxInputBytes bounds a rerun's state machine input (trigger and reused
