@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	_ "time/tzdata" // schedule time zones, also where the system has no zone database
 )
 
 // env is what a subcommand may touch of the process.
@@ -61,6 +62,7 @@ func commands() map[string]command {
 		"runs":     {"list local runs", cmdRuns},
 		"show":     {"show a local run: steps and execution history", cmdShow},
 		"resume":   {"continue an interrupted local run from its last checkpoint", cmdResume},
+		"rerun":    {"run a local run's pipeline again from a step, reusing the earlier steps' outputs", cmdRerun},
 		"approve":  {"approve a waiting human step of a local run", cmdApprove},
 		"reject":   {"reject a waiting human step of a local run", cmdReject},
 		"validate": {"check pipeline files and report every problem with its position", cmdValidate},
