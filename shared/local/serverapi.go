@@ -8,21 +8,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/stepline/stepline/shared/asl"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/rerun"
+	"github.com/stepline/stepline/shared/runview"
 	"github.com/stepline/stepline/shared/schedule"
 	"github.com/stepline/stepline/shared/store"
-)
-
-// Bounds of GET /runs, as the reference API has them.
-const (
-	DefaultRunsLimit = 50
-	MaxRunsLimit     = 200
 )
 
 // loaded is one load of the pipeline files: what a reload swaps whole.
@@ -119,7 +113,7 @@ func (s *Server) health(w http.ResponseWriter) {
 		"active_runs": s.limiter.Active(), "max_concurrent_runs": s.maxRuns,
 		"limits": map[string]any{
 			"max_body_bytes":        MaxBodyBytes,
-			"max_runs_limit":        MaxRunsLimit,
+			"max_runs_limit":        runview.MaxLimit,
 			"max_runs_offset":       store.MaxRunOffset,
 			"max_rerun_input_bytes": rerun.MaxInputBytes,
 			"read_timeout_seconds":  s.limits.ReadTimeout.Seconds(),
@@ -162,92 +156,27 @@ func (s *Server) getPipeline(w http.ResponseWriter, name string) {
 	writeJSON(w, http.StatusOK, map[string]any{"name": name, "config": p, "yaml": string(raw)})
 }
 
-// queryInt reads a whole-number query parameter in lo..hi, def when absent.
-func queryInt(v string, def, lo, hi int) (int, bool) {
-	if v == "" {
-		return def, true
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < lo || n > hi {
-		return 0, false
-	}
-	return n, true
-}
-
 // listRuns lists the runs c may see: a team's own, or, for everyone else,
 // all runs or those of ?team=.
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, c caller) {
-	q := r.URL.Query()
-	limit, ok := queryInt(q.Get("limit"), DefaultRunsLimit, 1, MaxRunsLimit)
-	if !ok {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("limit=%q: want a whole number from 1 to %d", q.Get("limit"), MaxRunsLimit)})
+	f, err := runview.Filter(r.URL.Query())
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
-	}
-	offset, ok := queryInt(q.Get("offset"), 0, 0, store.MaxRunOffset)
-	if !ok {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("offset=%q: want a whole number from 0 to %d", q.Get("offset"), store.MaxRunOffset)})
-		return
-	}
-	f := store.RunFilter{Pipeline: q.Get("pipeline"), Status: store.RunStatus(q.Get("status")), Team: q.Get("team"),
-		Stage: q.Get("stage"), Limit: limit, Offset: offset}
-	answer := func(runs []store.Run) {
-		out := make([]map[string]any, len(runs))
-		for i, run := range runs {
-			out[i] = runView(run)
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"runs": out, "limit": limit, "offset": offset})
 	}
 	if !c.all {
 		if f.Team != "" && f.Team != c.team {
-			answer(nil) // another team's: none of them is visible
+			writeJSON(w, http.StatusOK, runview.List(nil, f)) // another team's: none of them is visible
 			return
 		}
 		f.Team = c.team
 	}
 	found, err := s.runner.Store.ListRuns(r.Context(), f)
-	if errors.Is(err, store.ErrInvalid) {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
-		return
-	}
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 		return
 	}
-	answer(found)
-}
-
-// runView is a run as the API answers it: its fields, and the reference
-// API's names for the same facts (pipeline_name, triggered_at,
-// normalised_context).
-func runView(run store.Run) map[string]any {
-	m := toMap(run)
-	m["pipeline_name"] = run.Pipeline
-	m["triggered_at"] = run.StartedAt
-	if _, ok := m["completed_at"]; !ok {
-		m["completed_at"] = nil
-	}
-	if len(run.Trigger) > 0 {
-		m["normalised_context"] = run.Trigger
-	}
-	return m
-}
-
-// stepView is a step record as the API answers it, with the reference
-// API's names: parsed_output, executed_at.
-func stepView(rec store.StepRecord) map[string]any {
-	m := toMap(rec)
-	if len(rec.Output) > 0 {
-		m["parsed_output"] = rec.Output
-	}
-	m["executed_at"] = rec.FinishedAt
-	return m
-}
-
-func toMap(v any) map[string]any {
-	b, _ := json.Marshal(v)
-	m := map[string]any{}
-	_ = json.Unmarshal(b, &m)
-	return m
+	writeJSON(w, http.StatusOK, runview.List(found, f))
 }
 
 // getRun answers a run with its steps; another team's run is answered as
@@ -262,13 +191,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, c caller, id str
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 		return
 	}
-	views := make([]map[string]any, len(steps))
-	for i, rec := range steps {
-		views[i] = stepView(rec)
-	}
-	out := runView(run)
-	out["run"], out["steps"] = run, views
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, runview.Detail(run, steps))
 }
 
 // MaxRerunBodyBytes bounds the body of POST /runs/{id}/rerun.

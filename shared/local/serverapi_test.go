@@ -16,6 +16,7 @@ import (
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/intake"
+	"github.com/stepline/stepline/shared/runview"
 	"github.com/stepline/stepline/shared/store"
 )
 
@@ -273,7 +274,7 @@ func TestServerQueries(t *testing.T) {
 	a = do(t, "GET", base+"/health", "", "", "")
 	var h map[string]any
 	decode(t, a, &h)
-	if h["status"] != "ok" || h["max_concurrent_runs"] != float64(1000) || h["limits"].(map[string]any)["max_runs_limit"] != float64(MaxRunsLimit) {
+	if h["status"] != "ok" || h["max_concurrent_runs"] != float64(1000) || h["limits"].(map[string]any)["max_runs_limit"] != float64(runview.MaxLimit) {
 		t.Errorf("health %v", h)
 	}
 	if _, ok := h["version"]; !ok {
