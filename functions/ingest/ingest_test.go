@@ -85,7 +85,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{h: &handler{webhooks: webhooks, events: triggers, log: log}, starts: starts, store: st}
+	return &env{h: &handler{webhooks: webhooks, events: triggers, runs: st, start: start, log: log}, starts: starts, store: st}
 }
 
 func readEvent(t *testing.T, name string) []byte {
