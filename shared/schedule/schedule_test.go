@@ -189,3 +189,64 @@ func TestNewEntryErrors(t *testing.T) {
 		t.Error("an unknown zone was accepted")
 	}
 }
+
+// steppingClock advances by each wait asked for, n times; then it waits
+// for the context.
+type steppingClock struct {
+	mu    sync.Mutex
+	now   time.Time
+	waits []time.Duration
+	left  int
+	done  chan struct{}
+}
+
+func (c *steppingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *steppingClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	if c.left == 0 {
+		c.mu.Unlock()
+		close(c.done)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	c.left--
+	c.waits = append(c.waits, d)
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+	return nil
+}
+
+// TestRun: the loop sleeps until the next tick (at most a minute) and
+// fires each tick once as the clock reaches it.
+func TestRun(t *testing.T) {
+	f := &fires{}
+	clock := &steppingClock{now: at("12:00:30"), left: 4, done: make(chan struct{})}
+	s, err := schedule.New(schedule.Config{
+		Store: openStore(t), Fire: f.fire, Clock: clock, Grace: time.Minute, Holder: "a",
+		RunID: func() string { ids++; return fmt.Sprintf("run-%d", ids) },
+	}, []schedule.Entry{entry(t, "p", "*/2 * * * *", "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- s.Run(ctx) }()
+	<-clock.done
+	cancel()
+	if err := <-errc; err != context.Canceled {
+		t.Fatalf("Run = %v", err)
+	}
+	// 12:00:30 fires 12:00 (30 s old, within the minute's grace), then
+	// waits a minute at most at a time: to 12:01:30 (nothing due), 30 s
+	// to the 12:02 tick, then to 12:03 (nothing due) and 12:04.
+	same(t, f.list(), "p@12:00", "p@12:02", "p@12:04")
+	want := []time.Duration{time.Minute, 30 * time.Second, time.Minute, time.Minute}
+	if fmt.Sprint(clock.waits) != fmt.Sprint(want) {
+		t.Errorf("waits %v, want %v", clock.waits, want)
+	}
+}
