@@ -16,13 +16,16 @@ const (
 
 // API paths.
 const (
-	PathWebhook  = "/webhook"
-	PathRuns     = "/pipelines/{name}/runs"
-	PathRun      = "/pipelines/{name}/run" // the reference's manual-run path
-	PathRunList  = "/runs"
-	PathRunOne   = "/runs/{id}"
-	PathRerun    = "/runs/{id}/rerun"
-	PathApproval = "/approvals/{token}"
+	PathWebhook   = "/webhook"
+	PathRuns      = "/pipelines/{name}/runs"
+	PathRun       = "/pipelines/{name}/run" // the reference's manual-run path
+	PathRunList   = "/runs"
+	PathRunOne    = "/runs/{id}"
+	PathRerun     = "/runs/{id}/rerun"
+	PathPipelines = "/pipelines"
+	PathPipeline  = "/pipelines/{name}"
+	PathSchedules = "/schedules"
+	PathApproval  = "/approvals/{token}"
 )
 
 // addRoutes adds the HTTP API's routes and its stage:
@@ -33,6 +36,9 @@ const (
 //	GET  /runs                    ingest  IAM (SigV4): run summaries
 //	GET  /runs/{id}               ingest  IAM (SigV4): a run with its steps
 //	POST /runs/{id}/rerun         ingest  IAM (SigV4): rerun from a step
+//	GET  /pipelines               ingest  IAM (SigV4): the deployed pipelines
+//	GET  /pipelines/{name}        ingest  IAM (SigV4): one, with its file
+//	GET  /schedules               ingest  IAM (SigV4): next fire of each schedule
 //	GET  /approvals/{token}       callback  signed link, checked by the function
 //	POST /approvals/{token}       callback  signed link, checked by the function
 //
@@ -62,6 +68,9 @@ func (b *builder) addRoutes() {
 		{PathRunList, awsapigatewayv2.HttpMethod_GET},
 		{PathRunOne, awsapigatewayv2.HttpMethod_GET},
 		{PathRerun, awsapigatewayv2.HttpMethod_POST},
+		{PathPipelines, awsapigatewayv2.HttpMethod_GET},
+		{PathPipeline, awsapigatewayv2.HttpMethod_GET},
+		{PathSchedules, awsapigatewayv2.HttpMethod_GET},
 	} {
 		b.api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
 			Path:        jsii.String(r.path),

@@ -63,8 +63,9 @@
 //     schedule for schedule.cron (in schedule.timezone, UTC by default);
 //     an HTTP API (see addRoutes) with access logs and throttling: the
 //     webhook, manual runs (/pipelines/{name}/runs and the reference's
-//     /pipelines/{name}/run), run queries (GET /runs, GET /runs/{id}) and
-//     reruns (POST /runs/{id}/rerun) to the ingest function, IAM-authorized
+//     /pipelines/{name}/run), run queries (GET /runs, GET /runs/{id}),
+//     reruns (POST /runs/{id}/rerun), GET /pipelines[/{name}] and GET
+//     /schedules to the ingest function, IAM-authorized
 //     but the webhook; approval links to the callback function. The
 //     ingest function's table grant (GetItem, PutItem, UpdateItem, Query
 //     on the table and its indexes) covers the queries and reruns.

@@ -518,6 +518,9 @@ func TestAPI(t *testing.T) {
 		"GET /runs":                   {"AWS_IAM", ingestID},
 		"GET /runs/{id}":              {"AWS_IAM", ingestID},
 		"POST /runs/{id}/rerun":       {"AWS_IAM", ingestID},
+		"GET /pipelines":              {"AWS_IAM", ingestID},
+		"GET /pipelines/{name}":       {"AWS_IAM", ingestID},
+		"GET /schedules":              {"AWS_IAM", ingestID},
 		"GET /approvals/{token}":      {"NONE", callbackID},
 		"POST /approvals/{token}":     {"NONE", callbackID},
 	}

@@ -137,6 +137,7 @@ type handler struct {
 	webhooks *intake.Intake // requests: bearer tokens required on /webhook
 	events   *intake.Intake // EventBridge: IAM already vouched for the sender
 	runs     runStore       // the run routes: queries and reruns
+	deployed *deployed      // the pipeline routes; nil: not served
 	start    starter        // reruns' executions
 	log      *slog.Logger
 }
@@ -188,6 +189,9 @@ func (h *handler) api(ctx context.Context, ev events.APIGatewayV2HTTPRequest) ev
 		route = p
 	}
 	if resp, ok := h.runRoute(ctx, ev, route, path); ok {
+		return resp
+	}
+	if resp, ok := h.pipelineRoute(ctx, ev, route, path); ok {
 		return resp
 	}
 	query, err := url.ParseQuery(ev.RawQueryString)

@@ -22,6 +22,10 @@
 //     (Step Functions RedriveExecution, from the console or
 //     "aws stepfunctions redrive-execution"): it goes on from the state that
 //     failed, with the same run ID; a rerun is a new run;
+//   - GET /pipelines, GET /pipelines/{name} (the resolved pipeline and its
+//     bundled file) and GET /schedules (each schedule's next fire, computed
+//     from its cron and time zone; EventBridge Scheduler fires them),
+//     IAM-authorized, answered as stepline serve answers them;
 //   - trigger events from EventBridge rules, {"pipeline", "trigger",
 //     "event"}: the rule's pipeline is started when its whole
 //     trigger.match holds (an event naming its pipeline starts that one),
@@ -102,6 +106,8 @@ func main() {
 	trigger, err := intake.New(intake.Config{Router: router, Store: st, Starter: start, Logger: f.Log})
 	f.Check(err, "intake")
 	f.Log.Debug("pipelines loaded", "dir", dir, "pipelines", sortedNames(router))
-	h := &handler{webhooks: webhooks, events: trigger, runs: st, start: start, log: f.Log}
+	dep, err := newDeployed(dir, ps)
+	f.Check(err, "pipelines")
+	h := &handler{webhooks: webhooks, events: trigger, runs: st, start: start, deployed: dep, log: f.Log}
 	lambda.Start(h.Handle)
 }

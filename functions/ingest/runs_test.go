@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/stepline/stepline/shared/schedule"
 	"github.com/stepline/stepline/shared/store"
 )
 
@@ -66,6 +67,11 @@ func TestRunRoutes(t *testing.T) {
 		{"rerun by GET", "GET", "/runs/r1/rerun", "", "", 405, "use POST"},
 		{"rerun", "POST", "/runs/r1/rerun", "", `{"from_step": "validate"}`, 202, `"original_run_id":"r1"`},
 		{"manual run, the reference's path", "POST", "/pipelines/rie-orders/run", "", `{}`, 202, `"status":"accepted"`},
+		{"pipelines", "GET", "/pipelines", "", "", 200, `{"description":"Orders from the shop's generic webhook.","name":"rie-orders","schedule":false,"stage":"production","tags":[],"version":1}`},
+		{"a pipeline", "GET", "/pipelines/rie-orders", "", "", 200, `"yaml":"# Routed by trigger.match`},
+		{"an unknown pipeline", "GET", "/pipelines/nope", "", "", 404, "no pipeline nope"},
+		{"a pipeline by POST", "POST", "/pipelines/rie-orders", "", "", 405, "use GET"},
+		{"schedules", "GET", "/schedules", "", "", 200, `"schedules":[]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,5 +109,34 @@ func TestRunRoutes(t *testing.T) {
 	run, err := e.store.GetRun(ctx, aws.ToString(starts[0].Name))
 	if err != nil || run.Source != "rerun" || run.Team != "shop" || run.Fingerprint != "" || run.Status != store.RunRunning {
 		t.Errorf("rerun record %+v, %v", run, err)
+	}
+}
+
+// TestSchedulesRoute: GET /schedules answers each deployed schedule's
+// next fire after now, in its time zone.
+func TestSchedulesRoute(t *testing.T) {
+	e := newEnv(t)
+	berlin, err := schedule.NewEntry("nightly", "0 3 * * *", "Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.h.deployed.entries = []schedule.Entry{berlin}
+	out, err := e.h.Handle(context.Background(), runRequest(t, "GET", "/schedules", "", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Schedules []schedule.Upcoming `json:"schedules"`
+	}
+	resp := out.(events.APIGatewayV2HTTPResponse)
+	if err := json.Unmarshal([]byte(resp.Body), &v); err != nil || len(v.Schedules) != 1 {
+		t.Fatalf("%d %s", resp.StatusCode, resp.Body)
+	}
+	got := v.Schedules[0]
+	loc, _ := time.LoadLocation("Europe/Berlin")
+	next := got.NextRun.In(loc)
+	if got.Pipeline != "nightly" || got.TimeZone != "Europe/Berlin" || next.Hour() != 3 || next.Minute() != 0 ||
+		!got.NextRun.After(time.Now()) || got.NextRun.After(time.Now().Add(25*time.Hour)) {
+		t.Errorf("schedule %+v", got)
 	}
 }

@@ -172,6 +172,13 @@ func (s *Scheduler) Upcoming(now time.Time) []Upcoming {
 	s.mu.Lock()
 	entries := slices.Clone(s.entries)
 	s.mu.Unlock()
+	return NextRuns(entries, now)
+}
+
+// NextRuns lists entries with their next tick after now, in pipeline name
+// order (GET /schedules where another scheduler fires them, as
+// EventBridge Scheduler does on AWS).
+func NextRuns(entries []Entry, now time.Time) []Upcoming {
 	out := make([]Upcoming, 0, len(entries))
 	for _, e := range entries {
 		tz := e.TimeZone
