@@ -40,6 +40,15 @@
 // (States.Timeout), after which the step's on_failure policy and the
 // pipeline's notifications apply as for any failed step. Server calls
 // ExpireApprovals every ServerConfig.ApprovalPoll and at each expiry.
+//
+// # Reruns and schedules
+//
+// PrepareRerun and StartRerun (RerunIn for the CLI) start a new run that
+// reuses an earlier run's outputs for the steps before a given step
+// (package rerun): the same compiled state machine, started with a rerun
+// block in its input, loads them and goes on at that step. Server also
+// fires the pipelines' schedules (package schedule), claiming each tick
+// in the store so that it fires once however many servers share it.
 package local
 
 import (
