@@ -92,13 +92,35 @@ func Run(run store.Run) map[string]any {
 	return m
 }
 
-// Step is a step record as the APIs answer it.
+// Step is a step record as the APIs answer it. Besides the record's
+// fields it carries the reference's: parsed_output, executed_at, and,
+// from the trust report of a gated step, grounding_score,
+// deterministic_passed and verifier_mode (null when the step has none);
+// artifacts, the output's artifacts field.
 func Step(rec store.StepRecord) map[string]any {
 	m := toMap(rec)
 	if len(rec.Output) > 0 {
 		m["parsed_output"] = rec.Output
+		var out struct {
+			Artifacts json.RawMessage `json:"artifacts"`
+		}
+		if json.Unmarshal(rec.Output, &out) == nil && len(out.Artifacts) > 0 {
+			m["artifacts"] = out.Artifacts
+		}
 	}
 	m["executed_at"] = rec.FinishedAt
+	m["grounding_score"], m["deterministic_passed"], m["verifier_mode"] = nil, nil, nil
+	if t := rec.Trust; t != nil {
+		if t.Signals.G != nil {
+			m["grounding_score"] = *t.Signals.G
+		}
+		if t.Signals.D != nil {
+			m["deterministic_passed"] = *t.Signals.D
+		}
+		if t.Signals.VMode != "" {
+			m["verifier_mode"] = t.Signals.VMode
+		}
+	}
 	return m
 }
 

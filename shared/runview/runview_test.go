@@ -56,3 +56,19 @@ func TestViews(t *testing.T) {
 		t.Errorf("step view %v", step)
 	}
 }
+
+func TestStepTrust(t *testing.T) {
+	g, d := 0.5, false
+	step := Step(store.StepRecord{Name: "a", Output: []byte(`{"confidence":1,"artifacts":{"log":"x"}}`),
+		Trust: &store.TrustReport{Signals: store.TrustSignals{G: &g, D: &d, VMode: "critic"}}})
+	if step["grounding_score"] != 0.5 || step["deterministic_passed"] != false || step["verifier_mode"] != "critic" ||
+		string(step["artifacts"].(json.RawMessage)) != `{"log":"x"}` {
+		t.Errorf("step view %v", step)
+	}
+	plain := Step(store.StepRecord{Name: "b"})
+	for _, k := range []string{"grounding_score", "deterministic_passed", "verifier_mode"} {
+		if v, ok := plain[k]; !ok || v != nil {
+			t.Errorf("%s = %v, %v; want null", k, v, ok)
+		}
+	}
+}
