@@ -144,6 +144,7 @@ func cmdServe(ctx context.Context, e env) int {
 		return exitFailed
 	}
 	sweep(ctx, e, r)
+	srv.StartSchedules() // after the sweep, which would take the runs it starts for a dead process's
 	hs := srv.HTTPServer()
 	fmt.Fprintf(e.stdout, "serving on %s (pipelines from %s, state in %s)\n", base, *dir, stateDir)
 	errc := make(chan error, 1)

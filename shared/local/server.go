@@ -42,7 +42,8 @@ import (
 //	POST /approvals/{token}                      decide it
 //	GET  /health                                 liveness, version, active runs, limits
 //
-// Pipelines with a schedule: fire from the server (package schedule): the
+// Pipelines with a schedule: fire from the server once StartSchedules is
+// called (package schedule): the
 // latest tick since the last check, at most one catch-up after downtime
 // (a tick at most ServerConfig.ScheduleGrace old), each tick claimed in
 // the store so that it fires once across processes and restarts.
@@ -83,12 +84,13 @@ type Server struct {
 	limits    HTTPLimits
 	log       *slog.Logger
 
-	dir     string           // pipeline files
-	project *project.Project // nil: each file's
-	version string
-	maxRuns int
-	sched   *schedule.Scheduler
-	clock   schedule.Clock
+	dir       string           // pipeline files
+	project   *project.Project // nil: each file's
+	version   string
+	maxRuns   int
+	sched     *schedule.Scheduler
+	schedOnce sync.Once
+	clock     schedule.Clock
 
 	reloadMu sync.Mutex // one reload at a time
 	mu       sync.Mutex
@@ -246,13 +248,23 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if poll <= 0 {
 		poll = DefaultApprovalPoll
 	}
-	s.wg.Add(2)
+	s.wg.Add(1)
 	go s.expireApprovals(poll)
-	go func() {
-		defer s.wg.Done()
-		_ = s.sched.Run(s.ctx) // ends with the server's context
-	}()
 	return s, nil
+}
+
+// StartSchedules starts firing the pipelines' schedules, until the
+// server's context ends. Call it once the runs a previous process left
+// have been swept (the sweep would take a run the scheduler just started
+// for one of them); later calls do nothing.
+func (s *Server) StartSchedules() {
+	s.schedOnce.Do(func() {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			_ = s.sched.Run(s.ctx) // ends with the server's context
+		}()
+	})
 }
 
 // expireApprovals times out the human steps whose approval expires, until

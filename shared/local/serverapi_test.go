@@ -44,6 +44,7 @@ func serveScenario(t *testing.T, dir string, responses *executor.Responses, toke
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv.StartSchedules()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
