@@ -139,6 +139,8 @@
 //	grounding.max_trace_chars           1..1000000              characters of each trace event the judge reads
 //	deterministic_checks.timeout_seconds 1..99999999            a human check waits in a Task of its own;
 //	                                                            webhook and shell checks count in the 800 s
+//	calibration.bin_width               above 0, up to 1        and it must divide 1: the bins tile 0..1
+//	calibration.n_min                   1..5000                 a bucket read keeps its newest 5000 executions
 //	trigger.match operands              any finite number
 //
 // Whole-number fields take whole numbers only; a fraction there, or a
