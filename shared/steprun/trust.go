@@ -161,5 +161,5 @@ func trustSummary(r *store.TrustReport) *task.TrustSummary {
 	if r == nil {
 		return nil
 	}
-	return &task.TrustSummary{Policy: r.Gate.Policy, Combined: r.CombinedTrust, G: r.Signals.G, D: r.Signals.D}
+	return &task.TrustSummary{Policy: r.Gate.Policy, Combined: r.CombinedTrust, G: r.Signals.G, C: r.Signals.C, D: r.Signals.D}
 }
