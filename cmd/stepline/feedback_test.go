@@ -100,6 +100,13 @@ func TestFeedbackAndCalibration(t *testing.T) {
 	if len(js.Buckets) != 1 || js.Buckets[0].Samples != 2 || len(js.Buckets[0].Bins) != 1 || js.Buckets[0].Bins[0].N != 2 || js.Buckets[0].Bins[0].Validated || *js.Buckets[0].Bins[0].Mean != 0.25 {
 		t.Errorf("calibration --json: %+v", js)
 	}
+	// The pipeline's file: its step's own bin_width (0.5) and n_min (2).
+	if got := cli(exitOK, "calibration", "--dir", state, pipe); !regexp.MustCompile(`bins of 0\.5, n_min 2\)\n.*\n  0\.50-1\.00\s+2\s+2\s+0\.25  yes\n`).MatchString(got) {
+		t.Errorf("calibration of the file:\n%s", got)
+	}
+	if got := cli(exitOK, "calibration", "--dir", state, pipe, "--n-min", "5"); !strings.Contains(got, "no (2/5)") {
+		t.Errorf("calibration of the file with --n-min:\n%s", got)
+	}
 	if got := cli(exitOK, "calibration", "--dir", state, "triage", "other"); !strings.Contains(got, `step "other" of pipeline triage: no recorded executions`) {
 		t.Errorf("calibration of a step without history: %s", got)
 	}
