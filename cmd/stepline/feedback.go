@@ -9,7 +9,9 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/stepline/stepline/compiler/gate"
 	"github.com/stepline/stepline/shared/executor"
@@ -123,9 +125,24 @@ func feedbackError(err error) error {
 func feedbackText(f *store.Feedback) string {
 	s := fmt.Sprintf("%s (%s)", f.Outcome, f.SubmittedAt.Local().Format("2006-01-02 15:04:05"))
 	if f.Notes != "" {
-		s += ": " + oneLine(f.Notes, 100)
+		s += ": " + oneLine(printable(f.Notes), 100)
 	}
 	return s
+}
+
+// printable drops control characters (a terminal's escape sequences
+// among them) from text people gave, keeping line breaks and tabs as
+// spaces.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return ' '
+		case unicode.IsControl(r):
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // bucketBins is one bucket of a step with its bins, as calibration

@@ -59,9 +59,9 @@ func TestFeedbackAndCalibration(t *testing.T) {
 		}
 	}
 
-	cli(exitOK, "feedback", "--dir", state, a, "--outcome", "incorrect", "--notes", "it was the network")
+	cli(exitOK, "feedback", "--dir", state, a, "--outcome", "incorrect", "--notes", "it was the network\x1b[2J")
 	cli(exitOK, "feedback", "--dir", state, b, "diagnose", "--outcome", "partial")
-	if got := cli(exitOK, "feedback", "--dir", state, a, "--json"); !strings.Contains(got, `"outcome":"incorrect","notes":"it was the network"`) {
+	if got := cli(exitOK, "feedback", "--dir", state, a, "--json"); !strings.Contains(got, `"outcome":"incorrect","notes":"it was the network\u001b[2J"`) {
 		t.Errorf("feedback --json: %s", got)
 	}
 	if got := cli(exitOK, "feedback", "--dir", state, b, "--json"); strings.TrimSpace(got) != `{"feedback":null}` {
@@ -124,7 +124,7 @@ func TestFeedbackAndCalibration(t *testing.T) {
 		t.Errorf("show of the calibrated run:\n%s", show)
 	}
 	show = cli(exitOK, "show", "--dir", state, a)
-	if !regexp.MustCompile(`(?m)^feedback: incorrect \(.*\): it was the network$`).MatchString(show) {
+	if !regexp.MustCompile(`(?m)^feedback: incorrect \(.*\): it was the network\[2J$`).MatchString(show) || strings.Contains(show, "\x1b") {
 		t.Errorf("show lacks the run's feedback:\n%s", show)
 	}
 	show = cli(exitOK, "show", "--dir", state, b)
