@@ -38,6 +38,10 @@ import (
 //	GET  /runs[?pipeline=&status=&team=&stage=&limit=&offset=]  runs, newest first
 //	GET  /runs/{id}                              a run with its steps
 //	POST /runs/{id}/rerun                        rerun it from {"from_step"} (202)
+//	GET  /runs/{id}/feedback                     the run's feedback: {"feedback": …|null}
+//	POST /runs/{id}/feedback                     upsert it: {outcome, notes} (400 otherwise)
+//	GET  /runs/{id}/steps/{step}/feedback        a step's feedback ({step} may hold "/")
+//	POST /runs/{id}/steps/{step}/feedback        upsert it
 //	GET  /approvals/{token}                      the approval page of a signed link
 //	POST /approvals/{token}                      decide it
 //	GET  /health                                 liveness, version, active runs, limits
@@ -231,7 +235,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	if cfg.Signer != nil {
 		s.approvals = &approval.Service{
-			Store: cfg.Runner.Store, Signer: cfg.Signer, Logger: log,
+			Store: cfg.Runner.Store, Signer: cfg.Signer, Logger: log, Feedback: cfg.Runner.Store,
 			Complete: func(ctx context.Context, token string, d task.Decision) error {
 				s.wg.Add(1)
 				go func() { // the run goes on after the page answers
@@ -421,6 +425,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if allow(w, r, http.MethodGet) {
 			s.listRuns(w, r, c)
 		}
+	case isFeedbackPath(path):
+		runID, step, _ := feedbackPath(path)
+		s.feedback(w, r, c, runID, step)
 	case strings.HasPrefix(path, "/runs/") && strings.HasSuffix(path, "/rerun"):
 		if allow(w, r, http.MethodPost) {
 			s.rerun(w, r, c, strings.TrimSuffix(strings.TrimPrefix(path, "/runs/"), "/rerun"))

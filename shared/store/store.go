@@ -38,7 +38,10 @@ var (
 // neither duplicates nor overwrites a record. Methods are safe for
 // concurrent use.
 type Store interface {
-	TickClaimer // ClaimTick: see tick.go
+	// FeedbackStore: feedback on runs and steps, calibration samples.
+	FeedbackStore
+	// TickClaimer: ClaimTick, the claims of schedule ticks (tick.go).
+	TickClaimer
 
 	// CreateRun stores a new run. The run must have an ID, a Pipeline, a
 	// valid Status and a StartedAt. Errors: ErrExists when a run with that

@@ -214,7 +214,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // schema from version i to i+1. Append only: a released migration never
 // changes.
 func migrations() []string {
-	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaV6}
+	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaFeedback, schemaTicks}
 }
 
 const schemaV1 = `
@@ -363,9 +363,9 @@ const schemaV5 = `
 ALTER TABLE steps ADD COLUMN trust_report TEXT;
 `
 
-// schemaV6 keeps the claims of schedule ticks (ClaimTick), one row per
-// (schedule, tick).
-const schemaV6 = `
+// schemaTicks (version 7) keeps the claims of schedule ticks (ClaimTick),
+// one row per (schedule, tick).
+const schemaTicks = `
 CREATE TABLE ticks (
 	schedule   TEXT NOT NULL,
 	tick       TEXT NOT NULL,
