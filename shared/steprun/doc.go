@@ -103,11 +103,11 @@
 //     the gate's policy and decision. Every gated record carries one (a
 //     human or sub-pipeline step's and a group's join too, with their
 //     confidence as the only signal); a branch, which does not gate, has
-//     none. After its record, every step gated here adds its sample to
-//     its bucket (its effective confidence, whether a check failed), with
-//     or without a calibration block, so that the history exists before
-//     calibration is enforced; a failure to add it is logged, not the
-//     step's. Every record carries the prompt template's content hash
+//     none. After its record, a step that declares calibration adds its
+//     sample to its bucket (its effective confidence, whether a check
+//     failed); `calibration: {enforce: false}` collects the history
+//     before calibration is enforced, and a step without the block pays
+//     nothing for it. A failure to add it is logged, not the step's. Every record carries the prompt template's content hash
 //     (store.PromptHash).
 //
 // A human check pauses the step: its record is written with status

@@ -92,7 +92,12 @@ func (t *taskRun) decideStep(ctx context.Context, st *pipeline.Step, rec store.S
 	if err != nil {
 		return resp, err
 	}
-	t.recordSample(ctx, rec, sig)
+	if st.Calibration != nil {
+		// Only a step that declares calibration (enforce: false collects
+		// without gating) pays for its history: three more requests per
+		// step on DynamoDB.
+		t.recordSample(ctx, rec, sig)
+	}
 	if st.Grounding != nil || len(st.Checks) > 0 || st.Calibration != nil {
 		resp.Trust = trustSummary(rep)
 	}
