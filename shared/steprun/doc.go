@@ -228,8 +228,10 @@
 //   - Values rendered into executor_config and failure webhooks are
 //     escaped (secret.Escape) so that text from a model or a trigger can
 //     never name a secret; ${NAME} written in the pipeline still resolves.
-//   - fan_out.on_empty: abort ends the group (and the run) aborted, the
-//     status its name promises, rather than failed.
+//   - fan_out.on_empty: abort ends the group, and the run, failed (flag
+//     empty_abort, the reason "fan-out "x" has no items (on_empty:
+//     abort)"), as the reference runner does: the notification fired is
+//     escalate, as for any failed group, not the fan-out's on_abort.
 //   - A failure Task writes its own record after the step's recorded
 //     attempts (attempt = last recorded + 1, flag failure_outcome), because
 //     a Task that timed out or crashed left no record of its own; the flag
