@@ -62,6 +62,21 @@ func TestStepDecisions(t *testing.T) {
 			wantStatus: task.StatusStopped, wantConf: 0.9, wantReason: "already fixed", wantRun: store.RunStopped,
 		},
 		{
+			// The reference contract accepts a stop without a reason: one
+			// model call, no re-ask; the summary is the stop's reason.
+			name:       "stopped without a reason",
+			responses:  `triage: [{confidence: 0.9, summary: nothing to do, next_step_context: "", proceed: false}, {confidence: 0.9, summary: re-asked, next_step_context: ""}]`,
+			wantStatus: task.StatusStopped, wantConf: 0.9, wantReason: "nothing to do", wantRun: store.RunStopped,
+			check: func(t *testing.T, e *env, resp task.Response) {
+				if n := len(e.prov.reqs); n != 1 {
+					t.Errorf("%d model calls, want 1 (no re-ask)", n)
+				}
+				if resp.Reason != "nothing to do" {
+					t.Errorf("reason %q, want the summary", resp.Reason)
+				}
+			},
+		},
+		{
 			name:       "escalated",
 			responses:  `triage: [{confidence: 0.4, summary: unsure, next_step_context: ""}]`,
 			wantStatus: task.StatusEscalated, wantConf: 0.4, wantReason: `step "triage" escalated: confidence 0.4 is below the threshold 0.75`, wantRun: store.RunEscalated,
