@@ -225,6 +225,17 @@
 //     (skipped, never ran, or null in the Request: a group's branch that
 //     gave no output) is a template error, as in the reference service;
 //     an undefined top-level name renders empty.
+//   - steps.x.confidence, as later steps, when: conditions, joins and
+//     notifications read it, is the step's effective confidence: the one
+//     its gate decided on, after the verifier, grounding, checks and
+//     calibration. The reference runner's context holds the agent's own
+//     number there; Stepline deliberately does not, so that a later step
+//     never trusts a figure the runner itself rejected and a branch's
+//     output feeds its join by the same field. The agent's own number is
+//     in the step's record (primary_confidence) and its trust report.
+//   - An extra field an answer gave as null stays in the step's output as
+//     null: "steps.x.f is none" holds for it and not for a field the
+//     answer never gave, as in the reference runner.
 //   - Values rendered into executor_config and failure webhooks are
 //     escaped (secret.Escape) so that text from a model or a trigger can
 //     never name a secret; ${NAME} written in the pipeline still resolves.

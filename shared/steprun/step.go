@@ -1,6 +1,7 @@
 package steprun
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -303,14 +304,16 @@ func criticPrompt(task, answer string) string {
 }
 
 // compact is an output as later steps see it: the effective confidence,
-// no raw_response, no top-level nulls.
+// no raw_response. An extra field the answer gave as null stays null, so
+// that "steps.x.f is none" holds for it (and not for a field it never
+// gave), as in the reference runner's context.
 func compact(out *llmoutput.Output, confidence float64) (json.RawMessage, error) {
 	o := *out
 	o.Confidence = confidence
 	o.RawResponse = ""
 	var extra llmoutput.Extras
 	for _, f := range out.Extra {
-		if strings.TrimSpace(string(f.Value)) == "null" || len(f.Value) == 0 {
+		if len(bytes.TrimSpace(f.Value)) == 0 {
 			continue
 		}
 		extra = append(extra, f)

@@ -41,8 +41,9 @@ func TestStepDecisions(t *testing.T) {
 				if out["service"] != "api" {
 					t.Errorf("extra field service = %v, want api", out["service"])
 				}
-				if _, ok := out["empty"]; ok {
-					t.Errorf("top-level null kept in compact output: %s", resp.Output)
+				// An explicit null stays: later steps test it with "is none".
+				if v, ok := out["empty"]; !ok || v != nil {
+					t.Errorf("top-level null not kept as null in compact output: %s", resp.Output)
 				}
 				if _, ok := out["raw_response"]; ok {
 					t.Errorf("raw_response in compact output: %s", resp.Output)
