@@ -233,6 +233,14 @@
 //     never trusts a figure the runner itself rejected and a branch's
 //     output feeds its join by the same field. The agent's own number is
 //     in the step's record (primary_confidence) and its trust report.
+//   - A step that ends the run fires the pipeline's notifications for it.
+//     In stage testing they are muted (logged at their config.level,
+//     warning by default, never sent), fired before the step's record is
+//     written, and the record names each (flag
+//     notification_muted:<action>:<channel>): the run's record says what
+//     would have been sent. (A run the state machine ended without a step
+//     answering is notified by the recorder function on AWS, which logs
+//     its muted deliveries but has no step record to flag.)
 //   - An extra field an answer gave as null stays in the step's output as
 //     null: "steps.x.f is none" holds for it and not for a field the
 //     answer never gave, as in the reference runner.

@@ -34,6 +34,10 @@ const (
 	FlagFailureWebhookMuted  = "failure_webhook_muted_testing"
 	FlagFailureWebhookFailed = "failure_webhook_failed"
 	FlagBranchLost           = "branch_lost"
+	// FlagNotificationMuted, followed by ":<action>:<channel>", marks a
+	// notification of a testing pipeline's run-ending step that was
+	// written to the log instead of sent.
+	FlagNotificationMuted = "notification_muted"
 )
 
 // unit is one executable piece: a sequential step, a parallel branch or a
@@ -446,6 +450,8 @@ func (t *taskRun) finish(ctx context.Context, o outcome) (task.Response, error) 
 		}
 	}
 	rec := o.record
+	muted, notified := t.mutedNotices(ctx, o.status, o.reason, o.output)
+	rec.Flags = append(rec.Flags, muted...)
 	if err := t.putStep(ctx, rec); err != nil {
 		return task.Response{}, err
 	}
@@ -456,7 +462,7 @@ func (t *taskRun) finish(ctx context.Context, o outcome) (task.Response, error) 
 	if err := t.addUsage(ctx, rec.Name+"#"+strconv.Itoa(max(rec.Attempt, 1)), add); err != nil {
 		return task.Response{}, err
 	}
-	if err := t.endRun(ctx, o.status, o.reason, totals, o.output); err != nil {
+	if err := t.endRun(ctx, o.status, o.reason, totals, o.output, notified); err != nil {
 		return task.Response{}, err
 	}
 	steps := make(map[string]json.RawMessage, 1+len(o.extra))
