@@ -188,7 +188,11 @@
 //
 // A human step is a lambda:invoke.waitForTaskToken Task on
 // ${ApprovalFunctionArn} (default timeout 300 s), then a Task that turns
-// the decision into the step's output and gates it. A sub-pipeline step is
+// the decision into the step's output and gates it. In a pipeline of
+// stage testing a Catch of States.Timeout turns the first timeout into an
+// approval by TimeoutApprover, as the reference runner does, and the
+// step's retry: does not retry a timeout there (nothing failed); in
+// production the timeout fails the step, retried as any step's error. A sub-pipeline step is
 // a states:startExecution.sync:2 Task on ${Pipeline<Name>Arn} (see
 // ChildPlaceholder), then a Task that gates the child's outcome; the
 // child's trigger is the parent's with pipeline, source and fingerprint
@@ -215,7 +219,7 @@
 // check <check>", a lambda:invoke.waitForTaskToken Task on
 // ${ApprovalFunctionArn} with the check's timeout_seconds (default 300);
 // its decision, or the error that ended the wait (a timeout fails the
-// check), goes to "<step>: checked", a Task that applies it, runs the
+// check; in stage testing it approves it, as a human step's does), goes to "<step>: checked", a Task that applies it, runs the
 // checks after it, then gates and records the step or answers "check"
 // for its next human check, through the same outcome Choice. A human
 // check costs 3 state transitions more than the step (the approval Task,

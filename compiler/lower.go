@@ -893,7 +893,7 @@ func (l *lowerer) lowerHuman(i int, s *pipeline.Step, refs []string, failed []as
 		Resource:       asl.ResourceLambdaInvokeWaitForTaskToken,
 		Arguments:      args,
 		TimeoutSeconds: timeout,
-		Retry:          stepRetry(s.Retry),
+		Retry:          l.humanRetry(s.Retry),
 		Catch:          append(l.testingApproves(decision, nil), failed...),
 		Output:         "{% $states.result %}",
 		Next:           decision,
@@ -901,6 +901,22 @@ func (l *lowerer) lowerHuman(i int, s *pipeline.Step, refs []string, failed []as
 	dp := l.payload(task.ModeHuman, s, []string{})
 	dp["decision"] = "{% $states.input %}"
 	l.addDecision(i, s.Name, s, decision, "Turn the decision into the step's output, decide and record.", dp, failed)
+}
+
+// humanRetry is a human step's Retry. In a pipeline of stage testing a
+// timeout is not retried: the reference runner approves at the first
+// timeout there (nothing failed), so the Catch of testingApproves must see
+// it, not a retrier that asks again. In production a timeout fails the
+// step and retry: asks again, as for any step.
+func (l *lowerer) humanRetry(r *pipeline.Retry) []asl.Retrier {
+	rs := stepRetry(r)
+	if l.p.Stage == pipeline.StageProduction {
+		return rs
+	}
+	for i := range rs {
+		rs[i].ErrorEquals = slices.DeleteFunc(slices.Clone(rs[i].ErrorEquals), func(e string) bool { return e == asl.StatesTimeout })
+	}
+	return slices.DeleteFunc(rs, func(r asl.Retrier) bool { return len(r.ErrorEquals) == 0 })
 }
 
 // TimeoutApprover is who approves a human step of a testing pipeline that
