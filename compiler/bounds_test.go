@@ -107,6 +107,15 @@ var documented = map[string]struct {
 	"grounding.timeout_seconds":            {"1", "800", false, true, "1..800"},
 	"grounding.max_trace_chars":            {"1", "1000000", false, true, "1..1000000"},
 	"deterministic_checks.timeout_seconds": {"1", "99999999", false, true, "1..99999999"},
+	"readiness.operational.min_runs":       {"1", "1000", false, true, "1..1000"},
+	"readiness.operational.max_age_days":   {"1", "36500", false, true, "1..36500"},
+	"readiness.confidence.min_confidence":  {"0", "1", false, false, "0..1"},
+	"readiness.confidence.min_runs":        {"1", "1000", false, true, "1..1000"},
+	"readiness.accuracy.min_accuracy":      {"0", "1", false, false, "0..1"},
+	"readiness.accuracy.min_marked":        {"1", "1000", false, true, "1..1000"},
+	"readiness.accuracy.min_human_marked":  {"0", "1000", false, true, "0..1000"},
+	"readiness.calibration.n_min":          {"1", "1000", false, true, "1..1000"},
+	"readiness.calibration.max_divergence": {"0", "1", false, false, "0..1"},
 }
 
 // numericFields places every numeric field of the format in a pipeline:
@@ -144,6 +153,15 @@ var numericFields = []struct {
 	{"grounding.timeout_seconds", `step "a"`, "name: p\nsteps:\n  - {name: a, executor: scripted, grounding: {timeout_seconds: %s}}\n"},
 	{"grounding.max_trace_chars", `step "a"`, "name: p\nsteps:\n  - {name: a, executor: scripted, grounding: {max_trace_chars: %s}}\n"},
 	{"deterministic_checks.timeout_seconds", `step "a"`, "name: p\nsteps:\n  - {name: a, executor: scripted, deterministic_checks: [{name: c, type: human, timeout_seconds: %s}]}\n"},
+	{"readiness.operational.min_runs", "", "name: p\nsteps: [{name: a, executor: scripted}]\nreadiness: {operational: {min_runs: %s}}\n"},
+	{"readiness.operational.max_age_days", "", "name: p\nsteps: [{name: a, executor: scripted}]\nreadiness: {operational: {min_runs: 1, max_age_days: %s}}\n"},
+	{"readiness.confidence.min_confidence", "", "name: p\nsteps: [{name: a, executor: scripted}]\nreadiness: {confidence: {min_runs: 1, min_confidence: %s}}\n"},
+	{"readiness.confidence.min_runs", "", "name: p\nsteps: [{name: a, executor: scripted}]\nreadiness: {confidence: {min_confidence: 0.5, min_runs: %s}}\n"},
+	{"readiness.accuracy.min_accuracy", "", "name: p\nsteps: [{name: a, executor: scripted}]\nreadiness: {accuracy: {min_marked: 1, min_accuracy: %s}}\n"},
+	{"readiness.accuracy.min_marked", "", "name: p\nsteps: [{name: a, executor: scripted}]\nreadiness: {accuracy: {min_marked: %s}}\n"},
+	{"readiness.accuracy.min_human_marked", "", "name: p\nsteps: [{name: a, executor: scripted}]\nreadiness: {accuracy: {min_marked: 1000, min_human_marked: %s}}\n"},
+	{"readiness.calibration.n_min", "", "name: p\nsteps: [{name: a, executor: scripted}]\nreadiness: {calibration: {n_min: %s}}\n"},
+	{"readiness.calibration.max_divergence", "", "name: p\nsteps: [{name: a, executor: scripted}]\nreadiness: {calibration: {bin_width: 0.05, max_divergence: %s}}\n"},
 }
 
 // unit is how far "just below" and "just above" a bound are: 1 for whole
@@ -319,6 +337,15 @@ func TestNumberRangesMatchSchema(t *testing.T) {
 		"/definitions/grounding/properties/timeout_seconds":                            {"grounding.timeout_seconds"},
 		"/definitions/grounding/properties/max_trace_chars":                            {"grounding.max_trace_chars"},
 		"/definitions/deterministicCheck/properties/timeout_seconds":                   {"deterministic_checks.timeout_seconds"},
+		"/definitions/readiness/properties/operational/properties/min_runs":            {"readiness.operational.min_runs"},
+		"/definitions/readiness/properties/operational/properties/max_age_days":        {"readiness.operational.max_age_days"},
+		"/definitions/readiness/properties/confidence/properties/min_confidence":       {"readiness.confidence.min_confidence"},
+		"/definitions/readiness/properties/confidence/properties/min_runs":             {"readiness.confidence.min_runs"},
+		"/definitions/readiness/properties/accuracy/properties/min_accuracy":           {"readiness.accuracy.min_accuracy"},
+		"/definitions/readiness/properties/accuracy/properties/min_marked":             {"readiness.accuracy.min_marked"},
+		"/definitions/readiness/properties/accuracy/properties/min_human_marked":       {"readiness.accuracy.min_human_marked"},
+		"/definitions/readiness/properties/calibration/properties/n_min":               {"readiness.calibration.n_min"},
+		"/definitions/readiness/properties/calibration/properties/max_divergence":      {"readiness.calibration.max_divergence"},
 	}
 	var schema any
 	if err := json.Unmarshal(Schema(), &schema); err != nil {

@@ -139,16 +139,40 @@
 //	grounding.max_trace_chars           1..1000000              characters of each trace event the judge reads
 //	deterministic_checks.timeout_seconds 1..99999999            a human check waits in a Task of its own;
 //	                                                            webhook and shell checks count in the 800 s
+//	readiness.operational.min_runs      1..1000                 readiness reads at most 1000 runs of a
+//	readiness.confidence.min_runs       1..1000                 pipeline (store.MaxRunLimit): a bar above
+//	readiness.accuracy.min_marked       1..1000                 it could never be met
+//	readiness.accuracy.min_human_marked 0..1000
+//	readiness.calibration.n_min         1..1000
+//	readiness.operational.max_age_days  1..36500                a century
+//	readiness.confidence.min_confidence 0..1
+//	readiness.accuracy.min_accuracy     0..1
+//	readiness.calibration.max_divergence 0..1
+//	readiness.calibration.bin_width     1/n for a whole n       it divides 0..1 into equal bins (Check)
 //	trigger.match operands              any finite number
 //
 // Whole-number fields take whole numbers only; a fraction there, or a
 // value of the wrong type, is the schema's error.
 //
+// # Readiness
+//
+// readiness: (operational, confidence, accuracy, calibration) is parsed
+// with its defaults (acceptable_statuses [completed]; accuracy
+// require_current_config true; calibration n_min 20, bin_width 0.1,
+// max_divergence 0.15, require_current_config true), checked (the ranges
+// above, the schema's required fields and statuses, a bin_width that
+// divides 1, a calibration that keeps require_current_config) and never
+// lowered: it does not change the state machine, nor its config
+// fingerprint. The checker warns about bars that cannot be met or are met
+// too easily (see checkReadiness); package readiness judges them.
+//
 // # The state machine
 //
 // Definitions use QueryLanguage JSONata. The run's context lives in
 // variables: the first state, "Start run", sets $pipeline (name, stage,
-// vars, context_template.include, budget, notifications), $run (id,
+// vars, context_template.include, budget, notifications, and config: the
+// definition's fingerprint, ConfigFingerprint of the definition before it
+// was set, which each run records for readiness), $run (id,
 // execution, started_at, parent_run_id), $trigger (the event), $usage
 // (token and cost totals) and $last (the latest completed output); each
 // step's compact output goes into a variable of its own, $step_<name>

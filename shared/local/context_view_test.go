@@ -1,9 +1,13 @@
 package local
 
 import (
+	"context"
+	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/shared/store"
 )
 
@@ -56,5 +60,36 @@ steps:
 				t.Errorf("gate-used prompt %q, want %q", s.Prompt, "saw 0.5")
 			}
 		}
+	}
+}
+
+// TestRunConfigFingerprint: a run records the fingerprint of the
+// definition it ran (compiler.ConfigOf), whether a step created its
+// record or, every step skipped, the runner did.
+func TestRunConfigFingerprint(t *testing.T) {
+	for _, c := range []struct{ name, pipeline, responses string }{
+		{"a step ran", "name: p\nsteps:\n  - {name: a, executor: scripted}\n", "a: [" + reply(0.9, "ok", "") + "]\n"},
+		{"every step skipped", "name: p\nvars: {mode: dry}\nsteps:\n  - {name: a, executor: scripted, when: 'vars.mode == \"live\"'}\n", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, dir, _ := openScenario(t, map[string]string{"p.yaml": c.pipeline}, c.responses)
+			path := filepath.Join(dir, "p.yaml")
+			sm, _, _, err := r.Compile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := compiler.ConfigOf(sm)
+			o, err := r.Run(context.Background(), path, json.RawMessage(`{}`), "")
+			if err != nil || o.Status != store.RunCompleted {
+				t.Fatalf("run %+v, %v", o, err)
+			}
+			run, err := r.Store.GetRun(context.Background(), o.RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(want) != 12 || run.ConfigFingerprint != want {
+				t.Errorf("run records config %q, want %q", run.ConfigFingerprint, want)
+			}
+		})
 	}
 }

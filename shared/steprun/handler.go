@@ -227,7 +227,10 @@ func (h *Handler) ensureRun(ctx context.Context, req *task.Request, trig map[str
 		Status:      store.RunRunning,
 		Stage:       string(req.Pipeline.Stage),
 		ParentRunID: req.Run.ParentRunID,
-		StartedAt:   runStart(req.Run, h.now()),
+		// The compiled definition the run runs, for readiness's
+		// require_current_config.
+		ConfigFingerprint: req.Pipeline.Config,
+		StartedAt:         runStart(req.Run, h.now()),
 	}
 	if r.Stage != store.StageProduction {
 		r.Stage = store.StageTesting

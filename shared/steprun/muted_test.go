@@ -63,3 +63,18 @@ func TestMutedNotificationsRecorded(t *testing.T) {
 		})
 	}
 }
+
+// TestRunRecordsConfig: the run record the first step creates names the
+// compiled definition the run runs ($pipeline.config), which readiness's
+// require_current_config compares with the pipeline's current one.
+func TestRunRecordsConfig(t *testing.T) {
+	e := newEnv(t, `triage: [{confidence: 0.9, summary: fine, next_step_context: ""}]`)
+	req := newRequest(t, task.ModeStep, seqStep("triage", "Triage"))
+	req.Pipeline.Config = "0123456789ab"
+	if _, err := e.h.Handle(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := getRun(t, e.st).ConfigFingerprint; got != "0123456789ab" {
+		t.Errorf("run's config fingerprint %q, want 0123456789ab", got)
+	}
+}
