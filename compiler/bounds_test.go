@@ -116,6 +116,8 @@ var documented = map[string]struct {
 	"readiness.accuracy.min_human_marked":  {"0", "1000", false, true, "0..1000"},
 	"readiness.calibration.n_min":          {"1", "1000", false, true, "1..1000"},
 	"readiness.calibration.max_divergence": {"0", "1", false, false, "0..1"},
+	"calibration.bin_width":                {"0", "1", true, false, "above 0, up to 1"},
+	"calibration.n_min":                    {"1", "5000", false, true, "1..5000"},
 }
 
 // numericFields places every numeric field of the format in a pipeline:
@@ -162,6 +164,8 @@ var numericFields = []struct {
 	{"readiness.accuracy.min_human_marked", "", "name: p\nsteps: [{name: a, executor: scripted}]\nreadiness: {accuracy: {min_marked: 1000, min_human_marked: %s}}\n"},
 	{"readiness.calibration.n_min", "", "name: p\nsteps: [{name: a, executor: scripted}]\nreadiness: {calibration: {n_min: %s}}\n"},
 	{"readiness.calibration.max_divergence", "", "name: p\nsteps: [{name: a, executor: scripted}]\nreadiness: {calibration: {bin_width: 0.05, max_divergence: %s}}\n"},
+	{"calibration.bin_width", `step "a"`, "name: p\nsteps:\n  - {name: a, executor: scripted, calibration: {bin_width: %s}}\n"},
+	{"calibration.n_min", `step "a"`, "name: p\nsteps:\n  - {name: a, executor: scripted, calibration: {n_min: %s}}\n"},
 }
 
 // unit is how far "just below" and "just above" a bound are: 1 for whole
@@ -220,6 +224,10 @@ func TestNumberRanges(t *testing.T) {
 			cases = append(cases, struct{ name, value, want string }{"at the low bound", r.lo, ""})
 		}
 		for _, c := range cases {
+			if nf.field == "calibration.bin_width" && c.name == "just below the high bound" {
+				// In range, but 0.99 does not divide 1 (checkCalibration).
+				c.want = fmt.Sprintf("p.yaml:%d:%d: %scalibration.bin_width: 0.99 does not divide 1: the bins must tile 0..1 (0.05, 0.1, 0.2, 0.25, 0.5 and 1 do)", line, col, prefix)
+			}
 			t.Run(nf.where+" "+nf.field+"/"+c.name, func(t *testing.T) {
 				src := []byte(fmt.Sprintf(nf.src, c.value))
 				_, ds := Load("p.yaml", src)
@@ -346,6 +354,8 @@ func TestNumberRangesMatchSchema(t *testing.T) {
 		"/definitions/readiness/properties/accuracy/properties/min_human_marked":       {"readiness.accuracy.min_human_marked"},
 		"/definitions/readiness/properties/calibration/properties/n_min":               {"readiness.calibration.n_min"},
 		"/definitions/readiness/properties/calibration/properties/max_divergence":      {"readiness.calibration.max_divergence"},
+		"/definitions/calibration/properties/bin_width":                                {"calibration.bin_width"},
+		"/definitions/calibration/properties/n_min":                                    {"calibration.n_min"},
 	}
 	var schema any
 	if err := json.Unmarshal(Schema(), &schema); err != nil {

@@ -149,6 +149,8 @@
 //	readiness.accuracy.min_accuracy     0..1
 //	readiness.calibration.max_divergence 0..1
 //	readiness.calibration.bin_width     1/n for a whole n       it divides 0..1 into equal bins (Check)
+//	calibration.bin_width               above 0, up to 1        and it must divide 1: the bins tile 0..1
+//	calibration.n_min                   1..5000                 a bucket read keeps its newest 5000 executions
 //	trigger.match operands              any finite number
 //
 // Whole-number fields take whole numbers only; a fraction there, or a

@@ -32,6 +32,10 @@ import (
 //	POST /pipelines/{name}/runs                  start a run of a pipeline (202)
 //	GET  /runs[?pipeline=&status=&team=&limit=]  runs, newest first
 //	GET  /runs/{id}                              a run with its steps
+//	GET  /runs/{id}/feedback                     the run's feedback: {"feedback": …|null}
+//	POST /runs/{id}/feedback                     upsert it: {outcome, notes} (400 otherwise)
+//	GET  /runs/{id}/steps/{step}/feedback        a step's feedback ({step} may hold "/")
+//	POST /runs/{id}/steps/{step}/feedback        upsert it
 //	GET  /approvals/{token}                      the approval page of a signed link
 //	POST /approvals/{token}                      decide it
 //	GET  /health                                 liveness and active runs
@@ -361,6 +365,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if allow(w, r, http.MethodGet) {
 			s.listRuns(w, r, c)
 		}
+	case isFeedbackPath(path):
+		runID, step, _ := feedbackPath(path)
+		s.feedback(w, r, c, runID, step)
 	case strings.HasPrefix(path, "/runs/"):
 		if allow(w, r, http.MethodGet) {
 			s.getRun(w, r, c, strings.TrimPrefix(path, "/runs/"))

@@ -1,11 +1,9 @@
 package pipeline
 
-// Readiness defaults.
-const (
-	DefaultCalibrationNMin          = 20
-	DefaultCalibrationBinWidth      = 0.1
-	DefaultCalibrationMaxDivergence = 0.15
-)
+// DefaultCalibrationMaxDivergence is readiness.calibration.max_divergence
+// when it is not set; n_min and bin_width default as a step's
+// calibration: does (DefaultCalibrationNMin, DefaultCalibrationBinWidth).
+const DefaultCalibrationMaxDivergence = 0.15
 
 // DefaultAcceptableStatuses is operational.acceptable_statuses when the
 // tier does not set it.
