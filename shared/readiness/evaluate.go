@@ -166,12 +166,11 @@ func judged(u Unit, set bool, tier string, eval func() TierResult) TierResult {
 	case !set:
 		return TierResult{Tier: tier, Verdict: NotConfigured, Why: "not configured"}
 	case !u.Judged:
-		what := "executor " + u.Executor
+		why := fmt.Sprintf("does not apply: a %s step's answer carries no confidence of its own", u.Executor)
 		if u.Kind == KindParallel {
-			what = "no branch"
+			why = "does not apply: no branch of the group answers with a confidence of its own"
 		}
-		return TierResult{Tier: tier, Verdict: NotConfigured,
-			Why: fmt.Sprintf("does not apply: %s records a confidence of its own (human, webhook, notify and sub-pipeline answers do not)", what)}
+		return TierResult{Tier: tier, Verdict: NotConfigured, Why: why + " (human, webhook, notify and sub-pipeline answers do not)"}
 	}
 	return eval()
 }

@@ -288,7 +288,7 @@ func TestPipelineVerdicts(t *testing.T) {
 			t.Errorf("step %s: %s, want %s", n, steps[n], v)
 		}
 	}
-	if hv := rep.Steps[2].Tiers[1]; hv.Verdict != NotConfigured || !strings.Contains(hv.Why, "does not apply: executor human") {
+	if hv := rep.Steps[2].Tiers[1]; hv.Verdict != NotConfigured || !strings.Contains(hv.Why, "does not apply: a human step's answer carries no confidence of its own") {
 		t.Errorf("human step's confidence tier: %s %q", hv.Verdict, hv.Why)
 	}
 
