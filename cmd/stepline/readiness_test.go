@@ -151,3 +151,36 @@ func configOf(t *testing.T, out string) string {
 	}
 	return m[1]
 }
+
+// TestShowMutedNotifications: show names the notifications a testing
+// run's ending step fired, muted (logged at warning level, which run
+// shows, never sent).
+func TestShowMutedNotifications(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	pipe := filepath.Join(dir, "p.yaml")
+	resp := filepath.Join(dir, "replies.yaml")
+	if err := os.WriteFile(pipe, []byte("name: p\nstage: testing\nnotifications:\n  escalate:\n    - {channel: webhook, template: 'escalated', config: {url: 'https://hooks.example/x'}}\n"+
+		"steps:\n  - {name: a, executor: scripted}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(resp, []byte("a:\n  - '{\"confidence\": 0.2, \"summary\": \"unsure\", \"next_step_context\": \"\"}'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	dispatch(context.Background(), []string{"run", "--dir", state, "--responses", resp, pipe}, offlineEnv(t, &out, &errOut))
+	m := regexp.MustCompile(`run (run-\S+): escalated`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("run:\n%s\n%s", out.String(), errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "notification muted: stage testing") {
+		t.Errorf("run does not show the muted notification:\n%s", errOut.String())
+	}
+	out.Reset()
+	if code := dispatch(context.Background(), []string{"show", "--dir", state, m[1]}, offlineEnv(t, &out, &errOut)); code != exitOK {
+		t.Fatalf("show: %d %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "notification escalate (webhook) muted: stage testing") {
+		t.Errorf("show:\n%s", out.String())
+	}
+}
