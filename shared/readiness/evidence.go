@@ -104,8 +104,9 @@ type Evidence struct {
 	Config string `json:"config,omitempty"`
 	Units  []Unit `json:"units"`
 	// Runs counts the ended runs of the pipeline at its stage that were
-	// read; Truncated says the store held more runs than a read returns
-	// (store.MaxRunLimit), the oldest left out.
+	// read; Truncated says the read returned as many runs as one read
+	// returns (store.MaxRunLimit, newest first), so older ones may have
+	// been left out.
 	Runs      int  `json:"runs"`
 	Truncated bool `json:"truncated,omitempty"`
 	// Feedback says whether the store keeps feedback. Without it only
