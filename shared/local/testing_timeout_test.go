@@ -148,3 +148,38 @@ func TestTestingStageTimeoutFirstOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestTestingStageTimeoutApprovesItem: a fan-out item of a human fan-out
+// nobody decides is approved at its timeout in a testing pipeline (as a
+// branch is) and fails in production.
+func TestTestingStageTimeoutApprovesItem(t *testing.T) {
+	steps := "steps:\n  - fan_out: {name: f, over: '[\"x\"]', executor: human, timeout_seconds: 1}\n  - {name: after, executor: scripted}\n"
+	for _, c := range []struct {
+		stage  string
+		status store.RunStatus
+		item   string
+	}{{"testing", store.RunCompleted, "completed 1"}, {"production", store.RunEscalated, "failed 0"}} {
+		t.Run(c.stage, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			path := filepath.Join(dir, "p.yaml")
+			writeText(t, path, "name: p\nstage: "+c.stage+"\n"+steps)
+			r := openNotifying(t, dir)
+			o, err := r.Run(ctx, path, json.RawMessage(`{}`), "")
+			if err != nil || o.Status != store.RunWaiting || len(o.Waiting) != 1 || o.Waiting[0].Step != "f/0" {
+				t.Fatalf("start: %+v, %v", o, err)
+			}
+			time.Sleep(time.Until(o.Waiting[0].ExpiresAt) + 50*time.Millisecond)
+			if _, _, err := r.ExpireApprovals(ctx); err != nil {
+				t.Fatal(err)
+			}
+			run, steps, _ := r.Store.GetRunWithSteps(ctx, o.RunID)
+			if run.Status != c.status {
+				t.Fatalf("run %s (%s), want %s", run.Status, run.Reason, c.status)
+			}
+			if got := finals(steps)["f/0"]; got != c.item {
+				t.Errorf("item f/0: %q, want %q (steps %v)", got, c.item, finals(steps))
+			}
+		})
+	}
+}
