@@ -258,6 +258,16 @@
 // headers) or result and exit_code (shell); the checker refuses other
 // names and any expression the when: lowering refuses.
 //
+// A sequential step's calibration block (enforce, bin_width, n_min,
+// on_uncalibrated; defaults off, 0.1, 20, proceed) adds no state either:
+// it rides in the step's static configuration, and the step's Task looks
+// its bucket up in the store (package steprun). The checker refuses it on
+// human and pipeline steps and a bin_width that does not divide 1, the
+// schema in branches and fan-outs, and it warns that enforce with
+// on_uncalibrated: escalate escalates every run until the step's bin has
+// n_min labelled executions (on a fresh install, and after any change of
+// model, prompt or agent version, which starts a new bucket).
+//
 // Static strings (the step configurations, vars, notifications) go
 // through one encoder, asl.Literal: a string that begins with {% or ends
 // with %} (as a Liquid template may), is empty or holds a line break is

@@ -7,8 +7,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
+	"github.com/stepline/stepline/compiler/gate"
+	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/store"
 )
 
@@ -118,9 +125,24 @@ func feedbackError(err error) error {
 func feedbackText(f *store.Feedback) string {
 	s := fmt.Sprintf("%s (%s)", f.Outcome, f.SubmittedAt.Local().Format("2006-01-02 15:04:05"))
 	if f.Notes != "" {
-		s += ": " + oneLine(f.Notes, 100)
+		s += ": " + oneLine(printable(f.Notes), 100)
 	}
 	return s
+}
+
+// printable drops control characters (a terminal's escape sequences
+// among them) from text people gave, keeping line breaks and tabs as
+// spaces.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return ' '
+		case unicode.IsControl(r):
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // bucketBins is one bucket of a step with its bins, as calibration
@@ -129,24 +151,54 @@ type bucketBins struct {
 	Bucket    store.Bucket `json:"bucket"`
 	BucketKey string       `json:"bucket_key"`
 	Samples   int          `json:"samples"`
+	BinWidth  float64      `json:"bin_width"`
+	NMin      int          `json:"n_min"`
 	Bins      []store.Bin  `json:"bins"`
+}
+
+// binning is how a step's executions are binned: its calibration
+// block's bin_width and n_min.
+type binning struct {
+	width float64
+	nMin  int
 }
 
 // cmdCalibration prints the calibration bins of a pipeline's steps: per
 // bucket (a step's configuration), each bin's range, labelled executions,
-// mean label and whether it is validated.
+// mean label and whether it is validated. PIPELINE is a pipeline's name,
+// or its file: then each step with a calibration block is binned with its
+// bin_width and n_min (the flags, when given, override them).
 func cmdCalibration(ctx context.Context, e env) int {
 	fs := flag.NewFlagSet("calibration", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	var sf stateFlags
 	sf.register(fs)
-	binWidth := fs.Float64("bin-width", store.DefaultBinWidth, "width of the bins (must divide 1)")
-	nMin := fs.Int("n-min", store.DefaultNMin, "labelled executions that validate a bin")
+	binWidth := fs.Float64("bin-width", store.DefaultBinWidth, "width of the bins (must divide 1; default: the step's calibration.bin_width when PIPELINE is a file, else 0.1)")
+	nMin := fs.Int("n-min", store.DefaultNMin, "labelled executions that validate a bin (default: the step's calibration.n_min when PIPELINE is a file, else 20)")
 	asJSON := fs.Bool("json", false, "print the buckets and bins as JSON")
 	pos, err := parseInterleaved(fs, e.args)
 	if err != nil || len(pos) < 1 || len(pos) > 2 {
-		fmt.Fprintln(e.stderr, "usage: stepline calibration PIPELINE [STEP] [--bin-width W] [--n-min N] [--json]")
+		fmt.Fprintln(e.stderr, "usage: stepline calibration PIPELINE|FILE [STEP] [--bin-width W] [--n-min N] [--json]")
 		return exitUsage
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	steps := map[string]binning{}
+	if ext := filepath.Ext(pos[0]); ext == ".yaml" || ext == ".yml" {
+		f, _, ds, err := gate.CompileFile(pos[0], executor.Defaults{})
+		if err == nil && (f == nil || f.Pipeline == nil) {
+			err = ds.Err()
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+			return exitFailed
+		}
+		pos[0] = f.Pipeline.Name
+		for _, n := range f.Pipeline.Steps {
+			if st, ok := n.(*pipeline.Step); ok && st.Calibration != nil {
+				steps[st.Name] = binning{st.Calibration.BinWidth, st.Calibration.NMin}
+			}
+		}
 	}
 	if w := *binWidth; !(w > 0 && w <= 1) || store.BinCount(w) == 0 || !divides(w) {
 		fmt.Fprintf(e.stderr, "stepline: --bin-width %v: want a width above 0, up to 1, that divides 1\n", w)
@@ -178,14 +230,24 @@ func cmdCalibration(ctx context.Context, e env) int {
 			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 			return exitFailed
 		}
-		out = append(out, bucketBins{Bucket: b, BucketKey: b.Key(), Samples: len(samples), Bins: store.Bins(samples, *binWidth, *nMin)})
+		bn := binning{*binWidth, *nMin}
+		if own, ok := steps[b.Step]; ok {
+			if !set["bin-width"] {
+				bn.width = own.width
+			}
+			if !set["n-min"] {
+				bn.nMin = own.nMin
+			}
+		}
+		out = append(out, bucketBins{Bucket: b, BucketKey: b.Key(), Samples: len(samples), BinWidth: bn.width, NMin: bn.nMin,
+			Bins: store.Bins(samples, bn.width, bn.nMin)})
 	}
 	if *asJSON {
-		b, _ := json.MarshalIndent(map[string]any{"pipeline": pipeline, "bin_width": *binWidth, "n_min": *nMin, "buckets": out}, "", "  ")
+		b, _ := json.MarshalIndent(map[string]any{"pipeline": pipeline, "buckets": out}, "", "  ")
 		fmt.Fprintf(e.stdout, "%s\n", b)
 		return exitOK
 	}
-	printCalibration(e.stdout, pipeline, step, *nMin, out)
+	printCalibration(e.stdout, pipeline, step, out)
 	return exitOK
 }
 
@@ -195,7 +257,7 @@ func divides(w float64) bool {
 	return d < 1e-9*n && d > -1e-9*n
 }
 
-func printCalibration(w io.Writer, pipeline, step string, nMin int, buckets []bucketBins) {
+func printCalibration(w io.Writer, pipeline, step string, buckets []bucketBins) {
 	if len(buckets) == 0 {
 		what := "pipeline " + pipeline
 		if step != "" {
@@ -208,14 +270,15 @@ func printCalibration(w io.Writer, pipeline, step string, nMin int, buckets []bu
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "bucket %s  %s  (%d executions)\n", bb.BucketKey[:12], bb.Bucket, bb.Samples)
+		fmt.Fprintf(w, "bucket %s  %s  (%d executions; bins of %s, n_min %d)\n", bb.BucketKey[:12], bb.Bucket, bb.Samples,
+			strconv.FormatFloat(bb.BinWidth, 'f', -1, 64), bb.NMin)
 		fmt.Fprintf(w, "  %-11s %9s %9s %6s  %s\n", "bin", "labelled", "executions", "mean", "validated")
 		for _, b := range bb.Bins {
 			mean := "-"
 			if b.Mean != nil {
 				mean = fmt.Sprintf("%.2f", *b.Mean)
 			}
-			valid := fmt.Sprintf("no (%d/%d)", b.N, nMin)
+			valid := fmt.Sprintf("no (%d/%d)", b.N, bb.NMin)
 			if b.Validated {
 				valid = "yes"
 			}

@@ -59,9 +59,9 @@ func TestFeedbackAndCalibration(t *testing.T) {
 		}
 	}
 
-	cli(exitOK, "feedback", "--dir", state, a, "--outcome", "incorrect", "--notes", "it was the network")
+	cli(exitOK, "feedback", "--dir", state, a, "--outcome", "incorrect", "--notes", "it was the network\x1b[2J")
 	cli(exitOK, "feedback", "--dir", state, b, "diagnose", "--outcome", "partial")
-	if got := cli(exitOK, "feedback", "--dir", state, a, "--json"); !strings.Contains(got, `"outcome":"incorrect","notes":"it was the network"`) {
+	if got := cli(exitOK, "feedback", "--dir", state, a, "--json"); !strings.Contains(got, `"outcome":"incorrect","notes":"it was the network\u001b[2J"`) {
 		t.Errorf("feedback --json: %s", got)
 	}
 	if got := cli(exitOK, "feedback", "--dir", state, b, "--json"); strings.TrimSpace(got) != `{"feedback":null}` {
@@ -100,6 +100,13 @@ func TestFeedbackAndCalibration(t *testing.T) {
 	if len(js.Buckets) != 1 || js.Buckets[0].Samples != 2 || len(js.Buckets[0].Bins) != 1 || js.Buckets[0].Bins[0].N != 2 || js.Buckets[0].Bins[0].Validated || *js.Buckets[0].Bins[0].Mean != 0.25 {
 		t.Errorf("calibration --json: %+v", js)
 	}
+	// The pipeline's file: its step's own bin_width (0.5) and n_min (2).
+	if got := cli(exitOK, "calibration", "--dir", state, pipe); !regexp.MustCompile(`bins of 0\.5, n_min 2\)\n.*\n  0\.50-1\.00\s+2\s+2\s+0\.25  yes\n`).MatchString(got) {
+		t.Errorf("calibration of the file:\n%s", got)
+	}
+	if got := cli(exitOK, "calibration", "--dir", state, pipe, "--n-min", "5"); !strings.Contains(got, "no (2/5)") {
+		t.Errorf("calibration of the file with --n-min:\n%s", got)
+	}
 	if got := cli(exitOK, "calibration", "--dir", state, "triage", "other"); !strings.Contains(got, `step "other" of pipeline triage: no recorded executions`) {
 		t.Errorf("calibration of a step without history: %s", got)
 	}
@@ -117,7 +124,7 @@ func TestFeedbackAndCalibration(t *testing.T) {
 		t.Errorf("show of the calibrated run:\n%s", show)
 	}
 	show = cli(exitOK, "show", "--dir", state, a)
-	if !regexp.MustCompile(`(?m)^feedback: incorrect \(.*\): it was the network$`).MatchString(show) {
+	if !regexp.MustCompile(`(?m)^feedback: incorrect \(.*\): it was the network\[2J$`).MatchString(show) || strings.Contains(show, "\x1b") {
 		t.Errorf("show lacks the run's feedback:\n%s", show)
 	}
 	show = cli(exitOK, "show", "--dir", state, b)

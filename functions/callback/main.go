@@ -44,6 +44,7 @@ func main() {
 		Store:    st,
 		Signer:   &approval.Signer{Key: key},
 		Complete: resumeWith(sfn.NewFromConfig(f.AWS)),
+		Feedback: st,
 		Logger:   f.Log,
 	}
 	lambda.Start(func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {

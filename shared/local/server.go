@@ -206,7 +206,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	if cfg.Signer != nil {
 		s.approvals = &approval.Service{
-			Store: cfg.Runner.Store, Signer: cfg.Signer, Logger: log,
+			Store: cfg.Runner.Store, Signer: cfg.Signer, Logger: log, Feedback: cfg.Runner.Store,
 			Complete: func(ctx context.Context, token string, d task.Decision) error {
 				s.wg.Add(1)
 				go func() { // the run goes on after the page answers

@@ -2,14 +2,17 @@ package steprun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/store/sqlite"
 	"github.com/stepline/stepline/shared/task"
 )
 
@@ -174,5 +177,37 @@ func TestSampleWithoutCalibration(t *testing.T) {
 	}
 	if l, src, ok := samples[0].Label(); !ok || l != 0 || src != store.LabelDeterministic {
 		t.Errorf("label %v %s %v, want 0 from the check", l, src, ok)
+	}
+}
+
+// failingBuckets is a store whose bucket reads fail.
+type failingBuckets struct{ *sqlite.Store }
+
+func (failingBuckets) BucketSamples(context.Context, store.Bucket) ([]store.Sample, error) {
+	return nil, errors.New("throttled")
+}
+
+// TestCalibrationLookupFails: a failed read counts as an unvalidated bin
+// (escalate: C 0; proceed: the confidence stands), its error reported.
+func TestCalibrationLookupFails(t *testing.T) {
+	for _, tt := range []struct {
+		policy   string
+		status   string
+		combined float64
+	}{{"proceed", task.StatusCompleted, 0.85}, {"escalate", task.StatusEscalated, 0}} {
+		t.Run(tt.policy, func(t *testing.T) {
+			e := newEnv(t, `triage: ['{"confidence": 0.85, "summary": "disk full", "next_step_context": ""}']`+"\n")
+			e.h.Store = failingBuckets{e.st}
+			st := seqStep("triage", "Diagnose")
+			st.Calibration = &pipeline.Calibration{Enforce: true, BinWidth: 0.1, NMin: 1, OnUncalibrated: tt.policy}
+			resp, err := e.h.Handle(context.Background(), newRequest(t, task.ModeStep, st))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := stepRecords(t, e.st, "triage")[0].Trust
+			if resp.Status != tt.status || rep.CombinedTrust != tt.combined || rep.Calibration.Error == "" || !strings.Contains(rep.Calibration.Error, "throttled") || rep.Calibration.Validated {
+				t.Errorf("status %s combined %v calibration %+v", resp.Status, rep.CombinedTrust, rep.Calibration)
+			}
+		})
 	}
 }

@@ -57,11 +57,11 @@
 // name, a later one replacing the earlier — and the calibration samples
 // of steps. A sample is one finished execution of a step in its Bucket
 // (pipeline, step, executor or executor:agent, model, provider, prompt
-// hash, agent version): the trust its gate combined before calibration
-// and whether a deterministic check failed. Its label is, by precedence,
+// hash, agent version): its effective confidence (S after V, what the
+// bins sort by) and whether a deterministic check failed. Its label is, by precedence,
 // the step's feedback, then a failed check (0), then the run's feedback
 // (Sample.Label); Bins and BinOf group a bucket's samples into bins of
-// the step's bin_width by that trust and give each bin's labelled count
+// the step's bin_width by that value and give each bin's labelled count
 // and mean label. BucketSamples reads a bucket's labelled history at once
 // — on DynamoDB with one Query of the bucket's partition, the labels
 // being copied onto the samples by the feedback writes (see package

@@ -149,10 +149,9 @@ func PromptHash(template string) string {
 	return hex.EncodeToString(sum[:])[:12]
 }
 
-// Sample is one finished execution of a step in its bucket: the trust
-// its gate combined before calibration (what the bins sort by) and what
-// labels it: the step's feedback, a failed deterministic check, the
-// run's feedback.
+// Sample is one finished execution of a step in its bucket: the value
+// the bins sort it by (Trust) and what labels it: the step's feedback, a
+// failed deterministic check, the run's feedback.
 type Sample struct {
 	Bucket Bucket `json:"bucket"`
 	RunID  string `json:"run_id"`
@@ -160,7 +159,9 @@ type Sample struct {
 	// StartedAt is the start of the step's record (its attempt): the
 	// sample's place in its bucket's history, newest last.
 	StartedAt time.Time `json:"started_at"`
-	// Trust is the combined trust before calibration replaced it.
+	// Trust is what the bins sort by: the step's effective confidence
+	// (S after its verifier), before calibration, grounding and checks
+	// act on it; steprun records and looks up the same value.
 	Trust float64 `json:"trust"`
 	// DeterministicFailed: a deterministic check failed or could not run
 	// (a human check rejected included). It labels the sample 0 unless a

@@ -68,7 +68,7 @@ const (
 )
 
 // CalibrationResult is what a step's calibration found: its bucket, the
-// bin its trust (before calibration) fell in, how many labelled samples
+// bin its effective confidence (S after V) fell in, how many labelled samples
 // the bin has and their mean label. A validated bin's mean is C; an
 // unvalidated one gives C = 0 under on_uncalibrated: escalate and no C
 // under proceed.
