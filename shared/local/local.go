@@ -355,8 +355,11 @@ func (s *startFacts) record(o Outcome, now time.Time) store.Run {
 	}
 	st, _ := s.sm.States.Get(s.sm.StartAt)
 	if first, ok := st.(*asl.Pass); ok {
-		if facts, ok := first.Assign["pipeline"].(map[string]any); ok && facts["stage"] == store.StageProduction {
-			run.Stage = store.StageProduction
+		if facts, ok := first.Assign["pipeline"].(map[string]any); ok {
+			if facts["stage"] == store.StageProduction {
+				run.Stage = store.StageProduction
+			}
+			run.ConfigFingerprint, _ = facts["config"].(string)
 		}
 	}
 	var in struct {

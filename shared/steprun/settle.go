@@ -251,7 +251,7 @@ func (t *taskRun) settled(ctx context.Context, st *pipeline.Step, rec store.Step
 		reason = rec.Trust.Gate.Reason
 	}
 	status := string(rec.Status)
-	if err := t.endRun(ctx, status, reason, t.req.Usage, rec.Output); err != nil {
+	if err := t.endRun(ctx, status, reason, t.req.Usage, rec.Output, false); err != nil {
 		return task.Response{}, err
 	}
 	return task.Response{Status: status, Step: st.Name, Output: rec.Output,
