@@ -733,6 +733,7 @@ func (c *checker) checkPipeline() {
 	if b := p.Budget; b != nil && p.Fields.Has("budget") {
 		_ = b
 	}
+	c.checkReadiness()
 }
 
 func (c *checker) checkNotification(action string, n pipeline.Notification) {

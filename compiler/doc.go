@@ -139,6 +139,16 @@
 //	grounding.max_trace_chars           1..1000000              characters of each trace event the judge reads
 //	deterministic_checks.timeout_seconds 1..99999999            a human check waits in a Task of its own;
 //	                                                            webhook and shell checks count in the 800 s
+//	readiness.operational.min_runs      1..1000                 readiness reads at most 1000 runs of a
+//	readiness.confidence.min_runs       1..1000                 pipeline (store.MaxRunLimit): a bar above
+//	readiness.accuracy.min_marked       1..1000                 it could never be met
+//	readiness.accuracy.min_human_marked 0..1000
+//	readiness.calibration.n_min         1..1000
+//	readiness.operational.max_age_days  1..36500                a century
+//	readiness.confidence.min_confidence 0..1
+//	readiness.accuracy.min_accuracy     0..1
+//	readiness.calibration.max_divergence 0..1
+//	readiness.calibration.bin_width     1/n for a whole n       it divides 0..1 into equal bins (Check)
 //	calibration.bin_width               above 0, up to 1        and it must divide 1: the bins tile 0..1
 //	calibration.n_min                   1..5000                 a bucket read keeps its newest 5000 executions
 //	trigger.match operands              any finite number
@@ -146,11 +156,25 @@
 // Whole-number fields take whole numbers only; a fraction there, or a
 // value of the wrong type, is the schema's error.
 //
+// # Readiness
+//
+// readiness: (operational, confidence, accuracy, calibration) is parsed
+// with its defaults (acceptable_statuses [completed]; accuracy
+// require_current_config true; calibration n_min 20, bin_width 0.1,
+// max_divergence 0.15, require_current_config true), checked (the ranges
+// above, the schema's required fields and statuses, a bin_width that
+// divides 1, a calibration that keeps require_current_config) and never
+// lowered: it does not change the state machine, nor its config
+// fingerprint. The checker warns about bars that cannot be met or are met
+// too easily (see checkReadiness); package readiness judges them.
+//
 // # The state machine
 //
 // Definitions use QueryLanguage JSONata. The run's context lives in
 // variables: the first state, "Start run", sets $pipeline (name, stage,
-// vars, context_template.include, budget, notifications), $run (id,
+// vars, context_template.include, budget, notifications, and config: the
+// definition's fingerprint, ConfigFingerprint of the definition before it
+// was set, which each run records for readiness), $run (id,
 // execution, started_at, parent_run_id), $trigger (the event), $usage
 // (token and cost totals) and $last (the latest completed output); each
 // step's compact output goes into a variable of its own, $step_<name>
@@ -204,7 +228,11 @@
 //
 // A human step is a lambda:invoke.waitForTaskToken Task on
 // ${ApprovalFunctionArn} (default timeout 300 s), then a Task that turns
-// the decision into the step's output and gates it. A sub-pipeline step is
+// the decision into the step's output and gates it. In a pipeline of
+// stage testing a Catch of States.Timeout turns the first timeout into an
+// approval by TimeoutApprover, as the reference runner does, and the
+// step's retry: does not retry a timeout there (nothing failed); in
+// production the timeout fails the step, retried as any step's error. A sub-pipeline step is
 // a states:startExecution.sync:2 Task on ${Pipeline<Name>Arn} (see
 // ChildPlaceholder), then a Task that gates the child's outcome; the
 // child's trigger is the parent's with pipeline, source and fingerprint
@@ -231,7 +259,7 @@
 // check <check>", a lambda:invoke.waitForTaskToken Task on
 // ${ApprovalFunctionArn} with the check's timeout_seconds (default 300);
 // its decision, or the error that ended the wait (a timeout fails the
-// check), goes to "<step>: checked", a Task that applies it, runs the
+// check; in stage testing it approves it, as a human step's does), goes to "<step>: checked", a Task that applies it, runs the
 // checks after it, then gates and records the step or answers "check"
 // for its next human check, through the same outcome Choice. A human
 // check costs 3 state transitions more than the step (the approval Task,

@@ -348,7 +348,9 @@ func TestStringsSurviveTheDefinition(t *testing.T) {
 		l := &lowerer{f: x.f, p: x.f.Pipeline}
 		start := states[StateStart].(map[string]any)["Assign"].(map[string]any)["pipeline"]
 		run.collect(start)
-		checks = append(checks, check{"Start run pipeline", start, toPlain(l.pipelineInfo()), x.c.name})
+		info := l.pipelineInfo()
+		info.Config = x.f.Pipeline.Config // Lower stamps it
+		checks = append(checks, check{"Start run pipeline", start, toPlain(info), x.c.name})
 		for _, n := range x.f.Pipeline.Steps {
 			switch n := n.(type) {
 			case *pipeline.Step:

@@ -2,6 +2,8 @@ package compiler
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -119,6 +121,9 @@ func LowerOptions(f *File, opts Options) (*asl.StateMachine, Diagnostics) {
 	if l.ds.HasErrors() {
 		return nil, l.ds
 	}
+	if def, err := MarshalCompact(l.sm); err == nil {
+		l.stampConfig(def)
+	}
 	if def, err := MarshalCompact(l.sm); err != nil {
 		l.ds.errorf(l.p.Pos, "internal: encode state machine: %v", err)
 	} else if len(def) > limit {
@@ -132,6 +137,7 @@ func LowerOptions(f *File, opts Options) (*asl.StateMachine, Diagnostics) {
 
 type lowerer struct {
 	f      *File
+	info   task.Pipeline // the run's $pipeline
 	p      *pipeline.Pipeline
 	sm     *asl.StateMachine
 	ds     Diagnostics
@@ -165,6 +171,7 @@ func (l *lowerer) build() {
 	}
 	l.sm.StartAt = StateStart
 	info := l.pipelineInfo()
+	l.info = info
 	if b, _ := json.Marshal(info); len(b) > payloadBudget {
 		l.ds.errorf(l.p.Pos, "pipeline %q: its vars, notifications and budget take %d bytes, more than the %d bytes a state payload can spare", l.p.Name, len(b), payloadBudget)
 	}
@@ -198,6 +205,53 @@ func (l *lowerer) build() {
 		}
 	}
 	l.addTerminals()
+}
+
+// stampConfig sets $pipeline.config, the name of the definition def (the
+// state machine without it): see task.Pipeline.Config. Both states that
+// set $pipeline carry it: "Start run" and, for a rerun, "Rerun: load
+// earlier steps".
+func (l *lowerer) stampConfig(def []byte) {
+	info := l.info
+	info.Config = ConfigFingerprint(def)
+	for _, a := range []map[string]any{startAssign(l.sm, StateStart), startAssign(l.sm, StateRerunLoad)} {
+		if a != nil {
+			a["pipeline"] = encodeStatic(toPlain(info))
+		}
+	}
+	l.p.Config = info.Config
+}
+
+// startAssign returns the Assign of state name when it is a Pass or a
+// Choice, else nil.
+func startAssign(sm *asl.StateMachine, name string) map[string]any {
+	st, _ := sm.States.Get(name)
+	switch st := st.(type) {
+	case *asl.Pass:
+		return st.Assign
+	case *asl.Choice:
+		return st.Assign
+	}
+	return nil
+}
+
+// ConfigFingerprint is the name of a compiled definition: 12 hex digits
+// of its SHA-256.
+func ConfigFingerprint(def []byte) string {
+	sum := sha256.Sum256(def)
+	return hex.EncodeToString(sum[:6])
+}
+
+// ConfigOf returns the config fingerprint stamped in a state machine
+// Lower built ("" when it has none): what its runs record as
+// store.Run.ConfigFingerprint.
+func ConfigOf(sm *asl.StateMachine) string {
+	if sm == nil {
+		return ""
+	}
+	facts, _ := startAssign(sm, sm.StartAt)["pipeline"].(map[string]any)
+	s, _ := facts["config"].(string)
+	return s
 }
 
 func (l *lowerer) pipelineInfo() task.Pipeline {
@@ -896,7 +950,7 @@ func (l *lowerer) lowerHuman(i int, s *pipeline.Step, refs []string, failed []as
 		Resource:       asl.ResourceLambdaInvokeWaitForTaskToken,
 		Arguments:      args,
 		TimeoutSeconds: timeout,
-		Retry:          stepRetry(s.Retry),
+		Retry:          l.humanRetry(s.Retry),
 		Catch:          append(l.testingApproves(decision, nil), failed...),
 		Output:         "{% $states.result %}",
 		Next:           decision,
@@ -904,6 +958,22 @@ func (l *lowerer) lowerHuman(i int, s *pipeline.Step, refs []string, failed []as
 	dp := l.payload(task.ModeHuman, s, []string{})
 	dp["decision"] = "{% $states.input %}"
 	l.addDecision(i, s.Name, s, decision, "Turn the decision into the step's output, decide and record.", dp, failed)
+}
+
+// humanRetry is a human step's Retry. In a pipeline of stage testing a
+// timeout is not retried: the reference runner approves at the first
+// timeout there (nothing failed), so the Catch of testingApproves must see
+// it, not a retrier that asks again. In production a timeout fails the
+// step and retry: asks again, as for any step.
+func (l *lowerer) humanRetry(r *pipeline.Retry) []asl.Retrier {
+	rs := stepRetry(r)
+	if l.p.Stage == pipeline.StageProduction {
+		return rs
+	}
+	for i := range rs {
+		rs[i].ErrorEquals = slices.DeleteFunc(slices.Clone(rs[i].ErrorEquals), func(e string) bool { return e == asl.StatesTimeout })
+	}
+	return slices.DeleteFunc(rs, func(r asl.Retrier) bool { return len(r.ErrorEquals) == 0 })
 }
 
 // TimeoutApprover is who approves a human step of a testing pipeline that

@@ -373,12 +373,27 @@ var numRanges = map[string]numRange{
 	"grounding.timeout_seconds":            {lo: 1, hi: maxSettleSeconds, whole: true},
 	"grounding.max_trace_chars":            {lo: 1, hi: 1000000, whole: true},
 	"deterministic_checks.timeout_seconds": {lo: 1, hi: maxTaskSeconds, whole: true},
+	// Readiness reads at most store.MaxRunLimit runs of a pipeline: a bar
+	// above it could never be met.
+	"readiness.operational.min_runs":       {lo: 1, hi: maxReadinessRuns, whole: true},
+	"readiness.operational.max_age_days":   {lo: 1, hi: 36500, whole: true},
+	"readiness.confidence.min_confidence":  {lo: 0, hi: 1},
+	"readiness.confidence.min_runs":        {lo: 1, hi: maxReadinessRuns, whole: true},
+	"readiness.accuracy.min_accuracy":      {lo: 0, hi: 1},
+	"readiness.accuracy.min_marked":        {lo: 1, hi: maxReadinessRuns, whole: true},
+	"readiness.accuracy.min_human_marked":  {lo: 0, hi: maxReadinessRuns, whole: true},
+	"readiness.calibration.n_min":          {lo: 1, hi: maxReadinessRuns, whole: true},
+	"readiness.calibration.max_divergence": {lo: 0, hi: 1},
 	// A bin must hold samples (above 0) and 1/bin_width bins must tile
 	// 0..1 (checked too: checkCalibration); a bucket read keeps its newest
 	// store.MaxBucketSamples samples, so a bin never holds more than that.
 	"calibration.bin_width": {lo: 0, loOpen: true, hi: 1},
 	"calibration.n_min":     {lo: 1, hi: 5000, whole: true},
 }
+
+// maxReadinessRuns is the most runs of a pipeline readiness reads
+// (store.MaxRunLimit).
+const maxReadinessRuns = 1000
 
 // decoder builds the model. Values of the wrong type are the schema's to
 // report and are skipped here; numbers of the right type are checked
@@ -676,9 +691,90 @@ func (d *decoder) pipeline(root *yaml.Node) *pipeline.Pipeline {
 			p.Budget = d.budget(v)
 		case "schedule":
 			p.Schedule = d.schedule(v)
+		case "readiness":
+			p.Readiness = d.readiness(v)
 		}
 	}
 	return p
+}
+
+// readiness decodes the readiness block with its defaults; a tier written
+// as null (or left out) is not configured.
+func (d *decoder) readiness(n *yaml.Node) *pipeline.Readiness {
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	fs, ps := d.fields(n)
+	r := &pipeline.Readiness{Pos: d.f.pos(n), Fields: fs}
+	for _, kv := range ps {
+		v := resolve(kv[1])
+		if v.Kind != yaml.MappingNode {
+			continue
+		}
+		tfs, tps := d.fields(v)
+		pos := d.f.pos(v)
+		num := func(key string) (float64, bool) {
+			for _, t := range tps {
+				if t[0].Value == key {
+					return d.number(t[1], "readiness."+kv[0].Value+"."+key)
+				}
+			}
+			return 0, false
+		}
+		whole := func(key string) (int, bool) { f, ok := num(key); return int(f), ok }
+		flag := func(key string, def bool) bool {
+			for _, t := range tps {
+				if t[0].Value == key {
+					if b, ok := d.boolean(t[1]); ok {
+						return b
+					}
+				}
+			}
+			return def
+		}
+		switch kv[0].Value {
+		case "operational":
+			o := &pipeline.ReadinessOperational{Pos: pos, Fields: tfs, RequireCurrentConfig: flag("require_current_config", false),
+				AcceptableStatuses: append([]string(nil), pipeline.DefaultAcceptableStatuses...)}
+			o.MinRuns, _ = whole("min_runs")
+			o.MaxAgeDays, _ = whole("max_age_days")
+			for _, t := range tps {
+				if t[0].Value == "acceptable_statuses" && resolve(t[1]).Kind == yaml.SequenceNode {
+					o.AcceptableStatuses = d.strList(t[1])
+				}
+			}
+			r.Operational = o
+		case "confidence":
+			c := &pipeline.ReadinessConfidence{Pos: pos, Fields: tfs, RequireCurrentConfig: flag("require_current_config", false)}
+			c.MinConfidence, _ = num("min_confidence")
+			c.MinRuns, _ = whole("min_runs")
+			r.Confidence = c
+		case "accuracy":
+			a := &pipeline.ReadinessAccuracy{Pos: pos, Fields: tfs, RequireCurrentConfig: flag("require_current_config", true)}
+			if f, ok := num("min_accuracy"); ok {
+				a.MinAccuracy = &f
+			}
+			a.MinMarked, _ = whole("min_marked")
+			a.MinHumanMarked, _ = whole("min_human_marked")
+			r.Accuracy = a
+		case "calibration":
+			c := &pipeline.ReadinessCalibration{Pos: pos, Fields: tfs, NMin: pipeline.DefaultCalibrationNMin,
+				BinWidth: pipeline.DefaultCalibrationBinWidth, MaxDivergence: pipeline.DefaultCalibrationMaxDivergence,
+				RequireOwnEvidence: flag("require_own_evidence", false), RequireCurrentConfig: flag("require_current_config", true)}
+			if i, ok := whole("n_min"); ok {
+				c.NMin = i
+			}
+			if f, ok := num("bin_width"); ok {
+				c.BinWidth = f
+			}
+			if f, ok := num("max_divergence"); ok {
+				c.MaxDivergence = f
+			}
+			r.Calibration = c
+		}
+	}
+	return r
 }
 
 func (d *decoder) trigger(n *yaml.Node) *pipeline.Trigger {

@@ -63,6 +63,7 @@ func commands() map[string]command {
 		"show":        {"show a local run: steps, their trust reports and feedback, and execution history", cmdShow},
 		"feedback":    {"mark a local run or one of its steps correct, partial or incorrect (calibration labels)", cmdFeedback},
 		"calibration": {"print a pipeline's calibration bins per step configuration (bucket)", cmdCalibration},
+		"readiness":   {"judge a pipeline's readiness: criteria against its local runs (advisory)", cmdReadiness},
 		"resume":      {"continue an interrupted local run from its last checkpoint", cmdResume},
 		"rerun":       {"run a local run's pipeline again from a step, reusing the earlier steps' outputs", cmdRerun},
 		"approve":     {"approve a waiting human step of a local run", cmdApprove},

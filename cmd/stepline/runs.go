@@ -7,10 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/local"
+	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
 )
@@ -101,6 +103,12 @@ func cmdShow(ctx context.Context, e env) int {
 		}
 		fmt.Fprintf(e.stdout, "  %-28s #%d %-10s %s  %5dms  %s\n", s.Name, s.Attempt, s.Status, conf, s.DurationMS, oneLine(s.Error, 60))
 		showTrust(e.stdout, s.Trust)
+		for _, fl := range s.Flags {
+			if rest, ok := strings.CutPrefix(fl, steprun.FlagNotificationMuted+":"); ok {
+				action, channel, _ := strings.Cut(rest, ":")
+				fmt.Fprintf(e.stdout, "  %-28s    notification %s (%s) muted: stage testing\n", "", action, channel)
+			}
+		}
 		if f := stepFeedback[s.Name]; f != nil && isLast(steps, s) {
 			fmt.Fprintf(e.stdout, "  %-28s    feedback %s\n", "", feedbackText(f))
 		}

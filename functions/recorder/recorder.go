@@ -297,6 +297,7 @@ func (r *Recorder) newRun(d statusChange, o outcome, p task.Pipeline, stopped ti
 	if run.Pipeline == "" {
 		run.Pipeline = p.Name
 	}
+	run.ConfigFingerprint = p.Config
 	if string(p.Stage) == store.StageProduction {
 		run.Stage = store.StageProduction
 	}

@@ -84,6 +84,12 @@ func TestPipelineOf(t *testing.T) {
 			{Name: "stopped", Notices: []pipeline.Notification{{Channel: "log", Template: "{% if proceed_reason %}stopped: {{ proceed_reason }}{% endif %}"}}},
 		},
 	}
+	// The definition's fingerprint, which a run the recorder creates
+	// records (ConfigFingerprint).
+	sm, _ := compiler.Compile("rie-recorder.yaml", []byte(pipelineSource("https://hooks.example.com/escalate")))
+	if want.Config = compiler.ConfigOf(sm); len(want.Config) != 12 {
+		t.Fatalf("config %q", want.Config)
+	}
 	for i := range p.Notifications { // positions are not part of the facts
 		p.Notifications[i].Pos = pipeline.Pos{}
 		for j := range p.Notifications[i].Notices {
@@ -344,7 +350,8 @@ func TestRecorder(t *testing.T) {
 		t.Fatal(err)
 	}
 	if created.Pipeline != "rie-recorder" || created.Stage != "production" || created.Source != "alertmanager" || created.Team != "checkout" ||
-		created.Fingerprint != "5f1c2a9e7d3b4c10:firing" || !created.StartedAt.Equal(time.UnixMilli(1795974723512)) || len(created.Trigger) == 0 {
+		created.Fingerprint != "5f1c2a9e7d3b4c10:firing" || !created.StartedAt.Equal(time.UnixMilli(1795974723512)) || len(created.Trigger) == 0 ||
+		len(created.ConfigFingerprint) != 12 {
 		t.Errorf("created run %+v", created)
 	}
 	done, _ := st.GetRun(ctx, "run-rie-succeeded")

@@ -301,6 +301,7 @@ func (in *Intake) Accept(ctx context.Context, req Request) (Decision, error) {
 	run := store.Run{
 		ID: runID, Pipeline: p.Name, Status: store.RunRunning, Stage: d.Stage,
 		Source: c.Source, Team: c.Team, Trigger: trigger, Fingerprint: c.Fingerprint, StartedAt: received,
+		ConfigFingerprint: p.Config,
 	}
 	if err := in.store.CreateRun(ctx, run); err != nil {
 		release()

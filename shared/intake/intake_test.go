@@ -87,6 +87,7 @@ func testPipelines() []*pipeline.Pipeline {
 	in := func(f string, v ...any) pipeline.Match { return pipeline.Match{Field: f, Op: "in", Value: v} }
 	triage := testPipeline("sre-alert-triage", pipeline.StageProduction, eq("source", "alertmanager"), in("severity", "critical", "warning"), eq("team", "checkout"))
 	triage.Trigger.Dedup = &pipeline.Dedup{Enabled: boolPtr(true), WindowSeconds: intPtr(600)}
+	triage.Config = "5a1e0c0ffee5" // as compiler.Lower stamps it
 	noDedup := testPipeline("every-deploy", pipeline.StageProduction, eq("source", "generic"), eq("event", "deploy.finished"))
 	noDedup.Trigger.Dedup = &pipeline.Dedup{Enabled: boolPtr(false)}
 	return []*pipeline.Pipeline{
@@ -152,7 +153,7 @@ func TestAcceptStartsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	if run.Status != store.RunRunning || run.Team != "checkout" || run.Source != "alertmanager" || run.Stage != "production" ||
-		run.Fingerprint != "5f1c2a9e7d3b4c10:firing" || !run.StartedAt.Equal(testNow) {
+		run.Fingerprint != "5f1c2a9e7d3b4c10:firing" || !run.StartedAt.Equal(testNow) || run.ConfigFingerprint != "5a1e0c0ffee5" {
 		t.Errorf("run record %+v", run)
 	}
 	var trig Context

@@ -213,9 +213,6 @@ func (j contractJudge) judgeObject(v *value, maxDepth int) judgement {
 	if !haveNext {
 		fail(keyNextStepContext, CodeMissingField, `next_step_context is required: a string, "" when there is nothing to pass on%s`, similarKey(v, keyNextStepContext))
 	}
-	if !out.Proceed && strings.TrimSpace(out.ProceedReason) == "" {
-		fail(keyProceedReason, CodeMissingField, "proceed is false, so proceed_reason must say why the pipeline should stop")
-	}
 	norm.members = append(norm.members, member{keyProceed, value{kind: kindBool, str: strconv.FormatBool(out.Proceed)}})
 	if jd.score == 0 {
 		for _, k := range [...]string{"error", "refusal"} {

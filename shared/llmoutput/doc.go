@@ -8,7 +8,9 @@
 // An answer is one JSON object. Required: confidence (a finite number in
 // [0,1]), summary (a non-empty string), next_step_context (a string, ""
 // allowed). Optional: proceed (boolean, default true), proceed_reason
-// (required when proceed is false), reasoning (an object; conventional
+// (a string or null, also when proceed is false: a stop without a reason
+// is accepted as the reference contract accepts it, not re-asked, and the
+// runner gives the summary as the stop's reason), reasoning (an object; conventional
 // keys supports, contradicts, assumptions), artifacts (an object mapping
 // a name to text content). Any other field is kept, in order, as an extra
 // ([Output.Extra]) and reaches templates through [Output.Map]. model,
@@ -112,7 +114,7 @@
 //	truncated       the reply was cut off
 //	ambiguous       the reply holds two or more different answers (or over 1000 JSON values)
 //	duplicate_key   a key appears twice with different values
-//	missing_field   a required field is absent (also proceed_reason when proceed is false)
+//	missing_field   a required field is absent
 //	wrong_type      a field has the wrong JSON type (also NaN or Infinity outside confidence)
 //	out_of_range    a number outside its range (confidence outside [0,1], non-finite)
 //	empty_field     a string that must not be blank is blank

@@ -18,7 +18,7 @@ type Output struct {
 	Summary         string            // non-empty one-line outcome
 	NextStepContext string            // brief for the next steps; "" allowed
 	Proceed         bool              // false stops the run cleanly; the contract's default is true
-	ProceedReason   string            // required when Proceed is false
+	ProceedReason   string            // why Proceed is false; optional, as in the reference contract
 	Reasoning       map[string]any    // conventional keys: supports, contradicts, assumptions
 	Artifacts       map[string]string // name → content
 	Extra           Extras            // fields outside the contract, in the order the model gave them
@@ -152,9 +152,6 @@ func (o *Output) Validate() []FieldError {
 	}
 	if strings.TrimSpace(o.Summary) == "" {
 		errs = append(errs, FieldError{keySummary, CodeEmptyField, "summary must not be empty"})
-	}
-	if !o.Proceed && strings.TrimSpace(o.ProceedReason) == "" {
-		errs = append(errs, FieldError{keyProceedReason, CodeMissingField, "proceed is false, so proceed_reason must say why"})
 	}
 	if o.Reasoning != nil {
 		if _, err := json.Marshal(o.Reasoning); err != nil {

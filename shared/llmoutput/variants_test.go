@@ -268,7 +268,7 @@ func TestRepairCompositions(t *testing.T) {
 }
 
 // TestRepairWithDefect rejects a forbidden defect whatever single repair
-// or wrapping comes with it.
+// or wrapping comes with it (and accepts a stop without a reason).
 func TestRepairWithDefect(t *testing.T) {
 	defects := []defect{
 		{"conf-percent", Rejected, []string{CodeOutOfRange}},
@@ -276,7 +276,9 @@ func TestRepairWithDefect(t *testing.T) {
 		{"conf-nan", Rejected, []string{CodeOutOfRange}},
 		{"missing-summary", Rejected, []string{CodeMissingField}},
 		{"proceed-yes", Rejected, []string{CodeWrongType}},
-		{"stop-no-reason", Rejected, []string{CodeMissingField}},
+		// Not a defect: the reference contract accepts a stop without a
+		// reason, whatever repair comes with it.
+		{"stop-no-reason", Accepted, nil},
 		{"dup-different", Rejected, []string{CodeDuplicateKey}},
 		{"second-answer", Rejected, []string{CodeAmbiguous}},
 		{"truncate", Truncated, []string{CodeTruncated}},

@@ -167,3 +167,20 @@ func reopen(t *testing.T, dir string, responses *executor.Responses) *Runner {
 	t.Cleanup(func() { r.Close() })
 	return r
 }
+
+// TestFanOutEmptyAbortFails: a fan-out over no items with on_empty: abort
+// ends the run failed, as the reference runner's does, and fires the
+// escalate notification rather than the fan-out's on_abort action.
+func TestFanOutEmptyAbortFails(t *testing.T) {
+	p := "name: p\nsteps:\n  - fan_out: {name: f, over: '[]', on_empty: abort, on_abort: rejected, executor: scripted}\n  - {name: b, executor: scripted}\n"
+	o, steps := runToEnd(t, p, "b: ["+reply(0.9, "must not run", "")+"]\n")
+	if o.Status != store.RunFailed {
+		t.Fatalf("status %q (%s), want failed", o.Status, o.Reason)
+	}
+	if !strings.Contains(o.Reason, `fan-out "f" has no items (on_empty: abort)`) {
+		t.Errorf("reason %q", o.Reason)
+	}
+	if got := finals(steps); got["f"] != "failed 0" || len(got) != 1 {
+		t.Errorf("steps %v, want only f failed 0", got)
+	}
+}

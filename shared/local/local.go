@@ -373,8 +373,11 @@ func (s *startFacts) record(o Outcome, now time.Time) store.Run {
 	case *asl.Choice: // the first state of a compiled pipeline
 		assign = first.Assign
 	}
-	if facts, ok := assign["pipeline"].(map[string]any); ok && facts["stage"] == store.StageProduction {
-		run.Stage = store.StageProduction
+	if facts, ok := assign["pipeline"].(map[string]any); ok {
+		if facts["stage"] == store.StageProduction {
+			run.Stage = store.StageProduction
+		}
+		run.ConfigFingerprint, _ = facts["config"].(string)
 	}
 	var in struct {
 		Trigger     json.RawMessage `json:"trigger"`

@@ -26,7 +26,9 @@
 // and log line. Templates never feed secret expansion.
 //
 // In stage testing nothing leaves the process: every notification is
-// written to the log instead, and its [Delivery] says Muted.
+// written to the log instead, at its config.level (warning by default, as
+// a log notification; `stepline run` shows warnings), and its [Delivery]
+// says Muted.
 //
 // A notification never fails a run: a template that does not render, a
 // missing secret, a refused or timed-out request are logged and returned

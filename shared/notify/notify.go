@@ -197,8 +197,11 @@ func (d *Dispatcher) deliver(ctx context.Context, p task.Pipeline, action string
 	}
 	dl.Message = msg
 	if muted {
+		// Written as a log notification would be: at config.level,
+		// warning by default, which `stepline run` shows.
 		dl.Via = pipeline.ChannelLog
-		d.log().InfoContext(ctx, "notification muted: stage testing", "pipeline", p.Name, "run", runID,
+		level, _ := n.Config["level"].(string)
+		d.log().Log(ctx, logLevel(level), "notification muted: stage testing", "pipeline", p.Name, "run", runID,
 			"action", action, "channel", n.Channel, "target", dl.Target, "message", msg)
 		return dl
 	}

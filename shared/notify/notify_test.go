@@ -360,3 +360,34 @@ func TestFireBodyIsNotExpanded(t *testing.T) {
 		t.Errorf("requests %+v", r)
 	}
 }
+
+// TestMutedLevel: a muted notification is logged at its config.level,
+// warning when it has none, so that `stepline run` (which shows warnings
+// and above) shows it; at info it is hidden there.
+func TestMutedLevel(t *testing.T) {
+	cases := []struct {
+		name  string
+		cfg   map[string]any
+		shown bool // at LevelWarn, as stepline run logs
+		level string
+	}{
+		{"no level: warning", map[string]any{"url": "https://hooks.example/x"}, true, "level=WARN"},
+		{"level error", map[string]any{"url": "https://hooks.example/x", "level": "error"}, true, "level=ERROR"},
+		{"level info", map[string]any{"url": "https://hooks.example/x", "level": "info"}, false, "level=INFO"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var all, warn bytes.Buffer
+			p := triagePipeline(pipeline.StageTesting, pipeline.Notification{Channel: "webhook", Template: "hook", Config: c.cfg})
+			(&Dispatcher{Logger: quietLogger(&all)}).Fire(context.Background(), p, "escalate", escalation())
+			(&Dispatcher{Logger: slog.New(slog.NewTextHandler(&warn, &slog.HandlerOptions{Level: slog.LevelWarn}))}).
+				Fire(context.Background(), p, "escalate", escalation())
+			if !strings.Contains(all.String(), c.level+` msg="notification muted: stage testing"`) {
+				t.Errorf("log:\n%s", all.String())
+			}
+			if got := strings.Contains(warn.String(), "notification muted"); got != c.shown {
+				t.Errorf("shown at warning level: %v, want %v:\n%s", got, c.shown, warn.String())
+			}
+		})
+	}
+}

@@ -150,6 +150,12 @@ type Pipeline struct {
 	Durable        *Durable  `json:"durable,omitempty"`
 	Budget         *Budget   `json:"budget,omitempty"`
 	Schedule       *Schedule `json:"schedule,omitempty"`
+	// Readiness is advisory (package readiness reads it); the compiled
+	// state machine never carries it.
+	Readiness *Readiness `json:"readiness,omitempty"`
+	// Config is the fingerprint of the state machine compiled from the
+	// pipeline (task.Pipeline.Config), set by compiler.Lower; "" before.
+	Config string `json:"-"`
 }
 
 // Var is one entry of vars.

@@ -5,7 +5,8 @@
 // Prepare reads the earlier run and its step records and returns a Plan:
 // the new run's record (source "rerun", the earlier run's trigger with
 // metadata.original_run_id and metadata.from_step, no fingerprint, the
-// same team and stage), the step records it reuses (copies flagged
+// same team and stage, the config fingerprint of the pipeline as it is
+// now), the step records it reuses (copies flagged
 // store.FlagReused, usage left out: the rerun spent nothing on them) and
 // the block the compiled state machine reads from its input (see package
 // compiler, "Start run"). Apply writes the record and the reused records;
@@ -183,7 +184,7 @@ func Prepare(ctx context.Context, r Reader, p *pipeline.Pipeline, originalID, fr
 	}
 	newRun := store.Run{
 		ID: newID, Pipeline: run.Pipeline, Status: store.RunRunning, Stage: run.Stage, Source: SourceRerun,
-		Team: run.Team, Trigger: trigger, ConfigFingerprint: run.ConfigFingerprint, StartedAt: now,
+		Team: run.Team, Trigger: trigger, ConfigFingerprint: p.Config, StartedAt: now,
 	}
 	return Plan{Run: newRun, Reused: reused, Input: input, OriginalRunID: originalID, FromStep: fromStep}, nil
 }

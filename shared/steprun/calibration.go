@@ -8,7 +8,8 @@ import (
 )
 
 // CalibrationStore is the part of store.FeedbackStore the handler uses:
-// it records every gated step's sample in its bucket and reads a
+// it records the sample of every step that declares calibration in its
+// bucket and reads a
 // calibrated step's bucket. Both stores implement it; a Store that does
 // not leaves the history unrecorded, and a calibrated step then finds
 // its bin unvalidated.
@@ -54,7 +55,8 @@ func (t *taskRun) calibrate(ctx context.Context, cal *pipeline.Calibration, rec 
 	return res, nil
 }
 
-// recordSample adds a gated step's execution to its bucket's history:
+// recordSample adds the execution of a step that declares calibration
+// to its bucket's history:
 // its effective confidence and whether a deterministic check failed. It
 // is bookkeeping after the step's record: a failure is logged, not the
 // step's.

@@ -148,35 +148,55 @@ func TestCalibratedGate(t *testing.T) {
 	}
 }
 
-// TestSampleWithoutCalibration: a step without calibration still records
-// its sample (its history exists before calibration is enforced), a
-// failed deterministic check labelling it 0.
-func TestSampleWithoutCalibration(t *testing.T) {
+// TestSampleOnlyWithCalibration: a step without calibration records no
+// sample (its history costs requests only where calibration is
+// declared); the same step with calibration that does not enforce
+// records its sample, labelled 0 by its failed deterministic check, and
+// the gate still decides on the check alone.
+func TestSampleOnlyWithCalibration(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }))
 	defer srv.Close()
-	e := newEnv(t, "triage: ['{\"confidence\": 0.9, \"summary\": \"ok\", \"next_step_context\": \"\"}']\n")
-	st := seqStep("triage", "Diagnose")
-	st.Checks = []*pipeline.Check{webhookCheck("health", srv.URL, "")}
-	resp, err := e.h.Handle(context.Background(), newRequest(t, task.ModeStep, st))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.Status != task.StatusEscalated {
-		t.Fatalf("status %s, want escalated", resp.Status)
-	}
-	rec := stepRecords(t, e.st, "triage")[0]
-	if rec.Trust.Calibration != nil || rec.Trust.Signals.C != nil {
-		t.Errorf("a step without calibration reports one: %+v", rec.Trust.Calibration)
-	}
-	samples, err := e.st.BucketSamples(context.Background(), store.BucketOf("demo", rec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(samples) != 1 || samples[0].Trust != 0.9 || !samples[0].DeterministicFailed {
-		t.Fatalf("samples %+v, want one at 0.9 with a failed check", samples)
-	}
-	if l, src, ok := samples[0].Label(); !ok || l != 0 || src != store.LabelDeterministic {
-		t.Errorf("label %v %s %v, want 0 from the check", l, src, ok)
+	for _, tt := range []struct {
+		name    string
+		cal     *pipeline.Calibration
+		samples int
+	}{
+		{"no calibration", nil, 0},
+		{"calibration, not enforced", &pipeline.Calibration{BinWidth: 0.1, NMin: 20, OnUncalibrated: "proceed"}, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, "triage: ['{\"confidence\": 0.9, \"summary\": \"ok\", \"next_step_context\": \"\"}']\n")
+			st := seqStep("triage", "Diagnose")
+			st.Checks = []*pipeline.Check{webhookCheck("health", srv.URL, "")}
+			st.Calibration = tt.cal
+			resp, err := e.h.Handle(context.Background(), newRequest(t, task.ModeStep, st))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Status != task.StatusEscalated {
+				t.Fatalf("status %s, want escalated", resp.Status)
+			}
+			rec := stepRecords(t, e.st, "triage")[0]
+			if tt.cal == nil && (rec.Trust.Calibration != nil || rec.Trust.Signals.C != nil) {
+				t.Errorf("a step without calibration reports one: %+v", rec.Trust.Calibration)
+			}
+			samples, err := e.st.BucketSamples(context.Background(), store.BucketOf("demo", rec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(samples) != tt.samples {
+				t.Fatalf("%d samples, want %d", len(samples), tt.samples)
+			}
+			if tt.samples == 0 {
+				return
+			}
+			if samples[0].Trust != 0.9 || !samples[0].DeterministicFailed {
+				t.Fatalf("sample %+v, want 0.9 with a failed check", samples[0])
+			}
+			if l, src, ok := samples[0].Label(); !ok || l != 0 || src != store.LabelDeterministic {
+				t.Errorf("label %v %s %v, want 0 from the check", l, src, ok)
+			}
+		})
 	}
 }
 

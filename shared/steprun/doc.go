@@ -103,11 +103,11 @@
 //     the gate's policy and decision. Every gated record carries one (a
 //     human or sub-pipeline step's and a group's join too, with their
 //     confidence as the only signal); a branch, which does not gate, has
-//     none. After its record, every step gated here adds its sample to
-//     its bucket (its effective confidence, whether a check failed), with
-//     or without a calibration block, so that the history exists before
-//     calibration is enforced; a failure to add it is logged, not the
-//     step's. Every record carries the prompt template's content hash
+//     none. After its record, a step that declares calibration adds its
+//     sample to its bucket (its effective confidence, whether a check
+//     failed); `calibration: {enforce: false}` collects the history
+//     before calibration is enforced, and a step without the block pays
+//     nothing for it. A failure to add it is logged, not the step's. Every record carries the prompt template's content hash
 //     (store.PromptHash).
 //
 // A human check pauses the step: its record is written with status
@@ -244,11 +244,32 @@
 //     (skipped, never ran, or null in the Request: a group's branch that
 //     gave no output) is a template error, as in the reference service;
 //     an undefined top-level name renders empty.
+//   - steps.x.confidence, as later steps, when: conditions, joins and
+//     notifications read it, is the step's effective confidence: the one
+//     its gate decided on, after the verifier, grounding, checks and
+//     calibration. The reference runner's context holds the agent's own
+//     number there; Stepline deliberately does not, so that a later step
+//     never trusts a figure the runner itself rejected and a branch's
+//     output feeds its join by the same field. The agent's own number is
+//     in the step's record (primary_confidence) and its trust report.
+//   - A step that ends the run fires the pipeline's notifications for it.
+//     In stage testing they are muted (logged at their config.level,
+//     warning by default, never sent), fired before the step's record is
+//     written, and the record names each (flag
+//     notification_muted:<action>:<channel>): the run's record says what
+//     would have been sent. (A run the state machine ended without a step
+//     answering is notified by the recorder function on AWS, which logs
+//     its muted deliveries but has no step record to flag.)
+//   - An extra field an answer gave as null stays in the step's output as
+//     null: "steps.x.f is none" holds for it and not for a field the
+//     answer never gave, as in the reference runner.
 //   - Values rendered into executor_config and failure webhooks are
 //     escaped (secret.Escape) so that text from a model or a trigger can
 //     never name a secret; ${NAME} written in the pipeline still resolves.
-//   - fan_out.on_empty: abort ends the group (and the run) aborted, the
-//     status its name promises, rather than failed.
+//   - fan_out.on_empty: abort ends the group, and the run, failed (flag
+//     empty_abort, the reason "fan-out "x" has no items (on_empty:
+//     abort)"), as the reference runner does: the notification fired is
+//     escalate, as for any failed group, not the fan-out's on_abort.
 //   - A failure Task writes its own record after the step's recorded
 //     attempts (attempt = last recorded + 1, flag failure_outcome), because
 //     a Task that timed out or crashed left no record of its own; the flag

@@ -53,6 +53,13 @@ func (t *taskRun) failure(ctx context.Context) (task.Response, error) {
 		}
 	}
 	out := failedOutput(summary)
+	reason := fmt.Sprintf("step %q failed: %s", st.Name, summary)
+	ending := task.StatusFailed
+	if st.OnFailure.Policy == pipeline.FailureContinue {
+		ending = task.StatusCompleted // the run goes on
+	}
+	muted, notified := t.mutedNotices(ctx, ending, reason, nil)
+	flags = append(flags, muted...)
 	zero := 0.0
 	end := t.h.now()
 	rec := store.StepRecord{Name: st.Name, Index: t.index(started), Attempt: last + 1, Executor: st.Executor,
@@ -61,9 +68,8 @@ func (t *taskRun) failure(ctx context.Context) (task.Response, error) {
 	if err := t.putStep(ctx, rec); err != nil {
 		return task.Response{}, err
 	}
-	reason := fmt.Sprintf("step %q failed: %s", st.Name, summary)
 	if st.OnFailure.Policy != pipeline.FailureContinue {
-		if err := t.endRun(ctx, task.StatusFailed, reason, t.req.Usage, nil); err != nil {
+		if err := t.endRun(ctx, task.StatusFailed, reason, t.req.Usage, nil, notified); err != nil {
 			return task.Response{}, err
 		}
 	}

@@ -196,10 +196,13 @@ func (t *taskRun) join(ctx context.Context) (task.Response, error) {
 		}
 		onEmpty := fan.OnEmpty
 		if onEmpty == pipeline.EmptyAbort {
+			// The reference runner ends the group, and the run, failed here;
+			// so does Stepline (the escalate notification, not on_abort).
 			why := fmt.Sprintf("fan-out %q has no items (on_empty: abort)", name)
 			zero := 0.0
 			out, _ := compact(&llmoutput.Output{Summary: "No items", Proceed: true}, 0)
-			return fin(task.StatusAborted, why, out, stepUsage{}, nil, &zero)
+			rec.Flags = append(rec.Flags, "empty_"+pipeline.EmptyAbort)
+			return fin(task.StatusFailed, why, out, stepUsage{}, nil, &zero)
 		}
 		one := 1.0
 		rec.Flags = append(rec.Flags, "empty_"+strings.ToLower(onEmptyOr(onEmpty)))

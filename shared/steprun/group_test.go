@@ -175,7 +175,8 @@ each/1: [{confidence: 0.8, summary: y ok, next_step_context: ""}]`)
 	}{
 		{"empty complete", pipeline.EmptyComplete, nil, task.StatusCompleted, 1, "", store.RunRunning},
 		{"empty skip", pipeline.EmptySkip, nil, task.StatusCompleted, 1, "", store.RunRunning},
-		{"empty abort", pipeline.EmptyAbort, nil, task.StatusAborted, 0, "no items", store.RunAborted},
+		// The reference runner's status: failed, not aborted.
+		{"empty abort", pipeline.EmptyAbort, nil, task.StatusFailed, 0, "no items (on_empty: abort)", store.RunFailed},
 		{"too many items", pipeline.EmptyComplete, &task.Error{Error: "Stepline.TooManyItems", Cause: "7 items, more than max_items 5"},
 			task.StatusFailed, 0, "7 items, more than max_items 5", store.RunFailed},
 		{"not a list", pipeline.EmptyComplete, &task.Error{Error: "Stepline.NotAList", Cause: "over: {{ steps.discover.items }} is not a list"},

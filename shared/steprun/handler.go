@@ -19,6 +19,7 @@ import (
 	"github.com/stepline/stepline/shared/llmoutput"
 	"github.com/stepline/stepline/shared/metrics"
 	"github.com/stepline/stepline/shared/notify"
+	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/pricing"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/store"
@@ -226,7 +227,10 @@ func (h *Handler) ensureRun(ctx context.Context, req *task.Request, trig map[str
 		Status:      store.RunRunning,
 		Stage:       string(req.Pipeline.Stage),
 		ParentRunID: req.Run.ParentRunID,
-		StartedAt:   runStart(req.Run, h.now()),
+		// The compiled definition the run runs, for readiness's
+		// require_current_config.
+		ConfigFingerprint: req.Pipeline.Config,
+		StartedAt:         runStart(req.Run, h.now()),
 	}
 	if r.Stage != store.StageProduction {
 		r.Stage = store.StageTesting
@@ -325,9 +329,9 @@ type Notifications interface {
 }
 
 // endRun closes the run when a step ended it and, when this call is the one
-// that closed it (a retried Task finds it closed), fires the pipeline's
-// notifications for the outcome.
-func (t *taskRun) endRun(ctx context.Context, status, reason string, totals task.Usage, final json.RawMessage) error {
+// that closed it (a retried Task finds it closed) and notified is false,
+// fires the pipeline's notifications for the outcome.
+func (t *taskRun) endRun(ctx context.Context, status, reason string, totals task.Usage, final json.RawMessage, notified bool) error {
 	var rs store.RunStatus
 	switch status {
 	case task.StatusStopped:
@@ -354,15 +358,48 @@ func (t *taskRun) endRun(ctx context.Context, status, reason string, totals task
 	if err != nil {
 		return fmt.Errorf("end run %q: %w", t.req.Run.ID, err)
 	}
-	t.notify(ctx, status, reason, final)
+	if !notified {
+		t.notify(ctx, status, reason, final)
+	}
 	return nil
 }
 
+// endsRun reports whether a step status ends the run.
+func endsRun(status string) bool {
+	switch status {
+	case task.StatusStopped, task.StatusEscalated, task.StatusAborted, task.StatusFailed:
+		return true
+	}
+	return false
+}
+
+// mutedNotices fires, in a pipeline of stage testing, the notifications a
+// run-ending status calls for before the step's record is written, and
+// returns the record's flags naming each muted delivery
+// (notification_muted:<action>:<channel>) and whether it fired. Every
+// delivery of a testing pipeline is muted — logged, never sent — so the
+// record can carry them and a retried Task that logs them again costs
+// nothing. In production it does nothing: endRun notifies once the run
+// is closed.
+func (t *taskRun) mutedNotices(ctx context.Context, status, reason string, output json.RawMessage) ([]string, bool) {
+	if t.req.Pipeline.Stage == pipeline.StageProduction || !endsRun(status) {
+		return nil, false
+	}
+	var flags []string
+	for _, d := range t.notify(ctx, status, reason, output) {
+		if d.Muted {
+			flags = append(flags, FlagNotificationMuted+":"+d.Action+":"+d.Channel)
+		}
+	}
+	return flags, true
+}
+
 // notify fires the notifications of the action a run-ending status calls
-// for. Deliveries are logged; a failed one never fails the step.
-func (t *taskRun) notify(ctx context.Context, status, reason string, output json.RawMessage) {
+// for and returns the deliveries. Deliveries are logged; a failed one
+// never fails the step.
+func (t *taskRun) notify(ctx context.Context, status, reason string, output json.RawMessage) []notify.Delivery {
 	if t.h.Notifications == nil || len(t.req.Pipeline.Notifications) == 0 {
-		return
+		return nil
 	}
 	var cfg struct {
 		Name                string   `json:"name"`
@@ -412,6 +449,7 @@ func (t *taskRun) notify(ctx context.Context, status, reason string, output json
 		}
 		t.h.log.Info("notification delivered", attrs...)
 	}
+	return deliveries
 }
 
 // setRunStatus moves a run between running and waiting.

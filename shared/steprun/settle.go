@@ -92,7 +92,12 @@ func (t *taskRun) decideStep(ctx context.Context, st *pipeline.Step, rec store.S
 	if err != nil {
 		return resp, err
 	}
-	t.recordSample(ctx, rec, sig)
+	if st.Calibration != nil {
+		// Only a step that declares calibration (enforce: false collects
+		// without gating) pays for its history: three more requests per
+		// step on DynamoDB.
+		t.recordSample(ctx, rec, sig)
+	}
 	if st.Grounding != nil || len(st.Checks) > 0 || st.Calibration != nil {
 		resp.Trust = trustSummary(rep)
 	}
@@ -246,7 +251,7 @@ func (t *taskRun) settled(ctx context.Context, st *pipeline.Step, rec store.Step
 		reason = rec.Trust.Gate.Reason
 	}
 	status := string(rec.Status)
-	if err := t.endRun(ctx, status, reason, t.req.Usage, rec.Output); err != nil {
+	if err := t.endRun(ctx, status, reason, t.req.Usage, rec.Output, false); err != nil {
 		return task.Response{}, err
 	}
 	return task.Response{Status: status, Step: st.Name, Output: rec.Output,

@@ -1,6 +1,7 @@
 package steprun
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -33,6 +34,10 @@ const (
 	FlagFailureWebhookMuted  = "failure_webhook_muted_testing"
 	FlagFailureWebhookFailed = "failure_webhook_failed"
 	FlagBranchLost           = "branch_lost"
+	// FlagNotificationMuted, followed by ":<action>:<channel>", marks a
+	// notification of a testing pipeline's run-ending step that was
+	// written to the log instead of sent.
+	FlagNotificationMuted = "notification_muted"
 )
 
 // unit is one executable piece: a sequential step, a parallel branch or a
@@ -306,14 +311,16 @@ func criticPrompt(task, answer string) string {
 }
 
 // compact is an output as later steps see it: the effective confidence,
-// no raw_response, no top-level nulls.
+// no raw_response. An extra field the answer gave as null stays null, so
+// that "steps.x.f is none" holds for it (and not for a field it never
+// gave), as in the reference runner's context.
 func compact(out *llmoutput.Output, confidence float64) (json.RawMessage, error) {
 	o := *out
 	o.Confidence = confidence
 	o.RawResponse = ""
 	var extra llmoutput.Extras
 	for _, f := range out.Extra {
-		if strings.TrimSpace(string(f.Value)) == "null" || len(f.Value) == 0 {
+		if len(bytes.TrimSpace(f.Value)) == 0 {
 			continue
 		}
 		extra = append(extra, f)
@@ -446,6 +453,8 @@ func (t *taskRun) finish(ctx context.Context, o outcome) (task.Response, error) 
 		}
 	}
 	rec := o.record
+	muted, notified := t.mutedNotices(ctx, o.status, o.reason, o.output)
+	rec.Flags = append(rec.Flags, muted...)
 	if err := t.putStep(ctx, rec); err != nil {
 		return task.Response{}, err
 	}
@@ -456,7 +465,7 @@ func (t *taskRun) finish(ctx context.Context, o outcome) (task.Response, error) 
 	if err := t.addUsage(ctx, rec.Name+"#"+strconv.Itoa(max(rec.Attempt, 1)), add); err != nil {
 		return task.Response{}, err
 	}
-	if err := t.endRun(ctx, o.status, o.reason, totals, o.output); err != nil {
+	if err := t.endRun(ctx, o.status, o.reason, totals, o.output, notified); err != nil {
 		return task.Response{}, err
 	}
 	steps := make(map[string]json.RawMessage, 1+len(o.extra))

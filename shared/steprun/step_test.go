@@ -41,8 +41,9 @@ func TestStepDecisions(t *testing.T) {
 				if out["service"] != "api" {
 					t.Errorf("extra field service = %v, want api", out["service"])
 				}
-				if _, ok := out["empty"]; ok {
-					t.Errorf("top-level null kept in compact output: %s", resp.Output)
+				// An explicit null stays: later steps test it with "is none".
+				if v, ok := out["empty"]; !ok || v != nil {
+					t.Errorf("top-level null not kept as null in compact output: %s", resp.Output)
 				}
 				if _, ok := out["raw_response"]; ok {
 					t.Errorf("raw_response in compact output: %s", resp.Output)
@@ -60,6 +61,21 @@ func TestStepDecisions(t *testing.T) {
 			name:       "stopped",
 			responses:  `triage: [{confidence: 0.9, summary: nothing to do, next_step_context: "", proceed: false, proceed_reason: already fixed}]`,
 			wantStatus: task.StatusStopped, wantConf: 0.9, wantReason: "already fixed", wantRun: store.RunStopped,
+		},
+		{
+			// The reference contract accepts a stop without a reason: one
+			// model call, no re-ask; the summary is the stop's reason.
+			name:       "stopped without a reason",
+			responses:  `triage: [{confidence: 0.9, summary: nothing to do, next_step_context: "", proceed: false}, {confidence: 0.9, summary: re-asked, next_step_context: ""}]`,
+			wantStatus: task.StatusStopped, wantConf: 0.9, wantReason: "nothing to do", wantRun: store.RunStopped,
+			check: func(t *testing.T, e *env, resp task.Response) {
+				if n := len(e.prov.reqs); n != 1 {
+					t.Errorf("%d model calls, want 1 (no re-ask)", n)
+				}
+				if resp.Reason != "nothing to do" {
+					t.Errorf("reason %q, want the summary", resp.Reason)
+				}
+			},
 		},
 		{
 			name:       "escalated",

@@ -79,7 +79,7 @@
 //
 // Recording one attempt of a step is one PutItem (PutStep); adding its
 // tokens and cost to the run is one UpdateItem (AddUsage). A step that
-// reached its gate also records its calibration sample (RecordSample:
+// declares calibration also records its calibration sample (RecordSample:
 // an UpdateItem, a PutItem of its bucket and a GetItem of the run's
 // feedback). The run item's
 // index projections leave the usage attributes out, so AddUsage does not

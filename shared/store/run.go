@@ -78,7 +78,7 @@ type Run struct {
 	Trigger           json.RawMessage `json:"trigger,omitempty"` // the normalised trigger context
 	Fingerprint       string          `json:"fingerprint,omitempty"`
 	ParentRunID       string          `json:"parent_run_id,omitempty"`
-	ConfigFingerprint string          `json:"config_fingerprint,omitempty"`
+	ConfigFingerprint string          `json:"config_fingerprint,omitempty"` // the compiled definition run (compiler.ConfigOf): readiness's "current config"
 	Usage             Usage           `json:"usage"`
 	StartedAt         time.Time       `json:"started_at"`
 	CompletedAt       *time.Time      `json:"completed_at,omitempty"`

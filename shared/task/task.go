@@ -182,6 +182,12 @@ type Pipeline struct {
 	Include       []string          `json:"include,omitempty"` // context_template.include
 	Budget        *pipeline.Budget  `json:"budget,omitempty"`
 	Notifications []pipeline.Action `json:"notifications,omitempty"`
+	// Config names the compiled definition: 12 hex digits of the SHA-256
+	// of the state machine before Config was set in it (so readiness:,
+	// which never reaches the definition, never changes it). A run
+	// records it (store.Run.ConfigFingerprint): readiness tiers with
+	// require_current_config count only runs of the current one.
+	Config string `json:"config,omitempty"`
 }
 
 // TriggerBindings adds to b the template variables the pipeline takes
