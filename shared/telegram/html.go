@@ -1,6 +1,8 @@
 package telegram
 
 import (
+	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -43,8 +45,21 @@ func EscapeData(v any) any {
 			out[k] = Escape(x)
 		}
 		return out
+	case nil, bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64, json.Number:
+		return v
 	}
-	return v
+	// Any other value (a struct, a typed slice or map) as the template
+	// engine would see it, through JSON, escaped; one that does not encode
+	// is text.
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return Escape(fmt.Sprint(v))
+	}
+	var x any
+	if err := json.Unmarshal(raw, &x); err != nil {
+		return Escape(string(raw))
+	}
+	return EscapeData(x)
 }
 
 // The tags the Bot API's HTML parse mode knows.

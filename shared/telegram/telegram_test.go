@@ -22,6 +22,10 @@ func TestEscapeAndSanitize(t *testing.T) {
 	}
 	d := EscapeData(map[string]any{"s": "<b>", "l": []any{"a&b", 3}, "n": map[string]any{"k": ">"}, "ss": []string{"<"}})
 	m := d.(map[string]any)
+	type typed struct{ A []string }
+	if got := EscapeData([]typed{{A: []string{"<i>"}}}); got.([]any)[0].(map[string]any)["A"].([]any)[0] != "&lt;i&gt;" {
+		t.Errorf("typed value: %#v", got)
+	}
 	if m["s"] != "&lt;b&gt;" || m["l"].([]any)[0] != "a&amp;b" || m["l"].([]any)[1] != 3 || m["n"].(map[string]any)["k"] != "&gt;" || m["ss"].([]any)[0] != "&lt;" {
 		t.Errorf("EscapeData = %#v", d)
 	}

@@ -1,0 +1,137 @@
+package approval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/stepline/stepline/shared/notify"
+	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/secret"
+	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/task"
+	"github.com/stepline/stepline/shared/telegram"
+)
+
+// RunReader reads a run (for its team).
+type RunReader interface {
+	GetRun(ctx context.Context, id string) (store.Run, error)
+}
+
+// Router sends approval requests to the chat channel of the run's team
+// (Routes): a Telegram message or a Slack message with Approve and Reject
+// buttons, or a Microsoft Teams message linking to the approval page.
+// Secrets are resolved through Secrets when a request is sent and
+// scrubbed from every error.
+type Router struct {
+	Routes  Routes
+	Service *Service // its Signer signs the buttons and links
+	BaseURL string   // the public URL approval links start with
+	Secrets secret.Resolver
+	Runs    RunReader
+	HTTP    *http.Client
+	// TelegramAPI and SlackAPI are the APIs' base URLs; "": the public
+	// ones.
+	TelegramAPI string
+	SlackAPI    string
+	Logger      *slog.Logger
+}
+
+func (r *Router) log() *slog.Logger {
+	if r.Logger != nil {
+		return r.Logger
+	}
+	return slog.Default()
+}
+
+// ErrNoRoute: no channel is configured for the run's team.
+var ErrNoRoute = errors.New("no approval channel for the run's team")
+
+// Request sends a's request on the channel of its run's team and returns
+// the channel's kind. In stage testing nothing is sent (the approval is
+// decided on its page or with stepline approve) and the kind is "". a
+// must carry no task token.
+func (r *Router) Request(ctx context.Context, a store.Approval, stage string) (string, error) {
+	team := ""
+	if r.Runs != nil {
+		run, err := r.Runs.GetRun(ctx, a.RunID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return "", fmt.Errorf("approval request: run %s: %w", a.RunID, err)
+		}
+		team = run.Team
+	}
+	c, ok := r.Routes.For(team)
+	if !ok {
+		return "", ErrNoRoute
+	}
+	if stage != string(pipeline.StageProduction) {
+		r.log().InfoContext(ctx, "approval request muted: stage testing", "approval", a.ID, "run", a.RunID, "channel", c.Kind, "team", team)
+		return "", nil
+	}
+	red := secret.NewRedactor(r.Secrets)
+	link := r.Service.Link(r.BaseURL, a)
+	var err error
+	switch c.Kind {
+	case ChannelTelegram:
+		err = r.telegram(ctx, red, c.Telegram, a, link)
+	case ChannelSlack:
+		err = r.slack(ctx, red, c.Slack, a, link)
+	case ChannelMSTeams:
+		err = r.msteams(ctx, red, c.MSTeams, a, link)
+	default:
+		err = fmt.Errorf("unknown approval channel %q", c.Kind)
+	}
+	if err != nil {
+		return c.Kind, red.Error(fmt.Errorf("approval request via %s: %w", c.Kind, err))
+	}
+	return c.Kind, nil
+}
+
+func (r *Router) telegram(ctx context.Context, red *secret.Redactor, t *TelegramChannel, a store.Approval, link string) error {
+	if t == nil {
+		return errors.New("telegram: no bot_token and chat_id")
+	}
+	tok, err := secret.Expand(ctx, red, t.BotToken)
+	if err != nil {
+		return fmt.Errorf("bot_token: %w", err)
+	}
+	bot := &TelegramBot{Service: r.Service, Client: &telegram.Client{Token: tok, API: r.TelegramAPI, HTTP: r.HTTP}}
+	return bot.Request(ctx, a, t.ChatID, link)
+}
+
+func (r *Router) slack(ctx context.Context, red *secret.Redactor, s *SlackChannel, a store.Approval, link string) error {
+	if s == nil {
+		return errors.New("slack: no bot_token and channel_id")
+	}
+	tok, err := secret.Expand(ctx, red, s.BotToken)
+	if err != nil {
+		return fmt.Errorf("bot_token: %w", err)
+	}
+	app := &SlackApp{Service: r.Service, Client: &SlackClient{Token: tok, API: r.SlackAPI, HTTP: r.HTTP}}
+	return app.Request(ctx, a, s.ChannelID, link)
+}
+
+// msteams posts the request with its link to the Teams webhook, through
+// the notification channel of the same name.
+func (r *Router) msteams(ctx context.Context, red *secret.Redactor, m *TeamsChannel, a store.Approval, link string) error {
+	if m == nil {
+		return errors.New("msteams: no webhook_url")
+	}
+	d := &notify.Dispatcher{HTTP: r.HTTP, Secrets: red, Logger: r.log()}
+	p := task.Pipeline{Name: a.Pipeline, Stage: pipeline.StageProduction, Notifications: []pipeline.Action{{
+		Name: "approval",
+		Notices: []pipeline.Notification{{Channel: pipeline.ChannelMSTeams, Config: map[string]any{"url": m.WebhookURL},
+			Template: "{{ pipeline_name }} run {{ pipeline_run_id }} waits for approval at step {{ current_step }}:\n\n{{ approval_message }}\n\nApprove or reject: {{ approval_url }} (open until {{ approval_expires_at }})"}},
+	}}}
+	ds := d.Fire(ctx, p, "approval", notify.Context{RunID: a.RunID, CurrentStep: a.Step, Extra: map[string]any{
+		"approval_message": a.Message, "approval_url": link, "approval_expires_at": when(a.ExpiresAt),
+	}})
+	for _, dl := range ds {
+		if dl.Err != nil {
+			return dl.Err
+		}
+	}
+	return nil
+}
