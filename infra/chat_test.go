@@ -73,7 +73,9 @@ func TestChatRoutes(t *testing.T) {
 	if !found["POST /telegram/{bot}"] || !found["POST /slack/{app}"] {
 		t.Errorf("chat routes %v", found)
 	}
-	vars := func(fn resource) map[string]any { return fn.Properties["Environment"].(map[string]any)["Variables"].(map[string]any) }
+	vars := func(fn resource) map[string]any {
+		return fn.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+	}
 	cv := vars(callback)
 	var routes approval.Routes
 	if err := json.Unmarshal([]byte(str(cv[infra.EnvHumanApproval])), &routes); err != nil || routes.Default == nil || routes.Default.Telegram.WebhookSecret != "${OPS_BOT_WEBHOOK}" || len(routes.Teams) != 2 {
