@@ -302,7 +302,7 @@ func (s *SlackApp) Handle(ctx context.Context, p slackPayload) error {
 	case errors.Is(err, ErrExpired):
 		s.respond(ctx, p.ResponseURL, answerExpired, a)
 	case errors.Is(err, ErrDecided):
-		s.respond(ctx, p.ResponseURL, fmt.Sprintf("%s: %s by %s.", answerDecided, a.Decision, a.DecidedBy), store.Approval{})
+		s.respond(ctx, p.ResponseURL, fmt.Sprintf("%s: %s by %s.", answerDecided, a.Decision, SlackEscape(a.DecidedBy)), store.Approval{})
 	case errors.Is(err, ErrNotFound):
 		s.respond(ctx, p.ResponseURL, answerNotFound, store.Approval{})
 	case errors.Is(err, ErrResume):

@@ -8,9 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,6 +57,18 @@ type chatServer struct {
 
 func startChatServer(t *testing.T, pipelineSrc string, webhook bool) *chatServer {
 	t.Helper()
+	tg := &approval.TelegramChannel{BotToken: "${BOT}", ChatID: fmt.Sprint(opsChat)}
+	if webhook {
+		tg.WebhookSecret = "${BOT_HOOK}"
+	}
+	routes := approval.Routes{Default: &approval.Channel{Kind: approval.ChannelTelegram, Telegram: tg}}
+	return startRoutedServer(t, pipelineSrc, routes, "")
+}
+
+// startRoutedServer serves a Server whose human steps ask where routes
+// say, with a fake Bot API and, when slackAPI is set, Slack's API there.
+func startRoutedServer(t *testing.T, pipelineSrc string, routes approval.Routes, slackAPI string) *chatServer {
+	t.Helper()
 	dir := t.TempDir()
 	pipelines := filepath.Join(dir, "pipelines")
 	if err := os.MkdirAll(pipelines, 0o755); err != nil {
@@ -66,13 +82,8 @@ func startChatServer(t *testing.T, pipelineSrc string, webhook bool) *chatServer
 		t.Fatal(err)
 	}
 	bot := telegramtest.New(t, chatBotToken)
-	env := map[string]string{"BOT": chatBotToken, "BOT_HOOK": chatHookKey}
+	env := map[string]string{"BOT": chatBotToken, "BOT_HOOK": chatHookKey, "SLACK_BOT": slackBotToken, "SLACK_SIGNING": slackSigning}
 	secrets := secret.Env(func(k string) string { return env[k] })
-	tg := &approval.TelegramChannel{BotToken: "${BOT}", ChatID: fmt.Sprint(opsChat)}
-	if webhook {
-		tg.WebhookSecret = "${BOT_HOOK}"
-	}
-	routes := approval.Routes{Default: &approval.Channel{Kind: approval.ChannelTelegram, Telegram: tg}}
 	signer := &approval.Signer{Key: []byte("0123456789abcdef0123456789abcdef")}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -86,7 +97,7 @@ func startChatServer(t *testing.T, pipelineSrc string, webhook bool) *chatServer
 		Handler: func(st *sqlite.Store) StepHandler {
 			return &steprun.Handler{Store: st, Executors: executor.NewRegistry(executor.Deps{Responses: responses}),
 				Notifier: &approval.Router{Routes: routes, Service: &approval.Service{Signer: signer}, BaseURL: base, Logger: quiet,
-					Secrets: secrets, Runs: st, TelegramAPI: bot.URL}}
+					Secrets: secrets, Runs: st, TelegramAPI: bot.URL, SlackAPI: slackAPI + "/api"}}
 		},
 	})
 	if err != nil {
@@ -94,7 +105,7 @@ func startChatServer(t *testing.T, pipelineSrc string, webhook bool) *chatServer
 	}
 	srv, err := NewServer(ctx, ServerConfig{
 		Runner: r, PipelinesDir: pipelines, MaxRuns: 10, Signer: signer,
-		Chat: ChatConfig{Routes: routes, Secrets: secrets, TelegramAPI: bot.URL, PollWait: time.Second, BaseURL: base},
+		Chat: ChatConfig{Routes: routes, Secrets: secrets, TelegramAPI: bot.URL, PollWait: time.Second, BaseURL: base, SlackResponseURL: slackAPI + "/actions/"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -303,4 +314,88 @@ func do2(t *testing.T, url, secretToken, body string) int {
 
 func newRequest(method, url, body string) (*http.Request, error) {
 	return http.NewRequest(method, url, strings.NewReader(body))
+}
+
+const (
+	slackBotToken = "xoxb-serve-slack-bot-token-77"
+	slackSigning  = "serve-slack-signing-secret-0a1b"
+)
+
+// TestSlackApprovalServe: serve takes a Slack app's button presses at
+// /slack/{app}: a stale or unsigned request is refused, a signed press
+// resumes the run, and the message is replaced through response_url.
+func TestSlackApprovalServe(t *testing.T) {
+	var mu sync.Mutex
+	var posts, responses []string
+	slack := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/api/chat.postMessage" && r.Header.Get("Authorization") == "Bearer "+slackBotToken:
+			posts = append(posts, string(b))
+			io.WriteString(w, `{"ok":true,"channel":"C0OPS","ts":"1.2"}`)
+		case strings.HasPrefix(r.URL.Path, "/actions/"):
+			responses = append(responses, string(b))
+			io.WriteString(w, `{"ok":true}`)
+		default:
+			io.WriteString(w, `{"ok":false,"error":"invalid_auth"}`)
+		}
+	}))
+	defer slack.Close()
+	routes := approval.Routes{Default: &approval.Channel{Kind: approval.ChannelSlack,
+		Slack: &approval.SlackChannel{BotToken: "${SLACK_BOT}", SigningSecret: "${SLACK_SIGNING}", ChannelID: "C0OPS"}}}
+	c := startRoutedServer(t, gatePipeline(3600), routes, slack.URL)
+	a := do(t, "POST", c.url+"/pipelines/gate/runs", "", "application/json", `{"summary": "<!channel> now"}`)
+	var started struct {
+		RunID string `json:"run_id"`
+	}
+	_ = json.Unmarshal([]byte(a.body), &started)
+	sent := waitFor(t, "the Slack request", func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), posts...) })
+	var msg struct {
+		Text   string `json:"text"`
+		Blocks []struct {
+			Elements []struct {
+				Value string `json:"value"`
+			} `json:"elements"`
+		} `json:"blocks"`
+	}
+	if err := json.Unmarshal([]byte(sent[0]), &msg); err != nil || len(msg.Blocks) != 2 || strings.Contains(msg.Text, "<!channel>") || !strings.Contains(msg.Text, "&lt;!channel&gt;") {
+		t.Fatalf("request %s (%v)", sent[0], err)
+	}
+	approve := msg.Blocks[1].Elements[0].Value
+	payload := fmt.Sprintf(`{"type":"block_actions","user":{"id":"U1","username":"carol"},"channel":{"id":"C0OPS"},"response_url":%q,"actions":[{"action_id":"stepline_approve","value":%q}]}`,
+		slack.URL+"/actions/T1/2/x", approve)
+	body := "payload=" + url.QueryEscape(payload)
+	send := func(age time.Duration, key string) int {
+		ts := strconv.FormatInt(time.Now().Add(-age).Unix(), 10)
+		req, _ := http.NewRequest("POST", c.url+"/slack/SLACK_SIGNING", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Slack-Request-Timestamp", ts)
+		req.Header.Set("X-Slack-Signature", approval.SignSlack(key, ts, []byte(body)))
+		resp, err := testClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := send(approval.SlackMaxSkew+time.Minute, slackSigning); got != 401 {
+		t.Errorf("stale: %d", got)
+	}
+	if got := send(0, "not-the-secret"); got != 401 {
+		t.Errorf("bad signature: %d", got)
+	}
+	if run, _ := c.runner.Store.GetRun(context.Background(), started.RunID); run.Status != store.RunWaiting {
+		t.Fatalf("run %q after refused requests", run.Status)
+	}
+	if got := send(0, slackSigning); got != 200 {
+		t.Errorf("press: %d", got)
+	}
+	c.waitRun(t, started.RunID, store.RunCompleted)
+	got := waitFor(t, "the response", func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), responses...) })
+	if !strings.Contains(got[0], "Approved* by @carol (Slack)") || !strings.Contains(got[0], `"replace_original":true`) {
+		t.Errorf("responses %q", got)
+	}
 }
