@@ -39,9 +39,13 @@ type chatConfig struct {
 }
 
 // newChatConfig checks routes for AWS and maps their secrets: every
-// Telegram channel needs a webhook_secret (a Lambda cannot long-poll),
-// and every ${NAME} must be mapped in mapping.
-func newChatConfig(routes approval.Routes, mapping map[string]string) (chatConfig, error) {
+// Telegram channel human_approval declares needs a webhook_secret (a
+// Lambda cannot long-poll), and every ${NAME} must be mapped in mapping.
+// declared are the routes human_approval declares; routes may add
+// notifications.telegram's chat as the default, which, without a webhook,
+// gets requests with their link and no buttons (approval.Router's
+// WebhooksOnly).
+func newChatConfig(routes, declared approval.Routes, mapping map[string]string) (chatConfig, error) {
 	c := chatConfig{routes: routes, send: map[string]secret.Ref{}, receive: map[string]secret.Ref{}}
 	if routes.Empty() {
 		return c, nil
@@ -66,14 +70,17 @@ func newChatConfig(routes approval.Routes, mapping map[string]string) (chatConfi
 			dst[n] = ref
 		}
 	}
+	declaredBots, _ := declared.TelegramBots()
 	for _, b := range bots {
 		where := "human_approval telegram bot " + b.Name
-		if b.WebhookSecret == "" {
+		if b.WebhookSecret == "" && slices.ContainsFunc(declaredBots, func(d approval.BotConfig) bool { return d.BotToken == b.BotToken }) {
 			errs = append(errs, fmt.Errorf("%s: on AWS the HTTP API takes the bot's updates at POST /telegram/%s: give its channels a webhook_secret (a ${NAME} secret), and set the bot's webhook with it", where, b.Name))
 		}
 		add(c.send, b.BotToken, where)
-		add(c.receive, b.BotToken, where)
-		add(c.receive, b.WebhookSecret, where)
+		if b.WebhookSecret != "" {
+			add(c.receive, b.BotToken, where)
+			add(c.receive, b.WebhookSecret, where)
+		}
 	}
 	for _, a := range routes.SlackApps() {
 		add(c.receive, a.SigningSecret, "human_approval slack app "+a.Name)

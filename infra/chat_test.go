@@ -139,6 +139,8 @@ func TestChatStackErrors(t *testing.T) {
 	}{
 		{"telegram without webhook secret", "human_approval:\n  default: {channel: telegram, telegram: {bot_token: '${BOT}', chat_id: 1}}\n",
 			[]string{"human_approval telegram bot BOT: on AWS the HTTP API takes the bot's updates at POST /telegram/BOT: give its channels a webhook_secret"}},
+		{"the default from notifications.telegram, unmapped", "notifications:\n  telegram: {bot_token: '${NB}', chat_id: 1}\n",
+			[]string{`secret "NB" (used by human_approval telegram bot NB) has no mapping`}},
 		{"unmapped chat secret", "human_approval:\n  default: {channel: slack, slack: {bot_token: '${SB}', signing_secret: '${SS}', channel_id: C0AB}}\n",
 			[]string{`secret "SB" (used by human_approval slack) has no mapping`, `secret "SS" (used by human_approval slack app SS) has no mapping`}},
 	}
@@ -156,5 +158,32 @@ func TestChatStackErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestChatFromNotifications: a project with notifications.telegram only
+// deploys: its chat is the approvals' default, sent with links only (no
+// webhook, so no route and nothing for the callback function to read).
+func TestChatFromNotifications(t *testing.T) {
+	s, err := synth(t, infra.StackProps{
+		PipelineDir: writeFiles(t, map[string]string{"parent.yaml": fixturePipelines["parent.yaml"], "child.yaml": fixturePipelines["child.yaml"]}),
+		Config:      filepath.Join(writeTree(t, map[string]string{"stepline.yaml": "notifications:\n  telegram: {bot_token: '${NB}', chat_id: 1}\n"}), "stepline.yaml"),
+		Secrets:     map[string]string{"HOOK_TOKEN": "ssm:/hook", "NB": "secretsmanager:stepline/nb"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range s.of("AWS::ApiGatewayV2::Route") {
+		if k := str(r.Properties["RouteKey"]); strings.Contains(k, "telegram") || strings.Contains(k, "slack") {
+			t.Errorf("route %s", k)
+		}
+	}
+	_, cb := s.one(t, "AWS::Lambda::Function", "CallbackFunction")
+	if v := cb.Properties["Environment"].(map[string]any)["Variables"].(map[string]any); v[infra.EnvSecretRefs] != nil {
+		t.Errorf("callback SECRET_REFS = %v", v[infra.EnvSecretRefs])
+	}
+	_, ap := s.one(t, "AWS::Lambda::Function", "ApprovalFunction")
+	if v := ap.Properties["Environment"].(map[string]any)["Variables"].(map[string]any); !strings.Contains(str(v[infra.EnvSecretRefs]), "NB=secretsmanager:stepline/nb") {
+		t.Errorf("approval SECRET_REFS = %v", v[infra.EnvSecretRefs])
 	}
 }

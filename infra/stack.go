@@ -172,7 +172,7 @@ func newConfig(props *StackProps) (*config, error) {
 		}
 	}
 	if proj != nil {
-		if c.chat, err = newChatConfig(proj.ApprovalRoutes(), p.Secrets); err != nil {
+		if c.chat, err = newChatConfig(proj.ApprovalRoutes(), proj.HumanApproval, p.Secrets); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -73,7 +73,7 @@ func main() {
 	var chat *approval.Router
 	if !routes.Empty() {
 		chat = &approval.Router{Routes: routes, Service: links, BaseURL: baseURL, Secrets: secrets, Runs: st,
-			HTTP: client, TelegramAPI: os.Getenv("TELEGRAM_API_URL"), Logger: f.Log}
+			HTTP: client, TelegramAPI: os.Getenv("TELEGRAM_API_URL"), WebhooksOnly: true, Logger: f.Log}
 	}
 	h := &steprun.Handler{
 		Store: st,

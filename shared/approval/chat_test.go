@@ -500,10 +500,34 @@ func TestRoutes(t *testing.T) {
 	if _, err := r.TelegramBots(); err == nil || !strings.Contains(err.Error(), "search") {
 		t.Errorf("disagreeing secrets: %v", err)
 	}
-	if apps := r.SlackApps(); len(apps) != 1 || apps[0].ChannelID != "C1" {
+	if apps := r.SlackApps(); len(apps) != 1 || apps[0].Name != "PAY_SIGN" || strings.Join(apps[0].Channels, ",") != "C1" {
 		t.Errorf("apps %+v", apps)
 	}
 	if _, ok := (Routes{}).For("x"); ok {
 		t.Error("empty routes route")
+	}
+}
+
+// TestLongRequests: a very long request is cut, its outcome and link kept,
+// no entity cut, within the channels' bounds.
+func TestLongRequests(t *testing.T) {
+	now := t0
+	a := store.Approval{ID: "x", RunID: "run-1", Step: "s", Pipeline: "p", Message: strings.Repeat("<&>", 20000), ExpiresAt: now.Add(time.Hour),
+		Decision: store.DecisionApproved, DecidedBy: "@alice (Telegram)"}
+	text := TelegramText(a, "https://stepline.example.com/approvals/tok", now)
+	if n := len([]rune(text)); n > telegram.MaxMessageRunes {
+		t.Errorf("Telegram text of %d characters", n)
+	}
+	if !strings.Contains(text, "✅ <b>Approved</b> by @alice (Telegram)") || !strings.Contains(text, `<a href="https://stepline.example.com/approvals/tok">`) ||
+		!strings.Contains(text, telegram.TruncatedNote) || telegram.Sanitize(text) != text {
+		t.Errorf("Telegram text ends %q", text[len(text)-300:])
+	}
+	s := slackText(a, "https://stepline.example.com/approvals/tok", now)
+	if n := len([]rune(s)); n > 3000 || !strings.Contains(s, "*Approved* by @alice (Telegram)") {
+		t.Errorf("Slack text of %d characters ends %q", n, s[len(s)-200:])
+	}
+	body := s[strings.Index(s, "\n\n")+2 : strings.Index(s, "…")]
+	if strings.Count(body, "&") != strings.Count(body, "&amp;")+strings.Count(body, "&lt;")+strings.Count(body, "&gt;") {
+		t.Error("an entity was cut in the Slack text")
 	}
 }

@@ -144,19 +144,32 @@ func (r Routes) TelegramBots() ([]BotConfig, error) {
 	return out, err
 }
 
-// SlackApps lists the Slack apps of r, one per signing secret.
-func (r Routes) SlackApps() []SlackChannel {
-	var out []SlackChannel
+// AppConfig is one Slack app the routes use: the channels its approval
+// requests go to, and its signing secret.
+type AppConfig struct {
+	Name          string // the signing secret's secret name: the request URL is /slack/<Name>
+	SigningSecret string // ${NAME}
+	Channels      []string
+}
+
+// SlackApps lists the Slack apps of r, one per signing secret, in the
+// order their channels come (default first, then teams by name).
+func (r Routes) SlackApps() []AppConfig {
+	var out []AppConfig
 	r.each(func(_ string, c Channel) {
-		if c.Kind != ChannelSlack || c.Slack == nil {
+		s := c.Slack
+		if c.Kind != ChannelSlack || s == nil {
 			return
 		}
-		for _, s := range out {
-			if s.SigningSecret == c.Slack.SigningSecret {
+		for i := range out {
+			if out[i].SigningSecret == s.SigningSecret {
+				if !slices.Contains(out[i].Channels, s.ChannelID) {
+					out[i].Channels = append(out[i].Channels, s.ChannelID)
+				}
 				return
 			}
 		}
-		out = append(out, *c.Slack)
+		out = append(out, AppConfig{Name: secretName(s.SigningSecret), SigningSecret: s.SigningSecret, Channels: []string{s.ChannelID}})
 	})
 	return out
 }

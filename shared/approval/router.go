@@ -36,7 +36,11 @@ type Router struct {
 	// ones.
 	TelegramAPI string
 	SlackAPI    string
-	Logger      *slog.Logger
+	// WebhooksOnly says no process long-polls Telegram (on AWS): a
+	// Telegram channel without a webhook_secret then gets its requests
+	// without buttons, which nothing would answer; its link decides.
+	WebhooksOnly bool
+	Logger       *slog.Logger
 }
 
 func (r *Router) log() *slog.Logger {
@@ -89,6 +93,25 @@ func (r *Router) Request(ctx context.Context, a store.Approval, stage string) (s
 	return c.Kind, nil
 }
 
+// NotifyApproval sends a's request (it satisfies steprun.Notifier): the
+// approval link is logged, and the request goes to the run's team's
+// channel when one is configured.
+func (r *Router) NotifyApproval(ctx context.Context, a store.Approval, stage string) error {
+	link := r.Service.Link(r.BaseURL, a)
+	r.log().InfoContext(ctx, "approval requested", "approval", a.ID, "run", a.RunID, "step", a.Step, "pipeline", a.Pipeline,
+		"stage", stage, "link", link)
+	kind, err := r.Request(ctx, a, stage)
+	switch {
+	case errors.Is(err, ErrNoRoute):
+		return nil
+	case err != nil:
+		return err
+	case kind != "":
+		r.log().InfoContext(ctx, "approval request sent", "approval", a.ID, "channel", kind)
+	}
+	return nil
+}
+
 func (r *Router) telegram(ctx context.Context, red *secret.Redactor, t *TelegramChannel, a store.Approval, link string) error {
 	if t == nil {
 		return errors.New("telegram: no bot_token and chat_id")
@@ -97,7 +120,8 @@ func (r *Router) telegram(ctx context.Context, red *secret.Redactor, t *Telegram
 	if err != nil {
 		return fmt.Errorf("bot_token: %w", err)
 	}
-	bot := &TelegramBot{Service: r.Service, Client: &telegram.Client{Token: tok, API: r.TelegramAPI, HTTP: r.HTTP}}
+	bot := &TelegramBot{Service: r.Service, Client: &telegram.Client{Token: tok, API: r.TelegramAPI, HTTP: r.HTTP},
+		NoButtons: r.WebhooksOnly && t.WebhookSecret == ""}
 	return bot.Request(ctx, a, t.ChatID, link)
 }
 

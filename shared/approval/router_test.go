@@ -79,6 +79,17 @@ func TestRouter(t *testing.T) {
 	if len(teams) != 1 || json.Unmarshal([]byte(teams[0]), &msg) != nil || !strings.Contains(msg.Text, "https://stepline.example.com/approvals/") || !strings.Contains(msg.Text, "<script>") {
 		t.Errorf("teams %q", teams)
 	}
+	// Where nothing long-polls, a bot without a webhook gets no buttons.
+	r.WebhooksOnly = true
+	a := h.a
+	a.RunID, a.TaskToken = "run-ops", ""
+	if _, err := r.Request(ctx, a, "production"); err != nil {
+		t.Fatal(err)
+	}
+	sent := bot.Calls("sendMessage")
+	if last := sent[len(sent)-1].Params; last["reply_markup"] != nil || !strings.Contains(last["text"].(string), "/approvals/") {
+		t.Errorf("webhooks only: %v", last)
+	}
 	if _, err := (&Router{Service: h.svc}).Request(ctx, h.a, "production"); !errors.Is(err, ErrNoRoute) {
 		t.Errorf("no routes: %v", err)
 	}

@@ -139,6 +139,23 @@ func cutText(s string, n int) string {
 	return s
 }
 
+// slackCut cuts escaped text to at most n characters without cutting an
+// entity (a section's text holds 3,000).
+func slackCut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	r = r[:n]
+	if i := strings.LastIndexByte(string(r[max(len(r)-5, 0):]), '&'); i >= 0 {
+		tail := string(r[max(len(r)-5, 0):])
+		if !strings.Contains(tail[i:], ";") {
+			r = []rune(strings.TrimSuffix(string(r), tail[i:]))
+		}
+	}
+	return string(r) + "…"
+}
+
 // SlackEscape escapes text for Slack's mrkdwn: &, < and >, so that data
 // can make no link and no @channel mention.
 func SlackEscape(s string) string {
@@ -149,7 +166,7 @@ func SlackEscape(s string) string {
 func slackText(a store.Approval, link string, now time.Time) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "*Approval needed*: `%s` › `%s` (run `%s`)\n\n%s\n\n",
-		SlackEscape(a.Pipeline), SlackEscape(a.Step), SlackEscape(a.RunID), SlackEscape(cutText(a.Message, 2500)))
+		SlackEscape(a.Pipeline), SlackEscape(a.Step), SlackEscape(a.RunID), slackCut(SlackEscape(a.Message), 2500))
 	switch {
 	case a.Decision == store.DecisionApproved:
 		fmt.Fprintf(&b, ":white_check_mark: *Approved* by %s", SlackEscape(a.DecidedBy))

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
@@ -38,8 +39,11 @@ type TelegramBot struct {
 	Secret string
 	// Link returns an approval's page link for the edited message ("" or
 	// nil: none).
-	Link   func(a store.Approval) string
-	Logger *slog.Logger
+	Link func(a store.Approval) string
+	// NoButtons sends requests with their link only: nothing takes this
+	// bot's button presses.
+	NoButtons bool
+	Logger    *slog.Logger
 }
 
 func (b *TelegramBot) log() *slog.Logger {
@@ -135,36 +139,47 @@ func (b *TelegramBot) edit(ctx context.Context, m *telegram.Message, a store.App
 // (escaped: it was rendered from data), where, until when, the page link,
 // and the decision once made.
 func TelegramText(a store.Approval, link string, now time.Time) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "<b>Approval needed</b>: <code>%s</code> › <code>%s</code>\nRun <code>%s</code>\n\n%s\n\n",
-		telegram.Escape(a.Pipeline), telegram.Escape(a.Step), telegram.Escape(a.RunID), telegram.Escape(a.Message))
+	var tail strings.Builder
+	b := &tail
 	switch {
 	case a.Decision == store.DecisionApproved:
-		fmt.Fprintf(&b, "✅ <b>Approved</b> by %s", telegram.Escape(a.DecidedBy))
+		fmt.Fprintf(b, "✅ <b>Approved</b> by %s", telegram.Escape(a.DecidedBy))
 	case a.Decision == store.DecisionRejected:
-		fmt.Fprintf(&b, "❌ <b>Rejected</b> by %s", telegram.Escape(a.DecidedBy))
+		fmt.Fprintf(b, "❌ <b>Rejected</b> by %s", telegram.Escape(a.DecidedBy))
 	case !now.Before(a.ExpiresAt):
-		fmt.Fprintf(&b, "⌛ <b>Expired</b> at %s", when(a.ExpiresAt))
+		fmt.Fprintf(b, "⌛ <b>Expired</b> at %s", when(a.ExpiresAt))
 	default:
-		fmt.Fprintf(&b, "Open until %s", when(a.ExpiresAt))
+		fmt.Fprintf(b, "Open until %s", when(a.ExpiresAt))
 	}
 	if a.DecidedAt != nil {
-		fmt.Fprintf(&b, " at %s", when(*a.DecidedAt))
+		fmt.Fprintf(b, " at %s", when(*a.DecidedAt))
 	}
 	if link != "" {
-		fmt.Fprintf(&b, "\n<a href=\"%s\">Approval page</a>", telegram.Escape(link))
+		fmt.Fprintf(b, "\n<a href=\"%s\">Approval page</a>", telegram.Escape(link))
 	}
-	// Cut the request, never the outcome: the message is cut to fit only
-	// when the request is very long, and Cut keeps the tags whole.
-	return telegram.Cut(b.String(), telegram.MaxMessageRunes)
+	head := fmt.Sprintf("<b>Approval needed</b>: <code>%s</code> › <code>%s</code>\nRun <code>%s</code>\n\n",
+		telegram.Escape(cutRunes(a.Pipeline, 200)), telegram.Escape(cutRunes(a.Step, 200)), telegram.Escape(cutRunes(a.RunID, 200)))
+	// Cut the request, never the outcome or the link: the message text
+	// gets what the rest leaves, and Cut keeps its entities whole.
+	room := telegram.MaxMessageRunes - utf8.RuneCountInString(head) - utf8.RuneCountInString(tail.String()) - 2
+	return head + telegram.Cut(telegram.Escape(a.Message), max(room, 0)) + "\n\n" + tail.String()
+}
+
+// cutRunes cuts s to at most n characters.
+func cutRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n])
 }
 
 // Request sends a's approval request to chat with Approve and Reject
-// buttons (no buttons when the key cannot sign them: the link decides).
+// buttons (none with NoButtons, or when the key cannot sign them: the
+// link decides).
 func (b *TelegramBot) Request(ctx context.Context, a store.Approval, chat, link string) error {
 	var kb *telegram.Keyboard
 	ap, rj := b.Service.Signer.ChatRef(a.ID, task.Approve, chat), b.Service.Signer.ChatRef(a.ID, task.Reject, chat)
-	if ap != "" && rj != "" {
+	if ap != "" && rj != "" && !b.NoButtons {
 		kb = &telegram.Keyboard{InlineKeyboard: [][]telegram.Button{{
 			{Text: "✅ Approve", CallbackData: ap},
 			{Text: "❌ Reject", CallbackData: rj},
