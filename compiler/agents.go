@@ -72,12 +72,12 @@ func applyExecutorDefaults(f *File, p *project.Project) {
 }
 
 // applyNotificationDefaults writes the project's notifications.telegram
-// bot_token and chat_id into every telegram notification that does not
-// set them, so the pipeline carries its chat (and a reference to its bot's
+// bot_token, chat_id and teams into every telegram notification that does
+// not set them, so the pipeline carries its chat (and a reference to its bot's
 // token, never the token) wherever it runs.
 func applyNotificationDefaults(f *File, p *project.Project) {
 	d := p.Notifications.Telegram
-	if f == nil || f.Pipeline == nil || (d.BotToken == "" && d.ChatID == "") {
+	if f == nil || f.Pipeline == nil || (d.BotToken == "" && d.ChatID == "" && len(d.Teams) == 0) {
 		return
 	}
 	for i := range f.Pipeline.Notifications {
@@ -94,6 +94,17 @@ func applyNotificationDefaults(f *File, p *project.Project) {
 			}
 			if _, set := n.Config["chat_id"]; !set && d.ChatID != "" {
 				n.Config["chat_id"] = d.ChatID
+			}
+			if _, set := n.Config["teams"]; !set && len(d.Teams) > 0 {
+				teams := make(map[string]any, len(d.Teams))
+				for name, t := range d.Teams {
+					m := map[string]any{"chat_id": t.ChatID}
+					if t.BotToken != "" {
+						m["bot_token"] = t.BotToken
+					}
+					teams[name] = m
+				}
+				n.Config["teams"] = teams
 			}
 		}
 	}

@@ -27,6 +27,10 @@ func TestNotificationChannels(t *testing.T) {
 			`p.yaml:6:7: notifications.escalate: config.chat_id: ops is not a chat ID (a number such as -1001234567890, or @channelname)`}},
 		{"bad template", "    - {channel: telegram, template: '{% if %}', config: {bot_token: '${B}', chat_id: 1}}\n", []string{
 			`p.yaml:6:7: notifications.escalate: template: unterminated "if" block`}},
+		{"telegram teams", "    - {channel: telegram, config: {bot_token: '${B}', chat_id: 1, teams: {pay: {chat_id: -2, bot_token: '${PB}'}, web: {chat_id: '@web_ops'}}}}\n", nil},
+		{"telegram bad teams", "    - {channel: telegram, config: {bot_token: '${B}', chat_id: 1, teams: {pay: {chat_id: x}, web: {chat_id: 2, bot_token: tok}}}}\n", []string{
+			`p.yaml:6:7: notifications.escalate: config.teams.pay: want {chat_id: a chat ID, bot_token: an optional ${NAME}}`,
+			`p.yaml:6:7: notifications.escalate: config.teams.web.bot_token: write it as one ${NAME} secret reference: a token written out would be compiled into the state machine`}},
 		{"msteams", "    - {channel: msteams, config: {url: '${TEAMS_HOOK}'}}\n", nil},
 		{"msteams without url", "    - {channel: msteams}\n", []string{
 			`p.yaml:6:7: notifications.escalate: channel msteams needs config.url (the incoming webhook's URL, as a ${NAME} secret)`}},
@@ -52,13 +56,16 @@ func TestNotificationChannels(t *testing.T) {
 // TestTelegramDefaults: a telegram notification without bot or chat takes
 // the project's notifications.telegram; one that names them keeps its own.
 func TestTelegramDefaults(t *testing.T) {
-	proj := project.Parse("stepline.yaml", []byte("notifications:\n  telegram: {bot_token: '${OPS_BOT}', chat_id: -100777}\n"))
+	proj := project.Parse("stepline.yaml", []byte("notifications:\n  telegram: {bot_token: '${OPS_BOT}', chat_id: -100777, teams: {pay: {chat_id: '@pay_ops'}}}\n"))
 	src := chatHead + "    - {channel: telegram}\n    - {channel: telegram, config: {chat_id: '@other'}}\n"
 	f, ds := loadIn("p.yaml", []byte(src), Env{Project: proj})
 	if ds.HasErrors() {
 		t.Fatalf("diagnostics:\n%s", ds)
 	}
 	ns := f.Pipeline.Notifications[0].Notices
+	if teams, _ := ns[0].Config["teams"].(map[string]any); teams == nil || teams["pay"].(map[string]any)["chat_id"] != "@pay_ops" {
+		t.Errorf("teams %v", ns[0].Config["teams"])
+	}
 	if ns[0].Config["bot_token"] != "${OPS_BOT}" || ns[0].Config["chat_id"] != "-100777" || ns[1].Config["chat_id"] != "@other" || ns[1].Config["bot_token"] != "${OPS_BOT}" {
 		t.Errorf("notices %+v", ns)
 	}

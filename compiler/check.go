@@ -759,6 +759,21 @@ func (c *checker) checkNotification(action string, n pipeline.Notification) {
 		case !project.ChatID(chatIDText(id)):
 			c.ds.errorf(n.Pos, "%s: config.chat_id: %v is not a chat ID (a number such as -1001234567890, or @channelname)", where, id)
 		}
+		if teams, set := n.Config["teams"]; set {
+			tm, ok := teams.(map[string]any)
+			if !ok {
+				c.ds.errorf(n.Pos, "%s: config.teams: want a mapping of team to {chat_id, bot_token}", where)
+			}
+			for _, name := range sortedKeys(tm) {
+				t, _ := tm[name].(map[string]any)
+				switch tok, set := t["bot_token"]; {
+				case t == nil || !project.ChatID(chatIDText(t["chat_id"])):
+					c.ds.errorf(n.Pos, "%s: config.teams.%s: want {chat_id: a chat ID, bot_token: an optional ${NAME}}", where, name)
+				case set && !wholeSecretRE.MatchString(fmt.Sprint(tok)):
+					c.ds.errorf(n.Pos, "%s: config.teams.%s.bot_token: write it as one ${NAME} secret reference: a token written out would be compiled into the state machine", where, name)
+				}
+			}
+		}
 	case pipeline.ChannelMSTeams:
 		switch u := str("url"); {
 		case u == "":

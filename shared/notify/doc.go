@@ -23,7 +23,9 @@
 //   - telegram: the Bot API's sendMessage to config.chat_id (a number, or
 //     an @channel name) as the bot of config.bot_token (a ${NAME} secret;
 //     the compiler fills both from stepline.yaml's notifications.telegram
-//     when the pipeline leaves them out). The message is Telegram HTML: the
+//     when the pipeline leaves them out). config.teams.<team> {chat_id,
+//     bot_token} sends a run of that team elsewhere (also filled from
+//     stepline.yaml's notifications.telegram.teams). The message is Telegram HTML: the
 //     template is the author's markup, and every value it pastes is
 //     escaped first (package telegram's EscapeData), so event and model
 //     text is shown as text and can open no tag or link. The result is

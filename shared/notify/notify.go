@@ -187,6 +187,11 @@ func (d *Dispatcher) Fire(ctx context.Context, p task.Pipeline, action string, d
 func (d *Dispatcher) deliver(ctx context.Context, p task.Pipeline, action string, n pipeline.Notification, b map[string]any, muted bool, runID string) (dl Delivery) {
 	start := d.now()
 	dl = Delivery{Pipeline: p.Name, RunID: runID, Action: action, Channel: n.Channel, Via: n.Channel, Muted: muted, Target: target(n), At: start}
+	team, _ := b["team"].(string)
+	if n.Channel == pipeline.ChannelTelegram {
+		_, chat := telegramTarget(n.Config, team)
+		dl.Target = "chat " + chat
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			dl.Err = fmt.Errorf("notification %s/%s: panic: %v", action, n.Channel, r)
@@ -233,7 +238,7 @@ func (d *Dispatcher) deliver(ctx context.Context, p task.Pipeline, action string
 	case pipeline.ChannelSNS:
 		err = d.sns(cctx, p, action, n.Config, msg)
 	case pipeline.ChannelTelegram:
-		err = d.telegram(cctx, red, n.Config, msg)
+		err = d.telegram(cctx, red, n.Config, team, msg)
 	case pipeline.ChannelMSTeams:
 		dl.Status, err = d.msteams(cctx, red, n.Config, msg)
 	default:
@@ -254,8 +259,6 @@ func target(n pipeline.Notification) string {
 	switch n.Channel {
 	case pipeline.ChannelWebhook, pipeline.ChannelSlack, pipeline.ChannelMSTeams:
 		return str("url")
-	case pipeline.ChannelTelegram:
-		return "chat " + ChatID(n.Config["chat_id"])
 	case pipeline.ChannelSNS:
 		return str("topic_arn")
 	case pipeline.ChannelLog:
@@ -351,14 +354,33 @@ func ChatID(v any) string {
 	return ""
 }
 
+// telegramTarget returns the bot (a ${NAME} reference) and chat a
+// telegram notification of a run of team goes to: config.teams.<team>'s
+// chat_id and bot_token when it names them, else config's.
+func telegramTarget(cfg map[string]any, team string) (bot, chat string) {
+	bot, _ = cfg["bot_token"].(string)
+	chat = ChatID(cfg["chat_id"])
+	if teams, _ := cfg["teams"].(map[string]any); team != "" && teams != nil {
+		if t, ok := teams[team].(map[string]any); ok {
+			if b, _ := t["bot_token"].(string); b != "" {
+				bot = b
+			}
+			if c := ChatID(t["chat_id"]); c != "" {
+				chat = c
+			}
+		}
+	}
+	return bot, chat
+}
+
 // telegram sends msg (Telegram HTML) with sendMessage to config.chat_id as
-// the bot of config.bot_token, a ${NAME} secret.
-func (d *Dispatcher) telegram(ctx context.Context, red *secret.Redactor, cfg map[string]any, msg string) error {
-	ref, _ := cfg["bot_token"].(string)
+// the bot of config.bot_token, a ${NAME} secret, or to the run's team's
+// chat and bot under config.teams.
+func (d *Dispatcher) telegram(ctx context.Context, red *secret.Redactor, cfg map[string]any, team, msg string) error {
+	ref, chat := telegramTarget(cfg, team)
 	if ref == "" {
 		return errors.New("config.bot_token is missing")
 	}
-	chat := ChatID(cfg["chat_id"])
 	if chat == "" {
 		return errors.New("config.chat_id is missing")
 	}

@@ -101,3 +101,41 @@ func TestMSTeams(t *testing.T) {
 		t.Errorf("requests %+v", reqs)
 	}
 }
+
+// TestTelegramTeams: a run of a team with its own chat goes there (with
+// its own bot when it names one); other teams go to the default chat.
+func TestTelegramTeams(t *testing.T) {
+	const payBot = "5252:AAE-payments-bot-token-77aa"
+	bot := telegramtest.New(t, botToken)
+	pay := telegramtest.New(t, payBot)
+	cfg := map[string]any{"bot_token": "${TELEGRAM_BOT_TOKEN}", "chat_id": -100, "teams": map[string]any{
+		"checkout": map[string]any{"chat_id": -200},
+		"payments": map[string]any{"chat_id": "@payments_ops", "bot_token": "${PAY_BOT}"},
+	}}
+	n := pipeline.Notification{Channel: "telegram", Template: "team: {{ team }}", Config: cfg}
+	for _, tt := range []struct{ team, chat string }{{"checkout", "-200"}, {"search", "-100"}, {"", "-100"}, {"payments", "@payments_ops"}} {
+		api := bot.URL
+		if tt.team == "payments" {
+			api = pay.URL
+		}
+		d := &Dispatcher{Secrets: env(map[string]string{"TELEGRAM_BOT_TOKEN": botToken, "PAY_BOT": payBot}), Logger: quietLogger(&bytes.Buffer{}), TelegramAPI: api}
+		c := escalation()
+		c.Trigger = []byte(`{"team": "` + tt.team + `"}`)
+		ds := d.Fire(context.Background(), triagePipeline(pipeline.StageProduction, n), "escalate", c)
+		if len(ds) != 1 || ds[0].Err != nil || ds[0].Target != "chat "+tt.chat {
+			t.Errorf("team %q: %+v", tt.team, ds)
+		}
+	}
+	chats := func(b *telegramtest.Bot) (out []string) {
+		for _, c := range b.Calls("sendMessage") {
+			out = append(out, c.Params["chat_id"].(string))
+		}
+		return out
+	}
+	if got := strings.Join(chats(bot), ","); got != "-200,-100,-100" {
+		t.Errorf("default bot sent to %s", got)
+	}
+	if got := strings.Join(chats(pay), ","); got != "@payments_ops" {
+		t.Errorf("payments bot sent to %s", got)
+	}
+}

@@ -27,6 +27,15 @@ type Notifications struct {
 type TelegramDefaults struct {
 	BotToken string // a ${NAME} reference, or ""
 	ChatID   string // or ""
+	// Teams send the runs of a team to its own chat (and bot, when it
+	// names one): notifications.telegram.teams.<team>.
+	Teams map[string]TelegramTeam
+}
+
+// TelegramTeam is notifications.telegram.teams.<team>.
+type TelegramTeam struct {
+	BotToken string // a ${NAME} reference, or "": the default bot
+	ChatID   string
 }
 
 var (
@@ -78,9 +87,59 @@ func (d *decoder) notifications(n *yaml.Node) {
 				t.ChatID, _ = d.chatID(f.Value, key)
 			case "team":
 				d.fail(f.KeyAt, "%s: the reference's /run chat command is not part of Stepline: start runs with stepline serve's POST /pipelines/{name}/runs or a webhook", key)
+			case "teams":
+				d.telegramTeams(f.Value, t)
 			default:
-				d.unknown(f, "notifications.telegram", []string{"bot_token", "chat_id"})
+				d.unknown(f, "notifications.telegram", []string{"bot_token", "chat_id", "teams"})
 			}
+		}
+	}
+}
+
+// telegramTeams reads notifications.telegram.teams: <team>: {chat_id,
+// bot_token}.
+func (d *decoder) telegramTeams(n *yaml.Node, t *TelegramDefaults) {
+	ts, ok := d.r.Mapping(n, "notifications.telegram.teams")
+	if !ok {
+		return
+	}
+	if len(ts) > MaxTeams {
+		d.fail(n, "notifications.telegram.teams: %d teams, more than %d", len(ts), MaxTeams)
+		return
+	}
+	for _, e := range ts {
+		where := "notifications.telegram.teams." + e.Key
+		if !teamNameRE.MatchString(e.Key) {
+			d.fail(e.KeyAt, "%s: %q is not a team name (letters, digits, _ . -, at most 63)", where, e.Key)
+			continue
+		}
+		fs, ok := d.r.Mapping(e.Value, where)
+		if !ok {
+			continue
+		}
+		var team TelegramTeam
+		good := true
+		for _, f := range fs {
+			switch f.Key {
+			case "bot_token":
+				team.BotToken, ok = d.secretRef(f.Value, where+".bot_token", false)
+			case "chat_id":
+				team.ChatID, ok = d.chatID(f.Value, where+".chat_id")
+			default:
+				d.unknown(f, where, []string{"chat_id", "bot_token"})
+				ok = false
+			}
+			good = good && ok
+		}
+		if good && team.ChatID == "" {
+			d.fail(e.KeyAt, "%s: chat_id: required", where)
+			good = false
+		}
+		if good {
+			if t.Teams == nil {
+				t.Teams = map[string]TelegramTeam{}
+			}
+			t.Teams[e.Key] = team
 		}
 	}
 }

@@ -27,7 +27,7 @@ human_approval:
 	if len(p.Diagnostics) != 0 {
 		t.Fatalf("diagnostics:\n%s", p.Diagnostics)
 	}
-	if p.Notifications.Telegram != (TelegramDefaults{BotToken: "${OPS_BOT}", ChatID: "-1001234567890"}) {
+	if !reflect.DeepEqual(p.Notifications.Telegram, TelegramDefaults{BotToken: "${OPS_BOT}", ChatID: "-1001234567890"}) {
 		t.Errorf("notifications %+v", p.Notifications)
 	}
 	want := approval.Routes{
@@ -39,6 +39,10 @@ human_approval:
 	}
 	if got := p.ApprovalRoutes(); !reflect.DeepEqual(got, want) {
 		t.Errorf("routes %+v", got)
+	}
+	p = Parse("stepline.yaml", []byte("notifications:\n  telegram:\n    bot_token: '${B}'\n    chat_id: 1\n    teams:\n      pay: {chat_id: '@pay_ops', bot_token: '${PB}'}\n      web: {chat_id: -5}\n"))
+	if len(p.Diagnostics) != 0 || !reflect.DeepEqual(p.Notifications.Telegram.Teams, map[string]TelegramTeam{"pay": {BotToken: "${PB}", ChatID: "@pay_ops"}, "web": {ChatID: "-5"}}) {
+		t.Errorf("teams %+v %s", p.Notifications.Telegram.Teams, p.Diagnostics)
 	}
 	// Without human_approval.default, notifications.telegram is the default.
 	p = Parse("stepline.yaml", []byte("notifications:\n  telegram: {bot_token: '${B}', chat_id: 42}\n"))
@@ -62,6 +66,10 @@ func TestChatConfigErrors(t *testing.T) {
 			`stepline.yaml:2:14: notifications.telegram.team: the reference's /run chat command is not part of Stepline: start runs with stepline serve's POST /pipelines/{name}/runs or a webhook`}},
 		{"unknown notification channel", "notifications:\n  telegrm: {}\n", []string{
 			`stepline.yaml:2:3: notifications: unknown field "telegrm" (did you mean "telegram"?) (fields: telegram)`}},
+		{"team without chat", "notifications:\n  telegram:\n    teams:\n      pay: {bot_token: '${PB}'}\n", []string{
+			`stepline.yaml:4:7: notifications.telegram.teams.pay: chat_id: required`}},
+		{"team with a literal token", "notifications:\n  telegram:\n    teams:\n      pay: {chat_id: 1, bot_token: 'x'}\n", []string{
+			`stepline.yaml:4:36: notifications.telegram.teams.pay.bot_token: write it as one ${NAME} secret reference: a value written out would be compiled into the state machine`}},
 		{"unknown channel", "human_approval:\n  default: {channel: telegrm}\n", []string{
 			`stepline.yaml:2:22: human_approval.default.channel: unknown channel "telegrm" (did you mean "telegram"?) (channels: telegram, slack, msteams)`}},
 		{"no channel", "human_approval:\n  default: {telegram: {}}\n", []string{

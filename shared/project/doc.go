@@ -72,8 +72,10 @@
 //
 // notifications.telegram (bot_token: one ${NAME}, chat_id: a number or
 // @channelname) is the bot and chat of a pipeline's `channel: telegram`
-// notifications that name neither: the compiler writes them into the
-// pipeline, so they travel with it (references only) wherever it runs.
+// notifications that name neither, and notifications.telegram.teams.<team>
+// {chat_id, bot_token (optional)} the chat of a team's runs: the compiler
+// writes them into the pipeline, so they travel with it (references only)
+// wherever it runs.
 //
 // human_approval routes approval requests as the reference does: the
 // run's team's channel under teams.<team>, else default, else
