@@ -1,17 +1,19 @@
 package approval
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 
-	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/store"
-	"github.com/stepline/stepline/shared/task"
 	"github.com/stepline/stepline/shared/telegram"
 )
 
@@ -137,25 +139,46 @@ func (r *Router) slack(ctx context.Context, red *secret.Redactor, s *SlackChanne
 	return app.Request(ctx, a, s.ChannelID, link)
 }
 
-// msteams posts the request with its link to the Teams webhook, through
-// the notification channel of the same name.
+// msteams posts {"text": request and link} to the Teams incoming webhook
+// (its URL a ${NAME} secret: the URL is the credential).
 func (r *Router) msteams(ctx context.Context, red *secret.Redactor, m *TeamsChannel, a store.Approval, link string) error {
-	if m == nil {
+	if m == nil || m.WebhookURL == "" {
 		return errors.New("msteams: no webhook_url")
 	}
-	d := &notify.Dispatcher{HTTP: r.HTTP, Secrets: red, Logger: r.log()}
-	p := task.Pipeline{Name: a.Pipeline, Stage: pipeline.StageProduction, Notifications: []pipeline.Action{{
-		Name: "approval",
-		Notices: []pipeline.Notification{{Channel: pipeline.ChannelMSTeams, Config: map[string]any{"url": m.WebhookURL},
-			Template: "{{ pipeline_name }} run {{ pipeline_run_id }} waits for approval at step {{ current_step }}:\n\n{{ approval_message }}\n\nApprove or reject: {{ approval_url }} (open until {{ approval_expires_at }})"}},
-	}}}
-	ds := d.Fire(ctx, p, "approval", notify.Context{RunID: a.RunID, CurrentStep: a.Step, Extra: map[string]any{
-		"approval_message": a.Message, "approval_url": link, "approval_expires_at": when(a.ExpiresAt),
-	}})
-	for _, dl := range ds {
-		if dl.Err != nil {
-			return dl.Err
+	u, err := secret.Expand(ctx, red, m.WebhookURL)
+	if err != nil {
+		return fmt.Errorf("webhook_url: %w", err)
+	}
+	if pu, err := url.Parse(u); err != nil || pu.Scheme != "https" || pu.Host == "" {
+		return errors.New("webhook_url is not an absolute https URL")
+	}
+	text := fmt.Sprintf("%s run %s waits for approval at step %s:\n\n%s\n\nApprove or reject: %s (open until %s)",
+		a.Pipeline, a.RunID, a.Step, cutText(a.Message, 20000), link, when(a.ExpiresAt))
+	body, err := json.Marshal(map[string]string{"text": text})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return errors.New("webhook_url: bad request URL")
+	}
+	req.Header.Set("Content-Type", "application/json")
+	hc := r.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // not the URL, the credential
 		}
+		return fmt.Errorf("msteams: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("msteams: the webhook answered %s", resp.Status)
 	}
 	return nil
 }

@@ -26,7 +26,11 @@ func TestRouter(t *testing.T) {
 	slack := newFakeSlack(t, "xoxb-router-slack-token")
 	var mu sync.Mutex
 	var teams []string
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hook := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/missing" {
+			http.Error(w, "no such workflow "+r.URL.RawQuery, http.StatusNotFound)
+			return
+		}
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		teams = append(teams, string(b))
@@ -44,7 +48,7 @@ func TestRouter(t *testing.T) {
 		},
 	}
 	r := &Router{Routes: routes, Service: h.svc, BaseURL: "https://stepline.example.com", Runs: h.st, Logger: h.svc.Logger,
-		Secrets: secret.Env(func(k string) string { return env[k] }), TelegramAPI: bot.URL, SlackAPI: slack.URL + "/api"}
+		Secrets: secret.Env(func(k string) string { return env[k] }), TelegramAPI: bot.URL, SlackAPI: slack.URL + "/api", HTTP: hook.Client()}
 	for id, team := range map[string]string{"run-ops": "", "run-pay": "payments", "run-search": "search", "run-broken": "broken", "run-other": "nobody"} {
 		if err := h.st.CreateRun(ctx, store.Run{ID: id, Pipeline: "p", Status: store.RunWaiting, Team: team, StartedAt: t0}); err != nil {
 			t.Fatal(err)
@@ -89,6 +93,17 @@ func TestRouter(t *testing.T) {
 	sent := bot.Calls("sendMessage")
 	if last := sent[len(sent)-1].Params; last["reply_markup"] != nil || !strings.Contains(last["text"].(string), "/approvals/") {
 		t.Errorf("webhooks only: %v", last)
+	}
+	// A Teams URL that is not https, and one that answers an error: the
+	// error names neither URL.
+	env["SEARCH_HOOK"] = "http://teams.example.com/hook?sig=s3cr3t"
+	a.RunID = "run-search"
+	if _, err := r.Request(ctx, a, "production"); err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "https") {
+		t.Errorf("http Teams URL: %v", err)
+	}
+	env["SEARCH_HOOK"] = hook.URL + "/missing?sig=s3cr3t"
+	if _, err := r.Request(ctx, a, "production"); err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "404") {
+		t.Errorf("refused by Teams: %v", err)
 	}
 	if _, err := (&Router{Service: h.svc}).Request(ctx, h.a, "production"); !errors.Is(err, ErrNoRoute) {
 		t.Errorf("no routes: %v", err)
