@@ -264,7 +264,8 @@ func TestTelegramWebhook(t *testing.T) {
 		{"wrong secret", hookToken + "x", update(ap), 401},
 		{"secret prefix", hookToken[:len(hookToken)-1], update(ap), 401},
 		{"not JSON", hookToken, "{", 400},
-		{"too large", hookToken, `{"update_id":1,"x":"` + strings.Repeat("a", telegram.MaxUpdateBytes) + `"}`, 413},
+		{"at the size bound", hookToken, sized(telegram.MaxUpdateBytes), 200},
+		{"a byte over the size bound", hookToken, sized(telegram.MaxUpdateBytes + 1), 413},
 		{"not a button", hookToken, `{"update_id":3,"message":{"message_id":1,"chat":{"id":1},"text":"/start"}}`, 200},
 	}
 	for _, tt := range tests {
@@ -293,6 +294,12 @@ func TestTelegramWebhook(t *testing.T) {
 	if got := post("", update(ap)); got != 401 {
 		t.Errorf("no secret configured: %d", got)
 	}
+}
+
+// sized is an update (no button press) of exactly n bytes.
+func sized(n int) string {
+	const head, tail = `{"update_id":7,"message":{"message_id":1,"chat":{"id":1},"text":"`, `"}}`
+	return head + strings.Repeat("a", n-len(head)-len(tail)) + tail
 }
 
 func TestTelegramPoll(t *testing.T) {
@@ -470,6 +477,17 @@ func TestSlackApp(t *testing.T) {
 	if len(r) != 3 || !strings.Contains(r[0], answerWrong) || !strings.Contains(r[1], `"replace_original":true`) || !strings.Contains(r[1], "Approved* by @bob (Slack)") ||
 		!strings.Contains(r[2], "Already decided: approved by @bob (Slack)") || !strings.Contains(r[2], `"ephemeral"`) {
 		t.Errorf("responses %q", r)
+	}
+	// The body's bound: a press padded to it is read, one byte more is 413.
+	padded := func(n int) []byte {
+		b := append([]byte(nil), good...)
+		return append(b, []byte("&pad="+strings.Repeat("x", n-len(b)-5))...)
+	}
+	if got := send(padded(MaxSlackBodyBytes), 0, signing); got != 200 {
+		t.Errorf("at the bound: %d", got)
+	}
+	if got := send(padded(MaxSlackBodyBytes+1), 0, signing); got != 413 {
+		t.Errorf("over the bound: %d", got)
 	}
 	// A response_url elsewhere than Slack's hooks gets nothing.
 	app.ResponseURL = "https://hooks.slack.com/"

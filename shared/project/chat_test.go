@@ -1,6 +1,7 @@
 package project
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -100,5 +101,28 @@ func TestChatConfigErrors(t *testing.T) {
 				t.Errorf("diagnostics:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
 		})
+	}
+}
+
+// TestChatTeamsBound: at most MaxTeams teams, in human_approval and in
+// notifications.telegram.
+func TestChatTeamsBound(t *testing.T) {
+	teams := func(n int, entry string) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "    t%d: %s\n", i, entry)
+		}
+		return b.String()
+	}
+	for _, n := range []int{MaxTeams, MaxTeams + 1} {
+		for _, src := range []string{
+			"human_approval:\n  teams:\n" + teams(n, "{channel: msteams, msteams: {webhook_url: '${H}'}}"),
+			"notifications:\n  telegram:\n   teams:\n" + strings.ReplaceAll(teams(n, "{chat_id: 1}"), "    t", "     t"),
+		} {
+			p := Parse("stepline.yaml", []byte(src))
+			if got := p.Diagnostics.HasErrors(); got != (n > MaxTeams) {
+				t.Errorf("%d teams: errors %v:\n%s", n, got, p.Diagnostics)
+			}
+		}
 	}
 }
