@@ -107,6 +107,8 @@ var documented = map[string]struct {
 	"grounding.timeout_seconds":            {"1", "800", false, true, "1..800"},
 	"grounding.max_trace_chars":            {"1", "1000000", false, true, "1..1000000"},
 	"deterministic_checks.timeout_seconds": {"1", "99999999", false, true, "1..99999999"},
+	"calibration.bin_width":                {"0", "1", true, false, "above 0, up to 1"},
+	"calibration.n_min":                    {"1", "5000", false, true, "1..5000"},
 }
 
 // numericFields places every numeric field of the format in a pipeline:
@@ -144,6 +146,8 @@ var numericFields = []struct {
 	{"grounding.timeout_seconds", `step "a"`, "name: p\nsteps:\n  - {name: a, executor: scripted, grounding: {timeout_seconds: %s}}\n"},
 	{"grounding.max_trace_chars", `step "a"`, "name: p\nsteps:\n  - {name: a, executor: scripted, grounding: {max_trace_chars: %s}}\n"},
 	{"deterministic_checks.timeout_seconds", `step "a"`, "name: p\nsteps:\n  - {name: a, executor: scripted, deterministic_checks: [{name: c, type: human, timeout_seconds: %s}]}\n"},
+	{"calibration.bin_width", `step "a"`, "name: p\nsteps:\n  - {name: a, executor: scripted, calibration: {bin_width: %s}}\n"},
+	{"calibration.n_min", `step "a"`, "name: p\nsteps:\n  - {name: a, executor: scripted, calibration: {n_min: %s}}\n"},
 }
 
 // unit is how far "just below" and "just above" a bound are: 1 for whole
@@ -202,6 +206,10 @@ func TestNumberRanges(t *testing.T) {
 			cases = append(cases, struct{ name, value, want string }{"at the low bound", r.lo, ""})
 		}
 		for _, c := range cases {
+			if nf.field == "calibration.bin_width" && c.name == "just below the high bound" {
+				// In range, but 0.99 does not divide 1 (checkCalibration).
+				c.want = fmt.Sprintf("p.yaml:%d:%d: %scalibration.bin_width: 0.99 does not divide 1: the bins must tile 0..1 (0.05, 0.1, 0.2, 0.25, 0.5 and 1 do)", line, col, prefix)
+			}
 			t.Run(nf.where+" "+nf.field+"/"+c.name, func(t *testing.T) {
 				src := []byte(fmt.Sprintf(nf.src, c.value))
 				_, ds := Load("p.yaml", src)
@@ -319,6 +327,8 @@ func TestNumberRangesMatchSchema(t *testing.T) {
 		"/definitions/grounding/properties/timeout_seconds":                            {"grounding.timeout_seconds"},
 		"/definitions/grounding/properties/max_trace_chars":                            {"grounding.max_trace_chars"},
 		"/definitions/deterministicCheck/properties/timeout_seconds":                   {"deterministic_checks.timeout_seconds"},
+		"/definitions/calibration/properties/bin_width":                                {"calibration.bin_width"},
+		"/definitions/calibration/properties/n_min":                                    {"calibration.n_min"},
 	}
 	var schema any
 	if err := json.Unmarshal(Schema(), &schema); err != nil {

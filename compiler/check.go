@@ -233,6 +233,7 @@ func (c *checker) checkStep(s *pipeline.Step) {
 	}
 	c.checkVerifier(where, s.Executor, s.Verifier)
 	c.checkTrust(where, s)
+	c.checkCalibration(where, s)
 	if w := s.OnFailure.Webhook; w != nil {
 		c.checkTemplate(where, "on_failure.webhook.url", w.URL, w.Pos)
 		for _, v := range w.Headers {

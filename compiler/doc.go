@@ -143,6 +143,8 @@
 //	grounding.max_trace_chars           1..1000000              characters of each trace event the judge reads
 //	deterministic_checks.timeout_seconds 1..99999999            a human check waits in a Task of its own;
 //	                                                            webhook and shell checks count in the 800 s
+//	calibration.bin_width               above 0, up to 1        and it must divide 1: the bins tile 0..1
+//	calibration.n_min                   1..5000                 a bucket read keeps its newest 5000 executions
 //	trigger.match operands              any finite number
 //
 // Whole-number fields take whole numbers only; a fraction there, or a
@@ -231,6 +233,16 @@
 // parser) over its result: response (webhook: status_code, body,
 // headers) or result and exit_code (shell); the checker refuses other
 // names and any expression the when: lowering refuses.
+//
+// A sequential step's calibration block (enforce, bin_width, n_min,
+// on_uncalibrated; defaults off, 0.1, 20, proceed) adds no state either:
+// it rides in the step's static configuration, and the step's Task looks
+// its bucket up in the store (package steprun). The checker refuses it on
+// human and pipeline steps and a bin_width that does not divide 1, the
+// schema in branches and fan-outs, and it warns that enforce with
+// on_uncalibrated: escalate escalates every run until the step's bin has
+// n_min labelled executions (on a fresh install, and after any change of
+// model, prompt or agent version, which starts a new bucket).
 //
 // Static strings (the step configurations, vars, notifications) go
 // through one encoder, asl.Literal: a string that begins with {% or ends

@@ -373,6 +373,11 @@ var numRanges = map[string]numRange{
 	"grounding.timeout_seconds":            {lo: 1, hi: maxSettleSeconds, whole: true},
 	"grounding.max_trace_chars":            {lo: 1, hi: 1000000, whole: true},
 	"deterministic_checks.timeout_seconds": {lo: 1, hi: maxTaskSeconds, whole: true},
+	// A bin must hold samples (above 0) and 1/bin_width bins must tile
+	// 0..1 (checked too: checkCalibration); a bucket read keeps its newest
+	// store.MaxBucketSamples samples, so a bin never holds more than that.
+	"calibration.bin_width": {lo: 0, loOpen: true, hi: 1},
+	"calibration.n_min":     {lo: 1, hi: 5000, whole: true},
 }
 
 // decoder builds the model. Values of the wrong type are the schema's to
@@ -898,6 +903,8 @@ func (d *decoder) step(n *yaml.Node) *pipeline.Step {
 			s.Grounding = d.grounding(v)
 		case "deterministic_checks":
 			s.Checks = d.checks(v)
+		case "calibration":
+			s.Calibration = d.calibration(v)
 		}
 	}
 	return s
@@ -939,6 +946,38 @@ func (d *decoder) grounding(n *yaml.Node) *pipeline.Grounding {
 		}
 	}
 	return g
+}
+
+// calibration decodes a step's calibration: block, with the reference's
+// defaults (not enforced, bins of 0.1, 20 labelled executions to
+// validate a bin, proceed when uncalibrated).
+func (d *decoder) calibration(n *yaml.Node) *pipeline.Calibration {
+	n = resolve(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	fs, ps := d.fields(n)
+	c := &pipeline.Calibration{Pos: d.f.pos(n), Fields: fs, BinWidth: pipeline.DefaultCalibrationBinWidth,
+		NMin: pipeline.DefaultCalibrationNMin, OnUncalibrated: pipeline.DefaultCalibrationOnUncalibrated}
+	for _, kv := range ps {
+		switch kv[0].Value {
+		case "enforce":
+			c.Enforce, _ = d.boolean(kv[1])
+		case "bin_width":
+			if v, ok := d.number(kv[1], "calibration.bin_width"); ok {
+				c.BinWidth = v
+			}
+		case "n_min":
+			if i, ok := d.whole(kv[1], "calibration.n_min"); ok {
+				c.NMin = i
+			}
+		case "on_uncalibrated":
+			if s, ok := d.str(kv[1]); ok {
+				c.OnUncalibrated = s
+			}
+		}
+	}
+	return c
 }
 
 // checks decodes a step's deterministic_checks: list. expect takes the

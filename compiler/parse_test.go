@@ -203,8 +203,8 @@ func TestErrors(t *testing.T) {
 		{"unknown step field", head + "  - name: a\n    executor: scripted\n    promt_template: hi\n", []string{
 			`p.yaml:5:5: step "a": unknown field "promt_template" (did you mean "prompt_template"?)`,
 		}},
-		{"unsupported field", head + "  - name: a\n    executor: scripted\n    calibration: {enforce: true}\n", []string{
-			`p.yaml:5:5: step "a": unknown field "calibration": calibration gates are not supported`,
+		{"unsupported field", head + "  - name: a\n    executor: scripted\n    include_approx_cost: true\n", []string{
+			`p.yaml:5:5: step "a": unknown field "include_approx_cost": per-step include_approx_cost is not supported; set it on budget`,
 		}},
 		{"unknown field in retry", head + "  - name: a\n    executor: scripted\n    retry: {attempt: 3}\n", []string{
 			`p.yaml:5:13: step "a": unknown field "attempt" in retry (did you mean "attempts"?)`,

@@ -56,7 +56,7 @@ func keys(m map[string]any) []string {
 // unsupported names fields of the format Stepline was modelled on that
 // Stepline does not implement, so that their authors get a clear answer.
 var unsupported = map[string]string{
-	"calibration":         "calibration gates are not supported",
+	"calibration":         "calibration belongs to sequential steps",
 	"readiness":           "readiness criteria are not supported",
 	"include_approx_cost": "per-step include_approx_cost is not supported; set it on budget",
 	"use":                 "use: names a library step in a steps entry, a parallel branch or a fan_out",
@@ -248,6 +248,8 @@ func knownFields(rest []string, where string) []string {
 			kind = "verifier"
 		case "grounding":
 			kind = "grounding"
+		case "calibration":
+			kind = "calibration"
 		case "trigger":
 			if len(rest) == 1 && where == "" {
 				kind = "trigger"

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/stepline/stepline/compiler/when"
@@ -74,6 +76,31 @@ func (c *checker) checkTrust(where string, s *pipeline.Step) {
 	enforced := len(s.Checks) > 0 || (s.Grounding != nil && s.Grounding.Enforce)
 	if v := s.Verifier; v != nil && enforced && (v.Mode == pipeline.ModeCritic || v.Mode == "reviewer") {
 		c.ds.warnf(fieldPos(v.Fields, "mode", v.Pos), "%s: a critic verifier on a gate that enforces grounding or deterministic checks: a critic grades the answer it is shown and tends to agree with it, so its score adds little to the enforced signals; use mode: independent for a second opinion of its own", where)
+	}
+}
+
+// checkCalibration checks a step's calibration block: a step whose
+// answer a model or a webhook gives, bins that tile 0..1, and a warning
+// for the fresh-install behaviour of enforce with on_uncalibrated:
+// escalate.
+func (c *checker) checkCalibration(where string, s *pipeline.Step) {
+	cal := s.Calibration
+	if cal == nil {
+		return
+	}
+	if s.Executor == pipeline.ExecHuman || s.Executor == pipeline.ExecPipeline {
+		c.ds.errorf(fieldPos(s.Fields, "calibration", s.Pos), "%s: calibration weighs an answer a model or a webhook gave; a %s step's outcome is decided by its %s", where, s.Executor,
+			map[string]string{pipeline.ExecHuman: "approver", pipeline.ExecPipeline: "sub-pipeline"}[s.Executor])
+		return
+	}
+	if w := cal.BinWidth; w > 0 && w <= 1 {
+		n := 1 / w
+		if math.Abs(n-math.Round(n)) > 1e-9*n {
+			c.ds.errorf(fieldPos(cal.Fields, "bin_width", cal.Pos), "%s: calibration.bin_width: %s does not divide 1: the bins must tile 0..1 (0.05, 0.1, 0.2, 0.25, 0.5 and 1 do)", where, strconv.FormatFloat(w, 'f', -1, 64))
+		}
+	}
+	if cal.Enforce && cal.OnUncalibrated == pipeline.UncalibratedEscalate {
+		c.ds.warnf(fieldPos(cal.Fields, "on_uncalibrated", cal.Pos), "%s: calibration enforces with on_uncalibrated: escalate, so every run escalates at this step until its bin holds %d labelled executions of the current configuration (a fresh install, or a changed model, prompt or agent, has none): give feedback on escalated runs (stepline feedback) to build the history, or use on_uncalibrated: proceed until it exists", where, cal.NMin)
 	}
 }
 

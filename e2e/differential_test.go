@@ -62,8 +62,9 @@ var scenarioWants = map[string]store.RunStatus{
 // makes n model calls runs in n Tasks (one more when a verifier is left
 // to the Task after the answer). A step's retried Task is no new Task.
 var agentTasks = map[string]map[string]int{
-	// five model calls: four tool-calling turns and the answer
-	"example-sre-investigation": {"investigate": 5},
+	// five model calls (four tool-calling turns and the answer), then the
+	// grounding judge and the webhook check in a Task of their own
+	"example-sre-investigation": {"investigate": 6},
 	// four model calls (and one failed call, retried), then the verifier
 	"agent-turns": {"investigate": 5},
 }
@@ -200,7 +201,8 @@ func runDifferential(t *testing.T, h *Harness, sc Scenario) {
 // checkAgentTasks checks that each agent step of agentTasks ran in the
 // box in the Tasks it names, and that every Task but the last handed the
 // conversation back through the artifact bucket: turn-<n>.json of the
-// step's kept conversation for n = 1 … Tasks-1 (one model call each), no
+// step's kept conversation for n = 1 … Tasks-1 (one model call each; a
+// last Task that verifies, grounds or checks makes none), no
 // turn-<Tasks>.json, and latest.json.
 func checkAgentTasks(t *testing.T, h *Harness, scenario string, side Side) {
 	t.Helper()

@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/stepline/stepline/shared/agent"
+	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/project"
 )
 
@@ -47,6 +48,8 @@ var secretRef = regexp.MustCompile(`\$?\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 //	           executor_config.url      = <fake>/s/<id>/h/<key>
 //	human, pipeline                     unchanged
 //
+// A grounding judge's key is "<key>:grounding" (see rewriter.judge) and
+// a webhook check's url is <fake>/s/<id>/h/<key>:check:<name>.
 // A fan-out's key is "<name>/{{ fan_out_index }}" (a gateway fan-out
 // without api_key gets api_key: "", which a templated base_url requires);
 // a verifier's is "<key>:verifier". Failure webhooks and notification
@@ -328,6 +331,18 @@ func (rw rewriter) unit(n *yaml.Node, key string, fanOut bool) error {
 			return err
 		}
 	}
+	if g := mapGet(n, "grounding"); g != nil && g.Kind == yaml.MappingNode {
+		if err := rw.judge(g, key); err != nil {
+			return err
+		}
+	}
+	if cs := mapGet(n, "deterministic_checks"); cs != nil && cs.Kind == yaml.SequenceNode {
+		for _, c := range cs.Content {
+			if mapValue(c, "type") == "webhook" {
+				mapSet(c, "url", rw.fake.Base(rw.id)+"/h/"+key+":check:"+mapValue(c, "name"))
+			}
+		}
+	}
 	if f := mapGet(n, "on_failure"); f != nil && f.Kind == yaml.MappingNode {
 		if hook := mapGet(f, "webhook"); hook != nil {
 			mapSet(hook, "url", rw.fake.Base(rw.id)+"/n/failure-"+strings.ReplaceAll(key, "/{{ fan_out_index }}", ""))
@@ -397,6 +412,56 @@ func (rw rewriter) executor(n *yaml.Node, key string, fanOut bool) error {
 	case "human", "pipeline":
 	default:
 		return fmt.Errorf("rewrite: step %q: the box has no counterpart of executor %q", key, e)
+	}
+	return nil
+}
+
+// judge points a step's grounding judge at the fake, under the key
+// "<key>:grounding" (the responses file's key for the judge). Its model
+// is the judge profile's, written without its provider, so that the call
+// goes through the block's transport (grounding.executor, gateway by
+// default), whose base_url is the key's route: a judge whose model names
+// a project's provider would share that provider's route with the step's
+// own agent, and the fake could not tell their calls apart. On Bedrock
+// the model is named to the fake as a bedrock step's is.
+func (rw rewriter) judge(g *yaml.Node, key string) error {
+	if rw.proj == nil {
+		return fmt.Errorf("rewrite: step %q has a grounding judge, but no stepline.yaml governs the pipeline", key)
+	}
+	name, executor := mapValue(g, "agent"), mapValue(g, "executor")
+	if name == "" {
+		name = pipeline.DefaultGroundingAgent
+	}
+	if executor == "" {
+		executor = pipeline.DefaultGroundingExecutor
+	}
+	cfgNode := configOf(g)
+	cfg := map[string]any{}
+	if err := cfgNode.Decode(&cfg); err != nil {
+		return fmt.Errorf("rewrite: step %q: grounding.executor_config: %w", key, err)
+	}
+	model, _ := cfg["model"].(string)
+	if model == "" {
+		cfg["agent"] = name
+		r, _ := rw.proj.Resolve(executor, cfg)
+		if r == nil {
+			return fmt.Errorf("rewrite: step %q: grounding judge %q does not resolve", key, name)
+		}
+		model = r.Profile.Model
+	}
+	_, bare, _ := agent.SplitModel(model)
+	base, judgeKey := rw.fake.Base(rw.id), key+":grounding"
+	switch executor {
+	case agent.APIGateway:
+		mapSet(cfgNode, "model", bare)
+		mapSet(cfgNode, "base_url", base+"/m/"+judgeKey+"/v1")
+	case agent.APIAnthropic:
+		mapSet(cfgNode, "model", bare)
+		mapSet(cfgNode, "base_url", base+"/m/"+judgeKey)
+	case agent.APIBedrock:
+		mapSet(cfgNode, "model", BedrockModel(bare, rw.id, judgeKey))
+	default:
+		return fmt.Errorf("rewrite: step %q: the box has no counterpart of a grounding judge on %q", key, executor)
 	}
 	return nil
 }

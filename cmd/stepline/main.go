@@ -56,20 +56,22 @@ const (
 
 func commands() map[string]command {
 	return map[string]command{
-		"compile":  {"compile a pipeline to a Step Functions state machine (ASL)", cmdCompile},
-		"run":      {"compile and run a pipeline locally (SQLite, offline with --responses)", cmdRun},
-		"runs":     {"list local runs", cmdRuns},
-		"show":     {"show a local run: steps and execution history", cmdShow},
-		"resume":   {"continue an interrupted local run from its last checkpoint", cmdResume},
-		"approve":  {"approve a waiting human step of a local run", cmdApprove},
-		"reject":   {"reject a waiting human step of a local run", cmdReject},
-		"validate": {"check pipeline files and report every problem with its position", cmdValidate},
-		"graph":    {"draw a pipeline's state machine (Mermaid or Graphviz)", cmdGraph},
-		"serve":    {"serve webhooks, manual runs, run queries and approval links over HTTP (local)", cmdServe},
-		"schema":   {"print the JSON Schema of the pipeline format, or of an agent profile (schema agent)", cmdSchema},
-		"agents":   {"list the project's agent profiles: version, model and tools", cmdAgents},
-		"steps":    {"list the project's step library: the steps pipelines name with use:, and where", cmdSteps},
-		"output":   {"check a raw model reply against the LLMOutput contract", cmdOutput},
+		"compile":     {"compile a pipeline to a Step Functions state machine (ASL)", cmdCompile},
+		"run":         {"compile and run a pipeline locally (SQLite, offline with --responses)", cmdRun},
+		"runs":        {"list local runs", cmdRuns},
+		"show":        {"show a local run: steps, their trust reports and feedback, and execution history", cmdShow},
+		"feedback":    {"mark a local run or one of its steps correct, partial or incorrect (calibration labels)", cmdFeedback},
+		"calibration": {"print a pipeline's calibration bins per step configuration (bucket)", cmdCalibration},
+		"resume":      {"continue an interrupted local run from its last checkpoint", cmdResume},
+		"approve":     {"approve a waiting human step of a local run", cmdApprove},
+		"reject":      {"reject a waiting human step of a local run", cmdReject},
+		"validate":    {"check pipeline files and report every problem with its position", cmdValidate},
+		"graph":       {"draw a pipeline's state machine (Mermaid or Graphviz)", cmdGraph},
+		"serve":       {"serve webhooks, manual runs, run queries and approval links over HTTP (local)", cmdServe},
+		"schema":      {"print the JSON Schema of the pipeline format, or of an agent profile (schema agent)", cmdSchema},
+		"agents":      {"list the project's agent profiles: version, model and tools", cmdAgents},
+		"steps":       {"list the project's step library: the steps pipelines name with use:, and where", cmdSteps},
+		"output":      {"check a raw model reply against the LLMOutput contract", cmdOutput},
 	}
 }
 

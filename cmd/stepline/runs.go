@@ -71,11 +71,17 @@ func cmdShow(ctx context.Context, e env) int {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed
 	}
+	runFeedback, stepFeedback, err := runFeedbacks(ctx, r, run.ID, steps)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		return exitFailed
+	}
 	if *asJSON {
 		for i := range steps {
 			steps[i].Trace = traceOf(ctx, r, steps[i])
 		}
-		b, _ := json.MarshalIndent(map[string]any{"run": run, "steps": steps, "history": history}, "", "  ")
+		b, _ := json.MarshalIndent(map[string]any{"run": run, "steps": steps, "history": history,
+			"feedback": runFeedback, "step_feedback": stepFeedback}, "", "  ")
 		fmt.Fprintf(e.stdout, "%s\n", b)
 		return exitOK
 	}
@@ -83,14 +89,21 @@ func cmdShow(ctx context.Context, e env) int {
 	if run.Reason != "" {
 		fmt.Fprintf(e.stdout, "reason: %s\n", run.Reason)
 	}
-	fmt.Fprintf(e.stdout, "tokens: %d in, %d out\n\nsteps:\n", run.Usage.InputTokens, run.Usage.OutputTokens)
+	fmt.Fprintf(e.stdout, "tokens: %d in, %d out\n", run.Usage.InputTokens, run.Usage.OutputTokens)
+	if runFeedback != nil {
+		fmt.Fprintf(e.stdout, "feedback: %s\n", feedbackText(runFeedback))
+	}
+	fmt.Fprint(e.stdout, "\nsteps:\n")
 	for _, s := range steps {
 		conf := "   -"
 		if s.EffectiveConfidence != nil {
 			conf = fmt.Sprintf("%.2f", *s.EffectiveConfidence)
 		}
 		fmt.Fprintf(e.stdout, "  %-28s #%d %-10s %s  %5dms  %s\n", s.Name, s.Attempt, s.Status, conf, s.DurationMS, oneLine(s.Error, 60))
-		printTrust(e.stdout, s.Trust)
+		showTrust(e.stdout, s.Trust)
+		if f := stepFeedback[s.Name]; f != nil && isLast(steps, s) {
+			fmt.Fprintf(e.stdout, "  %-28s    feedback %s\n", "", feedbackText(f))
+		}
 		if s.Agent != "" {
 			printTrace(e.stdout, s, traceOf(ctx, r, s))
 		}
@@ -233,4 +246,40 @@ func printTrace(w io.Writer, s store.StepRecord, trace json.RawMessage) {
 		}
 		fmt.Fprintf(w, "      [%d] %-11s %s\n", ev.Iteration, ev.Type, oneLine(what, 100))
 	}
+}
+
+// runFeedbacks reads a run's feedback and its steps' (by step name).
+func runFeedbacks(ctx context.Context, r *runner, runID string, steps []store.StepRecord) (*store.Feedback, map[string]*store.Feedback, error) {
+	rf, err := r.Store.GetRunFeedback(ctx, runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	sf := map[string]*store.Feedback{}
+	for _, s := range steps {
+		if _, seen := sf[s.Name]; seen {
+			continue
+		}
+		f, err := r.Store.GetStepFeedback(ctx, runID, s.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		sf[s.Name] = f
+	}
+	for k, f := range sf {
+		if f == nil {
+			delete(sf, k)
+		}
+	}
+	return rf, sf, nil
+}
+
+// isLast reports whether s is the last record of its step (its latest
+// attempt), under which show prints the step's feedback.
+func isLast(steps []store.StepRecord, s store.StepRecord) bool {
+	for _, o := range steps {
+		if o.Name == s.Name && o.Attempt > s.Attempt {
+			return false
+		}
+	}
+	return true
 }

@@ -58,6 +58,7 @@ func main() {
 		Store:    st,
 		Signer:   &approval.Signer{Key: key},
 		Complete: resumeWith(sfn.NewFromConfig(f.AWS)),
+		Feedback: st,
 		Logger:   f.Log,
 	}
 	chat := &approval.ChatHandler{

@@ -92,7 +92,7 @@ func trustEvent(t *testing.T, mode, runID, prompt string, withAgent bool, modelU
 	step := map[string]any{
 		"name": "investigate", "executor": "gateway", "prompt_template": prompt,
 		"confidence_threshold": 0.7, "on_low_confidence": "escalate", "timeout_seconds": 60,
-		"executor_config": map[string]any{"base_url": modelURL, "api_key": "${MODEL_API_KEY}"},
+		"executor_config": map[string]any{"base_url": modelURL, "api_key": "${MODEL_API_KEY}", "model": "gpt-4o-mini"},
 	}
 	if withAgent {
 		step["executor_config"] = map[string]any{"agent": "sre-triage"}
@@ -225,9 +225,9 @@ func TestTrustThroughEmulator(t *testing.T) {
 	// A human check: the step pauses, its record waits; the approval is
 	// recorded under the check's name; the decision finishes the record.
 	for _, d := range []struct {
-		decision, status string
-		combined         float64
-	}{{task.Approve, task.StatusCompleted, 0.86}, {task.Reject, task.StatusEscalated, 0}} {
+		decision, status, detail string
+		combined                 float64
+	}{{task.Approve, task.StatusCompleted, "approved by lead", 0.86}, {task.Reject, task.StatusEscalated, "rejected by lead", 0}} {
 		runID := "run-rie-human-check-" + d.decision
 		checks := map[string]any{"deterministic_checks": []any{
 			webhookCheckConfig("pool", target.URL+"/ok", "response.body.pool < 50"),
@@ -255,8 +255,11 @@ func TestTrustThroughEmulator(t *testing.T) {
 			t.Fatalf("%s: %s %v: %s", d.decision, resp.Status, err, res.Body)
 		}
 		recs, _ = st.ListSteps(context.Background(), runID)
-		if len(recs) != 1 || string(recs[0].Status) != d.status || recs[0].Trust.CombinedTrust != d.combined || recs[0].Trust.DeterministicChecks[1].Detail != d.decision+"d by lead" {
-			t.Errorf("%s: records %+v", d.decision, recs)
+		if len(recs) != 1 || string(recs[0].Status) != d.status || recs[0].Trust == nil || len(recs[0].Trust.DeterministicChecks) != 2 {
+			t.Fatalf("%s: records %+v", d.decision, recs)
+		}
+		if rep := recs[0].Trust; rep.CombinedTrust != d.combined || rep.DeterministicChecks[1].Detail != d.detail {
+			t.Errorf("%s: combined trust %v, want %v; human check %+v", d.decision, rep.CombinedTrust, d.combined, rep.DeterministicChecks[1])
 		}
 	}
 	if out := e.Output(); strings.Contains(out, "test-key") || strings.Contains(out, "check-secret") {

@@ -26,4 +26,14 @@
 // approve anything; the token in the path is the capability, so a POST
 // needs no other CSRF token. Pages are never cached, never framed and send
 // no Referer, so the token does not leak to other sites.
+//
+// With a Feedback store, the page also lets the approver mark the step's
+// answer correct, partial or incorrect (radio buttons and notes, still no
+// script): the mark is posted with the decision and recorded as the
+// step's feedback (for a human check, the checked step's), a calibration
+// label. It rides on the decision's single use: the same request must
+// decide, so a link that decided already marks nothing, and no new
+// unauthenticated write exists. A bad mark is refused (400) before
+// anything is decided; a mark the store refuses is logged and the
+// decision stands.
 package approval

@@ -3,6 +3,7 @@ package approval
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"io"
 	"mime"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/stepline/stepline/shared/store"
 )
 
 // DefaultBy names the approver when the form gives no name.
@@ -85,17 +88,29 @@ func (s *Service) show(w http.ResponseWriter, r *http.Request, token string) {
 }
 
 func (s *Service) decide(w http.ResponseWriter, r *http.Request, token string) {
-	decision, by, err := readDecision(w, r)
+	decision, by, mark, err := readDecision(w, r)
 	if err != nil {
 		s.respond(w, r, http.StatusBadRequest, view{Title: "Bad request", Text: err.Error()})
 		return
+	}
+	if mark != nil && s.Feedback == nil {
+		mark = nil // nowhere to record it: the page offers no mark then
 	}
 	if s.Identify != nil {
 		if who := s.Identify(r); who != "" {
 			by = who
 		}
 	}
-	if err := s.Decide(r.Context(), token, decision, by); err != nil {
+	err = s.Decide(r.Context(), token, decision, by)
+	if mark != nil && (err == nil || errors.Is(err, ErrResume)) {
+		// The decision is recorded: the mark goes with it. Its failure
+		// does not undo the decision; the page shows no mark then.
+		mark.SubmittedAt = s.Signer.now()
+		if merr := s.Mark(r.Context(), token, *mark); merr != nil {
+			s.log().WarnContext(r.Context(), "approval's mark not recorded", "error", merr.Error())
+		}
+	}
+	if err != nil {
 		// Show where the approval stands after a refused decision.
 		pd, perr := s.Page(r.Context(), token)
 		if perr != nil {
@@ -114,23 +129,43 @@ func (s *Service) decide(w http.ResponseWriter, r *http.Request, token string) {
 	http.Redirect(w, r, r.URL.Path, http.StatusSeeOther)
 }
 
-func readDecision(w http.ResponseWriter, r *http.Request) (decision, by string, err error) {
+// readDecision reads a decision, its approver and the optional mark of
+// the step's answer (outcome and notes; nil without an outcome).
+func readDecision(w http.ResponseWriter, r *http.Request) (decision, by string, mark *store.Feedback, err error) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	var outcome, notes string
 	if ct == "application/json" {
 		var in struct {
 			Decision string `json:"decision"`
 			By       string `json:"by"`
+			Outcome  string `json:"outcome"`
+			Notes    string `json:"notes"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&in); err != nil && !errors.Is(err, io.EOF) {
-			return "", "", errors.New("the body is not a JSON object {decision, by}")
+			return "", "", nil, errors.New("the body is not a JSON object {decision, by, outcome, notes}")
 		}
-		return in.Decision, in.By, nil
+		decision, by, outcome, notes = in.Decision, in.By, in.Outcome, in.Notes
+	} else {
+		if err := r.ParseForm(); err != nil {
+			return "", "", nil, errors.New("the form could not be read")
+		}
+		decision, by, outcome, notes = r.PostForm.Get("decision"), r.PostForm.Get("by"), r.PostForm.Get("outcome"), r.PostForm.Get("notes")
 	}
-	if err := r.ParseForm(); err != nil {
-		return "", "", errors.New("the form could not be read")
+	if outcome == "" {
+		if strings.TrimSpace(notes) != "" {
+			return "", "", nil, errors.New("notes go with a mark of the answer: choose correct, partial or incorrect")
+		}
+		return decision, by, nil, nil
 	}
-	return r.PostForm.Get("decision"), r.PostForm.Get("by"), nil
+	f := store.Feedback{Outcome: store.Outcome(outcome), Notes: strings.TrimSpace(notes)}
+	switch {
+	case !f.Outcome.Valid():
+		return "", "", nil, errors.New("mark the answer correct, partial or incorrect")
+	case len(f.Notes) > store.MaxNotesBytes || !utf8.ValidString(f.Notes):
+		return "", "", nil, fmt.Errorf("notes: at most %d bytes of text", store.MaxNotesBytes)
+	}
+	return decision, by, &f, nil
 }
 
 // cleanBy makes an approver's name one short line: DefaultBy when empty,
@@ -173,11 +208,13 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error, pd *Pa
 	s.respond(w, r, status, v)
 }
 
-// view is what a response shows.
+// view is what a response shows. Marks: the page offers to mark the
+// step's answer (the Service records feedback).
 type view struct {
 	Title string
 	Text  string
 	Page  *PageData
+	Marks bool
 }
 
 func (s *Service) respond(w http.ResponseWriter, r *http.Request, status int, v view) {
@@ -196,6 +233,7 @@ func (s *Service) respond(w http.ResponseWriter, r *http.Request, status int, v 
 		writeJSON(w, status, body)
 		return
 	}
+	v.Marks = s.Feedback != nil
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if r.Method == http.MethodHead {
@@ -239,7 +277,8 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dt{color:#
 pre{white-space:pre-wrap;background:#f6f8fa;padding:.75rem;border-radius:6px}
 button{font:inherit;padding:.5rem 1.25rem;margin-right:.5rem;border-radius:6px;border:1px solid #8c959f;cursor:pointer}
 .approve{background:#1f883d;color:#fff;border-color:#1f883d}.reject{background:#cf222e;color:#fff;border-color:#cf222e}
-input{font:inherit;padding:.35rem;width:16rem}.note{color:#57606a}
+input{font:inherit;padding:.35rem;width:16rem}input[type=radio]{width:auto}.note{color:#57606a}
+fieldset{border:1px solid #d0d7de;border-radius:6px;margin:0 0 1rem}label{margin-right:1rem}
 </style>
 </head>
 <body>
@@ -257,12 +296,20 @@ input{font:inherit;padding:.35rem;width:16rem}.note{color:#57606a}
 {{if eq .State "pending"}}
 <form method="post">
 <p><label>Your name <input name="by" maxlength="200" autocomplete="name"></label></p>
+{{if $.Marks}}<fieldset>
+<legend>Is the step's answer right? (optional: it teaches the step's calibration)</legend>
+<label><input type="radio" name="outcome" value="correct"> Correct</label>
+<label><input type="radio" name="outcome" value="partial"> Partly</label>
+<label><input type="radio" name="outcome" value="incorrect"> Incorrect</label>
+<p><label>Notes <input name="notes" maxlength="4096"></label></p>
+</fieldset>{{end}}
 <p><button class="approve" type="submit" name="decision" value="approve">Approve</button>
 <button class="reject" type="submit" name="decision" value="reject">Reject</button></p>
 <p class="note">The decision is final: this link decides once.</p>
 </form>
 {{else if eq .State "decided"}}
 <p><strong>{{if eq .Decision "approved"}}Approved{{else}}Rejected{{end}}</strong> by {{.DecidedBy}}{{with whenp .DecidedAt}} at {{.}}{{end}}.</p>
+{{with .Feedback}}<p>The step's answer is marked <strong>{{.Outcome}}</strong>{{with .Notes}}: {{.}}{{end}}.</p>{{end}}
 {{else}}
 <p><strong>Expired</strong> without a decision.</p>
 {{end}}

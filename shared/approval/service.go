@@ -45,7 +45,31 @@ type Service struct {
 	// Identify, when set, names the approver of an HTTP decision (an
 	// authenticated user, say) in place of the form's "by" field.
 	Identify func(r *http.Request) string
+	// Feedback, when set, lets the approver mark the step's answer
+	// correct, partial or incorrect along with the decision (the page's
+	// optional outcome and notes), recorded as the step's feedback: a
+	// calibration label. The mark rides on the decision's single use: a
+	// link that decided already marks nothing.
+	Feedback FeedbackStore
 	Logger   *slog.Logger
+}
+
+// FeedbackStore is what the Service needs to record and show a step's
+// feedback (store.FeedbackStore's step methods).
+type FeedbackStore interface {
+	PutStepFeedback(ctx context.Context, runID, step string, f store.Feedback) error
+	GetStepFeedback(ctx context.Context, runID, step string) (*store.Feedback, error)
+}
+
+var _ FeedbackStore = (store.Store)(nil)
+
+// feedbackStep is the step an approval's feedback is about: the step a
+// human check ("<step>:check:<name>") checks, else the approval's step.
+func feedbackStep(a store.Approval) string {
+	if i := strings.Index(a.Step, ":check:"); i > 0 {
+		return a.Step[:i]
+	}
+	return a.Step
 }
 
 func (s *Service) log() *slog.Logger {
@@ -87,6 +111,9 @@ type PageData struct {
 	Decision  string     `json:"decision,omitempty"` // approved or rejected
 	DecidedBy string     `json:"decided_by,omitempty"`
 	DecidedAt *time.Time `json:"decided_at,omitempty"`
+	// Feedback is the feedback the step's answer has (from this page or
+	// elsewhere), when the Service records feedback.
+	Feedback *store.Feedback `json:"feedback,omitempty"`
 }
 
 func pageData(a store.Approval, now time.Time) PageData {
@@ -119,7 +146,43 @@ func (s *Service) Page(ctx context.Context, token string) (PageData, error) {
 		}
 		return PageData{}, fmt.Errorf("show approval: %w", err)
 	}
-	return pageData(a, s.Signer.now()), nil
+	pd := pageData(a, s.Signer.now())
+	if s.Feedback != nil {
+		f, err := s.Feedback.GetStepFeedback(ctx, a.RunID, feedbackStep(a))
+		if err != nil {
+			s.log().WarnContext(ctx, "read the step's feedback", "approval", a.ID, "run", a.RunID, "error", err.Error())
+		}
+		pd.Feedback = f
+	}
+	return pd, nil
+}
+
+// Mark records the approver's verdict on the step's answer as the step's
+// feedback (see Service.Feedback). The handler calls it only after the
+// same request decided the approval, so a link marks once, with its
+// decision. Errors: ErrForged, ErrExpired, ErrNotFound, and the store's
+// (store.ErrNotFound when the step has no record, store.ErrInvalid).
+func (s *Service) Mark(ctx context.Context, token string, f store.Feedback) error {
+	const op = "mark the step's answer"
+	if s.Feedback == nil {
+		return fmt.Errorf("%s: no feedback store is configured", op)
+	}
+	id, err := s.Signer.Verify(token)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	a, err := s.Store.GetApproval(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%s: %w", op, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if err := s.Feedback.PutStepFeedback(ctx, a.RunID, feedbackStep(a), f); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	s.log().InfoContext(ctx, "step marked", "approval", a.ID, "run", a.RunID, "step", feedbackStep(a), "outcome", string(f.Outcome))
+	return nil
 }
 
 // decisionOf reads a decision: approve/approved or reject/rejected.

@@ -33,6 +33,10 @@ import (
 //	POST /pipelines/{name}/runs                  start a run of a pipeline (202)
 //	GET  /runs[?pipeline=&status=&team=&limit=]  runs, newest first
 //	GET  /runs/{id}                              a run with its steps
+//	GET  /runs/{id}/feedback                     the run's feedback: {"feedback": …|null}
+//	POST /runs/{id}/feedback                     upsert it: {outcome, notes} (400 otherwise)
+//	GET  /runs/{id}/steps/{step}/feedback        a step's feedback ({step} may hold "/")
+//	POST /runs/{id}/steps/{step}/feedback        upsert it
 //	GET  /approvals/{token}                      the approval page of a signed link
 //	POST /approvals/{token}                      decide it
 //	POST /telegram/{bot}                         a Telegram bot's webhook (ChatConfig)
@@ -232,7 +236,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	if cfg.Signer != nil {
 		s.approvals = &approval.Service{
-			Store: cfg.Runner.Store, Signer: cfg.Signer, Logger: log,
+			Store: cfg.Runner.Store, Signer: cfg.Signer, Logger: log, Feedback: cfg.Runner.Store,
 			Complete: func(ctx context.Context, token string, d task.Decision) error {
 				s.wg.Add(1)
 				go func() { // the run goes on after the page answers
@@ -403,6 +407,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if allow(w, r, http.MethodGet) {
 			s.listRuns(w, r, c)
 		}
+	case isFeedbackPath(path):
+		runID, step, _ := feedbackPath(path)
+		s.feedback(w, r, c, runID, step)
 	case strings.HasPrefix(path, "/runs/"):
 		if allow(w, r, http.MethodGet) {
 			s.getRun(w, r, c, strings.TrimPrefix(path, "/runs/"))

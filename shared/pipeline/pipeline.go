@@ -31,6 +31,17 @@ const (
 	DefaultHumanCheckTimeout      = 300 // human checks
 	DefaultWebhookCheckExpect     = "response.status_code < 400"
 	DefaultShellCheckExpect       = "exit_code == 0"
+	// calibration:.
+	DefaultCalibrationBinWidth       = 0.1
+	DefaultCalibrationNMin           = 20
+	DefaultCalibrationOnUncalibrated = UncalibratedProceed
+)
+
+// What a calibrated step does when its bin is not validated
+// (calibration.on_uncalibrated).
+const (
+	UncalibratedProceed  = "proceed"  // the trust stands
+	UncalibratedEscalate = "escalate" // the trust is 0: the gate decides on_low_confidence
 )
 
 // Pos is a position in a pipeline file. Line and Col are 1-based; a zero

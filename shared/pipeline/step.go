@@ -42,6 +42,25 @@ type Step struct {
 	// Checks are the step's deterministic_checks, evaluated in order
 	// after its answer (signal D); all must pass.
 	Checks []*Check `json:"deterministic_checks,omitempty"`
+	// Calibration looks the step's trust up in the labelled history of
+	// its bucket (signal C); nil: none.
+	Calibration *Calibration `json:"calibration,omitempty"`
+}
+
+// Calibration is a step's calibration: its past executions in the same
+// configuration (the bucket: step, executor or agent, model, provider,
+// prompt hash, agent version), binned by their trust in bins of BinWidth,
+// with the labels people and checks gave them. A bin with at least NMin
+// labelled executions is validated: its mean label is C. Enforce makes
+// C replace the step's trust (and the gate's policy the trust vector);
+// without it, C is only recorded.
+type Calibration struct {
+	Pos            Pos     `json:"-"`
+	Fields         Fields  `json:"-"`
+	Enforce        bool    `json:"enforce,omitempty"`
+	BinWidth       float64 `json:"bin_width"`
+	NMin           int     `json:"n_min"`
+	OnUncalibrated string  `json:"on_uncalibrated"` // UncalibratedProceed or UncalibratedEscalate
 }
 
 // Grounding is a step's grounding judge: an agent that reads the

@@ -75,12 +75,26 @@
 //     stage testing (they verify; they are not side effects), and a
 //     human check that times out fails in every stage (an approval by
 //     default would be trust nobody gave).
-//  3. The combined trust (CombineTrust) and the gate: the effective
-//     confidence, capped at G when grounding.enforce and G is known, 0
-//     when a check failed; calibration (C) is not computed yet and is
-//     null, but Signals carries it for a calibrator to set. The gate's
-//     policy is the trust vector when an enforcing judge gave a score or
-//     the step has checks, else the legacy confidence gate; either way
+//  3. Calibration (C), for a step with a calibration block: its bucket
+//     (store.Bucket: pipeline, step, executor or executor:agent, model,
+//     provider, prompt hash, agent version, as its record has them) is
+//     read from the store (CalibrationStore.BucketSamples: one Query on
+//     DynamoDB) and the bin of calibration.bin_width its effective
+//     confidence falls in is weighed: with at least n_min labelled
+//     executions it is validated and C is its mean label (correct 1,
+//     partial 0.5, incorrect 0; a step's feedback over a failed check's 0
+//     over the run's feedback). An unvalidated bin gives C = 0 under
+//     on_uncalibrated: escalate (so an enforcing step escalates until its
+//     history exists: a fresh install, or a changed model, prompt or
+//     agent version, starts with none) and no C under proceed; a failed
+//     read counts as unvalidated. The report's calibration section
+//     holds the bucket, the bin, its count and mean.
+//  4. The combined trust (CombineTrust) and the gate: the effective
+//     confidence, replaced by C when calibration.enforce and C is known,
+//     capped at G when grounding.enforce and G is known, 0 when a check
+//     failed. The gate's policy is the trust vector when calibration
+//     enforces, an enforcing judge gave a score or the step has checks,
+//     else the legacy confidence gate; either way
 //     the combined trust meets the step's confidence_threshold and
 //     on_low_confidence. The record and its output keep the effective
 //     confidence; the record's trust report (store.TrustReport, versioned)
@@ -89,7 +103,12 @@
 //     the gate's policy and decision. Every gated record carries one (a
 //     human or sub-pipeline step's and a group's join too, with their
 //     confidence as the only signal); a branch, which does not gate, has
-//     none.
+//     none. After its record, every step gated here adds its sample to
+//     its bucket (its effective confidence, whether a check failed), with
+//     or without a calibration block, so that the history exists before
+//     calibration is enforced; a failure to add it is logged, not the
+//     step's. Every record carries the prompt template's content hash
+//     (store.PromptHash).
 //
 // A human check pauses the step: its record is written with status
 // waiting (store.StepWaiting, which the step's next record replaces),

@@ -75,6 +75,10 @@ func (t *taskRun) checkBindings(ctx context.Context, step string, out json.RawMe
 // trust report. usage is what the step spent; add what to add to the
 // run's stored usage (usage, unless a part was added already).
 func (t *taskRun) decideStep(ctx context.Context, st *pipeline.Step, rec store.StepRecord, rep *store.TrustReport, sig Signals, o *llmoutput.Output, usage, add stepUsage) (task.Response, error) {
+	if cal := st.Calibration; cal != nil {
+		rep.Calibration, sig.C = t.calibrate(ctx, cal, rec, sig.SAfterV)
+		sig.CEnforced, sig.CNote = cal.Enforce, calibrationNote(rep.Calibration, sig.C)
+	}
 	tr := CombineTrust(sig)
 	status, reason, flags := gateTrust(st.Name, st.Gate, tr, o, true)
 	finishReport(rep, st.Gate, sig, tr, status, reason)
@@ -88,7 +92,8 @@ func (t *taskRun) decideStep(ctx context.Context, st *pipeline.Step, rec store.S
 	if err != nil {
 		return resp, err
 	}
-	if st.Grounding != nil || len(st.Checks) > 0 {
+	t.recordSample(ctx, rec, sig)
+	if st.Grounding != nil || len(st.Checks) > 0 || st.Calibration != nil {
 		resp.Trust = trustSummary(rep)
 	}
 	return resp, nil

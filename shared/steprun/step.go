@@ -104,6 +104,9 @@ type result struct {
 	usage     stepUsage
 	flags     []string
 	agent     *agentRun // an agent step's loops
+	// promptHash is the content hash of the unit's prompt template
+	// (store.PromptHash), recorded for its calibration bucket.
+	promptHash string
 }
 
 // call asks an executor for an LLMOutput answer through the runner.
@@ -157,7 +160,7 @@ func (h *Handler) price(provider, model string, u llmoutput.Usage) (float64, boo
 // execute renders and runs a unit: primary, verifier, loop. The result
 // holds what was spent and rendered also when an error is returned.
 func (t *taskRun) execute(ctx context.Context, u unit) (result, error) {
-	var res result
+	res := result{promptHash: store.PromptHash(u.prompt)}
 	iterations := 1
 	if u.loop != nil {
 		iterations = max(u.loop.MaxIterations, 1)
@@ -473,6 +476,7 @@ func (t *taskRun) baseRecord(name, exec string, attempt int, started time.Time, 
 		Attempt:      attempt,
 		Executor:     exec,
 		Prompt:       res.prompt,
+		PromptHash:   res.promptHash,
 		RawResponse:  res.raw,
 		Model:        res.model,
 		Provider:     res.provider,

@@ -23,12 +23,13 @@ type Signals struct {
 	// GEnforced caps the trust at G (grounding.enforce), once G is known.
 	GEnforced bool
 	// C is the calibrated trust of the step's bucket, and CEnforced
-	// whether it replaces the trust (calibration.enforce). Calibration is
-	// not computed yet: C is always nil and CEnforced false. A calibrator
-	// sets C to the validated bin's mean label, or to 0 for a step whose
-	// bin is not validated under on_uncalibrated: escalate.
+	// whether it replaces the trust (calibration.enforce): the validated
+	// bin's mean label, or 0 for a step whose bin is not validated under
+	// on_uncalibrated: escalate; nil otherwise. CNote says how C came
+	// about, for the gate's reason.
 	C         *float64
 	CEnforced bool
+	CNote     string
 	// D is whether every deterministic check passed; nil: no checks.
 	D *bool
 	// FailedCheck names the first check that failed, for the reason.
@@ -59,6 +60,9 @@ func CombineTrust(s Signals) Trust {
 		t.Policy = store.PolicyTrustVector
 		if s.C != nil {
 			t.Combined, t.Cause = *s.C, "calibration"
+			if s.CNote != "" {
+				t.Cause = s.CNote
+			}
 		}
 	}
 	if s.GEnforced && s.G != nil {
@@ -74,6 +78,19 @@ func CombineTrust(s Signals) Trust {
 		}
 	}
 	return t
+}
+
+// calibrationNote says how a calibration gave C: the validated bin's
+// mean, or the missing history of an uncalibrated step that escalates.
+func calibrationNote(r *store.CalibrationResult, c *float64) string {
+	if r == nil || c == nil {
+		return ""
+	}
+	bin := fmtConf(r.Bin[0]) + ".." + fmtConf(r.Bin[1])
+	if r.Validated {
+		return fmt.Sprintf("calibrated: bin %s has mean label %s over %d labelled executions", bin, fmtConf(*c), r.N)
+	}
+	return fmt.Sprintf("uncalibrated: bin %s has %d of the %d labelled executions it needs, and on_uncalibrated is escalate", bin, r.N, r.NMin)
 }
 
 // gateTrust is gate over a step's combined trust: under the legacy
@@ -144,5 +161,5 @@ func trustSummary(r *store.TrustReport) *task.TrustSummary {
 	if r == nil {
 		return nil
 	}
-	return &task.TrustSummary{Policy: r.Gate.Policy, Combined: r.CombinedTrust, G: r.Signals.G, D: r.Signals.D}
+	return &task.TrustSummary{Policy: r.Gate.Policy, Combined: r.CombinedTrust, G: r.Signals.G, C: r.Signals.C, D: r.Signals.D}
 }

@@ -44,7 +44,7 @@ func (t *taskRun) waitedBranch(ctx context.Context, u unit) (task.Response, erro
 	if err != nil {
 		return task.Response{}, err
 	}
-	res := result{out: o, primary: o.Confidence, effective: o.Confidence, usage: usage, flags: flags}
+	res := result{out: o, primary: o.Confidence, effective: o.Confidence, usage: usage, flags: flags, promptHash: store.PromptHash(u.prompt)}
 	rec := t.baseRecord(u.record, u.executor, 1, started, &res)
 	rec.Status, rec.Output = store.StepCompleted, out
 	if err := t.putStep(ctx, rec); err != nil {

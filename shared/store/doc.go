@@ -49,10 +49,32 @@
 // steps table's trust_report column (schema version 5; older records
 // have none), DynamoDB as the JSON string attribute trustReport.
 //
+// # Feedback and calibration
+//
+// FeedbackStore (embedded in Store; its methods live in feedback.go in
+// every package) keeps feedback on runs and on steps — an Outcome
+// (correct, partial, incorrect) with notes, one per run and one per step
+// name, a later one replacing the earlier — and the calibration samples
+// of steps. A sample is one finished execution of a step in its Bucket
+// (pipeline, step, executor or executor:agent, model, provider, prompt
+// hash, agent version): its effective confidence (S after V, what the
+// bins sort by) and whether a deterministic check failed. Its label is, by precedence,
+// the step's feedback, then a failed check (0), then the run's feedback
+// (Sample.Label); Bins and BinOf group a bucket's samples into bins of
+// the step's bin_width by that value and give each bin's labelled count
+// and mean label. BucketSamples reads a bucket's labelled history at once
+// — on DynamoDB with one Query of the bucket's partition, the labels
+// being copied onto the samples by the feedback writes (see package
+// dynamo). SQLite keeps feedback and samples in tables of their own
+// (schema version 6, which also adds the steps' prompt_hash column).
+//
 // # Writes per step on DynamoDB
 //
 // Recording one attempt of a step is one PutItem (PutStep); adding its
-// tokens and cost to the run is one UpdateItem (AddUsage). The run item's
+// tokens and cost to the run is one UpdateItem (AddUsage). A step that
+// reached its gate also records its calibration sample (RecordSample:
+// an UpdateItem, a PutItem of its bucket and a GetItem of the run's
+// feedback). The run item's
 // index projections leave the usage attributes out, so AddUsage does not
 // write to the indexes either.
 package store

@@ -68,6 +68,9 @@ type StepRecord struct {
 	// MaxRawResponseBytes; a larger body belongs in the artifact store.
 	RawResponse string `json:"raw_response,omitempty"`
 	Prompt      string `json:"prompt,omitempty"` // the rendered prompt, cut to MaxPromptBytes
+	// PromptHash is the content hash of the step's prompt template
+	// (PromptHash): part of the step's calibration bucket.
+	PromptHash string `json:"prompt_hash,omitempty"`
 
 	Model        string   `json:"model,omitempty"`
 	Provider     string   `json:"provider,omitempty"`
@@ -153,7 +156,7 @@ func NormalizeStep(rec StepRecord) (StepRecord, error) {
 	if n := len(rec.Output) + len(rec.VerifierOutput); n > MaxOutputBytes {
 		return StepRecord{}, fmt.Errorf("%w: step %q output and verifier output are %d bytes, limit %d", ErrTooLarge, rec.Name, n, MaxOutputBytes)
 	}
-	for _, f := range []struct{ what, v string }{{"executor", rec.Executor}, {"model", rec.Model}, {"provider", rec.Provider}, {"agent", rec.Agent}, {"agent version", rec.AgentVersion}} {
+	for _, f := range []struct{ what, v string }{{"executor", rec.Executor}, {"model", rec.Model}, {"provider", rec.Provider}, {"agent", rec.Agent}, {"agent version", rec.AgentVersion}, {"prompt hash", rec.PromptHash}} {
 		if len(f.v) > MaxIDBytes {
 			return StepRecord{}, fmt.Errorf("%w: step %q %s is %d bytes, limit %d", ErrInvalid, rec.Name, f.what, len(f.v), MaxIDBytes)
 		}

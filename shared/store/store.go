@@ -38,6 +38,9 @@ var (
 // neither duplicates nor overwrites a record. Methods are safe for
 // concurrent use.
 type Store interface {
+	// FeedbackStore: feedback on runs and steps, calibration samples.
+	FeedbackStore
+
 	// CreateRun stores a new run. The run must have an ID, a Pipeline, a
 	// valid Status and a StartedAt. Errors: ErrExists when a run with that
 	// ID exists (whatever its content), ErrInvalid, ErrTooLarge.

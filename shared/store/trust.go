@@ -8,7 +8,9 @@ import (
 // TrustReportVersion is the version of the TrustReport shape this package
 // writes. A reader meets older versions in older records; fields are
 // added, never renamed or removed, and the version moves when they are.
-const TrustReportVersion = 1
+// Version 2 added the calibration section and the C signal (always null
+// in version 1).
+const TrustReportVersion = 2
 
 // Gate policies a TrustReport names.
 const (
@@ -53,7 +55,39 @@ type TrustReport struct {
 	// DeterministicChecks are the step's checks in order, each with its
 	// outcome (checks after a failed one are skipped).
 	DeterministicChecks []CheckResult `json:"deterministic_checks,omitempty"`
-	Gate                TrustGate     `json:"gate"`
+	// Calibration is the bucket and bin the step's calibration looked
+	// up, when the step has a calibration block (version 2 on).
+	Calibration *CalibrationResult `json:"calibration,omitempty"`
+	Gate        TrustGate          `json:"gate"`
+}
+
+// Uncalibrated policies (CalibrationResult.OnUncalibrated).
+const (
+	UncalibratedProceed  = "proceed"
+	UncalibratedEscalate = "escalate"
+)
+
+// CalibrationResult is what a step's calibration found: its bucket, the
+// bin its effective confidence (S after V) fell in, how many labelled samples
+// the bin has and their mean label. A validated bin's mean is C; an
+// unvalidated one gives C = 0 under on_uncalibrated: escalate and no C
+// under proceed.
+type CalibrationResult struct {
+	Enforced       bool    `json:"enforced"`
+	Bucket         Bucket  `json:"bucket"`
+	BucketKey      string  `json:"bucket_key"`
+	BinWidth       float64 `json:"bin_width"`
+	NMin           int     `json:"n_min"`
+	OnUncalibrated string  `json:"on_uncalibrated"`
+	// Bin is the bin's range, N its labelled samples, Mean their mean
+	// label (nil: none), Validated whether N reached NMin.
+	Bin       [2]float64 `json:"bin"`
+	N         int        `json:"n"`
+	Mean      *float64   `json:"mean"`
+	Validated bool       `json:"validated"`
+	// Error says why the lookup failed (C is then treated as
+	// uncalibrated).
+	Error string `json:"error,omitempty"`
 }
 
 // TrustSignals are the gate's inputs. A nil signal is one the step does
@@ -68,8 +102,11 @@ type TrustSignals struct {
 	VCombinationStrategy string   `json:"V_combination_strategy,omitempty"`
 	VVetoFloor           *float64 `json:"V_veto_floor,omitempty"`
 	G                    *float64 `json:"G"` // the grounding judge's score
-	C                    *float64 `json:"C"` // calibration: not computed yet, always null
-	D                    *bool    `json:"D"` // every deterministic check passed; nil: no checks
+	// C is the calibrated trust: the validated bin's mean label, 0 for
+	// an unvalidated bin under on_uncalibrated: escalate, else nil
+	// (always nil in version 1 reports).
+	C *float64 `json:"C"`
+	D *bool    `json:"D"` // every deterministic check passed; nil: no checks
 }
 
 // GroundingResult is a grounding judge's verdict.
@@ -166,6 +203,14 @@ func checkTrust(name string, r *TrustReport) error {
 			return bad("check %q: unknown outcome %q", c.Name, c.Outcome)
 		}
 	}
+	if c := r.Calibration; c != nil {
+		if c.Mean != nil && (math.IsNaN(*c.Mean) || *c.Mean < 0 || *c.Mean > 1) {
+			return bad("calibration mean %v is not a number in 0..1", *c.Mean)
+		}
+		if c.N < 0 || c.NMin < 0 {
+			return bad("calibration counts below 0")
+		}
+	}
 	if g := r.Grounding; g != nil {
 		if g.Score != nil && (math.IsNaN(*g.Score) || *g.Score < 0 || *g.Score > 1) {
 			return bad("grounding score %v is not a number in 0..1", *g.Score)
@@ -186,6 +231,11 @@ func cutTrust(r *TrustReport) *TrustReport {
 	c := *r
 	cut := func(s string) string { s, _ = Cut(s, MaxTrustText); return s }
 	c.Gate.Reason, _ = Cut(c.Gate.Reason, MaxTextBytes)
+	if r.Calibration != nil {
+		cal := *r.Calibration
+		cal.Error = cut(cal.Error)
+		c.Calibration = &cal
+	}
 	if r.Grounding != nil {
 		g := *r.Grounding
 		g.Note, g.Error = cut(g.Note), cut(g.Error)

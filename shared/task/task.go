@@ -142,6 +142,7 @@ type TrustSummary struct {
 	Policy   string   `json:"policy"`
 	Combined float64  `json:"combined"`
 	G        *float64 `json:"G,omitempty"`
+	C        *float64 `json:"C,omitempty"`
 	D        *bool    `json:"D,omitempty"`
 }
 

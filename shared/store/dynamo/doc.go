@@ -35,6 +35,13 @@
 //	          pipeline fingerprint runId claimedAt
 //	run claim PK=DRIVER#<runId>                  SK=DRIVER     ttl = expiresAt + ClaimRetention
 //	          runId holder pid host expiresAt
+//	feedback  PK=RUN#<runId>                     SK=FEEDBACK (the run's) or FEEDBACK#<step>
+//	          runId step outcome notes submittedAt
+//	sample    PK=BUCKET#<bucket key>             SK=<startedAt>#<runId>#<step>
+//	          runId step trust deterministicFailed stepOutcome stepFeedbackAt
+//	          runOutcome runFeedbackAt
+//	bucket    PK=BUCKETS#<pipeline>              SK=<step>#<bucket key>
+//	          pipeline step executor model provider promptHash agentVersion
 //
 // Timestamps are UTC text with nanoseconds and fixed width
 // (2006-01-02T15:04:05.000000000Z), so text order is time order in sort keys
@@ -54,6 +61,10 @@
 //	a team's runs             any of the above with a team filter (no index:
 //	                          the partitions read are read whole if need be)
 //	an approval               GetItem APPROVAL#id
+//	a bucket's samples        one Query on PK=BUCKET#key, newest first (labels included:
+//	                          feedback writes copy their outcome onto the samples)
+//	a pipeline's buckets      Query PK=BUCKETS#pipeline [SK begins_with step#]
+//	feedback                  GetItem RUN#id / FEEDBACK[#step]
 //
 // Index reads are eventually consistent: a list may trail a write by a
 // moment.
@@ -75,6 +86,14 @@
 //	ClaimRun        PutItem if absent, or holder = :me, or expiresAt <= :now, or
 //	                holder = :takeover (the refused get the stored item back)
 //	ReleaseRun      UpdateItem holder "-", expiresAt the epoch, if holder = :holder
+//	RecordSample    UpdateItem SET the sample's own attributes (labels stay), PutItem of
+//	                its bucket item, GetItem of the run's feedback and, when
+//	                there is some, the run label as below
+//	PutRunFeedback  PutItem of the feedback, Query of the run's steps, UpdateItem of
+//	                each existing sample: SET runOutcome if runFeedbackAt <= :at
+//	PutStepFeedback Query of the step's latest record, PutItem of the feedback,
+//	                UpdateItem of its sample (created if the step still waits):
+//	                SET stepOutcome if stepFeedbackAt <= :at
 //
 // Recording a step costs two writes: PutStep (one PutItem) and AddUsage (one
 // UpdateItem). Step items carry no index keys and the indexes do not project

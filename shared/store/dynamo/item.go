@@ -161,6 +161,7 @@ func stepItem(r store.StepRecord, digest string) Item {
 	m.j(aVerifierOutput, r.VerifierOutput)
 	m.s(aRawResponse, r.RawResponse)
 	m.s(aPrompt, r.Prompt)
+	m.s(aPromptHash, r.PromptHash)
 	m.s(aModel, r.Model)
 	m.s(aProvider, r.Provider)
 	m.n(aInputTokens, r.InputTokens)
@@ -371,6 +372,7 @@ func decodeStep(m Item) (store.StepRecord, error) {
 		VerifierOutput:      r.j(aVerifierOutput),
 		RawResponse:         r.s(aRawResponse),
 		Prompt:              r.s(aPrompt),
+		PromptHash:          r.s(aPromptHash),
 		Model:               r.s(aModel),
 		Provider:            r.s(aProvider),
 		InputTokens:         r.n(aInputTokens),

@@ -214,7 +214,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // schema from version i to i+1. Append only: a released migration never
 // changes.
 func migrations() []string {
-	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5}
+	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaFeedback}
 }
 
 const schemaV1 = `

@@ -14,7 +14,7 @@ import (
 const stepColumns = `run_id, name, attempt, step_index, executor, status, error,
 	primary_confidence, verifier_confidence, effective_confidence, output, verifier_output,
 	raw_response, prompt, model, provider, input_tokens, output_tokens, cost_usd, flags,
-	started_at, finished_at, duration_ms, agent, agent_version, iterations, trace, trace_ref, trust_report`
+	started_at, finished_at, duration_ms, agent, agent_version, iterations, trace, trace_ref, trust_report, prompt_hash`
 
 // PutStep implements store.Store. The insert is skipped when the key is
 // taken by a finished record; the stored record's digest then tells a
@@ -43,7 +43,7 @@ func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 		return fmt.Errorf("put step %q: %w", rec.Name, err)
 	}
 	res, err := s.w.ExecContext(ctx, `INSERT INTO steps (`+stepColumns+`, digest)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run_id, name, attempt) DO UPDATE SET `+replaceWaiting+`
 		WHERE steps.status = 'waiting'`,
 		rec.RunID, rec.Name, rec.Attempt, rec.Index, rec.Executor, string(rec.Status), rec.Error,
@@ -51,7 +51,7 @@ func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 		jsonText(rec.Output), jsonText(rec.VerifierOutput), rec.RawResponse, rec.Prompt, rec.Model, rec.Provider,
 		rec.InputTokens, rec.OutputTokens, nullFloat(rec.CostUSD), flags,
 		record.FormatTime(rec.StartedAt), record.FormatTime(rec.FinishedAt), rec.DurationMS,
-		rec.Agent, rec.AgentVersion, rec.Iterations, jsonText(rec.Trace), rec.TraceRef, trust, digest)
+		rec.Agent, rec.AgentVersion, rec.Iterations, jsonText(rec.Trace), rec.TraceRef, trust, rec.PromptHash, digest)
 	if err != nil {
 		return fmt.Errorf("put step %q attempt %d of run %q: %w", rec.Name, rec.Attempt, rec.RunID, err)
 	}
@@ -133,7 +133,7 @@ func listSteps(ctx context.Context, q querier, runID string) ([]store.StepRecord
 		if err := rows.Scan(&r.RunID, &r.Name, &r.Attempt, &r.Index, &r.Executor, &status, &r.Error,
 			&pc, &vc, &ec, &out, &vout, &r.RawResponse, &r.Prompt, &r.Model, &r.Provider,
 			&r.InputTokens, &r.OutputTokens, &cost, &flags, &started, &finished, &r.DurationMS,
-			&r.Agent, &r.AgentVersion, &r.Iterations, &trace, &r.TraceRef, &trust); err != nil {
+			&r.Agent, &r.AgentVersion, &r.Iterations, &trace, &r.TraceRef, &trust, &r.PromptHash); err != nil {
 			return nil, err
 		}
 		r.Status = store.StepStatus(status)
