@@ -71,6 +71,45 @@ func applyExecutorDefaults(f *File, p *project.Project) {
 	}
 }
 
+// applyNotificationDefaults writes the project's notifications.telegram
+// bot_token, chat_id and teams into every telegram notification that does
+// not set them, so the pipeline carries its chat (and a reference to its bot's
+// token, never the token) wherever it runs.
+func applyNotificationDefaults(f *File, p *project.Project) {
+	d := p.Notifications.Telegram
+	if f == nil || f.Pipeline == nil || (d.BotToken == "" && d.ChatID == "" && len(d.Teams) == 0) {
+		return
+	}
+	for i := range f.Pipeline.Notifications {
+		for j := range f.Pipeline.Notifications[i].Notices {
+			n := &f.Pipeline.Notifications[i].Notices[j]
+			if n.Channel != pipeline.ChannelTelegram {
+				continue
+			}
+			if n.Config == nil {
+				n.Config = map[string]any{}
+			}
+			if _, set := n.Config["bot_token"]; !set && d.BotToken != "" {
+				n.Config["bot_token"] = d.BotToken
+			}
+			if _, set := n.Config["chat_id"]; !set && d.ChatID != "" {
+				n.Config["chat_id"] = d.ChatID
+			}
+			if _, set := n.Config["teams"]; !set && len(d.Teams) > 0 {
+				teams := make(map[string]any, len(d.Teams))
+				for name, t := range d.Teams {
+					m := map[string]any{"chat_id": t.ChatID}
+					if t.BotToken != "" {
+						m["bot_token"] = t.BotToken
+					}
+					teams[name] = m
+				}
+				n.Config["teams"] = teams
+			}
+		}
+	}
+}
+
 // resolveAgent resolves the agent of an agent step from the project and
 // reports what is wrong, each problem at the executor_config key it is
 // about.

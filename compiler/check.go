@@ -753,7 +753,60 @@ func (c *checker) checkNotification(action string, n pipeline.Notification) {
 		if str("topic_arn") == "" {
 			c.ds.errorf(n.Pos, "%s: channel sns needs config.topic_arn", where)
 		}
+	case pipeline.ChannelTelegram:
+		switch tok, set := n.Config["bot_token"]; {
+		case !set:
+			c.ds.errorf(n.Pos, "%s: channel telegram needs config.bot_token (a ${NAME} secret), or notifications.telegram.bot_token in %s", where, project.FileName)
+		case !wholeSecretRE.MatchString(fmt.Sprint(tok)):
+			c.ds.errorf(n.Pos, "%s: config.bot_token: write it as one ${NAME} secret reference: a token written out would be compiled into the state machine", where)
+		}
+		switch id, set := n.Config["chat_id"]; {
+		case !set:
+			c.ds.errorf(n.Pos, "%s: channel telegram needs config.chat_id, or notifications.telegram.chat_id in %s", where, project.FileName)
+		case !project.ChatID(chatIDText(id)):
+			c.ds.errorf(n.Pos, "%s: config.chat_id: %v is not a chat ID (a number such as -1001234567890, or @channelname)", where, id)
+		}
+		if teams, set := n.Config["teams"]; set {
+			tm, ok := teams.(map[string]any)
+			if !ok {
+				c.ds.errorf(n.Pos, "%s: config.teams: want a mapping of team to {chat_id, bot_token}", where)
+			}
+			for _, name := range sortedKeys(tm) {
+				t, _ := tm[name].(map[string]any)
+				switch tok, set := t["bot_token"]; {
+				case t == nil || !project.ChatID(chatIDText(t["chat_id"])):
+					c.ds.errorf(n.Pos, "%s: config.teams.%s: want {chat_id: a chat ID, bot_token: an optional ${NAME}}", where, name)
+				case set && !wholeSecretRE.MatchString(fmt.Sprint(tok)):
+					c.ds.errorf(n.Pos, "%s: config.teams.%s.bot_token: write it as one ${NAME} secret reference: a token written out would be compiled into the state machine", where, name)
+				}
+			}
+		}
+	case pipeline.ChannelMSTeams:
+		switch u := str("url"); {
+		case u == "":
+			c.ds.errorf(n.Pos, "%s: channel msteams needs config.url (the incoming webhook's URL, as a ${NAME} secret)", where)
+		case !strings.Contains(u, "${"):
+			c.ds.warnf(n.Pos, "%s: config.url: the webhook URL is its credential: write it as a ${NAME} secret reference, or it is compiled into the state machine", where)
+		}
 	}
+}
+
+// wholeSecretRE matches one whole ${NAME} reference.
+var wholeSecretRE = regexp.MustCompile(`^\$\{[A-Za-z_][A-Za-z0-9_]*\}$`)
+
+// chatIDText is a chat_id as YAML gave it, as text.
+func chatIDText(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case int, int64:
+		return fmt.Sprint(v)
+	case float64:
+		if v == float64(int64(v)) {
+			return fmt.Sprint(int64(v))
+		}
+	}
+	return ""
 }
 
 func regexMessage(err error) string {

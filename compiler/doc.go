@@ -43,7 +43,11 @@
 // it must start with "agent:<agent>:". Without executors.openclaw an
 // openclaw step compiles with one warning per pipeline and fails when it
 // runs. A gateway step that runs no agent and sets no base_url or
-// api_key takes the project's executors.openai values.
+// api_key takes the project's executors.openai values. A telegram
+// notification that sets no config.bot_token, config.chat_id or
+// config.teams takes the project's notifications.telegram values; a telegram notification needs
+// both in the end (bot_token one ${NAME} reference, chat_id a number or
+// @channelname), an msteams one config.url.
 // Programs do not call them directly but through package compiler/gate,
 // which adds package executor's configuration checks (the compiler takes
 // them as a value, ExecutorCheck, so that it does not link the executors):

@@ -29,6 +29,7 @@ func loadIn(name string, src []byte, env Env) (*File, Diagnostics) {
 		ds = append(ds, projectDiagnostics(env.Project)...)
 		ds = append(ds, lib.errors()...)
 		applyExecutorDefaults(f, env.Project)
+		applyNotificationDefaults(f, env.Project)
 	}
 	ds = append(ds, checkIn(f, env)...)
 	return f, f.noteUses(ds).Sort()

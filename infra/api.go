@@ -41,6 +41,8 @@ const (
 //	GET  /schedules               ingest  IAM (SigV4): next fire of each schedule
 //	GET  /approvals/{token}       callback  signed link, checked by the function
 //	POST /approvals/{token}       callback  signed link, checked by the function
+//	POST /telegram/{bot}          callback  Telegram's secret token, checked by the function (with human_approval)
+//	POST /slack/{app}             callback  Slack's request signature, checked by the function (with human_approval)
 //
 // Alert senders cannot sign requests with SigV4, and an approver follows a
 // link: those routes are authorized inside the functions.
@@ -87,6 +89,7 @@ func (b *builder) addRoutes() {
 	for _, r := range *approval {
 		suppress(r, nagRule{id: "AwsSolutions-APIG4", reason: "Approval links are followed from a chat or an email: the path carries an expiring HMAC-signed token (key in the ApprovalKey secret) that the callback function verifies; a GET never decides, and a decision is accepted once."})
 	}
+	b.addChatRoutes(callback)
 
 	logGroup := awslogs.NewLogGroup(b.stack, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
 		Retention: b.cfg.logRetention,

@@ -77,6 +77,18 @@
 //     StackProps.Secrets and the functions that resolve them (step,
 //     approval, recorder) may read exactly those secrets and parameters.
 //     No secret value is in the template.
+//   - Chat approvals, when the project's stepline.yaml has human_approval
+//     (or notifications.telegram): the routes go to the approval and
+//     callback functions as HUMAN_APPROVAL (JSON, secrets as ${NAME}); the
+//     HTTP API gets POST /telegram/{bot} when a Telegram bot routes
+//     approvals and POST /slack/{app} when a Slack app does, both on the
+//     callback function, which authenticates them (Telegram's secret
+//     token, Slack's signature). Every ${NAME} of the routes must be
+//     mapped in StackProps.Secrets; the approval function may read the
+//     ones it sends with (bot tokens, a Teams webhook URL), the callback
+//     function only the ones it takes answers with (bot tokens, webhook
+//     and signing secrets). A Telegram channel without webhook_secret is
+//     an error: a Lambda cannot long-poll.
 //   - A dead-letter queue for every EventBridge target and schedule;
 //     alarms on failed runs, timed-out executions, function errors and
 //     undelivered events, sent to an SNS topic encrypted with a KMS key;
@@ -86,8 +98,10 @@
 //
 // Environment (Env* constants): TABLE_NAME, LOG_LEVEL and METRIC_NAMESPACE
 // everywhere; ARTIFACT_BUCKET (step); SECRET_REFS (step, approval,
-// recorder: NAME=ref pairs as secret.ParseRefs reads them);
-// APPROVAL_KEY_SECRET_ARN (approval, callback); API_BASE_URL (approval);
+// recorder, and callback with chat approvals: NAME=ref pairs as
+// secret.ParseRefs reads them); APPROVAL_KEY_SECRET_ARN (approval,
+// callback); API_BASE_URL (approval, and callback with chat approvals);
+// HUMAN_APPROVAL (approval, callback, with chat approvals);
 // WEBHOOK_TOKEN_SECRET_ARN (ingest); STATE_MACHINES (ingest, recorder:
 // {"<pipeline>": "<state machine ARN>"}); OPENAI_BASE_URL (step, from
 // StackProps.OpenAIBaseURL, the stepline:openaiBaseUrl context, when set:

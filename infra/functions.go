@@ -46,7 +46,7 @@ func (b *builder) addFunctions() {
 	specs := []function{
 		{FunctionStep, "Stepline: runs a step (render, execute, verify, decide, record)", 512, b.stepTimeout()},
 		{FunctionApproval, "Stepline: records a pending approval and sends its signed links", 256, approvalTimeout},
-		{FunctionCallback, "Stepline: approval page and decision (GET/POST /approvals/{token})", 256, callbackTimeout},
+		{FunctionCallback, "Stepline: approval page and decision (GET/POST /approvals/{token}), chat approval buttons", 256, callbackTimeout},
 		{FunctionIngest, "Stepline: webhooks, manual runs and checked EventBridge triggers: normalize, route, dedup, start", 256, ingestTimeout},
 		{FunctionRecorder, "Stepline: records execution status changes and sends run notifications", 256, recorderTimeout},
 	}
@@ -80,13 +80,17 @@ func (b *builder) addFunctions() {
 		[]string{`/^Resource::<Artifacts[A-Za-z0-9]+\.Arn>\/\*$/g`}})
 	b.grantBedrock()
 
-	if len(b.cfg.secrets) > 0 {
-		refs := plan.RefsEnv(b.cfg.secrets)
-		for _, name := range []string{FunctionStep, FunctionApproval, FunctionRecorder} {
-			b.functions[name].AddEnvironment(jsii.String(EnvSecretRefs), jsii.String(refs), nil)
-			b.grantSecrets(b.roles[name])
+	for _, name := range []string{FunctionStep, FunctionApproval, FunctionRecorder} {
+		refs := b.cfg.secrets
+		if name == FunctionApproval {
+			refs = merge(refs, b.cfg.chat.send) // it also sends the chat requests
+		}
+		if len(refs) > 0 {
+			b.functions[name].AddEnvironment(jsii.String(EnvSecretRefs), jsii.String(plan.RefsEnv(refs)), nil)
+			b.grantSecretRefs(b.roles[name], refs)
 		}
 	}
+	b.addChat()
 
 	b.grantTopics()
 
@@ -192,20 +196,20 @@ func (b *builder) executionARN(machineName string) *string {
 	})
 }
 
-// grantSecrets lets role read exactly the secrets the pipelines use:
+// grantSecretRefs lets role read exactly the secrets of refs:
 // secretsmanager:GetSecretValue on each secret (a name matches the ARN
 // with Secrets Manager's six-character suffix) and ssm:GetParameter on
 // each parameter.
-func (b *builder) grantSecrets(role awsiam.Role) {
+func (b *builder) grantSecretRefs(role awsiam.Role, refs map[string]secret.Ref) {
 	var sm, ssm []*string
 	seen := map[string]bool{}
-	names := make([]string, 0, len(b.cfg.secrets))
-	for n := range b.cfg.secrets {
+	names := make([]string, 0, len(refs))
+	for n := range refs {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		ref := b.cfg.secrets[n]
+		ref := refs[n]
 		if seen[ref.Source+":"+ref.ID] {
 			continue
 		}

@@ -54,9 +54,9 @@ const (
 	EnvLogLevel              = "LOG_LEVEL"                // every function: DEBUG, INFO, WARN or ERROR
 	EnvMetricNamespace       = "METRIC_NAMESPACE"         // every function
 	EnvArtifactBucket        = "ARTIFACT_BUCKET"          // step
-	EnvSecretRefs            = "SECRET_REFS"              // step, approval, recorder: secret.ParseRefs format
+	EnvSecretRefs            = "SECRET_REFS"              // step, approval, recorder, callback (chat): secret.ParseRefs format
 	EnvApprovalKeySecretARN  = "APPROVAL_KEY_SECRET_ARN"  // approval, callback: the link signing key
-	EnvAPIBaseURL            = "API_BASE_URL"             // approval: where the links point
+	EnvAPIBaseURL            = "API_BASE_URL"             // approval, callback: where the links point
 	EnvWebhookTokenSecretARN = "WEBHOOK_TOKEN_SECRET_ARN" // ingest: the bearer token of POST /webhook
 	EnvStateMachines         = "STATE_MACHINES"           // ingest, recorder: {"<pipeline>": "<state machine ARN>"}
 	EnvOpenAIBaseURL         = executor.EnvOpenAIBaseURL  // step, when StackProps.OpenAIBaseURL is set
@@ -114,6 +114,7 @@ type config struct {
 	props        StackProps
 	pipelines    []*plan.Pipeline
 	secrets      map[string]secret.Ref
+	chat         chatConfig // the project's human_approval
 	logRetention awslogs.RetentionDays
 }
 
@@ -168,6 +169,11 @@ func newConfig(props *StackProps) (*config, error) {
 	if p.OpenAIBaseURL != "" {
 		if u, err := url.Parse(p.OpenAIBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("OpenAI base URL %q: want an absolute http or https URL", p.OpenAIBaseURL))
+		}
+	}
+	if proj != nil {
+		if c.chat, err = newChatConfig(proj.ApprovalRoutes(), proj.HumanApproval, p.Secrets); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	ps, err := plan.LoadIn(p.PipelineDir, proj, executor.Defaults{OpenAIBaseURL: p.OpenAIBaseURL})
@@ -356,6 +362,16 @@ func (c *config) checkEnvironmentSize(stackName string) error {
 	if size > maxEnvironmentBytes {
 		return fmt.Errorf("%d pipelines and %d secret mappings need about %d bytes of function environment (SECRET_REFS, STATE_MACHINES), over Lambda's %d: split the pipelines over two stacks (stepline:stackName, stepline:pipelines)",
 			len(c.pipelines), len(c.secrets), size, maxEnvironmentBytes)
+	}
+	if !c.chat.routes.Empty() {
+		// The approval function: its fixed variables, the key's ARN and
+		// the API's URL, SECRET_REFS with the chat secrets, HUMAN_APPROVAL.
+		const approvalFixed = fixedVars + 250
+		size := approvalFixed + len(EnvSecretRefs) + len(plan.RefsEnv(merge(c.secrets, c.chat.send))) + len(EnvHumanApproval) + len(c.chat.routesJSON())
+		if size > maxEnvironmentBytes {
+			return fmt.Errorf("human_approval and %d secret mappings need about %d bytes of the approval function's environment (SECRET_REFS, HUMAN_APPROVAL), over Lambda's %d: route fewer teams, or split the pipelines over two stacks",
+				len(c.secrets), size, maxEnvironmentBytes)
+		}
 	}
 	return nil
 }

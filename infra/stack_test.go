@@ -292,7 +292,7 @@ var resourceStarAllowed = []string{
 }
 
 func TestIAMPolicies(t *testing.T) {
-	for name, l := range map[string]*lazy{"examples": examples, "fixtures": fixtures} {
+	for name, l := range map[string]*lazy{"examples": examples, "fixtures": fixtures, "chat": chatStack} {
 		t.Run(name, func(t *testing.T) {
 			s := l.get(t)
 			for id, pol := range s.of("AWS::IAM::Policy") {
@@ -598,7 +598,7 @@ func TestMonitoring(t *testing.T) {
 }
 
 func TestNag(t *testing.T) {
-	for name, l := range map[string]*lazy{"examples": examples, "fixtures": fixtures} {
+	for name, l := range map[string]*lazy{"examples": examples, "fixtures": fixtures, "chat": chatStack} {
 		t.Run(name, func(t *testing.T) {
 			s := l.get(t)
 			nag := assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))

@@ -26,23 +26,63 @@ import (
 
 // linkNotifier tells approvers of a local run where to decide: it logs
 // the signed approval link.
+// With chat routes (stepline.yaml's human_approval), it also sends the
+// request to the run's team's chat channel.
 type linkNotifier struct {
 	base   string
 	signer *approval.Signer
 	log    *slog.Logger
 	out    func(string)
+	chat   *approval.Router // nil: no chat channels
 }
 
-func (n *linkNotifier) NotifyApproval(_ context.Context, a store.Approval, stage string) error {
+func (n *linkNotifier) NotifyApproval(ctx context.Context, a store.Approval, stage string) error {
 	link := (&approval.Service{Signer: n.signer}).Link(n.base, a)
 	n.log.Info("approval requested", "run", a.RunID, "step", a.Step, "stage", stage, "link", link)
 	if n.out != nil {
 		n.out(fmt.Sprintf("approval needed: run %s step %q: %s", a.RunID, a.Step, link))
 	}
+	if n.chat == nil {
+		return nil
+	}
+	kind, err := n.chat.Request(ctx, a, stage)
+	switch {
+	case errors.Is(err, approval.ErrNoRoute):
+		return nil
+	case err != nil:
+		return err
+	case kind != "":
+		n.log.Info("approval request sent", "run", a.RunID, "step", a.Step, "channel", kind)
+	}
 	return nil
 }
 
-// cmdServe runs the local HTTP front door.
+// chatRoutes returns the approval routes of the project: the one given,
+// else the stepline.yaml governing the pipelines directory, if any.
+func chatRoutes(p *project.Project, dir string) (approval.Routes, error) {
+	if p == nil {
+		path, err := project.Find(dir)
+		if err != nil || path == "" {
+			return approval.Routes{}, err
+		}
+		if p, err = project.Load(path); err != nil {
+			return approval.Routes{}, err
+		}
+	}
+	if p.Diagnostics.HasErrors() {
+		return approval.Routes{}, fmt.Errorf("%s has errors:\n%s", p.Path, p.Diagnostics)
+	}
+	return p.ApprovalRoutes(), nil
+}
+
+// cmdServe runs the local HTTP front door. With human_approval (or
+// notifications.telegram) in the project's stepline.yaml, approval
+// requests also go to the run's team's chat channel, and serve takes the
+// buttons' decisions: Telegram bots by long polling, or at
+// POST /telegram/{bot} when the channel names a webhook_secret; Slack apps
+// at POST /slack/{app}. Secrets resolve from the environment.
+// STEPLINE_TELEGRAM_API and STEPLINE_SLACK_API replace the Bot API's and
+// Slack's base URLs (a self-hosted Bot API server, a test double).
 func cmdServe(ctx context.Context, e env) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
@@ -116,7 +156,18 @@ func cmdServe(ctx context.Context, e env) int {
 		base = "http://" + ln.Addr().String()
 	}
 	signer := &approval.Signer{Key: key}
+	routes, err := chatRoutes(sf.project, *dir)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		return exitFailed
+	}
+	secrets := secret.Env(e.getenv)
+	chatHTTP := &http.Client{Transport: e.transport, Timeout: approval.PollWait + 30*time.Second}
 	notifier := &linkNotifier{base: base, signer: signer, log: logger, out: func(s string) { fmt.Fprintln(e.stdout, s) }}
+	if !routes.Empty() {
+		notifier.chat = &approval.Router{Routes: routes, Service: &approval.Service{Signer: signer}, BaseURL: base,
+			Secrets: secrets, HTTP: chatHTTP, TelegramAPI: e.getenv("STEPLINE_TELEGRAM_API"), SlackAPI: e.getenv("STEPLINE_SLACK_API"), Logger: logger}
+	}
 	regs := &registries{}
 	defer regs.Close()
 	r, err := local.Open(ctx, local.Config{Dir: stateDir, DBPath: sf.db, Logger: logger, Project: sf.project,
@@ -131,6 +182,7 @@ func cmdServe(ctx context.Context, e env) int {
 	srv, err := local.NewServer(runCtx, local.ServerConfig{
 		Runner: r, PipelinesDir: *dir, Tokens: tokens, MaxRuns: *maxRuns, Signer: signer, Logger: logger,
 		Version: version(), ScheduleGrace: *grace,
+		Chat: local.ChatConfig{Routes: routes, Secrets: secrets, HTTP: chatHTTP, TelegramAPI: e.getenv("STEPLINE_TELEGRAM_API"), BaseURL: base},
 		HTTP: local.HTTPLimits{
 			ReadHeaderTimeout: local.ReadHeaderTimeout,
 			ReadTimeout:       local.ReadTimeout,

@@ -101,7 +101,7 @@ func handler(e env, st *sqlite.Store, dir string, approvals steprun.Notifier, cl
 	deps.HTTP, deps.Secrets, deps.Logger, deps.Defaults = client, secrets, logger, executor.DefaultsFromEnv(e.getenv)
 	return &steprun.Handler{
 		Notifier:      approvals,
-		Notifications: &notify.Dispatcher{HTTP: client, Secrets: secrets, Logger: logger},
+		Notifications: &notify.Dispatcher{HTTP: client, Secrets: secrets, Logger: logger, TelegramAPI: e.getenv("STEPLINE_TELEGRAM_API")},
 		Store:         st,
 		Executors:     executor.NewRegistry(deps),
 		Artifacts:     steprun.Dir{Root: filepath.Join(dir, "artifacts")},

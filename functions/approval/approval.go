@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -61,7 +62,10 @@ type linkNotifier struct {
 	links         *approval.Service // only Signer and Link are used
 	baseURL       string            // the API's public URL
 	notifications Notifications     // nil: links are only logged
-	log           *slog.Logger
+	// chat sends the request to the run's team's chat channel
+	// (human_approval); nil: none.
+	chat *approval.Router
+	log  *slog.Logger
 }
 
 var _ steprun.Notifier = (*linkNotifier)(nil)
@@ -74,6 +78,15 @@ func (n *linkNotifier) NotifyApproval(ctx context.Context, a store.Approval, sta
 	}
 	attrs := []any{"approval", a.ID, "run", a.RunID, "step", a.Step, "pipeline", a.Pipeline, "stage", stage,
 		"expires_at", a.ExpiresAt.UTC().Format(time.RFC3339)}
+	if n.chat != nil {
+		switch kind, err := n.chat.Request(ctx, a, stage); {
+		case errors.Is(err, approval.ErrNoRoute):
+		case err != nil:
+			n.log.WarnContext(ctx, "approval chat request not delivered", "approval", a.ID, "channel", kind, "error", err.Error())
+		case kind != "":
+			n.log.InfoContext(ctx, "approval chat request delivered", "approval", a.ID, "channel", kind)
+		}
+	}
 	f, _ := factsFrom(ctx)
 	if n.notifications != nil && hasAction(f.pipeline, ActionApproval) {
 		deliveries := n.notifications.Fire(ctx, withDefaultTemplate(f.pipeline), ActionApproval, notify.Context{

@@ -13,12 +13,16 @@
 //	APPROVAL_KEY_SECRET_ARN  Secrets Manager secret holding the link signing key (required;
 //	                         read once, when the container starts)
 //	API_BASE_URL             public URL of the HTTP API the links point to (required)
-//	SECRET_REFS              where ${NAME} secrets of notification configs live:
-//	                         NAME=secretsmanager:id[#key],NAME=ssm:/param
+//	SECRET_REFS              where ${NAME} secrets of notification configs and of the
+//	                         chat routes live: NAME=secretsmanager:id[#key],NAME=ssm:/param
+//	HUMAN_APPROVAL           the approval routes as JSON (approval.Routes): the request also
+//	                         goes to the run's team's Telegram, Slack or Teams channel
+//	TELEGRAM_API_URL         the Bot API's base URL (default https://api.telegram.org)
 //	LOG_LEVEL                debug, info (default), warn or error
 //
-// Notification channels: log, webhook, slack, and sns (Publish through
-// package shared/notify; the role needs sns:Publish on the topic).
+// Notification channels: log, webhook, slack, telegram, msteams, and sns
+// (Publish through package shared/notify; the role needs sns:Publish on
+// the topic).
 //
 // AWS access is configured from the variables the Lambda runtime sets
 // (package shared/awsenv; AWS_ENDPOINT_URL_<SERVICE> overrides such as
@@ -57,17 +61,27 @@ func main() {
 	f.Check(err, "sns")
 	client := &http.Client{}
 	notices := &notify.Dispatcher{
-		HTTP:    client,
-		Secrets: secrets,
-		SNS:     sns,
-		Logger:  f.Log,
+		HTTP:        client,
+		Secrets:     secrets,
+		SNS:         sns,
+		Logger:      f.Log,
+		TelegramAPI: os.Getenv("TELEGRAM_API_URL"),
+	}
+	routes, err := approval.ParseRoutes(os.Getenv("HUMAN_APPROVAL"))
+	f.Check(err, "HUMAN_APPROVAL")
+	links := &approval.Service{Signer: &approval.Signer{Key: key}}
+	var chat *approval.Router
+	if !routes.Empty() {
+		chat = &approval.Router{Routes: routes, Service: links, BaseURL: baseURL, Secrets: secrets, Runs: st,
+			HTTP: client, TelegramAPI: os.Getenv("TELEGRAM_API_URL"), WebhooksOnly: true, Logger: f.Log}
 	}
 	h := &steprun.Handler{
 		Store: st,
 		Notifier: &linkNotifier{
-			links:         &approval.Service{Signer: &approval.Signer{Key: key}},
+			links:         links,
 			baseURL:       baseURL,
 			notifications: notices,
+			chat:          chat,
 			log:           f.Log,
 		},
 		HTTP:    client,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -37,4 +39,16 @@ func resumeWith(c TaskSender) func(ctx context.Context, taskToken string, d task
 		}
 		return nil
 	}
+}
+
+// routes serves the chat routes (POST /telegram/{bot}, POST /slack/{app})
+// with chat and everything else (the approval links) with links.
+func routes(links, chat http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/telegram/") || strings.HasPrefix(r.URL.Path, "/slack/") {
+			chat.ServeHTTP(w, r)
+			return
+		}
+		links.ServeHTTP(w, r)
+	})
 }

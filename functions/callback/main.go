@@ -5,11 +5,22 @@
 // waiting run resumed with Step Functions SendTaskSuccess (output: the
 // decision, {"decision": "approve"|"reject", "by": ...}).
 //
+// It also serves the chat routes of the project's human_approval
+// (approval.ChatHandler): POST /telegram/{bot}, a Telegram bot's webhook
+// (its X-Telegram-Bot-Api-Secret-Token checked in constant time), and
+// POST /slack/{app}, a Slack app's request URL (its v0 signature checked);
+// a button press is decided through the same path as a link.
+//
 // Environment:
 //
 //	TABLE_NAME               DynamoDB table of runs, steps and approvals (required)
 //	APPROVAL_KEY_SECRET_ARN  Secrets Manager secret holding the link signing key (required;
 //	                         read once, when the container starts)
+//	HUMAN_APPROVAL           the approval routes as JSON (approval.Routes; secrets as ${NAME})
+//	SECRET_REFS              where the routes' ${NAME} secrets live: NAME=secretsmanager:id[#key],...
+//	API_BASE_URL             public URL of the HTTP API, for the page links of edited chat messages
+//	TELEGRAM_API_URL         the Bot API's base URL (default https://api.telegram.org)
+//	SLACK_RESPONSE_URL       what a Slack response_url must start with (default https://hooks.slack.com/)
 //	LOG_LEVEL                debug, info (default), warn or error
 //
 // AWS access is configured from the variables the Lambda runtime sets
@@ -18,6 +29,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"time"
 
@@ -34,8 +46,10 @@ import (
 func main() {
 	f := boot.Start()
 	st := f.Store()
-	sm, err := secret.NewSecretsManager(f.AWS)
+	secrets, sm, err := secret.ForFunction(f.AWS, os.Getenv)
 	f.Check(err, "secrets")
+	routesCfg, err := approval.ParseRoutes(os.Getenv("HUMAN_APPROVAL"))
+	f.Check(err, "HUMAN_APPROVAL")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	key, err := approval.LoadKey(ctx, sm, os.Getenv("APPROVAL_KEY_SECRET_ARN"))
 	cancel()
@@ -47,7 +61,13 @@ func main() {
 		Feedback: st,
 		Logger:   f.Log,
 	}
+	chat := &approval.ChatHandler{
+		Routes: routesCfg, Service: svc, Secrets: secrets, HTTP: &http.Client{Timeout: 5 * time.Second},
+		TelegramAPI: os.Getenv("TELEGRAM_API_URL"), SlackResponseURL: os.Getenv("SLACK_RESPONSE_URL"),
+		BaseURL: os.Getenv("API_BASE_URL"), Logger: f.Log,
+	}
+	h := routes(svc, chat)
 	lambda.Start(func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		return apigw.Serve(ctx, svc, ev, maxRequestBody), nil
+		return apigw.Serve(ctx, h, ev, maxRequestBody), nil
 	})
 }

@@ -213,22 +213,30 @@ func (s *Service) Decide(ctx context.Context, token, decision, by string) error 
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
+	_, err = s.record(ctx, op, id, d, taskDecision, by)
+	return err
+}
+
+// record records decision d on approval id, once, and resumes the run.
+// The approval is returned as stored (decided, or as it stood when the
+// decision was refused).
+func (s *Service) record(ctx context.Context, op, id string, d store.Decision, taskDecision, by string) (store.Approval, error) {
 	by = cleanBy(by)
 	a, err := s.Store.DecideApproval(ctx, id, d, by, s.Signer.now())
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("%s: %w", op, ErrNotFound)
+		return a, fmt.Errorf("%s: %w", op, ErrNotFound)
 	case errors.Is(err, store.ErrConflict):
-		return fmt.Errorf("%s: %w: %s by %q: %w", op, ErrDecided, a.Decision, a.DecidedBy, err)
+		return a, fmt.Errorf("%s: %w: %s by %q: %w", op, ErrDecided, a.Decision, a.DecidedBy, err)
 	case errors.Is(err, store.ErrExpired):
-		return fmt.Errorf("%s: %w: the approval expired at %s", op, ErrExpired, a.ExpiresAt.UTC().Format(time.RFC3339))
+		return a, fmt.Errorf("%s: %w: the approval expired at %s", op, ErrExpired, a.ExpiresAt.UTC().Format(time.RFC3339))
 	case err != nil:
-		return fmt.Errorf("%s: %w", op, err)
+		return a, fmt.Errorf("%s: %w", op, err)
 	}
 	s.log().InfoContext(ctx, "approval decided", "approval", a.ID, "run", a.RunID, "step", a.Step,
 		"pipeline", a.Pipeline, "decision", string(d), "by", by)
 	if s.Complete == nil {
-		return fmt.Errorf("%s: %w: no way to resume runs is configured", op, ErrResume)
+		return a, fmt.Errorf("%s: %w: no way to resume runs is configured", op, ErrResume)
 	}
 	if err := s.Complete(ctx, a.TaskToken, task.Decision{Decision: taskDecision, By: by}); err != nil {
 		// An error may echo the task token, which can resume the run.
@@ -236,7 +244,7 @@ func (s *Service) Decide(ctx context.Context, token, decision, by string) error 
 		red.Add(a.TaskToken)
 		err = red.Error(err)
 		s.log().ErrorContext(ctx, "resume run after approval", "approval", a.ID, "run", a.RunID, "step", a.Step, "error", err.Error())
-		return fmt.Errorf("%s: %w: run %s: %w", op, ErrResume, a.RunID, err)
+		return a, fmt.Errorf("%s: %w: run %s: %w", op, ErrResume, a.RunID, err)
 	}
-	return nil
+	return a, nil
 }

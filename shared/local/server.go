@@ -23,6 +23,7 @@ import (
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/schedule"
+	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/task"
 )
 
@@ -44,6 +45,8 @@ import (
 //	POST /runs/{id}/steps/{step}/feedback        upsert it
 //	GET  /approvals/{token}                      the approval page of a signed link
 //	POST /approvals/{token}                      decide it
+//	POST /telegram/{bot}                         a Telegram bot's webhook (ChatConfig)
+//	POST /slack/{app}                            a Slack app's request URL (ChatConfig)
 //	GET  /health                                 liveness, version, active runs, limits
 //
 // Pipelines with a schedule: fire from the server once StartSchedules is
@@ -63,7 +66,8 @@ import (
 // and the approval links needs "Authorization: Bearer <token>" naming a
 // team; a missing token and a wrong one get the same 401 with a
 // WWW-Authenticate header. The approval links need none: the signed link is
-// the credential. A team sees only the runs recorded with its team (GET
+// the credential. Nor do the chat routes: a Telegram webhook checks its
+// secret token, a Slack request URL its signature. A team sees only the runs recorded with its team (GET
 // /runs lists them, GET /runs/{id} of another team's run is 404, as for a
 // run that does not exist); the runs it starts, by webhook or by name, are
 // recorded with its team. The token of [intake.AdminTeam] sees every run
@@ -97,10 +101,13 @@ type Server struct {
 	clock     schedule.Clock
 
 	reloadMu sync.Mutex // one reload at a time
-	mu       sync.Mutex
-	loaded   *loaded         // the pipelines in force
-	ctx      context.Context // runs started by requests live on this, not on the request
-	wg       sync.WaitGroup
+
+	chat map[string]http.Handler // "/telegram/{bot}", "/slack/{app}"
+
+	mu     sync.Mutex
+	loaded *loaded         // the pipelines in force
+	ctx    context.Context // runs started by requests live on this, not on the request
+	wg     sync.WaitGroup
 }
 
 // Bounds of the HTTP server. A request's headers must arrive within
@@ -182,6 +189,30 @@ type ServerConfig struct {
 	// once (schedule.DefaultGrace when 0).
 	ScheduleClock schedule.Clock
 	ScheduleGrace time.Duration
+	// Chat takes the approvals decided in chat channels (see ChatConfig);
+	// the zero value takes none.
+	Chat ChatConfig
+}
+
+// ChatConfig is how a Server takes the decisions made with the buttons of
+// chat approval requests (package approval's Router sends them): each
+// Telegram bot of Routes by long polling, or, when its channel names a
+// webhook_secret, at POST /telegram/{bot} (bot: the name of its token's
+// secret); each Slack app at POST /slack/{app} (app: the name of its
+// signing secret's secret), its request URL.
+type ChatConfig struct {
+	Routes  approval.Routes
+	Secrets secret.Resolver // resolves the bots' tokens and secrets
+	HTTP    *http.Client    // Bot API and response_url calls; nil: a client with a timeout over PollWait
+	// TelegramAPI is the Bot API's base URL; "": telegram.DefaultAPI.
+	TelegramAPI string
+	// SlackResponseURL is what a Slack response_url must start with; "":
+	// approval.DefaultSlackResponseURL.
+	SlackResponseURL string
+	// PollWait is each getUpdates long poll's wait; 0: approval.PollWait.
+	PollWait time.Duration
+	// BaseURL starts the approval page links of edited messages.
+	BaseURL string
 }
 
 // DefaultApprovalPoll is how often a server looks for expired approvals:
@@ -247,6 +278,9 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 				return nil
 			},
 		}
+	}
+	if err := s.startChat(ctx, cfg.Chat, cfg.Signer); err != nil {
+		return nil, err
 	}
 	poll := cfg.ApprovalPoll
 	if poll <= 0 {
@@ -378,6 +412,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case strings.HasPrefix(r.URL.Path, "/approvals/"):
 		s.approval(w, r)
+		return
+	case strings.HasPrefix(path, "/telegram/") || strings.HasPrefix(path, "/slack/"):
+		// Authenticated by the handler: Telegram's secret token, Slack's
+		// signature.
+		if h, ok := s.chat[path]; ok {
+			h.ServeHTTP(w, r)
+			return
+		}
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
 		return
 	}
 	c, ok := s.authenticate(r)

@@ -20,6 +20,20 @@
 //   - sns: the rendered text published to config.topic_arn (config.subject,
 //     default "Stepline: <pipeline> <action>"), through a [Publisher]; on
 //     AWS only.
+//   - telegram: the Bot API's sendMessage to config.chat_id (a number, or
+//     an @channel name) as the bot of config.bot_token (a ${NAME} secret;
+//     the compiler fills both from stepline.yaml's notifications.telegram
+//     when the pipeline leaves them out). config.teams.<team> {chat_id,
+//     bot_token} sends a run of that team elsewhere (also filled from
+//     stepline.yaml's notifications.telegram.teams). The message is Telegram HTML: the
+//     template is the author's markup, and every value it pastes is
+//     escaped first (package telegram's EscapeData), so event and model
+//     text is shown as text and can open no tag or link. The result is
+//     made well formed and cut to 4096 characters ("[truncated]"). The bot
+//     token is in the Bot API's URL; it is scrubbed from every error.
+//   - msteams: {"text": rendered} posted to config.url, a Microsoft Teams
+//     incoming webhook or Power Automate workflow URL (write it as a
+//     ${NAME} secret: the URL is the credential).
 //
 // URLs and header values may hold ${NAME} secret references; they are
 // resolved at send time, and resolved values are scrubbed from every error

@@ -19,6 +19,7 @@ import (
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/task"
+	"github.com/stepline/stepline/shared/telegram"
 	"github.com/stepline/stepline/shared/template"
 )
 
@@ -120,6 +121,8 @@ type Dispatcher struct {
 	Record  func(ctx context.Context, d Delivery)
 	Timeout time.Duration // per delivery; 0: DefaultTimeout
 	Now     func() time.Time
+	// TelegramAPI is the Bot API's base URL; "" is telegram.DefaultAPI.
+	TelegramAPI string
 
 	once   sync.Once
 	engine *template.Engine
@@ -184,13 +187,26 @@ func (d *Dispatcher) Fire(ctx context.Context, p task.Pipeline, action string, d
 func (d *Dispatcher) deliver(ctx context.Context, p task.Pipeline, action string, n pipeline.Notification, b map[string]any, muted bool, runID string) (dl Delivery) {
 	start := d.now()
 	dl = Delivery{Pipeline: p.Name, RunID: runID, Action: action, Channel: n.Channel, Via: n.Channel, Muted: muted, Target: target(n), At: start}
+	team, _ := b["team"].(string)
+	if n.Channel == pipeline.ChannelTelegram {
+		_, chat := telegramTarget(n.Config, team)
+		dl.Target = "chat " + chat
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			dl.Err = fmt.Errorf("notification %s/%s: panic: %v", action, n.Channel, r)
 		}
 		dl.Duration = d.now().Sub(start)
 	}()
+	if n.Channel == pipeline.ChannelTelegram {
+		// Telegram HTML: the template is the author's markup, the values
+		// it pastes are data and are escaped.
+		b = telegram.EscapeData(b).(map[string]any)
+	}
 	msg, err := d.render(ctx, n.Template, b)
+	if n.Channel == pipeline.ChannelTelegram && err == nil {
+		msg = telegram.Cut(msg, telegram.MaxMessageRunes)
+	}
 	if err != nil {
 		dl.Err = err
 		return dl
@@ -224,8 +240,12 @@ func (d *Dispatcher) deliver(ctx context.Context, p task.Pipeline, action string
 		dl.Status, err = d.slack(cctx, red, n.Config, msg)
 	case pipeline.ChannelSNS:
 		err = d.sns(cctx, p, action, n.Config, msg)
+	case pipeline.ChannelTelegram:
+		err = d.telegram(cctx, red, n.Config, team, msg)
+	case pipeline.ChannelMSTeams:
+		dl.Status, err = d.msteams(cctx, red, n.Config, msg)
 	default:
-		err = fmt.Errorf("unknown channel %q (use log, webhook, slack or sns)", n.Channel)
+		err = fmt.Errorf("unknown channel %q (use log, webhook, slack, sns, telegram or msteams)", n.Channel)
 	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && cctx.Err() != nil && ctx.Err() == nil {
@@ -240,7 +260,7 @@ func (d *Dispatcher) deliver(ctx context.Context, p task.Pipeline, action string
 func target(n pipeline.Notification) string {
 	str := func(k string) string { s, _ := n.Config[k].(string); return s }
 	switch n.Channel {
-	case pipeline.ChannelWebhook, pipeline.ChannelSlack:
+	case pipeline.ChannelWebhook, pipeline.ChannelSlack, pipeline.ChannelMSTeams:
 		return str("url")
 	case pipeline.ChannelSNS:
 		return str("topic_arn")
@@ -317,6 +337,76 @@ func (d *Dispatcher) slack(ctx context.Context, red *secret.Redactor, cfg map[st
 		return 0, err
 	}
 	return d.post(ctx, red, map[string]any{"url": cfg["url"], "headers": cfg["headers"]}, http.MethodPost, "application/json", body)
+}
+
+// ChatID reads a Telegram chat_id as configured: a number or a string
+// (an @channel name, or a number written as text).
+func ChatID(v any) string {
+	switch v := v.(type) {
+	case string:
+		return strings.TrimSpace(v)
+	case int:
+		return fmt.Sprint(v)
+	case int64:
+		return fmt.Sprint(v)
+	case float64:
+		if v == float64(int64(v)) {
+			return fmt.Sprint(int64(v))
+		}
+	}
+	return ""
+}
+
+// telegramTarget returns the bot (a ${NAME} reference) and chat a
+// telegram notification of a run of team goes to: config.teams.<team>'s
+// chat_id and bot_token when it names them, else config's.
+func telegramTarget(cfg map[string]any, team string) (bot, chat string) {
+	bot, _ = cfg["bot_token"].(string)
+	chat = ChatID(cfg["chat_id"])
+	if teams, _ := cfg["teams"].(map[string]any); team != "" && teams != nil {
+		if t, ok := teams[team].(map[string]any); ok {
+			if b, _ := t["bot_token"].(string); b != "" {
+				bot = b
+			}
+			if c := ChatID(t["chat_id"]); c != "" {
+				chat = c
+			}
+		}
+	}
+	return bot, chat
+}
+
+// telegram sends msg (Telegram HTML) with sendMessage to config.chat_id as
+// the bot of config.bot_token, a ${NAME} secret, or to the run's team's
+// chat and bot under config.teams.
+func (d *Dispatcher) telegram(ctx context.Context, red *secret.Redactor, cfg map[string]any, team, msg string) error {
+	ref, chat := telegramTarget(cfg, team)
+	if ref == "" {
+		return errors.New("config.bot_token is missing")
+	}
+	if chat == "" {
+		return errors.New("config.chat_id is missing")
+	}
+	tok, err := secret.Expand(ctx, red, ref)
+	if err != nil {
+		return fmt.Errorf("bot_token: %w", err)
+	}
+	c := &telegram.Client{Token: tok, API: d.TelegramAPI, HTTP: d.client}
+	if _, err := c.Send(ctx, chat, msg, nil); err != nil {
+		return err
+	}
+	return nil
+}
+
+// msteams posts {"text": msg} to the incoming webhook config.url (a
+// Teams incoming webhook or a Power Automate workflow URL; a ${NAME}
+// secret, as the URL is the credential).
+func (d *Dispatcher) msteams(ctx context.Context, red *secret.Redactor, cfg map[string]any, text string) (int, error) {
+	body, err := json.Marshal(map[string]any{"text": text})
+	if err != nil {
+		return 0, err
+	}
+	return d.post(ctx, red, map[string]any{"url": cfg["url"]}, http.MethodPost, "application/json", body)
 }
 
 // post sends body to cfg.url with cfg.headers, both ${NAME}-expanded.

@@ -266,7 +266,7 @@ func TestFireFailures(t *testing.T) {
 		{"no url", pipeline.Notification{Channel: "slack", Config: map[string]any{}}, nil, "config.url is missing", nil},
 		{"relative url", pipeline.Notification{Channel: "webhook", Config: map[string]any{"url": "/hooks"}}, nil, `url "/hooks" is not an absolute http(s) URL`, nil},
 		{"template", pipeline.Notification{Channel: "log", Template: "{% if %}"}, nil, "notification template", &fault.TemplateError{}},
-		{"unknown channel", pipeline.Notification{Channel: "telegram"}, nil, `unknown channel "telegram"`, nil},
+		{"unknown channel", pipeline.Notification{Channel: "pager"}, nil, `unknown channel "pager"`, nil},
 		{"sns without publisher", pipeline.Notification{Channel: "sns", Config: map[string]any{"topic_arn": "arn:aws:sns:eu-west-1:1:t"}}, nil, "the sns channel works on AWS only", nil},
 		{"sns without topic", pipeline.Notification{Channel: "sns", Config: map[string]any{}}, &fakeSNS{}, "config.topic_arn is missing", nil},
 		{"sns refused", pipeline.Notification{Channel: "sns", Config: map[string]any{"topic_arn": "arn:aws:sns:eu-west-1:1:t"}}, &fakeSNS{err: errors.New("AuthorizationError")}, "AuthorizationError", nil},

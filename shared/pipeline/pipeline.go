@@ -217,6 +217,11 @@ const (
 	ChannelWebhook = "webhook"
 	ChannelSlack   = "slack"
 	ChannelSNS     = "sns"
+	// ChannelTelegram sends with the Bot API's sendMessage (HTML) as
+	// config.bot_token to config.chat_id.
+	ChannelTelegram = "telegram"
+	// ChannelMSTeams posts {"text"} to a Microsoft Teams incoming webhook.
+	ChannelMSTeams = "msteams"
 )
 
 // Notification is one message sent when an action fires.

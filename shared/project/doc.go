@@ -13,6 +13,8 @@
 //	mcp_servers  the MCP servers agents' tools name
 //	tool_policy  decides every tool call
 //	executors    executor defaults
+//	notifications  defaults of notification channels (telegram)
+//	human_approval chat channels approval requests go to, by team
 //
 // Relative directories are from the file's directory.
 //
@@ -67,6 +69,25 @@
 // directory; default ~/.openclaw/identity); where no directory is read
 // (the step function on AWS) the same two files are the secrets
 // OPENCLAW_DEVICE and OPENCLAW_DEVICE_AUTH.
+//
+// notifications.telegram (bot_token: one ${NAME}, chat_id: a number or
+// @channelname) is the bot and chat of a pipeline's `channel: telegram`
+// notifications that name neither, and notifications.telegram.teams.<team>
+// {chat_id, bot_token (optional)} the chat of a team's runs: the compiler
+// writes them into the pipeline, so they travel with it (references only)
+// wherever it runs.
+//
+// human_approval routes approval requests as the reference does: the
+// run's team's channel under teams.<team>, else default, else
+// notifications.telegram's chat (ApprovalRoutes). A channel is
+// {channel: telegram|slack|msteams} with its block: telegram {bot_token,
+// chat_id, webhook_secret}, slack {bot_token, signing_secret, channel_id},
+// msteams {webhook_url}. Tokens and secrets are ${NAME} references
+// (package approval resolves and uses them); a Teams webhook URL written
+// out is a warning. The reference's keys Stepline does not use
+// (ui_base_url, slack.app_token, notifications.telegram.team) are errors
+// saying what stands in for them. Channels that share a Telegram bot must
+// share its webhook_secret.
 //
 // The steps directory is the step library: each *.yaml or *.yml file in
 // it (not hidden, not starting with _) holds one step that pipelines name

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/stepline/stepline/shared/agent"
+	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/internal/yamlread"
 	"github.com/stepline/stepline/shared/yamldoc"
 )
@@ -58,6 +59,12 @@ type Project struct {
 	Servers   map[string]agent.Server
 	Policy    agent.Policy
 	Executors Executors
+	// Notifications are defaults of the pipelines' notification channels
+	// (notifications.telegram).
+	Notifications Notifications
+	// HumanApproval routes approval requests to chat channels by the
+	// run's team (human_approval); see ApprovalRoutes.
+	HumanApproval approval.Routes
 	// Profiles are the agents in Agents, by name.
 	Profiles map[string]*agent.Loaded
 	// StepFiles are the files of the step library (Steps), in name
@@ -249,7 +256,7 @@ func (p *Project) At(key string) agent.Pos {
 
 // Fields of stepline.yaml.
 var (
-	topFields      = []string{"pipelines", "agents", "steps", "providers", "mcp_servers", "tool_policy", "executors"}
+	topFields      = []string{"pipelines", "agents", "steps", "providers", "mcp_servers", "tool_policy", "executors", "notifications", "human_approval"}
 	serverFields   = []string{"url", "headers", "command", "args", "env"}
 	policyFields   = []string{"default", "rules"}
 	ruleFields     = []string{"allow", "deny", "reason"}
@@ -352,6 +359,10 @@ func (d *decoder) parse(src []byte) {
 			d.policy(e.Value)
 		case "executors":
 			d.executors(e.Value)
+		case "notifications":
+			d.notifications(e.Value)
+		case "human_approval":
+			d.humanApproval(e.Value)
 		default:
 			if why, ok := fromGateway[e.Key]; ok {
 				d.fail(e.KeyAt, "unknown field %q: it belongs to the reference gateway's config.yaml; %s", e.Key, why)

@@ -28,7 +28,7 @@ func TestParseErrors(t *testing.T) {
 		{"reference gateway key", "agents_dir: x\n", []string{
 			`stepline.yaml:1:1: unknown field "agents_dir": it belongs to the reference gateway's config.yaml; the agents directory is "agents"`}},
 		{"unknown key", "pipeline: p\n", []string{
-			`stepline.yaml:1:1: unknown field "pipeline" (did you mean "pipelines"?) (fields: pipelines, agents, steps, providers, mcp_servers, tool_policy, executors)`}},
+			`stepline.yaml:1:1: unknown field "pipeline" (did you mean "pipelines"?) (fields: pipelines, agents, steps, providers, mcp_servers, tool_policy, executors, notifications, human_approval)`}},
 		{"not a mapping", "[1]\n", []string{`stepline.yaml:1:1: a project file: want a mapping, got a list`}},
 		{"empty directory", "steps: ''\n", []string{`stepline.yaml:1:8: steps: must not be empty`}},
 		{"directory not a string", "agents: [a]\n", []string{`stepline.yaml:1:9: agents: want a string, got a list`}},
