@@ -720,6 +720,11 @@ func (c *checker) checkPipeline() {
 			c.ds.errorf(fieldPos(s.Fields, "cron", s.Pos), "schedule.cron %q: %v", s.Cron, err)
 		}
 	}
+	if s := p.Schedule; s != nil && s.Fields.Has("timezone") {
+		if err := CheckTimeZone(s.TimeZone); err != nil {
+			c.ds.errorf(fieldPos(s.Fields, "timezone", s.Pos), "schedule.timezone %q: %v", s.TimeZone, err)
+		}
+	}
 	for _, a := range p.Notifications {
 		for _, n := range a.Notices {
 			c.checkNotification(a.Name, n)

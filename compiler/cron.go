@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/stepline/stepline/shared/cron"
 )
@@ -79,4 +80,20 @@ func list(text string, set []bool, min int, name func(int) string) string {
 		v = end
 	}
 	return strings.Join(parts, ",")
+}
+
+// CheckTimeZone checks a schedule's time zone: an IANA name such as
+// Europe/Berlin (or UTC), which both EventBridge Scheduler and the local
+// scheduler read.
+func CheckTimeZone(name string) error {
+	switch {
+	case name == "":
+		return errors.New("is empty: give an IANA time zone such as Europe/Berlin, or leave timezone out for UTC")
+	case name == "Local" || strings.HasPrefix(name, "/") || strings.Contains(name, ".."):
+		return errors.New("is not an IANA time zone name such as Europe/Berlin")
+	}
+	if _, err := time.LoadLocation(name); err != nil {
+		return errors.New("is not a known IANA time zone such as Europe/Berlin")
+	}
+	return nil
 }

@@ -184,8 +184,22 @@
 // step's compact output goes into a variable of its own, $step_<name>
 // (hyphens as underscores; a fan-out's items into $items_<name>), so that
 // recording a step costs the same at the first step as at the
-// thousandth. A step that did not run has no variable: it reads as
-// undefined, in when: conditions as in templates.
+// thousandth. A step that did not run has no variable (or, in a rerun, a
+// null one): it reads as undefined, in when: conditions as in templates.
+//
+// "Start run" is a Choice: a run whose input has no rerun block takes its
+// Default, which sets the variables, and goes to the first step. A rerun's
+// input, {"trigger": …, "rerun": {"original_run_id", "from_step", "steps":
+// {name: compact output}, "items": {fan_out: {"fan_out/i": output}}}},
+// goes to "Rerun: load earlier steps", a Pass that sets the same variables
+// and the step variables of every step the block names (a group's
+// branches by their own name), then to "Rerun: go to step", a Choice with
+// one rule per sequential step that goes on at from_step as a run that
+// reached it would (through "Check <step>" when it has a when:). Steps
+// before it do not run. A from_step that is not a sequential step ends the
+// run in "Rerun: unknown step" (Fail, Stepline.RerunUnknownStep). The
+// callers (stepline rerun, POST /runs/{id}/rerun) build the block from the
+// earlier run's step records (package rerun) and check from_step first.
 //
 // A sequential step is a Task that invokes the step function
 // (${StepFunctionArn}) with the step's static configuration inlined and

@@ -28,7 +28,11 @@ steps:
 		fmt.Printf("%-20s %s\n", name, st.Type())
 	}
 	// Output:
-	// Start run            Pass
+	// Start run            Choice
+	// Check follow-up      Choice
+	// Rerun: load earlier steps Pass
+	// Rerun: go to step    Choice
+	// Rerun: unknown step  Fail
 	// hello                Task
 	// hello: outcome       Choice
 	// follow-up            Task

@@ -175,22 +175,25 @@ func (l *lowerer) build() {
 	if b, _ := json.Marshal(info); len(b) > payloadBudget {
 		l.ds.errorf(l.p.Pos, "pipeline %q: its vars, notifications and budget take %d bytes, more than the %d bytes a state payload can spare", l.p.Name, len(b), payloadBudget)
 	}
-	l.add(&l.sm.States, StateStart, &asl.Pass{
-		Comment: "Set the run's variables: every later state reads them.",
-		Assign: map[string]any{
-			"pipeline": encodeStatic(toPlain(info)),
-			"run": map[string]any{
-				"id":            "{% $states.context.Execution.Name %}",
-				"execution":     "{% $states.context.Execution.Id %}",
-				"started_at":    "{% $states.context.Execution.StartTime %}",
-				"parent_run_id": "{% $exists($states.input.parent_run_id) ? $string($states.input.parent_run_id) : '' %}",
-			},
-			"trigger": "{% $exists($states.input.trigger) ? $states.input.trigger : {} %}",
-			"usage":   map[string]any{"input_tokens": 0, "output_tokens": 0, "cost_usd": 0},
-			"last":    nil,
+	base := map[string]any{
+		"pipeline": encodeStatic(toPlain(info)),
+		"run": map[string]any{
+			"id":            "{% $states.context.Execution.Name %}",
+			"execution":     "{% $states.context.Execution.Id %}",
+			"started_at":    "{% $states.context.Execution.StartTime %}",
+			"parent_run_id": "{% $exists($states.input.parent_run_id) ? $string($states.input.parent_run_id) : '' %}",
 		},
-		Next: l.routeTo(0),
+		"trigger": "{% $exists($states.input.trigger) ? $states.input.trigger : {} %}",
+		"usage":   map[string]any{"input_tokens": 0, "output_tokens": 0, "cost_usd": 0},
+		"last":    nil,
+	}
+	l.add(&l.sm.States, StateStart, &asl.Choice{
+		Comment: "Set the run's variables: every later state reads them. A rerun (input.rerun) sets them with the earlier run's outputs.",
+		Choices: []asl.ChoiceRule{{Condition: "{% $exists(" + rerunInput + ") %}", Next: StateRerunLoad}},
+		Assign:  base,
+		Default: l.routeTo(0),
 	})
+	l.addRerun(base)
 	for i, n := range l.p.Steps {
 		switch n := n.(type) {
 		case *pipeline.Step:
@@ -205,17 +208,31 @@ func (l *lowerer) build() {
 }
 
 // stampConfig sets $pipeline.config, the name of the definition def (the
-// state machine without it): see task.Pipeline.Config.
+// state machine without it): see task.Pipeline.Config. Both states that
+// set $pipeline carry it: "Start run" and, for a rerun, "Rerun: load
+// earlier steps".
 func (l *lowerer) stampConfig(def []byte) {
-	st, ok := l.sm.States.Get(StateStart)
-	pass, _ := st.(*asl.Pass)
-	if !ok || pass == nil {
-		return
-	}
 	info := l.info
 	info.Config = ConfigFingerprint(def)
-	pass.Assign["pipeline"] = encodeStatic(toPlain(info))
+	for _, a := range []map[string]any{startAssign(l.sm, StateStart), startAssign(l.sm, StateRerunLoad)} {
+		if a != nil {
+			a["pipeline"] = encodeStatic(toPlain(info))
+		}
+	}
 	l.p.Config = info.Config
+}
+
+// startAssign returns the Assign of state name when it is a Pass or a
+// Choice, else nil.
+func startAssign(sm *asl.StateMachine, name string) map[string]any {
+	st, _ := sm.States.Get(name)
+	switch st := st.(type) {
+	case *asl.Pass:
+		return st.Assign
+	case *asl.Choice:
+		return st.Assign
+	}
+	return nil
 }
 
 // ConfigFingerprint is the name of a compiled definition: 12 hex digits
@@ -232,12 +249,7 @@ func ConfigOf(sm *asl.StateMachine) string {
 	if sm == nil {
 		return ""
 	}
-	st, _ := sm.States.Get(sm.StartAt)
-	pass, ok := st.(*asl.Pass)
-	if !ok {
-		return ""
-	}
-	facts, _ := pass.Assign["pipeline"].(map[string]any)
+	facts, _ := startAssign(sm, sm.StartAt)["pipeline"].(map[string]any)
 	s, _ := facts["config"].(string)
 	return s
 }

@@ -887,6 +887,8 @@ func (d *decoder) schedule(n *yaml.Node) *pipeline.Schedule {
 		switch kv[0].Value {
 		case "cron":
 			s.Cron = d.text(kv[1])
+		case "timezone":
+			s.TimeZone = d.text(kv[1])
 		case "summary":
 			s.Summary = d.text(kv[1])
 		case "severity":

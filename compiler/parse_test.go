@@ -110,7 +110,7 @@ trigger:
 context_template: {include: [labels.service, metadata.order_id]}
 durable: {on_interrupted: escalate, max_resume_age_seconds: 600}
 budget: {max_tokens: 1000, max_cost: 1.5, include_approx_cost: true}
-schedule: {cron: "*/5 9-17 * * mon-fri", summary: s, labels: {k: v}, team: t}
+schedule: {cron: "*/5 9-17 * * mon-fri", timezone: Europe/Berlin, summary: s, labels: {k: v}, team: t}
 notifications:
   escalate: {channel: log, template: "x"}
   stopped:
@@ -141,7 +141,7 @@ steps:
 	if *p.Budget.MaxTokens != 1000 || *p.Budget.MaxUSD != 1.5 || !p.Budget.IncludeApproxCost {
 		t.Errorf("budget: %+v", p.Budget)
 	}
-	if p.Schedule.Severity != "info" || p.Schedule.Labels["k"] != "v" {
+	if p.Schedule.Severity != "info" || p.Schedule.Labels["k"] != "v" || p.Schedule.TimeZone != "Europe/Berlin" {
 		t.Errorf("schedule: %+v", p.Schedule)
 	}
 	if len(p.Notifications) != 2 || p.Notifications[0].Notices[0].Channel != "log" || p.Notifications[1].Notices[0].Config["url"] != "http://h" {
@@ -291,6 +291,15 @@ func TestErrors(t *testing.T) {
 		}},
 		{"invalid cron", "name: p\nschedule: {cron: \"61 * * * *\"}\nsteps: [{name: a, executor: scripted}]\n", []string{
 			`p.yaml:2:18: schedule.cron "61 * * * *": minute field "61": 61 is outside 0-59`,
+		}},
+		{"unknown time zone", "name: p\nschedule: {cron: \"0 9 * * *\", timezone: Mars/Olympus}\nsteps: [{name: a, executor: scripted}]\n", []string{
+			`p.yaml:2:41: schedule.timezone "Mars/Olympus": is not a known IANA time zone such as Europe/Berlin`,
+		}},
+		{"local time zone", "name: p\nschedule: {cron: \"0 9 * * *\", timezone: Local}\nsteps: [{name: a, executor: scripted}]\n", []string{
+			`p.yaml:2:41: schedule.timezone "Local": is not an IANA time zone name such as Europe/Berlin`,
+		}},
+		{"empty time zone", "name: p\nschedule: {cron: \"0 9 * * *\", timezone: \"\"}\nsteps: [{name: a, executor: scripted}]\n", []string{
+			`p.yaml:2:41: schedule.timezone "": is empty: give an IANA time zone such as Europe/Berlin, or leave timezone out for UTC`,
 		}},
 		{"cron field count", "name: p\nschedule: {cron: \"* * *\"}\nsteps: [{name: a, executor: scripted}]\n", []string{
 			`p.yaml:2:18: schedule.cron "* * *": has 3 fields, want 5: minute hour day-of-month month day-of-week`,

@@ -265,7 +265,7 @@ func knownFields(rest []string, where string) []string {
 		case "budget":
 			return []string{"max_tokens", "max_usd", "max_cost", "include_approx_cost"}
 		case "schedule":
-			return []string{"cron", "summary", "severity", "labels", "team"}
+			return []string{"cron", "timezone", "summary", "severity", "labels", "team"}
 		case "durable":
 			return []string{"on_interrupted", "max_resume_age_seconds"}
 		case "dedup":

@@ -16,15 +16,29 @@ const (
 
 // API paths.
 const (
-	PathWebhook  = "/webhook"
-	PathRuns     = "/pipelines/{name}/runs"
-	PathApproval = "/approvals/{token}"
+	PathWebhook   = "/webhook"
+	PathRuns      = "/pipelines/{name}/runs"
+	PathRun       = "/pipelines/{name}/run" // the reference's manual-run path
+	PathRunList   = "/runs"
+	PathRunOne    = "/runs/{id}"
+	PathRerun     = "/runs/{id}/rerun"
+	PathPipelines = "/pipelines"
+	PathPipeline  = "/pipelines/{name}"
+	PathSchedules = "/schedules"
+	PathApproval  = "/approvals/{token}"
 )
 
 // addRoutes adds the HTTP API's routes and its stage:
 //
 //	POST /webhook                 ingest  bearer token, checked by the function
 //	POST /pipelines/{name}/runs   ingest  IAM (SigV4)
+//	POST /pipelines/{name}/run    ingest  IAM (SigV4): the reference's path
+//	GET  /runs                    ingest  IAM (SigV4): run summaries
+//	GET  /runs/{id}               ingest  IAM (SigV4): a run with its steps
+//	POST /runs/{id}/rerun         ingest  IAM (SigV4): rerun from a step
+//	GET  /pipelines               ingest  IAM (SigV4): the deployed pipelines
+//	GET  /pipelines/{name}        ingest  IAM (SigV4): one, with its file
+//	GET  /schedules               ingest  IAM (SigV4): next fire of each schedule
 //	GET  /approvals/{token}       callback  signed link, checked by the function
 //	POST /approvals/{token}       callback  signed link, checked by the function
 //	POST /telegram/{bot}          callback  Telegram's secret token, checked by the function (with human_approval)
@@ -47,12 +61,26 @@ func (b *builder) addRoutes() {
 	for _, r := range *webhook {
 		suppress(r, nagRule{id: "AwsSolutions-APIG4", reason: "Alert senders (Alertmanager, generic webhooks) cannot sign requests: the ingest function requires the bearer token kept in the WebhookToken secret and compares it in constant time."})
 	}
-	b.api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
-		Path:        jsii.String(PathRuns),
-		Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_POST},
-		Integration: ingest,
-		Authorizer:  awsapigatewayv2authorizers.NewHttpIamAuthorizer(),
-	})
+	for _, r := range []struct {
+		path   string
+		method awsapigatewayv2.HttpMethod
+	}{
+		{PathRuns, awsapigatewayv2.HttpMethod_POST},
+		{PathRun, awsapigatewayv2.HttpMethod_POST},
+		{PathRunList, awsapigatewayv2.HttpMethod_GET},
+		{PathRunOne, awsapigatewayv2.HttpMethod_GET},
+		{PathRerun, awsapigatewayv2.HttpMethod_POST},
+		{PathPipelines, awsapigatewayv2.HttpMethod_GET},
+		{PathPipeline, awsapigatewayv2.HttpMethod_GET},
+		{PathSchedules, awsapigatewayv2.HttpMethod_GET},
+	} {
+		b.api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+			Path:        jsii.String(r.path),
+			Methods:     &[]awsapigatewayv2.HttpMethod{r.method},
+			Integration: ingest,
+			Authorizer:  awsapigatewayv2authorizers.NewHttpIamAuthorizer(),
+		})
+	}
 	approval := b.api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
 		Path:        jsii.String(PathApproval),
 		Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_GET, awsapigatewayv2.HttpMethod_POST},

@@ -60,8 +60,15 @@
 //     stop exactly the sub-pipelines it names.
 //   - Triggers: the EventBridge rules package plan compiles from
 //     trigger.match (disabled for stage testing); an EventBridge Scheduler
-//     schedule for schedule.cron (UTC); an HTTP API (see addRoutes) with
-//     access logs and throttling.
+//     schedule for schedule.cron (in schedule.timezone, UTC by default);
+//     an HTTP API (see addRoutes) with access logs and throttling: the
+//     webhook, manual runs (/pipelines/{name}/runs and the reference's
+//     /pipelines/{name}/run), run queries (GET /runs, GET /runs/{id}),
+//     reruns (POST /runs/{id}/rerun), GET /pipelines[/{name}] and GET
+//     /schedules to the ingest function, IAM-authorized
+//     but the webhook; approval links to the callback function. The
+//     ingest function's table grant (GetItem, PutItem, UpdateItem, Query
+//     on the table and its indexes) covers the queries and reruns.
 //   - A rule on "Step Functions Execution Status Change" of the pipelines'
 //     state machines to the recorder, so that a run that fails where the
 //     state machine cannot catch it is still recorded and notified.
@@ -108,7 +115,11 @@
 // recorder receives Step Functions execution status change events. State
 // machines started by a rule get {"trigger": <event detail>}; by a
 // schedule, {"trigger": {source "scheduler", pipeline, severity, summary,
-// team, labels, metadata{cron, schedule_arn}, received_at}}.
+// team, labels, metadata{cron, schedule_arn}, received_at}}; by a rerun,
+// {"trigger": …, "rerun": {original_run_id, from_step, steps, items}} (see
+// package compiler). A failed execution may also be redriven (Step
+// Functions RedriveExecution): it resumes at the failed state under the
+// same run ID, while a rerun is a new run.
 //
 // # Metrics
 //

@@ -514,6 +514,13 @@ func TestAPI(t *testing.T) {
 	want := map[string][2]string{
 		"POST /webhook":               {"NONE", ingestID},
 		"POST /pipelines/{name}/runs": {"AWS_IAM", ingestID},
+		"POST /pipelines/{name}/run":  {"AWS_IAM", ingestID},
+		"GET /runs":                   {"AWS_IAM", ingestID},
+		"GET /runs/{id}":              {"AWS_IAM", ingestID},
+		"POST /runs/{id}/rerun":       {"AWS_IAM", ingestID},
+		"GET /pipelines":              {"AWS_IAM", ingestID},
+		"GET /pipelines/{name}":       {"AWS_IAM", ingestID},
+		"GET /schedules":              {"AWS_IAM", ingestID},
 		"GET /approvals/{token}":      {"NONE", callbackID},
 		"POST /approvals/{token}":     {"NONE", callbackID},
 	}

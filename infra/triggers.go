@@ -106,7 +106,8 @@ func (b *builder) addExplicitRule() {
 	rule.Node().DefaultChild().(awsevents.CfnRule).AddPropertyOverride(jsii.String("EventPattern"), plan.ExplicitPattern())
 }
 
-// addSchedule starts the pipeline on its schedule.cron (UTC) with the
+// addSchedule starts the pipeline on its schedule.cron (in
+// schedule.timezone, UTC by default) with the
 // trigger a scheduled run has: source "scheduler" and the schedule's
 // summary, severity, labels and team.
 func (b *builder) addSchedule(m *machine) {
@@ -125,9 +126,13 @@ func (b *builder) addSchedule(m *machine) {
 		"metadata":    map[string]any{"cron": s.Cron, "schedule_arn": awsscheduler.ContextAttribute_ScheduleArn()},
 		"received_at": awsscheduler.ContextAttribute_ScheduledTime(),
 	}
+	zone, zoneName := awscdk.TimeZone_ETC_UTC(), "UTC"
+	if s.TimeZone != "" {
+		zone, zoneName = awscdk.TimeZone_Of(jsii.String(s.TimeZone)), s.TimeZone
+	}
 	awsscheduler.NewSchedule(b.stack, jsii.String("Pipeline"+m.id+"Schedule"), &awsscheduler.ScheduleProps{
-		Description: jsii.String("Stepline: runs " + m.p.Name + " on " + s.Cron + " (UTC)"),
-		Schedule:    awsscheduler.ScheduleExpression_Expression(jsii.String(m.p.Schedule), awscdk.TimeZone_ETC_UTC()),
+		Description: jsii.String("Stepline: runs " + m.p.Name + " on " + s.Cron + " (" + zoneName + ")"),
+		Schedule:    awsscheduler.ScheduleExpression_Expression(jsii.String(m.p.Schedule), zone),
 		Target: awsschedulertargets.NewStepFunctionsStartExecution(m.sm, &awsschedulertargets.ScheduleTargetBaseProps{
 			Input:           awsscheduler.ScheduleTargetInput_FromObject(map[string]any{"trigger": trigger}),
 			DeadLetterQueue: b.deadLetters,

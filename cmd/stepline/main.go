@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	_ "time/tzdata" // schedule time zones, also where the system has no zone database
 )
 
 // env is what a subcommand may touch of the process.
@@ -64,6 +65,7 @@ func commands() map[string]command {
 		"calibration": {"print a pipeline's calibration bins per step configuration (bucket)", cmdCalibration},
 		"readiness":   {"judge a pipeline's readiness: criteria against its local runs (advisory)", cmdReadiness},
 		"resume":      {"continue an interrupted local run from its last checkpoint", cmdResume},
+		"rerun":       {"run a local run's pipeline again from a step, reusing the earlier steps' outputs", cmdRerun},
 		"approve":     {"approve a waiting human step of a local run", cmdApprove},
 		"reject":      {"reject a waiting human step of a local run", cmdReject},
 		"validate":    {"check pipeline files and report every problem with its position", cmdValidate},

@@ -9,13 +9,17 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"runtime/debug"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/local"
 	"github.com/stepline/stepline/shared/project"
+	"github.com/stepline/stepline/shared/schedule"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/store"
 )
@@ -90,6 +94,7 @@ func cmdServe(ctx context.Context, e env) int {
 	tokensFile := fs.String("tokens", "", "YAML file of per-team bearer tokens; team \"admin\" sees and starts everything (default: $STEPLINE_TOKENS, team=token,...)")
 	insecure := fs.Bool("insecure-no-auth", false, "serve without tokens on an address other than loopback: anyone who reaches it may start and read every run")
 	publicURL := fs.String("url", "", "public base URL of approval links (default http://ADDR)")
+	grace := fs.Duration("schedule-grace", schedule.DefaultGrace, "how old a missed schedule tick may be and still fire once when serve starts")
 	config := fs.String("config", "", "the project file (stepline.yaml): pipelines compile in it, and --pipelines defaults to its pipelines directory; default: the stepline.yaml above each pipeline file")
 	if err := fs.Parse(e.args); err != nil || fs.NArg() != 0 {
 		fmt.Fprintln(e.stderr, "usage: stepline serve [flags]")
@@ -176,6 +181,7 @@ func cmdServe(ctx context.Context, e env) int {
 	defer stopRuns()
 	srv, err := local.NewServer(runCtx, local.ServerConfig{
 		Runner: r, PipelinesDir: *dir, Tokens: tokens, MaxRuns: *maxRuns, Signer: signer, Logger: logger,
+		Version: version(), ScheduleGrace: *grace,
 		Chat: local.ChatConfig{Routes: routes, Secrets: secrets, HTTP: chatHTTP, TelegramAPI: e.getenv("STEPLINE_TELEGRAM_API"), BaseURL: base},
 		HTTP: local.HTTPLimits{
 			ReadHeaderTimeout: local.ReadHeaderTimeout,
@@ -190,17 +196,32 @@ func cmdServe(ctx context.Context, e env) int {
 		return exitFailed
 	}
 	sweep(ctx, e, r)
+	srv.StartSchedules() // after the sweep, which would take the runs it starts for a dead process's
 	hs := srv.HTTPServer()
 	fmt.Fprintf(e.stdout, "serving on %s (pipelines from %s, state in %s)\n", base, *dir, stateDir)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
-			return exitFailed
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+serving:
+	for {
+		select {
+		case err := <-errc:
+			if !errors.Is(err, http.ErrServerClosed) {
+				fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+				return exitFailed
+			}
+			break serving
+		case <-hup: // as POST /reload
+			if n, err := srv.Reload(); err != nil {
+				fmt.Fprintf(e.stderr, "stepline: reload: %v (the pipelines loaded before stay)\n", err)
+			} else {
+				fmt.Fprintf(e.stdout, "reloaded %d pipelines\n", n)
+			}
+		case <-ctx.Done():
+			break serving
 		}
-	case <-ctx.Done():
 	}
 	// Stop taking requests, then stop the runs at their next checkpoint:
 	// they stay resumable and the next serve or run resumes durable ones.
@@ -266,4 +287,23 @@ func checkExposure(addr net.Addr, haveTokens, insecure bool) error {
 func isLoopback(addr net.Addr) bool {
 	a, ok := addr.(*net.TCPAddr)
 	return ok && a.IP.IsLoopback()
+}
+
+// version is the module version this binary was built from, as GET
+// /health reports it: a tagged version, else the VCS revision, else
+// "devel".
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return "devel-" + s.Value[:12]
+		}
+	}
+	return "devel"
 }

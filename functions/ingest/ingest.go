@@ -130,11 +130,15 @@ func (s starter) Start(ctx context.Context, p *pipeline.Pipeline, runID string, 
 }
 
 // handler answers the ingest function's two kinds of event: API Gateway
-// HTTP API requests (POST /webhook, POST /pipelines/{name}/runs) and the
+// HTTP API requests (POST /webhook, POST /pipelines/{name}/run[s], GET
+// /runs, GET /runs/{id}, POST /runs/{id}/rerun) and the
 // trigger events EventBridge rules send ({"pipeline", "trigger", "event"}).
 type handler struct {
 	webhooks *intake.Intake // requests: bearer tokens required on /webhook
 	events   *intake.Intake // EventBridge: IAM already vouched for the sender
+	runs     runStore       // the run routes: queries and reruns
+	deployed *deployed      // the pipeline routes; nil: not served
+	start    starter        // reruns' executions
 	log      *slog.Logger
 }
 
@@ -184,6 +188,12 @@ func (h *handler) api(ctx context.Context, ev events.APIGatewayV2HTTPRequest) ev
 	if _, p, ok := strings.Cut(ev.RouteKey, " "); ok && strings.HasPrefix(p, "/") {
 		route = p
 	}
+	if resp, ok := h.runRoute(ctx, ev, route, path); ok {
+		return resp
+	}
+	if resp, ok := h.pipelineRoute(ctx, ev, route, path); ok {
+		return resp
+	}
 	query, err := url.ParseQuery(ev.RawQueryString)
 	if err != nil {
 		return jsonResponse(http.StatusBadRequest, map[string]any{"error": "the query string cannot be read"})
@@ -195,20 +205,17 @@ func (h *handler) api(ctx context.Context, ev events.APIGatewayV2HTTPRequest) ev
 		if query.Get("source") == "" {
 			req.Source = apigw.Header(ev.Headers, "x-pipeline-source")
 		}
-	case strings.HasPrefix(route, "/pipelines/") && strings.HasSuffix(route, "/runs"):
-		req.Manual = true
-		req.PipelineName = ev.PathParameters["name"]
-		if req.PipelineName == "" {
-			i := strings.LastIndex(path, "/pipelines/")
-			if i < 0 || !strings.HasSuffix(path, "/runs") {
-				return jsonResponse(http.StatusNotFound, map[string]any{"error": "not found"})
-			}
-			name, err := url.PathUnescape(strings.TrimSuffix(path[i+len("/pipelines/"):], "/runs"))
-			if err != nil || name == "" || strings.Contains(name, "/") {
-				return jsonResponse(http.StatusNotFound, map[string]any{"error": "not found"})
-			}
-			req.PipelineName = name
+	case strings.HasPrefix(route, "/pipelines/") && (strings.HasSuffix(route, "/runs") || strings.HasSuffix(route, "/run")):
+		// /run is the reference's manual-run path, /runs Stepline's.
+		suffix := "/runs"
+		if strings.HasSuffix(route, "/run") {
+			suffix = "/run"
 		}
+		name, ok := pathParam(ev, "name", path, "/pipelines/", suffix)
+		if !ok {
+			return jsonResponse(http.StatusNotFound, map[string]any{"error": "not found"})
+		}
+		req.Manual, req.PipelineName = true, name
 	default:
 		return jsonResponse(http.StatusNotFound, map[string]any{"error": "not found"})
 	}

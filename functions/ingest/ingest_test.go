@@ -85,7 +85,11 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{h: &handler{webhooks: webhooks, events: triggers, log: log}, starts: starts, store: st}
+	dep, err := newDeployed(filepath.Join("testdata", "pipelines"), ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{h: &handler{webhooks: webhooks, events: triggers, runs: st, start: start, deployed: dep, log: log}, starts: starts, store: st}
 }
 
 func readEvent(t *testing.T, name string) []byte {

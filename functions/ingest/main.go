@@ -7,10 +7,25 @@
 //   - API Gateway HTTP API requests (payload format 2.0):
 //     POST /webhook (source from ?source= or X-Pipeline-Source; the bearer
 //     token of the Authorization header must be one of the webhook tokens)
-//     and POST /pipelines/{name}/runs (a manual run; the route is
+//     and POST /pipelines/{name}/runs or /run (a manual run; the route is
 //     IAM-authorized). 202 with {status, run_id, pipeline, source, severity,
 //     summary, reason} when accepted, deduplicated or skipped; 400, 401,
 //     404, 413 or 422 with {"error"} otherwise;
+//   - the IAM-authorized run routes (package shared/runview answers them as
+//     stepline serve does): GET /runs (pipeline, status, team, stage, limit
+//     1..200, offset), GET /runs/{id} (the run with its steps) and POST
+//     /runs/{id}/rerun ({"from_step"}: the new run and the step records it
+//     reuses are written, then the state machine is started with the rerun
+//     block in its input; 202 {status, run_id, original_run_id, from_step,
+//     prior_steps_loaded}; 404 unknown run, 422 unknown step, 409 a run
+//     still active). A failed execution can also be redriven in place
+//     (Step Functions RedriveExecution, from the console or
+//     "aws stepfunctions redrive-execution"): it goes on from the state that
+//     failed, with the same run ID; a rerun is a new run;
+//   - GET /pipelines, GET /pipelines/{name} (the resolved pipeline and its
+//     bundled file) and GET /schedules (each schedule's next fire, computed
+//     from its cron and time zone; EventBridge Scheduler fires them),
+//     IAM-authorized, answered as stepline serve answers them;
 //   - trigger events from EventBridge rules, {"pipeline", "trigger",
 //     "event"}: the rule's pipeline is started when its whole
 //     trigger.match holds (an event naming its pipeline starts that one),
@@ -91,6 +106,8 @@ func main() {
 	trigger, err := intake.New(intake.Config{Router: router, Store: st, Starter: start, Logger: f.Log})
 	f.Check(err, "intake")
 	f.Log.Debug("pipelines loaded", "dir", dir, "pipelines", sortedNames(router))
-	h := &handler{webhooks: webhooks, events: trigger, log: f.Log}
+	dep, err := newDeployed(dir, ps)
+	f.Check(err, "pipelines")
+	h := &handler{webhooks: webhooks, events: trigger, runs: st, start: start, deployed: dep, log: f.Log}
 	lambda.Start(h.Handle)
 }

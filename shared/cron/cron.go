@@ -1,7 +1,8 @@
 // Package cron reads five-field cron expressions (minute hour day-of-month
 // month day-of-week, as standard cron writes them): the compiler checks a
-// pipeline's schedule with it and the CDK stack turns it into an
-// EventBridge Scheduler expression.
+// pipeline's schedule with it, the CDK stack turns it into an
+// EventBridge Scheduler expression, and stepline serve fires it (Spec.Next,
+// in the schedule's time zone; package schedule).
 package cron
 
 import (

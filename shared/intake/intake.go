@@ -158,6 +158,9 @@ type Request struct {
 	// gated as it is, with its team and raw payload, and no bearer token is
 	// asked for. Body and Source are ignored.
 	Event *Context
+	// RunID, when set, is the ID the run takes (a scheduled fire's, claimed
+	// with its tick before it is accepted); empty: a new one.
+	RunID string
 }
 
 // Decision is what Accept did with an event.
@@ -253,7 +256,10 @@ func (in *Intake) Accept(ctx context.Context, req Request) (Decision, error) {
 	}
 	d.Context = c
 
-	runID := in.runID()
+	runID := req.RunID
+	if runID == "" {
+		runID = in.runID()
+	}
 	if in.limiter != nil {
 		if err := in.limiter.Admit(ctx, runID); err != nil {
 			return Decision{}, fmt.Errorf("%s: %w", op, err)

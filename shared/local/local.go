@@ -40,6 +40,15 @@
 // (States.Timeout), after which the step's on_failure policy and the
 // pipeline's notifications apply as for any failed step. Server calls
 // ExpireApprovals every ServerConfig.ApprovalPoll and at each expiry.
+//
+// # Reruns and schedules
+//
+// PrepareRerun and StartRerun (RerunIn for the CLI) start a new run that
+// reuses an earlier run's outputs for the steps before a given step
+// (package rerun): the same compiled state machine, started with a rerun
+// block in its input, loads them and goes on at that step. Server also
+// fires the pipelines' schedules (package schedule), claiming each tick
+// in the store so that it fires once however many servers share it.
 package local
 
 import (
@@ -320,6 +329,9 @@ func (r *Runner) Start(ctx context.Context, sm *asl.StateMachine, name string, t
 		trigger = json.RawMessage(`{}`)
 	}
 	input, _ := json.Marshal(map[string]json.RawMessage{"trigger": trigger})
+	if in := options(opts).input; len(in) > 0 {
+		input = in
+	}
 	dctx, release, err := r.hold(ctx, runID)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("run %s: %w", name, err)
@@ -354,13 +366,18 @@ func (s *startFacts) record(o Outcome, now time.Time) store.Run {
 		run.FinalOutput = o.Output
 	}
 	st, _ := s.sm.States.Get(s.sm.StartAt)
-	if first, ok := st.(*asl.Pass); ok {
-		if facts, ok := first.Assign["pipeline"].(map[string]any); ok {
-			if facts["stage"] == store.StageProduction {
-				run.Stage = store.StageProduction
-			}
-			run.ConfigFingerprint, _ = facts["config"].(string)
+	var assign map[string]any
+	switch first := st.(type) {
+	case *asl.Pass:
+		assign = first.Assign
+	case *asl.Choice: // the first state of a compiled pipeline
+		assign = first.Assign
+	}
+	if facts, ok := assign["pipeline"].(map[string]any); ok {
+		if facts["stage"] == store.StageProduction {
+			run.Stage = store.StageProduction
 		}
+		run.ConfigFingerprint, _ = facts["config"].(string)
 	}
 	var in struct {
 		Trigger     json.RawMessage `json:"trigger"`

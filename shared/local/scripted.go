@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -18,6 +19,7 @@ type RunOption func(*runOptions)
 
 type runOptions struct {
 	responses string
+	input     json.RawMessage // Start: the whole state machine input (a rerun's)
 }
 
 func options(opts []RunOption) runOptions {

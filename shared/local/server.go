@@ -18,11 +18,12 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/shared/approval"
-	"github.com/stepline/stepline/shared/asl"
+	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/project"
+	"github.com/stepline/stepline/shared/schedule"
 	"github.com/stepline/stepline/shared/secret"
-	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
 )
 
@@ -30,9 +31,14 @@ import (
 // manual runs, run queries and approval links.
 //
 //	POST /webhook?source=alertmanager|generic   normalize, route, dedup, start (202)
-//	POST /pipelines/{name}/runs                  start a run of a pipeline (202)
-//	GET  /runs[?pipeline=&status=&team=&limit=]  runs, newest first
+//	POST /pipelines/{name}/run                   start a run of a pipeline (202; also .../runs)
+//	GET  /pipelines                              the loaded pipelines
+//	GET  /pipelines/{name}                       one, resolved, with its file's YAML
+//	POST /reload                                 load the pipeline files again (also SIGHUP)
+//	GET  /schedules                              schedule: pipelines and their next fire
+//	GET  /runs[?pipeline=&status=&team=&stage=&limit=&offset=]  runs, newest first
 //	GET  /runs/{id}                              a run with its steps
+//	POST /runs/{id}/rerun                        rerun it from {"from_step"} (202)
 //	GET  /runs/{id}/feedback                     the run's feedback: {"feedback": …|null}
 //	POST /runs/{id}/feedback                     upsert it: {outcome, notes} (400 otherwise)
 //	GET  /runs/{id}/steps/{step}/feedback        a step's feedback ({step} may hold "/")
@@ -41,7 +47,16 @@ import (
 //	POST /approvals/{token}                      decide it
 //	POST /telegram/{bot}                         a Telegram bot's webhook (ChatConfig)
 //	POST /slack/{app}                            a Slack app's request URL (ChatConfig)
-//	GET  /health                                 liveness and active runs
+//	GET  /health                                 liveness, version, active runs, limits
+//
+// Pipelines with a schedule: fire from the server once StartSchedules is
+// called (package schedule): the
+// latest tick since the last check, at most one catch-up after downtime
+// (a tick at most ServerConfig.ScheduleGrace old), each tick claimed in
+// the store so that it fires once across processes and restarts.
+// Scheduled runs have source "scheduler" and the schedule's team; they
+// start in any stage, are never deduplicated, and count against MaxRuns
+// (a tick that finds no room is logged and skipped).
 //
 // # Who may do what
 //
@@ -57,7 +72,9 @@ import (
 // run that does not exist); the runs it starts, by webhook or by name, are
 // recorded with its team. The token of [intake.AdminTeam] sees every run
 // (?team= picks one team's) and may start any pipeline; its runs are
-// recorded as team "admin".
+// recorded as team "admin". POST /reload needs the admin token when
+// tokens are configured; a rerun is recorded with the team of the run it
+// reruns, and only a caller who sees that run may rerun it.
 //
 // # Limits
 //
@@ -75,12 +92,22 @@ type Server struct {
 	limits    HTTPLimits
 	log       *slog.Logger
 
+	dir       string           // pipeline files
+	project   *project.Project // nil: each file's
+	version   string
+	maxRuns   int
+	sched     *schedule.Scheduler
+	schedOnce sync.Once
+	clock     schedule.Clock
+
+	reloadMu sync.Mutex // one reload at a time
+
 	chat map[string]http.Handler // "/telegram/{bot}", "/slack/{app}"
 
-	mu       sync.Mutex
-	machines map[string]*asl.StateMachine // compiled, by pipeline name
-	ctx      context.Context              // runs started by requests live on this, not on the request
-	wg       sync.WaitGroup
+	mu     sync.Mutex
+	loaded *loaded         // the pipelines in force
+	ctx    context.Context // runs started by requests live on this, not on the request
+	wg     sync.WaitGroup
 }
 
 // Bounds of the HTTP server. A request's headers must arrive within
@@ -155,6 +182,13 @@ type ServerConfig struct {
 	// knows of; 0 means DefaultApprovalPoll.
 	ApprovalPoll time.Duration
 	Logger       *slog.Logger
+	// Version is what GET /health reports as the version.
+	Version string
+	// ScheduleClock is the clock schedules fire by; nil: the system
+	// clock. ScheduleGrace is how old a missed tick may be and still fire
+	// once (schedule.DefaultGrace when 0).
+	ScheduleClock schedule.Clock
+	ScheduleGrace time.Duration
 	// Chat takes the approvals decided in chat channels (see ChatConfig);
 	// the zero value takes none.
 	Chat ChatConfig
@@ -205,32 +239,28 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	s := &Server{
 		runner: cfg.Runner, log: log, ctx: ctx, limiter: intake.NewCounter(maxRuns),
-		tokens: cfg.Tokens, limits: cfg.HTTP.withDefaults(), machines: map[string]*asl.StateMachine{},
+		tokens: cfg.Tokens, limits: cfg.HTTP.withDefaults(), dir: cfg.PipelinesDir, project: cfg.Runner.project,
+		version: cfg.Version, maxRuns: maxRuns, clock: cfg.ScheduleClock,
 	}
-	files, err := filepath.Glob(filepath.Join(cfg.PipelinesDir, "*.yaml"))
+	if s.clock == nil {
+		s.clock = engine.SystemClock{}
+	}
+	l, err := s.load()
 	if err != nil {
 		return nil, err
 	}
-	var loaded []*pipeline.Pipeline
-	for _, f := range files {
-		sm, name, _, err := cfg.Runner.Compile(f)
-		if err != nil {
-			return nil, fmt.Errorf("load %s: %w", f, err)
-		}
-		s.machines[name] = sm
-	}
-	loaded, err = intake.LoadPipelinesIn(cfg.PipelinesDir, cfg.Runner.project)
-	if err != nil {
-		return nil, err
-	}
-	router, err := intake.NewRouter(loaded)
-	if err != nil {
-		return nil, err
-	}
+	s.loaded = l
 	s.intake, err = intake.New(intake.Config{
-		Router: router, Store: cfg.Runner.Store, Starter: s, Limiter: s.limiter,
+		Router: l.router, Store: cfg.Runner.Store, Starter: s, Limiter: s.limiter,
 		Tokens: cfg.Tokens, Logger: log,
 	})
+	if err != nil {
+		return nil, err
+	}
+	s.sched, err = schedule.New(schedule.Config{
+		Store: cfg.Runner.Store, Fire: s.fire, Clock: s.clock, Grace: cfg.ScheduleGrace,
+		RunID: intake.NewRunID, Logger: log,
+	}, l.entries)
 	if err != nil {
 		return nil, err
 	}
@@ -259,6 +289,20 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.wg.Add(1)
 	go s.expireApprovals(poll)
 	return s, nil
+}
+
+// StartSchedules starts firing the pipelines' schedules, until the
+// server's context ends. Call it once the runs a previous process left
+// have been swept (the sweep would take a run the scheduler just started
+// for one of them); later calls do nothing.
+func (s *Server) StartSchedules() {
+	s.schedOnce.Do(func() {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			_ = s.sched.Run(s.ctx) // ends with the server's context
+		}()
+	})
 }
 
 // expireApprovals times out the human steps whose approval expires, until
@@ -294,7 +338,7 @@ func (s *Server) expireApprovals(poll time.Duration) {
 // Start implements intake.Starter: the run is driven in the background.
 func (s *Server) Start(_ context.Context, p *pipeline.Pipeline, runID string, trigger intake.Context) error {
 	s.mu.Lock()
-	sm := s.machines[p.Name]
+	sm := s.loaded.machines[p.Name]
 	s.mu.Unlock()
 	if sm == nil {
 		return fmt.Errorf("pipeline %q is not compiled", p.Name)
@@ -364,7 +408,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// own credential.
 	switch {
 	case path == "/health" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "active_runs": s.limiter.Active()})
+		s.health(w)
 		return
 	case strings.HasPrefix(r.URL.Path, "/approvals/"):
 		s.approval(w, r)
@@ -397,12 +441,29 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			source = r.Header.Get("X-Pipeline-Source")
 		}
 		s.accept(w, r, intake.Request{Source: source, Query: r.URL.Query(), Bearer: bearer})
-	case strings.HasPrefix(path, "/pipelines/") && strings.HasSuffix(path, "/runs"):
+	case strings.HasPrefix(path, "/pipelines/") && (strings.HasSuffix(path, "/runs") || strings.HasSuffix(path, "/run")):
 		if !allow(w, r, http.MethodPost) {
 			return
 		}
-		name := strings.TrimSuffix(strings.TrimPrefix(path, "/pipelines/"), "/runs")
+		name := strings.TrimPrefix(path, "/pipelines/")
+		name = strings.TrimSuffix(strings.TrimSuffix(name, "/runs"), "/run")
 		s.accept(w, r, intake.Request{Source: "generic", Manual: true, PipelineName: name, Query: r.URL.Query(), Bearer: bearer})
+	case path == "/pipelines":
+		if allow(w, r, http.MethodGet) {
+			s.listPipelines(w)
+		}
+	case strings.HasPrefix(path, "/pipelines/"):
+		if allow(w, r, http.MethodGet) {
+			s.getPipeline(w, strings.TrimPrefix(path, "/pipelines/"))
+		}
+	case path == "/reload":
+		if allow(w, r, http.MethodPost) {
+			s.serveReload(w, c)
+		}
+	case path == "/schedules":
+		if allow(w, r, http.MethodGet) {
+			writeJSON(w, http.StatusOK, map[string]any{"schedules": s.sched.Upcoming(s.clock.Now())})
+		}
 	case path == "/runs":
 		if allow(w, r, http.MethodGet) {
 			s.listRuns(w, r, c)
@@ -410,6 +471,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case isFeedbackPath(path):
 		runID, step, _ := feedbackPath(path)
 		s.feedback(w, r, c, runID, step)
+	case strings.HasPrefix(path, "/runs/") && strings.HasSuffix(path, "/rerun"):
+		if allow(w, r, http.MethodPost) {
+			s.rerun(w, r, c, strings.TrimSuffix(strings.TrimPrefix(path, "/runs/"), "/rerun"))
+		}
 	case strings.HasPrefix(path, "/runs/"):
 		if allow(w, r, http.MethodGet) {
 			s.getRun(w, r, c, strings.TrimPrefix(path, "/runs/"))
@@ -493,46 +558,6 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, req intake.Reque
 		return
 	}
 	writeJSON(w, http.StatusAccepted, d.Response())
-}
-
-// listRuns lists the runs c may see: a team's own, or, for everyone else,
-// all runs or those of ?team=.
-func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, c caller) {
-	q := r.URL.Query()
-	limit := 50
-	if _, err := fmt.Sscan(q.Get("limit"), &limit); err != nil || limit < 1 || limit > 200 {
-		limit = 50
-	}
-	f := store.RunFilter{Pipeline: q.Get("pipeline"), Status: store.RunStatus(q.Get("status")), Team: q.Get("team"), Limit: limit}
-	runs := []store.Run{}
-	if !c.all {
-		if f.Team != "" && f.Team != c.team {
-			writeJSON(w, http.StatusOK, map[string]any{"runs": runs}) // another team's: none of them is visible
-			return
-		}
-		f.Team = c.team
-	}
-	found, err := s.runner.Store.ListRuns(r.Context(), f)
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": append(runs, found...)})
-}
-
-// getRun answers a run with its steps; another team's run is answered as
-// a run that does not exist.
-func (s *Server) getRun(w http.ResponseWriter, r *http.Request, c caller, id string) {
-	run, steps, err := s.runner.Store.GetRunWithSteps(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !c.sees(run.Team)) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no run " + id})
-		return
-	}
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"run": run, "steps": steps})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -175,7 +175,7 @@ func TestServerTimesOutApprovals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { cancel(); srv.Wait() }()
-	sm := srv.machines["p"]
+	sm := srv.current().machines["p"]
 	own, err := r.Start(ctx, sm, "p", json.RawMessage(`{}`), "")
 	if err != nil || own.Status != store.RunWaiting {
 		t.Fatalf("server's run: %+v, %v", own, err)

@@ -253,6 +253,7 @@ type Schedule struct {
 	Pos      Pos               `json:"-"`
 	Fields   Fields            `json:"-"`
 	Cron     string            `json:"cron,omitempty"`
+	TimeZone string            `json:"timezone,omitempty"` // IANA name; empty: UTC
 	Summary  string            `json:"summary,omitempty"`
 	Severity string            `json:"severity,omitempty"`
 	Labels   map[string]string `json:"labels,omitempty"`

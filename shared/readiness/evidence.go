@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/stepline/stepline/shared/pipeline"
@@ -152,7 +153,9 @@ func Gather(ctx context.Context, src Source, p *pipeline.Pipeline, config string
 		}
 		last := map[string]store.StepRecord{}
 		for _, rec := range recs {
-			if !units[rec.Name] || !finished(rec.Status) {
+			// A rerun's reused records are the earlier run's results,
+			// counted with that run already.
+			if !units[rec.Name] || !finished(rec.Status) || slices.Contains(rec.Flags, store.FlagReused) {
 				continue
 			}
 			if prev, ok := last[rec.Name]; !ok || rec.Attempt > prev.Attempt {

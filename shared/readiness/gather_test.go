@@ -127,3 +127,45 @@ func TestGather(t *testing.T) {
 		t.Errorf("production evidence %+v", e)
 	}
 }
+
+// TestGatherSkipsReusedSteps: the records a rerun reused (flagged
+// store.FlagReused) are the earlier run's results and are not counted
+// again; the steps the rerun ran are.
+func TestGatherSkipsReusedSteps(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "runs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	done := at.Add(time.Minute)
+	conf := 0.9
+	for _, id := range []string{"orig", "rerun"} {
+		if err := st.CreateRun(ctx, store.Run{ID: id, Pipeline: "p", Status: store.RunRunning, Stage: "testing", StartedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		for i, name := range []string{"a", "b"} {
+			rec := store.StepRecord{RunID: id, Name: name, Index: i, Attempt: 1, Status: store.StepCompleted, EffectiveConfidence: &conf, StartedAt: at, FinishedAt: done}
+			if id == "rerun" && name == "a" {
+				rec.Flags = []string{store.FlagReused}
+			}
+			if err := st.PutStep(ctx, rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.UpdateRun(ctx, id, store.RunUpdate{Status: store.RunCompleted, CompletedAt: &done}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &pipeline.Pipeline{Name: "p", Stage: pipeline.StageTesting, Steps: []pipeline.Node{
+		&pipeline.Step{Name: "a", Executor: "gateway"}, &pipeline.Step{Name: "b", Executor: "gateway"},
+	}}
+	e, err := Gather(ctx, st, p, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Results["a"]) != 1 || e.Results["a"][0].RunID != "orig" || len(e.Results["b"]) != 2 {
+		t.Errorf("a: %+v, b: %+v; want a once (the original run's), b twice", e.Results["a"], e.Results["b"])
+	}
+}

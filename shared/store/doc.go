@@ -28,6 +28,13 @@
 //   - ClaimRun hands the right to drive a run to exactly one process, as a
 //     lease (RunClaim): renewed by its holder, lapsing when it is not,
 //     taken over at once by a caller that found the holder gone.
+//   - ClaimTick hands each tick of a schedule to exactly one firer (a
+//     conditional insert), so a scheduled pipeline fires at most once per
+//     tick across processes and restarts (TickClaimer, tick.go).
+//
+// A rerun reuses the step records of the run it reruns for the steps before
+// the one it starts from: CopyForRerun makes them the new run's, flagged
+// FlagReused (rerun.go).
 //
 // Records are checked and normalized the same way by every store
 // (NormalizeRun, NormalizeStep, NormalizeApproval): the size limits keep a

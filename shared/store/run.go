@@ -102,13 +102,21 @@ type RunFilter struct {
 	Pipeline string
 	Status   RunStatus
 	Team     string // the team recorded on the run (Run.Team); runs without a team never match a set Team
+	Stage    string // StageTesting or StageProduction; runs recorded without a stage never match a set Stage
 	Limit    int
+	// Offset skips that many runs of the filtered, ordered list: a page
+	// further down. At most MaxRunOffset, since every store reads the
+	// skipped runs to skip them.
+	Offset int
 }
 
 // List limits for ListRuns.
 const (
 	DefaultRunLimit = 50
 	MaxRunLimit     = 1000
+	// MaxRunOffset bounds RunFilter.Offset: a deeper page costs reading
+	// every run above it (on DynamoDB, Offset+Limit index items).
+	MaxRunOffset = 10000
 )
 
 // Size limits. They keep every record inside a DynamoDB item (400 KB) with
@@ -196,6 +204,14 @@ func NormalizeRunUpdate(u RunUpdate) (RunUpdate, error) {
 func NormalizeRunFilter(f RunFilter) (RunFilter, error) {
 	if f.Status != "" && !f.Status.Valid() {
 		return RunFilter{}, fmt.Errorf("%w: unknown run status %q", ErrInvalid, f.Status)
+	}
+	switch f.Stage {
+	case "", StageTesting, StageProduction:
+	default:
+		return RunFilter{}, fmt.Errorf("%w: unknown stage %q", ErrInvalid, f.Stage)
+	}
+	if f.Offset < 0 || f.Offset > MaxRunOffset {
+		return RunFilter{}, fmt.Errorf("%w: offset %d is outside 0..%d", ErrInvalid, f.Offset, MaxRunOffset)
 	}
 	switch {
 	case f.Limit <= 0:

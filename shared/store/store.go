@@ -40,6 +40,8 @@ var (
 type Store interface {
 	// FeedbackStore: feedback on runs and steps, calibration samples.
 	FeedbackStore
+	// TickClaimer: ClaimTick, the claims of schedule ticks (tick.go).
+	TickClaimer
 
 	// CreateRun stores a new run. The run must have an ID, a Pipeline, a
 	// valid Status and a StartedAt. Errors: ErrExists when a run with that
@@ -62,11 +64,13 @@ type Store interface {
 	UpdateRun(ctx context.Context, id string, u RunUpdate) error
 
 	// ListRuns returns run summaries, newest StartedAt first (ties by ID,
-	// descending), filtered by pipeline, status and/or team. Summaries carry every
+	// descending), filtered by pipeline, status, team and/or stage, from
+	// f.Offset on. Summaries carry every
 	// field except Trigger, FinalOutput and Usage; GetRun has the full run.
 	// Limit <= 0 means DefaultRunLimit; it is capped at MaxRunLimit. On
 	// DynamoDB the list is read from indexes, so it may trail a write by a
-	// moment. Errors: ErrInvalid for an unknown status.
+	// moment. Errors: ErrInvalid for an unknown status or stage, or an
+	// offset outside 0..MaxRunOffset.
 	ListRuns(ctx context.Context, f RunFilter) ([]Run, error)
 
 	// PutStep records one attempt of a step, keyed by (RunID, Name,

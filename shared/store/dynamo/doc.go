@@ -1,6 +1,6 @@
 // Package dynamo is the store the Lambda functions use: one DynamoDB table
-// (single-table design) holding runs, step records, approvals, dedup claims
-// and run claims, written with conditional requests so that a retried Lambda never
+// (single-table design) holding runs, step records, approvals, dedup claims,
+// run claims and schedule tick claims, written with conditional requests so that a retried Lambda never
 // duplicates or overwrites a record. It implements store.Store; the local
 // engine's checkpoints have no counterpart here (Step Functions keeps that
 // state).
@@ -42,6 +42,8 @@
 //	          runOutcome runFeedbackAt
 //	bucket    PK=BUCKETS#<pipeline>              SK=<step>#<bucket key>
 //	          pipeline step executor model provider promptHash agentVersion
+//	tick      PK=TICK#<schedule>                 SK=TICK#<tick> ttl = tick + store.TickRetention
+//	          schedule tick holder runId claimedAt
 //
 // Timestamps are UTC text with nanoseconds and fixed width
 // (2006-01-02T15:04:05.000000000Z), so text order is time order in sort keys
@@ -60,6 +62,10 @@
 //	all runs                  one GSI2 query per status, merged
 //	a team's runs             any of the above with a team filter (no index:
 //	                          the partitions read are read whole if need be)
+//	a stage's runs            the same, with a stage filter
+//	a page at an offset       the same query, reading Offset+Limit items and
+//	                          dropping the first Offset (store.MaxRunOffset
+//	                          bounds the cost; every page is a fresh query)
 //	an approval               GetItem APPROVAL#id
 //	a bucket's samples        one Query on PK=BUCKET#key, newest first (labels included:
 //	                          feedback writes copy their outcome onto the samples)
@@ -94,6 +100,8 @@
 //	PutStepFeedback Query of the step's latest record, PutItem of the feedback,
 //	                UpdateItem of its sample (created if the step still waits):
 //	                SET stepOutcome if stepFeedbackAt <= :at
+//	ClaimTick       PutItem if attribute_not_exists(PK) (the refused get the
+//	                stored item back: the same holder's claim is a repeat)
 //
 // Recording a step costs two writes: PutStep (one PutItem) and AddUsage (one
 // UpdateItem). Step items carry no index keys and the indexes do not project

@@ -298,32 +298,38 @@ func (s *Store) AddUsage(ctx context.Context, runID, k string, u store.Usage) er
 // and interrupted statuses (few runs), the pipeline index with a status
 // filter otherwise. Without filters it merges the status partitions. A team
 // has no index: it is a filter on whichever partitions are read, so a team
-// with few runs among many costs reading the others.
+// with few runs among many costs reading the others; a stage is a filter
+// the same way. An offset is read and dropped: a page at Offset costs
+// reading Offset+Limit index items (store.MaxRunOffset bounds it).
 func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, error) {
 	f, err := store.NormalizeRunFilter(f)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	// filters adds the team filter, when there is one, to more.
+	// filters adds the team and stage filters, when there are, to more.
 	filters := func(more ...equals) []equals {
 		if f.Team != "" {
 			more = append(more, equals{aTeam, f.Team})
 		}
+		if f.Stage != "" {
+			more = append(more, equals{aStage, f.Stage})
+		}
 		return more
 	}
+	want := f.Offset + f.Limit
 	var runs []listed
 	switch {
 	case f.Pipeline != "" && f.Status != "" && !f.Status.Terminal():
-		runs, err = s.queryIndex(ctx, IndexByStatus, AttrGSI2PK, AttrGSI2SK, prefixStatus+string(f.Status), filters(equals{aPipeline, f.Pipeline}), f.Limit)
+		runs, err = s.queryIndex(ctx, IndexByStatus, AttrGSI2PK, AttrGSI2SK, prefixStatus+string(f.Status), filters(equals{aPipeline, f.Pipeline}), want)
 	case f.Pipeline != "" && f.Status != "":
-		runs, err = s.queryIndex(ctx, IndexByPipeline, AttrGSI1PK, AttrGSI1SK, prefixPipeline+escape(f.Pipeline), filters(equals{aStatus, string(f.Status)}), f.Limit)
+		runs, err = s.queryIndex(ctx, IndexByPipeline, AttrGSI1PK, AttrGSI1SK, prefixPipeline+escape(f.Pipeline), filters(equals{aStatus, string(f.Status)}), want)
 	case f.Pipeline != "":
-		runs, err = s.queryIndex(ctx, IndexByPipeline, AttrGSI1PK, AttrGSI1SK, prefixPipeline+escape(f.Pipeline), filters(), f.Limit)
+		runs, err = s.queryIndex(ctx, IndexByPipeline, AttrGSI1PK, AttrGSI1SK, prefixPipeline+escape(f.Pipeline), filters(), want)
 	case f.Status != "":
-		runs, err = s.queryIndex(ctx, IndexByStatus, AttrGSI2PK, AttrGSI2SK, prefixStatus+string(f.Status), filters(), f.Limit)
+		runs, err = s.queryIndex(ctx, IndexByStatus, AttrGSI2PK, AttrGSI2SK, prefixStatus+string(f.Status), filters(), want)
 	default:
 		for _, st := range store.RunStatuses() {
-			part, err := s.queryIndex(ctx, IndexByStatus, AttrGSI2PK, AttrGSI2SK, prefixStatus+string(st), filters(), f.Limit)
+			part, err := s.queryIndex(ctx, IndexByStatus, AttrGSI2PK, AttrGSI2SK, prefixStatus+string(st), filters(), want)
 			if err != nil {
 				return nil, fmt.Errorf("list runs: %w", err)
 			}
@@ -336,6 +342,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, e
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
+	runs = runs[min(f.Offset, len(runs)):]
 	if len(runs) > f.Limit {
 		runs = runs[:f.Limit]
 	}

@@ -140,12 +140,15 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, e
 	if f.Team != "" {
 		where, args = append(where, "team = ?"), append(args, f.Team)
 	}
+	if f.Stage != "" {
+		where, args = append(where, "stage = ?"), append(args, f.Stage)
+	}
 	q := `SELECT ` + summaryColumns + ` FROM runs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	q += ` ORDER BY started_at DESC, id DESC LIMIT ?`
-	rows, err := s.r.QueryContext(ctx, q, append(args, f.Limit)...)
+	q += ` ORDER BY started_at DESC, id DESC LIMIT ? OFFSET ?`
+	rows, err := s.r.QueryContext(ctx, q, append(args, f.Limit, f.Offset)...)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}

@@ -214,7 +214,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // schema from version i to i+1. Append only: a released migration never
 // changes.
 func migrations() []string {
-	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaFeedback}
+	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaFeedback, schemaTicks}
 }
 
 const schemaV1 = `
@@ -361,4 +361,17 @@ ALTER TABLE steps ADD COLUMN trace_ref TEXT NOT NULL DEFAULT '';
 // its signals, the combined trust and its decision).
 const schemaV5 = `
 ALTER TABLE steps ADD COLUMN trust_report TEXT;
+`
+
+// schemaTicks (version 7) keeps the claims of schedule ticks (ClaimTick),
+// one row per (schedule, tick).
+const schemaTicks = `
+CREATE TABLE ticks (
+	schedule   TEXT NOT NULL,
+	tick       TEXT NOT NULL,
+	holder     TEXT NOT NULL,
+	run_id     TEXT NOT NULL,
+	claimed_at TEXT NOT NULL,
+	PRIMARY KEY (schedule, tick)
+) WITHOUT ROWID;
 `

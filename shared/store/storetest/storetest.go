@@ -63,6 +63,10 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ClaimRun/release", testRunClaimRelease},
 		{"ClaimRun/invalid", testRunClaimInvalid},
 		{"ClaimRun/concurrent", testRunClaimConcurrent},
+		{"ListRuns/stage and offset", testListRunsStageOffset},
+		{"ClaimTick/rules", testClaimTickRules},
+		{"ClaimTick/invalid", testClaimTickInvalid},
+		{"ClaimTick/concurrent", testClaimTickConcurrent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
