@@ -1,0 +1,109 @@
+package importer
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/stepline/stepline/compiler/when"
+)
+
+// convertWhen converts a when: condition (or a fan_out's over:, or a
+// check's expect:) of the reference to Stepline's checked expression.
+// roots are the names the expression may start with; stepKnown says which
+// steps.<name> it may read. What cannot be converted is kept as written:
+// Stepline's validate then refuses it at the same place.
+func convertWhen(src string, roots map[string]bool, sc *scope) (string, []tnote) {
+	c := &conv{sc: sc}
+	trimmed := strings.TrimSpace(src)
+	if strings.HasPrefix(trimmed, "{{") || strings.HasPrefix(trimmed, "{%") {
+		c.note(strings.Index(src, trimmed), Person, "when", "a condition wrapped in {{ }} or {% %} is an error in the reference, which therefore always skipped this step; write the bare expression if the step should run", src)
+		return src, c.notes
+	}
+	out := src
+	if e, err := parseJinja(src); err == nil {
+		var paths []*jpath
+		walkJinja(e, func(p *jpath) {
+			if p.root == "context" && strings.HasPrefix(src[p.off:], "context.") {
+				paths = append(paths, p)
+			}
+		})
+		sort.Slice(paths, func(a, b int) bool { return paths[a].off > paths[b].off })
+		for _, p := range paths {
+			if _, err := c.contextRoot(p); err != nil {
+				var je *jerr
+				errors.As(err, &je)
+				c.note(p.off, Person, "when", je.msg, src)
+				return src, c.notes
+			}
+			out = out[:p.off] + out[p.off+len("context."):]
+		}
+	}
+	expr, err := when.Parse(out)
+	if err != nil {
+		var we *when.Error
+		off, msg := 0, err.Error()
+		if errors.As(err, &we) {
+			off, msg = we.Offset, we.Msg
+			if out != src {
+				off = 0
+			}
+		}
+		c.notes = nil
+		c.note(off, Person, "when", msg+" (not converted)", src)
+		return src, c.notes
+	}
+	for _, p := range when.Paths(expr) {
+		msg := ""
+		switch {
+		case !roots[p.Root]:
+			msg = fmt.Sprintf("%q is not a name Stepline's conditions read here (the reference reads it as undefined)", p.Root)
+		case p.Root == "steps" && len(p.Segments) > 0 && sc.stepKnown != nil && !sc.stepKnown(p.Segments[0]):
+			msg = fmt.Sprintf("steps.%s names no step that runs before this one (the reference skips the step)", p.Segments[0])
+		case p.Root == "vars" && len(p.Segments) > 0 && !sc.vars[p.Segments[0]]:
+			msg = fmt.Sprintf("vars.%s is not among the pipeline's vars", p.Segments[0])
+		}
+		if msg != "" {
+			c.notes = nil
+			c.note(p.Offset, Person, "when", msg, src)
+			return src, c.notes
+		}
+	}
+	if len(c.notes) == 0 {
+		c.note(0, Converted, "when", "condition kept: Stepline reads it with the same meaning", "")
+	}
+	return out, c.notes
+}
+
+// walkJinja calls f on every path of e.
+func walkJinja(e jexpr, f func(*jpath)) {
+	switch e := e.(type) {
+	case *jpath:
+		f(e)
+	case *jfilter:
+		walkJinja(e.x, f)
+		for _, a := range e.args {
+			walkJinja(a, f)
+		}
+	case *jtest:
+		walkJinja(e.x, f)
+	case *jbin:
+		walkJinja(e.l, f)
+		walkJinja(e.r, f)
+	case *jnot:
+		walkJinja(e.x, f)
+	case *jneg:
+		walkJinja(e.x, f)
+	case *jcond:
+		walkJinja(e.then, f)
+		walkJinja(e.cond, f)
+		if e.els != nil {
+			walkJinja(e.els, f)
+		}
+	case *jlist:
+		for _, it := range e.items {
+			walkJinja(it, f)
+		}
+	}
+}
