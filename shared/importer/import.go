@@ -22,7 +22,7 @@ import (
 
 // Bounds of what an import reads.
 const (
-	MaxConfigBytes = 1 << 20         // config.yaml
+	MaxConfigBytes = 1 << 20          // config.yaml
 	MaxFileBytes   = yamldoc.MaxBytes // each pipeline or library step file
 	MaxFiles       = 1000             // pipeline and library step files together
 	MaxTotalBytes  = 64 << 20         // all of them together

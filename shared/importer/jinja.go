@@ -57,9 +57,9 @@ type (
 		x   jexpr
 	}
 	jcond struct {
-		off         int
-		then, cond  jexpr
-		els         jexpr // nil: no else
+		off        int
+		then, cond jexpr
+		els        jexpr // nil: no else
 	}
 	jlist struct {
 		off   int
@@ -222,7 +222,7 @@ func parseJinja(src string) (jexpr, error) {
 }
 
 func (p *jparser) peek() jtok { return p.toks[p.i] }
-func (p *jparser) next() jtok  { t := p.toks[p.i]; p.i++; return t }
+func (p *jparser) next() jtok { t := p.toks[p.i]; p.i++; return t }
 func (p *jparser) isOp(v string) bool {
 	t := p.peek()
 	return t.kind == "op" && t.val == v

@@ -69,7 +69,7 @@ func (f *fileConv) scope() *scope {
 		seen := f.seen
 		sc.stepKnown = func(name string) bool {
 			if i := strings.IndexByte(name, '/'); i >= 0 {
-				name = name[:i]
+				name = name[:i] // a fan_out item: steps['check/0']
 			}
 			return seen[name]
 		}

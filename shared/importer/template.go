@@ -461,6 +461,9 @@ func (c *conv) arg(e jexpr) (string, error) {
 	case *jlit:
 		switch e.kind {
 		case "str":
+			if strings.Contains(e.val, "{{") || strings.Contains(e.val, "{%") || strings.Contains(e.val, "}}") || strings.Contains(e.val, "%}") {
+				return "", &jerr{e.off, "a string holding template delimiters is not converted"}
+			}
 			switch {
 			case !strings.Contains(e.val, `"`):
 				return `"` + e.val + `"`, nil
@@ -496,7 +499,12 @@ func (c *conv) path(p *jpath) (string, error) {
 		}
 		root, segs = r, segs[1:]
 	case root == "steps" && len(segs) > 0 && c.sc.stepKnown != nil:
-		if s := segs[0]; s.name == "" || !c.sc.stepKnown(s.name) {
+		s := segs[0]
+		name := s.name
+		if i := strings.IndexByte(name, '/'); i >= 0 {
+			name = name[:i] // a fan_out item: steps['check/0']
+		}
+		if name == "" || !c.sc.stepKnown(name) {
 			return "", &jerr{p.off, fmt.Sprintf("steps.%s names no step that runs before this one (the reference fails rendering it)", s.name+s.index)}
 		}
 	}

@@ -38,6 +38,13 @@ func convertWhen(src string, roots map[string]bool, sc *scope) (string, []tnote)
 				return src, c.notes
 			}
 			out = out[:p.off] + out[p.off+len("context."):]
+			if len(p.segs) > 0 {
+				widened := map[string]bool{p.segs[0].name: true}
+				for k := range roots {
+					widened[k] = true
+				}
+				roots = widened
+			}
 		}
 	}
 	expr, err := when.Parse(out)

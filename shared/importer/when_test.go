@@ -1,0 +1,40 @@
+package importer
+
+import "testing"
+
+func TestConvertWhen(t *testing.T) {
+	roots := map[string]bool{"steps": true, "vars": true, "labels": true, "severity": true}
+	tests := []struct {
+		name, in, want string
+		level          Level
+		include        string
+	}{
+		{"kept", `steps.triage.action == "restart"`, `steps.triage.action == "restart"`, Converted, ""},
+		{"tests kept", `steps.triage.action is defined and steps.triage.x is not none`, `steps.triage.action is defined and steps.triage.x is not none`, Converted, ""},
+		{"context", `context.severity == "critical"`, `severity == "critical"`, Check, "severity"},
+		{"context labels", `context.labels.team == "sre"`, `labels.team == "sre"`, Check, ""},
+		{"context summary adds include", `"db" in context.summary`, `"db" in summary`, Check, "summary"},
+		{"filter", `steps.x.items | length > 0`, `steps.x.items | length > 0`, Person, ""},
+		{"wrapped", `{{ steps.x.ok }}`, `{{ steps.x.ok }}`, Person, ""},
+		{"unknown name", `team == "sre"`, `team == "sre"`, Person, ""},
+		{"later step", `steps.later.ok`, `steps.later.ok`, Person, ""},
+		{"unknown var", `vars.nope == 1`, `vars.nope == 1`, Person, ""},
+		{"context raw", `context.raw == 1`, `context.raw == 1`, Person, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var added []string
+			sc := &scope{stepKnown: func(n string) bool { return n == "triage" || n == "x" }, vars: map[string]bool{"known": true}, include: func(p string) { added = append(added, p) }}
+			got, notes := convertWhen(tt.in, roots, sc)
+			if got != tt.want {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+			if len(notes) == 0 || notes[len(notes)-1].level != tt.level {
+				t.Fatalf("notes %+v, want last of level %s", notes, tt.level)
+			}
+			if tt.include != "" && (len(added) != 1 || added[0] != tt.include) {
+				t.Errorf("includes %v, want %s", added, tt.include)
+			}
+		})
+	}
+}
