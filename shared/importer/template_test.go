@@ -119,9 +119,9 @@ func TestNotePositions(t *testing.T) {
 func TestTemplateStepReferences(t *testing.T) {
 	sc := &scope{stepKnown: func(n string) bool { return n == "triage" }}
 	for in, person := range map[string]bool{
-		`{{ steps.triage.summary }}`:    false,
+		`{{ steps.triage.summary }}`:      false,
 		`{{ steps['triage/0'].summary }}`: false,
-		`{{ steps.later.summary }}`:     true,
+		`{{ steps.later.summary }}`:       true,
 	} {
 		out, notes := convertTemplate(in, sc)
 		got := len(notes) > 0 && notes[0].level == Person

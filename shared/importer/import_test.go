@@ -1,0 +1,154 @@
+package importer
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func readTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestImportIdempotent: a second import of the same source changes
+// nothing, and a file changed by a person is not overwritten without
+// Force.
+func TestImportIdempotent(t *testing.T) {
+	dest := t.TempDir()
+	if _, err := Import("testdata/vectorstep", dest, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	first := readTree(t, dest)
+	res, err := Import("testdata/vectorstep", dest, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range res.Files {
+		if f.Action != "unchanged" {
+			t.Errorf("second import: %s %s", f.Action, f.Path)
+		}
+	}
+	if second := readTree(t, dest); len(second) != len(first) {
+		t.Fatalf("second import has %d files, first %d", len(second), len(first))
+	} else {
+		for p, b := range first {
+			if second[p] != b {
+				t.Errorf("%s differs after the second import", p)
+			}
+		}
+	}
+
+	edited := filepath.Join(dest, "pipelines", "alert-triage.yaml")
+	if err := os.WriteFile(edited, []byte(first[filepath.Join("pipelines", "alert-triage.yaml")]+"# edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Import("testdata/vectorstep", dest, Options{})
+	var ce *ConflictError
+	if !errors.As(err, &ce) || len(ce.Paths) != 1 || ce.Paths[0] != "pipelines/alert-triage.yaml" {
+		t.Fatalf("import over an edited file: %v, want a conflict naming it", err)
+	}
+	if b, _ := os.ReadFile(edited); !strings.HasSuffix(string(b), "# edited\n") {
+		t.Fatal("the edited file was overwritten")
+	}
+	if _, err := Import("testdata/vectorstep", dest, Options{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(edited); string(b) != first[filepath.Join("pipelines", "alert-triage.yaml")] {
+		t.Fatal("--force did not restore the file")
+	}
+}
+
+// TestImportRefusesForeignFiles: a file in DEST the importer did not
+// write is refused, and nothing is written.
+func TestImportRefusesForeignFiles(t *testing.T) {
+	dest := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dest, "stepline.yaml"), []byte("pipelines: mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Import("testdata/vectorstep", dest, Options{})
+	var ce *ConflictError
+	if !errors.As(err, &ce) {
+		t.Fatalf("got %v, want a conflict", err)
+	}
+	if _, err := os.Stat(filepath.Join(dest, "pipelines")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("pipelines were written despite the conflict")
+	}
+}
+
+// TestImportSecrets: references stay references, never resolved; a
+// secret written out in config.yaml is not copied.
+func TestImportSecrets(t *testing.T) {
+	t.Setenv("VECTORSTEP_GATEWAY_TOKEN", "resolved-gateway-secret")
+	dest := t.TempDir()
+	res, err := Import("testdata/vectorstep", dest, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := ""
+	for _, b := range readTree(t, dest) {
+		all += b
+	}
+	for _, bad := range []string{"pay-literal-token-5f2c", "resolved-gateway-secret"} {
+		if strings.Contains(all, bad) {
+			t.Errorf("DEST holds %q", bad)
+		}
+	}
+	for _, want := range []string{`token: "${VECTORSTEP_GATEWAY_TOKEN}"`, `token: "${STEPLINE_TOKEN_PAYMENTS}"`, `bot_token: "${TELEGRAM_BOT_TOKEN}"`, `chat_id: "-1001234567890"`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("DEST lacks %s", want)
+		}
+	}
+	found := false
+	for _, n := range res.Notes {
+		if n.Level == Person && strings.Contains(n.Msg, "STEPLINE_TOKEN_PAYMENTS") && n.File == "config.yaml" && n.Line == 31 {
+			found = true
+		}
+		if strings.Contains(n.String(), "pay-literal-token-5f2c") {
+			t.Errorf("a note holds the secret: %s", n)
+		}
+	}
+	if !found {
+		t.Error("the written-out token is not reported at config.yaml:31")
+	}
+}
+
+// TestImportBounds: a source past the bounds is refused with a clear error.
+func TestImportBounds(t *testing.T) {
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "config.yaml"), []byte(strings.Repeat("#", MaxConfigBytes+1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Import(src, t.TempDir(), Options{}); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("got %v, want a size error", err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "config.yaml"), []byte("a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\ng: [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Import(src, t.TempDir(), Options{}); err == nil {
+		t.Fatal("an alias bomb was accepted")
+	}
+}
+
+func TestTelegramAccepted(t *testing.T) {
+	yes := []byte(`{"definitions": {"notification": {"properties": {"channel": {"enum": ["log", "telegram"]}}}}}`)
+	no := []byte(`{"definitions": {"notification": {"properties": {"channel": {"enum": ["log", "webhook"]}}}}}`)
+	if !TelegramAccepted(yes) || TelegramAccepted(no) || TelegramAccepted([]byte("{")) {
+		t.Error("TelegramAccepted misreads the schema")
+	}
+}
