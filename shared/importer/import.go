@@ -74,6 +74,13 @@ type importer struct {
 	cfg             *config
 	root            *yaml.Node // the pipeline being converted
 	telegramChannel bool
+	// libIncludes are, by library step name, the context names its
+	// converted templates read (context.X): a pipeline that uses it
+	// includes them.
+	libIncludes map[string][]string
+	// libWhen are the library steps' when: conditions as converted, by
+	// name: a pipeline that uses one checks it against its own names.
+	libWhen map[string]string
 }
 
 type planned struct {
@@ -100,7 +107,7 @@ func Import(src, dest string, opt Options) (*Result, error) {
 		cfgRoot = doc.Content[0]
 	}
 	cfg := parseConfig("config.yaml", cfgRoot)
-	imp := &importer{cfg: cfg, telegramChannel: opt.TelegramChannel}
+	imp := &importer{cfg: cfg, telegramChannel: opt.TelegramChannel, libIncludes: map[string][]string{}, libWhen: map[string]string{}}
 	res.Notes = append(res.Notes, cfg.notes...)
 
 	plan := []planned{{path: "stepline.yaml", kind: "project", data: cfg.projectFile()}}
@@ -246,6 +253,14 @@ func (imp *importer) convertFile(rel string, data []byte, library bool) ([]byte,
 	imp.root = root
 	if library {
 		f.stepEntry(root)
+		if n := lookup(root, "name"); n != nil {
+			if len(f.includes) > 0 {
+				imp.libIncludes[n.Value] = f.includes
+			}
+			if w := lookup(root, "when"); w != nil && w.Kind == yaml.ScalarNode && w.Tag != "!!null" {
+				imp.libWhen[n.Value] = w.Value
+			}
+		}
 	} else {
 		f.convertPipeline(root)
 	}

@@ -288,8 +288,12 @@ func (f *fileConv) addIncludes(root *yaml.Node, paths []string) {
 	}
 }
 
-// whenRoots are the names a pipeline's when: may start with.
+// whenRoots are the names a pipeline's when: may start with; nil (any)
+// in a library step, whose names are checked where it is used.
 func (f *fileConv) whenRoots(root *yaml.Node) map[string]bool {
+	if f.library {
+		return nil
+	}
 	r := map[string]bool{"steps": true, "vars": true, "labels": true, "pipeline_name": true, "pipeline_run_id": true}
 	for v := range f.vars {
 		r[v] = true
@@ -323,6 +327,7 @@ func (f *fileConv) stepEntry(s *yaml.Node) {
 		if bs := lookup(g, "steps"); bs != nil {
 			for _, b := range bs.Content {
 				f.keep(b, branchFields)
+				f.uses(b)
 				f.stepBody(b)
 				if n := lookup(b, "name"); n != nil {
 					names = append(names, n.Value)
@@ -336,6 +341,7 @@ func (f *fileConv) stepEntry(s *yaml.Node) {
 	case lookup(s, "fan_out") != nil:
 		g := lookup(s, "fan_out")
 		f.keep(g, fanOutFields)
+		f.uses(g)
 		f.when(g)
 		if over := lookup(g, "over"); over != nil {
 			f.over(keyOf(g, "over"), over)
@@ -348,6 +354,7 @@ func (f *fileConv) stepEntry(s *yaml.Node) {
 		} else {
 			f.keep(s, stepFields)
 		}
+		f.uses(s)
 		f.when(s)
 		f.stepBody(s)
 		f.register(lookup(s, "name"))
@@ -382,6 +389,29 @@ func (f *fileConv) when(m *yaml.Node) {
 		return
 	}
 	f.condition(keyOf(m, "when"), w, f.whenRoots(f.imp.root), f.scope())
+}
+
+// uses notes the library step an entry names with use:, so that the
+// context names its converted templates read are included in this
+// pipeline.
+func (f *fileConv) uses(m *yaml.Node) {
+	u := lookup(m, "use")
+	if u == nil || f.library {
+		return
+	}
+	for _, p := range f.imp.libIncludes[u.Value] {
+		f.include(p)
+	}
+	w, ok := f.imp.libWhen[u.Value]
+	if !ok || lookup(m, "when") != nil {
+		return
+	}
+	// The library step's condition, read where it is used.
+	if _, ns := convertWhen(w, f.whenRoots(f.imp.root), f.scope()); len(ns) > 0 && ns[len(ns)-1].level == Person {
+		msg := fmt.Sprintf("the when: of library step %q: %s", u.Value, ns[len(ns)-1].msg)
+		f.add(u, Person, "when", msg, w)
+		comment(keyOf(m, "use"), "stepline import: needs a person: "+msg)
+	}
 }
 
 // over converts a fan_out's over:, which the reference renders as a

@@ -38,7 +38,7 @@ func convertWhen(src string, roots map[string]bool, sc *scope) (string, []tnote)
 				return src, c.notes
 			}
 			out = out[:p.off] + out[p.off+len("context."):]
-			if len(p.segs) > 0 {
+			if len(p.segs) > 0 && roots != nil {
 				widened := map[string]bool{p.segs[0].name: true}
 				for k := range roots {
 					widened[k] = true
@@ -64,7 +64,7 @@ func convertWhen(src string, roots map[string]bool, sc *scope) (string, []tnote)
 	for _, p := range when.Paths(expr) {
 		msg := ""
 		switch {
-		case !roots[p.Root]:
+		case roots != nil && !roots[p.Root]:
 			msg = fmt.Sprintf("%q is not a name Stepline's conditions read here (the reference reads it as undefined)", p.Root)
 		case p.Root == "steps" && len(p.Segments) > 0 && sc.stepKnown != nil && !sc.stepKnown(p.Segments[0]):
 			msg = fmt.Sprintf("steps.%s names no step that runs before this one (the reference skips the step)", p.Segments[0])
