@@ -18,11 +18,18 @@ type config struct {
 	stepDir     string // as written; default ./steps
 	telegram    struct{ botToken, chatID string }
 	hasTelegram bool
-	gateway     struct{ url, token string }
-	openclaw    struct{ url, identity string }
-	teams       [][2]string // name, token reference
-	prices      []price
-	notes       []Note
+	sawApproval bool
+	// approval is how the reference sends approval requests: "telegram"
+	// (approvalTelegram), "webhook" (a Microsoft Teams webhook at
+	// approvalURL) or "" (none Stepline can send).
+	approval         string
+	approvalTelegram struct{ botToken, chatID string }
+	approvalURL      string
+	gateway          struct{ url, token string }
+	openclaw         struct{ url, identity string }
+	teams            [][2]string // name, token reference
+	prices           []price
+	notes            []Note
 }
 
 type price struct {
@@ -116,7 +123,7 @@ func parseConfig(file string, root *yaml.Node) *config {
 				}
 			}
 		case "human_approval":
-			c.add(k, Person, "human_approval", "human_approval: Stepline sends approval links through each pipeline's approval notification action (notifications: {approval: [...]}); add one to the pipelines with human steps")
+			c.humanApproval(k, v)
 		case "auth":
 			c.auth(v)
 		case "pricing":
@@ -129,7 +136,57 @@ func parseConfig(file string, root *yaml.Node) *config {
 			c.add(k, Dropped, "config "+k.Value, k.Value+" dropped: "+why)
 		}
 	}
+	if !c.sawApproval && c.hasTelegram {
+		// Without human_approval the reference sends approvals to the
+		// notifications.telegram chat.
+		c.approval = "telegram"
+		c.approvalTelegram.botToken, c.approvalTelegram.chatID = c.telegram.botToken, c.telegram.chatID
+	}
 	return c
+}
+
+// humanApproval reads human_approval: the default channel becomes each
+// pipeline's approval notification action.
+func (c *config) humanApproval(k, v *yaml.Node) {
+	c.sawApproval = true
+	for _, e := range entries(v) {
+		switch e[0].Value {
+		case "default":
+		case "ui_base_url":
+			c.add(e[0], Dropped, "config human_approval.ui_base_url", "human_approval.ui_base_url dropped: Stepline's approval links are signed links to its own API (stepline serve, or the stack's HTTP API)")
+		case "teams":
+			c.add(e[0], Person, "human_approval", "human_approval.teams: Stepline sends every approval of a pipeline through its approval notification action, whatever the run's team: add per-team channels there by hand")
+		default:
+			c.add(e[0], Dropped, "config human_approval."+e[0].Value, "human_approval."+e[0].Value+" dropped")
+		}
+	}
+	d := lookup(v, "default")
+	if d == nil || d.Kind != yaml.MappingNode {
+		c.add(k, Person, "human_approval", "human_approval has no default channel: add an approval notification action to the pipelines with human steps")
+		return
+	}
+	switch ch := str(lookup(d, "channel")); ch {
+	case "telegram":
+		c.approval = "telegram"
+		c.approvalTelegram.botToken, c.approvalTelegram.chatID = c.telegram.botToken, c.telegram.chatID
+		if tg := lookup(d, "telegram"); tg != nil {
+			if t := c.secret(lookup(tg, "bot_token"), "human_approval.default.telegram.bot_token", "TELEGRAM_APPROVAL_BOT_TOKEN"); t != "" {
+				c.approvalTelegram.botToken = t
+			}
+			if id := str(lookup(tg, "chat_id")); id != "" {
+				c.approvalTelegram.chatID = id
+			}
+		}
+	case "msteams":
+		u := c.secret(lookup(lookup(d, "msteams"), "webhook_url"), "human_approval.default.msteams.webhook_url", "MSTEAMS_WEBHOOK_URL")
+		if u == "" {
+			c.add(d, Person, "human_approval", "human_approval.default: channel msteams without msteams.webhook_url")
+			return
+		}
+		c.approval, c.approvalURL = "webhook", u
+	default:
+		c.add(d, Person, "human_approval", fmt.Sprintf("human_approval.default: channel %q has no Stepline equivalent (Slack approvals need a bot and Socket Mode): add an approval notification action to the pipelines with human steps", ch))
+	}
 }
 
 func (c *config) executors(n *yaml.Node) {

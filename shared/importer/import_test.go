@@ -116,7 +116,7 @@ func TestImportSecrets(t *testing.T) {
 	}
 	found := false
 	for _, n := range res.Notes {
-		if n.Level == Person && strings.Contains(n.Msg, "STEPLINE_TOKEN_PAYMENTS") && n.File == "config.yaml" && n.Line == 31 {
+		if n.Level == Person && strings.Contains(n.Msg, "STEPLINE_TOKEN_PAYMENTS") && n.File == "config.yaml" && n.Line == 37 {
 			found = true
 		}
 		if strings.Contains(n.String(), "pay-literal-token-5f2c") {
@@ -124,7 +124,7 @@ func TestImportSecrets(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Error("the written-out token is not reported at config.yaml:31")
+		t.Error("the written-out token is not reported at config.yaml:37")
 	}
 }
 
@@ -150,5 +150,49 @@ func TestTelegramAccepted(t *testing.T) {
 	no := []byte(`{"definitions": {"notification": {"properties": {"channel": {"enum": ["log", "webhook"]}}}}}`)
 	if !TelegramAccepted(yes) || TelegramAccepted(no) || TelegramAccepted([]byte("{")) {
 		t.Error("TelegramAccepted misreads the schema")
+	}
+}
+
+// TestImportApprovalChannel: without human_approval the reference sends
+// approvals to the notifications.telegram chat; the imported pipeline
+// with a human step gets an approval action on that channel, which needs
+// a person only while Stepline does not accept the telegram channel.
+func TestImportApprovalChannel(t *testing.T) {
+	src := t.TempDir()
+	for p, b := range map[string]string{
+		"config.yaml":          "notifications:\n  telegram: {bot_token: \"${BOT}\", chat_id: \"42\"}\n",
+		"pipelines/human.yaml": "name: human\nsteps:\n  - name: ok\n    executor: human\n",
+		"pipelines/none.yaml":  "name: none\nsteps:\n  - name: ok\n    executor: webhook\n    executor_config: {url: https://x.example.com}\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(src, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, p), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, accepted := range []bool{false, true} {
+		dest := t.TempDir()
+		res, err := Import(src, dest, Options{TelegramChannel: accepted})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree := readTree(t, dest)
+		want := "  approval:\n    - channel: telegram\n      config:\n        bot_token: \"${BOT}\"\n        chat_id: \"42\"\n"
+		if got := tree[filepath.Join("pipelines", "human.yaml")]; !strings.Contains(got, want) {
+			t.Errorf("accepted %v: human.yaml lacks the approval action:\n%s", accepted, got)
+		}
+		if got := tree[filepath.Join("pipelines", "none.yaml")]; strings.Contains(got, "approval") {
+			t.Errorf("a pipeline without human steps got an approval action:\n%s", got)
+		}
+		person := 0
+		for _, n := range res.Notes {
+			if n.Level == Person {
+				person++
+			}
+		}
+		if want := map[bool]int{false: 1, true: 0}[accepted]; person != want {
+			t.Errorf("accepted %v: %d notes need a person, want %d: %v", accepted, person, want, res.Notes)
+		}
 	}
 }
