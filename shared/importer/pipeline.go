@@ -19,14 +19,15 @@ type fileConv struct {
 	notes []Note
 	imp   *importer
 
-	vars     map[string]bool
-	includes []string // context_template.include paths to add
-	seen     map[string]bool
-	library  bool // a library step file: step references are checked where it is used
+	vars      map[string]bool
+	includes  []string // context_template.include paths to add
+	seen      map[string]bool
+	skippable map[string]bool // steps with a when: of their own
+	library   bool            // a library step file: step references are checked where it is used
 }
 
 func newFileConv(imp *importer, file string, src []byte) *fileConv {
-	return &fileConv{file: file, lines: bytes.Split(src, []byte("\n")), imp: imp, vars: map[string]bool{}, seen: map[string]bool{}}
+	return &fileConv{file: file, lines: bytes.Split(src, []byte("\n")), imp: imp, vars: map[string]bool{}, seen: map[string]bool{}, skippable: map[string]bool{}}
 }
 
 func (f *fileConv) add(n *yaml.Node, level Level, kind, msg, orig string) {
@@ -66,6 +67,8 @@ func (f *fileConv) textPos(n *yaml.Node, off int) (int, int) {
 func (f *fileConv) scope() *scope {
 	sc := &scope{vars: f.vars, include: f.include}
 	if !f.library {
+		skippable := f.skippable
+		sc.mayBeAbsent = func(name string) bool { return skippable[name] }
 		seen := f.seen
 		sc.stepKnown = func(name string) bool {
 			if i := strings.IndexByte(name, '/'); i >= 0 {
@@ -359,6 +362,10 @@ func (f *fileConv) stepEntry(s *yaml.Node) {
 		f.when(s)
 		f.stepBody(s)
 		f.register(lookup(s, "name"))
+		if n := lookup(s, "name"); n != nil && (lookup(s, "when") != nil || f.imp.libWhen[str(lookup(s, "use"))] != "") {
+			f.skippable[n.Value] = true
+			f.skippable[pipeline.TemplateName(n.Value)] = true
+		}
 		if lookup(s, "name") == nil {
 			if u := lookup(s, "use"); u != nil {
 				f.register(u)

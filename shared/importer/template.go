@@ -62,6 +62,9 @@ type scope struct {
 	// include records a context_template.include path the conversion
 	// relies on (context.X rewritten to X).
 	include func(path string)
+	// mayBeAbsent reports whether steps.<name> may be missing when the
+	// condition runs (the step has a when: of its own); nil: never.
+	mayBeAbsent func(name string) bool
 }
 
 // contextLeaves are the fields of the reference's trigger context that
@@ -492,6 +495,8 @@ func (c *conv) path(p *jpath) (string, error) {
 		}
 		c.note(c.base+p.off, Converted, "loop.index", "loop."+segs[0].name+" → forloop."+forloopNames[segs[0].name], "")
 		root, segs = "forloop", []jseg{{name: forloopNames[segs[0].name]}}
+	case root == "_testing":
+		return "", &jerr{p.off, "_testing (true in stage testing) has no Stepline equivalent"}
 	case root == "context":
 		r, err := c.contextRoot(p)
 		if err != nil {

@@ -69,6 +69,8 @@ func TestConvertTemplate(t *testing.T) {
 		{"method call", `{{ s.upper() }}`, `{% vectorstep_unconverted %}{ { s.upper() } }`, "expression", Person},
 		{"for over items", `{% for k, v in d.items() %}{% endfor %}`, `{% vectorstep_unconverted %}{ % for k, v in d.items() % }{% endfor %}`, "expression", Person},
 		{"unclosed", `{{ x`, `{% vectorstep_unconverted %}{ { x`, "syntax", Person},
+		{"testing flag", `{% if _testing %}t{% endif %}`, `{% vectorstep_unconverted %}{ % if _testing % }t{% endif %}`, "expression", Person},
+		{"delimiters in a string", `{{ "{{ x }}" }}`, `{% vectorstep_unconverted %}{ { "{ { x } }" } }`, "expression", Person},
 		{"other test", `{% if n is divisibleby 3 %}x{% endif %}`, `{% vectorstep_unconverted %}{ % if n is divisibleby 3 % }x{% endif %}`, "expression", Person},
 	}
 	for _, tt := range tests {

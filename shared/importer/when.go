@@ -77,6 +77,11 @@ func convertWhen(src string, roots map[string]bool, sc *scope) (string, []tnote)
 			return src, c.notes
 		}
 	}
+	if e, err := parseJinja(out); err == nil && sc.mayBeAbsent != nil {
+		if name, off := negatedAbsent(e, false, sc.mayBeAbsent); name != "" {
+			c.note(off, Check, "when", fmt.Sprintf("where step %q was skipped, the reference skips this step (reading a missing step is an error there), while Stepline reads the missing value and this negated test is true", name), "")
+		}
+	}
 	if len(c.notes) == 0 {
 		c.note(0, Converted, "when", "condition kept: Stepline reads it with the same meaning", "")
 	}
@@ -113,4 +118,50 @@ func walkJinja(e jexpr, f func(*jpath)) {
 			walkJinja(it, f)
 		}
 	}
+}
+
+// negatedAbsent finds a test that is true for a missing value (!=, not
+// in, not, is not defined, is undefined) over steps.<name> where the
+// step may be absent: the reference raises there and skips.
+func negatedAbsent(e jexpr, neg bool, absent func(string) bool) (string, int) {
+	step := func(x jexpr) string {
+		if p, ok := x.(*jpath); ok && p.root == "steps" && len(p.segs) > 1 && absent(p.segs[0].name) {
+			return p.segs[0].name
+		}
+		return ""
+	}
+	switch e := e.(type) {
+	case *jnot:
+		return negatedAbsent(e.x, !neg, absent)
+	case *jbin:
+		switch e.op {
+		case "and", "or":
+			if n, off := negatedAbsent(e.l, neg, absent); n != "" {
+				return n, off
+			}
+			return negatedAbsent(e.r, neg, absent)
+		}
+		isNeg := (e.op == "!=" || e.op == "not in") != neg
+		if isNeg {
+			if n := step(e.l); n != "" {
+				return n, e.off
+			}
+			if n := step(e.r); n != "" {
+				return n, e.off
+			}
+		}
+	case *jtest:
+		if (e.not != neg) == (e.name == "defined") || e.name == "undefined" && !neg {
+			if n := step(e.x); n != "" {
+				return n, e.off
+			}
+		}
+	case *jpath:
+		if neg {
+			if n := step(e); n != "" {
+				return n, e.off
+			}
+		}
+	}
+	return "", 0
 }

@@ -38,3 +38,50 @@ func TestConvertWhen(t *testing.T) {
 		})
 	}
 }
+
+// TestWhenSkippedStep: a negated test over a step that may have been
+// skipped is converted with a stated difference.
+func TestWhenSkippedStep(t *testing.T) {
+	sc := &scope{stepKnown: func(string) bool { return true }, mayBeAbsent: func(n string) bool { return n == "maybe" }}
+	roots := map[string]bool{"steps": true}
+	for in, check := range map[string]bool{
+		`steps.maybe.action != "x"`:          true,
+		`steps.maybe.action not in ["a"]`:    true,
+		`not steps.maybe.ok`:                 true,
+		`steps.maybe.action is not defined`:  true,
+		`not steps.maybe.action == "x"`:      true,
+		`steps.maybe.action == "x"`:          false,
+		`steps.maybe.action is defined`:      false,
+		`steps.always.action != "x"`:         false,
+		`steps.triage.ok and steps.maybe.ok`: false,
+	} {
+		_, notes := convertWhen(in, roots, sc)
+		got := false
+		for _, n := range notes {
+			if n.level == Check {
+				got = true
+			}
+		}
+		if got != check {
+			t.Errorf("%s: difference noted %v, want %v (%+v)", in, got, check, notes)
+		}
+	}
+}
+
+// FuzzConvertWhen: no panic; a condition is either kept parseable or
+// kept as written with a note that needs a person.
+func FuzzConvertWhen(f *testing.F) {
+	for _, s := range []string{`steps.a.b == "x"`, `context.severity in ["a"]`, `{{ x }}`, `not (a or b)`, `x | length > 0`, `context.`, `steps.maybe.x != 1`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		sc := &scope{stepKnown: func(string) bool { return true }, mayBeAbsent: func(string) bool { return true }, vars: map[string]bool{}}
+		out, notes := convertWhen(src, map[string]bool{"steps": true, "severity": true}, sc)
+		if len(notes) == 0 {
+			t.Fatalf("no note for %q", src)
+		}
+		if notes[len(notes)-1].level == Person && out != src {
+			t.Fatalf("not converted, yet changed: %q → %q", src, out)
+		}
+	})
+}
