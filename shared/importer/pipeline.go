@@ -170,10 +170,15 @@ func (f *fileConv) drop(n *yaml.Node, key string, why string) {
 			k := n.Content[i]
 			f.add(k, Dropped, "field "+key, fmt.Sprintf("%s dropped: %s", key, why), "")
 			n.Content = append(n.Content[:i], n.Content[i+2:]...)
-			if i < len(n.Content) {
-				comment(n.Content[i], fmt.Sprintf("stepline import: dropped %s: %s", key, why))
-			} else if len(n.Content) > 0 {
-				comment(n.Content[0], fmt.Sprintf("stepline import: dropped %s: %s", key, why))
+			if n.Style == yaml.FlowStyle {
+				n.Style = 0 // a comment needs a block mapping
+			}
+			text := fmt.Sprintf("stepline import: dropped %s: %s", key, why)
+			switch {
+			case i > 0 && i < len(n.Content):
+				comment(n.Content[i], text)
+			case len(n.Content) > 0:
+				comment(n, text) // above the mapping: before a list item's dash
 			}
 			return
 		}
