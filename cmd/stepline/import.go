@@ -129,7 +129,8 @@ func noteLine(n importer.Note) string {
 }
 
 // validateImported validates what the import wrote, in DEST's project,
-// through the one compile path; it returns how many files are not valid.
+// through the one compile path, printing errors and warnings as validate
+// does; it returns how many files are not valid.
 func validateImported(e env, res *importer.Result) int {
 	fmt.Fprintln(e.stdout, "\nvalidate:")
 	defaults := executor.DefaultsFromEnv(e.getenv)
@@ -152,15 +153,17 @@ func validateImported(e env, res *importer.Result) int {
 			invalid++
 			continue
 		}
-		ds = append(projectProblems(p), ds...).Errors()
-		if !ds.HasErrors() {
-			fmt.Fprintf(e.stdout, "  %s: valid\n", filepath.ToSlash(path))
+		ds = append(projectProblems(p), ds...)
+		for _, d := range ds {
+			if d.Pos.File == path || d.Pos.File == "" || !d.Warning {
+				fmt.Fprintf(e.stdout, "  %s\n", d)
+			}
+		}
+		if ds.HasErrors() {
+			invalid++
 			continue
 		}
-		invalid++
-		for _, d := range ds {
-			fmt.Fprintf(e.stdout, "  %s\n", d)
-		}
+		fmt.Fprintf(e.stdout, "  %s: valid\n", filepath.ToSlash(path))
 	}
 	return invalid
 }

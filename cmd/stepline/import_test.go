@@ -56,6 +56,7 @@ func TestImportVectorStep(t *testing.T) {
 	for _, m := range errLine.FindAllStringSubmatch(report[strings.Index(report, "\nvalidate:"):], -1) {
 		msg := m[2]
 		switch {
+		case strings.HasPrefix(msg, "warning: "):
 		case strings.Contains(msg, "vectorstep_unconverted"), strings.Contains(msg, "when:"),
 			strings.Contains(msg, `channel "telegram"`), strings.Contains(msg, "verifier"):
 		default:

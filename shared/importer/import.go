@@ -106,6 +106,10 @@ func Import(src, dest string, opt Options) (*Result, error) {
 	} else if len(doc.Content) > 0 {
 		cfgRoot = doc.Content[0]
 	}
+	if same(cfgPath, filepath.Join(dest, "config.yaml")) {
+		// DEST is SRC: the pipelines and steps would be overwritten in place.
+		return nil, fmt.Errorf("DEST is SRC: import into another directory")
+	}
 	cfg := parseConfig("config.yaml", cfgRoot)
 	imp := &importer{cfg: cfg, telegramChannel: opt.TelegramChannel, libIncludes: map[string][]string{}, libWhen: map[string]string{}}
 	res.Notes = append(res.Notes, cfg.notes...)
@@ -148,6 +152,9 @@ func Import(src, dest string, opt Options) (*Result, error) {
 				continue
 			}
 			p := dir.to + "/" + name
+			if same(filepath.Join(from, name), filepath.Join(dest, filepath.FromSlash(p))) {
+				return nil, fmt.Errorf("DEST would overwrite the source file %s: import into another directory", filepath.Join(from, name))
+			}
 			plan = append(plan, planned{p, dir.kind, out})
 			if dir.kind == "pipeline" {
 				res.Pipelines = append(res.Pipelines, filepath.Join(dest, filepath.FromSlash(p)))
@@ -163,6 +170,18 @@ func Import(src, dest string, opt Options) (*Result, error) {
 	}
 	res.Files = files
 	return res, nil
+}
+
+// same reports whether two paths name the same file (or would).
+func same(a, b string) bool {
+	if fa, err := os.Stat(a); err == nil {
+		if fb, err := os.Stat(b); err == nil {
+			return os.SameFile(fa, fb)
+		}
+	}
+	aa, err1 := filepath.Abs(a)
+	ab, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == ab
 }
 
 func relOrAbs(base, path string) string {
@@ -249,6 +268,7 @@ func (imp *importer) convertFile(rel string, data []byte, library bool) ([]byte,
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, []Note{{File: rel, Line: 1, Col: 1, Level: Person, Kind: "file", Msg: "not a mapping: not imported"}}
 	}
+	doc.Content[0] = expand(doc.Content[0])
 	root := doc.Content[0]
 	imp.root = root
 	if library {
@@ -415,3 +435,6 @@ func TelegramAccepted(schema []byte) bool {
 	}
 	return false
 }
+
+// yamlUnmarshal reads YAML within yamldoc's bounds (tests read the output back).
+func yamlUnmarshal(b []byte, v any) error { return yamldoc.Unmarshal(b, v) }

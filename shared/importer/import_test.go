@@ -196,3 +196,64 @@ func TestImportApprovalChannel(t *testing.T) {
 		}
 	}
 }
+
+// TestImportIntoSource: DEST may not be SRC, even with Force.
+func TestImportIntoSource(t *testing.T) {
+	src := t.TempDir()
+	for p, b := range map[string]string{"config.yaml": "{}\n", "pipelines/a.yaml": "name: a\nsteps: []\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(src, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, p), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Import(src, src, Options{Force: true}); err == nil || !strings.Contains(err.Error(), "another directory") {
+		t.Fatalf("got %v, want a refusal", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(src, "pipelines", "a.yaml")); string(b) != "name: a\nsteps: []\n" {
+		t.Fatal("the source was changed")
+	}
+}
+
+// FuzzConvertFile: any pipeline file converts without a panic, and the
+// output, when there is one, is YAML that reads back.
+func FuzzConvertFile(f *testing.F) {
+	for _, name := range []string{"alert-triage.yaml", "fanout-report.yaml", "needs-a-person.yaml", "notify-telegram.yaml"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "vectorstep", "pipelines", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, false)
+	}
+	f.Add([]byte("name: x\nsteps: {a: 1}\nnotifications: [1]\n"), true)
+	f.Add([]byte("a: &a {when: x}\nsteps: [*a, {parallel: *a}, {fan_out: {over: 1}}]\n"), false)
+	f.Fuzz(func(t *testing.T, src []byte, library bool) {
+		imp := &importer{cfg: parseConfig("config.yaml", nil), libIncludes: map[string][]string{}, libWhen: map[string]string{}}
+		out, _ := imp.convertFile("p.yaml", src, library)
+		if out == nil {
+			return
+		}
+		var v any
+		if err := yamlUnmarshal(out, &v); err != nil {
+			t.Fatalf("the output does not read back: %v\n%s", err, out)
+		}
+	})
+}
+
+// TestConvertFileAliases: aliases and merge keys are expanded, so that
+// dropping a field never leaves an alias without its anchor.
+func TestConvertFileAliases(t *testing.T) {
+	imp := &importer{cfg: parseConfig("config.yaml", nil), libIncludes: map[string][]string{}, libWhen: map[string]string{}}
+	src := "base: &b {executor: gateway, prompt_template: \"{{ x | upper }}\"}\nname: p\nsteps:\n  - <<: *b\n    name: one\n  - {<<: *b, name: two, executor: human}\n"
+	out, _ := imp.convertFile("p.yaml", []byte(src), false)
+	got := string(out)
+	for _, want := range []string{"name: one\n    executor: gateway\n    prompt_template: \"{{ x | upcase }}\"", "{name: two, executor: human, prompt_template: \"{{ x | upcase }}\"}"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "*b") || strings.Contains(got, "&b") || strings.Contains(got, "\nbase:") {
+		t.Errorf("an alias, anchor or the unknown field survived:\n%s", got)
+	}
+}

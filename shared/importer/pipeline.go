@@ -670,3 +670,63 @@ func needsApproval(steps *yaml.Node) bool {
 	}
 	return false
 }
+
+// expand replaces every alias in n by a copy of the value it names and
+// every merge key (<<) by the entries it brings, so that each place is
+// converted, and dropped, on its own; anchors are cleared. yamldoc has
+// bounded the expanded size.
+func expand(n *yaml.Node) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	if n.Kind == yaml.AliasNode {
+		return expand(n.Alias)
+	}
+	c := *n
+	c.Anchor = ""
+	c.Content = nil
+	if n.Kind != yaml.MappingNode {
+		for _, ch := range n.Content {
+			c.Content = append(c.Content, expand(ch))
+		}
+		return &c
+	}
+	have := map[string]bool{}
+	var merged []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.Value == "<<" && k.Tag != "!!str" {
+			srcs := []*yaml.Node{v}
+			if r := resolveAlias(v); r.Kind == yaml.SequenceNode {
+				srcs = r.Content
+			}
+			for _, s := range srcs {
+				if r := resolveAlias(s); r.Kind == yaml.MappingNode {
+					for j := 0; j+1 < len(r.Content); j += 2 {
+						merged = append(merged, r.Content[j], r.Content[j+1])
+					}
+				}
+			}
+			continue
+		}
+		have[k.Value] = true
+		c.Content = append(c.Content, expand(k), expand(v))
+	}
+	for j := 0; j+1 < len(merged); j += 2 {
+		if k := merged[j]; !have[k.Value] {
+			have[k.Value] = true
+			c.Content = append(c.Content, expand(k), expand(merged[j+1]))
+		}
+	}
+	return &c
+}
+
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n == nil {
+		return &yaml.Node{}
+	}
+	return n
+}
