@@ -20,13 +20,31 @@ import (
 	"github.com/stepline/stepline/shared/yamldoc"
 )
 
-// Bounds of what an import reads.
+// Default bounds of what an import reads (Limits).
 const (
 	MaxConfigBytes = 1 << 20          // config.yaml
 	MaxFileBytes   = yamldoc.MaxBytes // each pipeline or library step file
 	MaxFiles       = 1000             // pipeline and library step files together
 	MaxTotalBytes  = 64 << 20         // all of them together
 )
+
+// Limits bound what an import reads; a zero field is its default.
+type Limits struct {
+	ConfigBytes int // MaxConfigBytes
+	FileBytes   int // MaxFileBytes (yamldoc's bounds apply too)
+	Files       int // MaxFiles
+	TotalBytes  int // MaxTotalBytes
+}
+
+func (l Limits) orDefaults() Limits {
+	def := func(v, d int) int {
+		if v <= 0 {
+			return d
+		}
+		return v
+	}
+	return Limits{def(l.ConfigBytes, MaxConfigBytes), def(l.FileBytes, MaxFileBytes), def(l.Files, MaxFiles), def(l.TotalBytes, MaxTotalBytes)}
+}
 
 // ManifestName is the file in DEST that lists what the importer wrote,
 // with each file's SHA-256, so that a second import knows which files are
@@ -42,6 +60,8 @@ type Options struct {
 	// notifications with channel telegram (see TelegramAccepted); without
 	// it every telegram notice is a note that needs a person.
 	TelegramChannel bool
+	// Limits bound the source; zero: the defaults.
+	Limits Limits
 }
 
 // File is one file of DEST.
@@ -95,7 +115,8 @@ type planned struct {
 // the same src gives the same dest.
 func Import(src, dest string, opt Options) (*Result, error) {
 	cfgPath := filepath.Join(src, "config.yaml")
-	cfgSrc, err := readBounded(cfgPath, MaxConfigBytes)
+	lim := opt.Limits.orDefaults()
+	cfgSrc, err := readBounded(cfgPath, lim.ConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
@@ -121,13 +142,13 @@ func Import(src, dest string, opt Options) (*Result, error) {
 	if b := cfg.pricesFile(); b != nil {
 		plan = append(plan, planned{"prices.yaml", "prices", b})
 	}
-	total := 0
+	total, count := 0, 0
 	for _, dir := range []struct{ from, to, kind string }{{cfg.stepDir, "steps", "step"}, {cfg.pipelineDir, "pipelines", "pipeline"}} {
 		from := dir.from
 		if !filepath.IsAbs(from) {
 			from = filepath.Join(src, from)
 		}
-		names, err := yamlFiles(from)
+		names, err := yamlFiles(from, lim.Files)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && dir.kind == "step" {
 				continue // no library: the reference runs without one
@@ -135,15 +156,15 @@ func Import(src, dest string, opt Options) (*Result, error) {
 			return nil, fmt.Errorf("read %s: %w", dir.to, err)
 		}
 		for _, name := range names {
-			if len(plan) > MaxFiles {
-				return nil, fmt.Errorf("more than %d pipeline and library step files", MaxFiles)
+			if count++; count > lim.Files {
+				return nil, fmt.Errorf("more than %d pipeline and library step files", lim.Files)
 			}
-			data, err := readBounded(filepath.Join(from, name), MaxFileBytes)
+			data, err := readBounded(filepath.Join(from, name), lim.FileBytes)
 			if err != nil {
 				return nil, err
 			}
-			if total += len(data); total > MaxTotalBytes {
-				return nil, fmt.Errorf("the pipelines and library steps are larger than %d MiB together", MaxTotalBytes>>20)
+			if total += len(data); total > lim.TotalBytes {
+				return nil, fmt.Errorf("the pipelines and library steps are larger than %d bytes together", lim.TotalBytes)
 			}
 			rel := filepath.ToSlash(filepath.Join(relOrAbs(src, from), name))
 			out, notes := imp.convertFile(rel, data, dir.kind == "step")
@@ -230,7 +251,7 @@ func readBounded(path string, limit int) ([]byte, error) {
 
 // yamlFiles lists the *.yaml files of dir, as the reference loads them:
 // in name order.
-func yamlFiles(dir string) ([]string, error) {
+func yamlFiles(dir string, limit int) ([]string, error) {
 	es, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -240,8 +261,8 @@ func yamlFiles(dir string) ([]string, error) {
 		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".yaml") && !strings.HasPrefix(e.Name(), ".") {
 			out = append(out, e.Name())
 		}
-		if len(out) > MaxFiles {
-			return nil, fmt.Errorf("%s: more than %d files", dir, MaxFiles)
+		if len(out) > limit {
+			return nil, fmt.Errorf("%s: more than %d pipeline and library step files", dir, limit)
 		}
 	}
 	sort.Strings(out)

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -255,5 +256,68 @@ func TestConvertFileAliases(t *testing.T) {
 	}
 	if strings.Contains(got, "*b") || strings.Contains(got, "&b") || strings.Contains(got, "\nbase:") {
 		t.Errorf("an alias, anchor or the unknown field survived:\n%s", got)
+	}
+}
+
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for p, b := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestImportLimits checks each bound below, at and above it.
+func TestImportLimits(t *testing.T) {
+	pipe := "name: p\nsteps: []\n"
+	n := len(pipe)
+	tests := []struct {
+		name  string
+		files map[string]string
+		lim   Limits
+		err   string
+	}{
+		{"config at its bound", map[string]string{"config.yaml": "a: 1234\n", "pipelines/a.yaml": pipe}, Limits{ConfigBytes: 8}, ""},
+		{"config over its bound", map[string]string{"config.yaml": "a: 12345\n"}, Limits{ConfigBytes: 8}, "larger than 8 bytes"},
+		{"file below its bound", map[string]string{"config.yaml": "{}", "pipelines/a.yaml": pipe}, Limits{FileBytes: n + 1}, ""},
+		{"file at its bound", map[string]string{"config.yaml": "{}", "pipelines/a.yaml": pipe}, Limits{FileBytes: n}, ""},
+		{"file over its bound", map[string]string{"config.yaml": "{}", "pipelines/a.yaml": pipe}, Limits{FileBytes: n - 1}, fmt.Sprintf("larger than %d bytes", n-1)},
+		{"files at their bound", map[string]string{"config.yaml": "{}", "pipelines/a.yaml": pipe, "steps/s.yaml": "name: s\n"}, Limits{Files: 2}, ""},
+		{"files over their bound", map[string]string{"config.yaml": "{}", "pipelines/a.yaml": pipe, "pipelines/b.yaml": pipe, "steps/s.yaml": "name: s\n"}, Limits{Files: 2}, "more than 2"},
+		{"one directory over the bound", map[string]string{"config.yaml": "{}", "pipelines/a.yaml": pipe, "pipelines/b.yaml": pipe, "pipelines/c.yaml": pipe}, Limits{Files: 2}, "more than 2"},
+		{"total at its bound", map[string]string{"config.yaml": "{}", "pipelines/a.yaml": pipe, "pipelines/b.yaml": pipe}, Limits{TotalBytes: 2 * n}, ""},
+		{"total over its bound", map[string]string{"config.yaml": "{}", "pipelines/a.yaml": pipe, "pipelines/b.yaml": pipe}, Limits{TotalBytes: 2*n - 1}, fmt.Sprintf("larger than %d bytes together", 2*n-1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := t.TempDir()
+			writeTree(t, src, tt.files)
+			_, err := Import(src, t.TempDir(), Options{Limits: tt.lim})
+			switch {
+			case tt.err == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+				t.Fatalf("got %v, want an error with %q", err, tt.err)
+			}
+		})
+	}
+}
+
+// TestExprDepth: expressions nest up to MaxExprDepth.
+func TestExprDepth(t *testing.T) {
+	for _, tt := range []struct {
+		depth  int
+		person bool
+	}{{MaxExprDepth - 2, false}, {MaxExprDepth - 1, false}, {MaxExprDepth, true}} {
+		src := "{{ " + strings.Repeat("(", tt.depth) + "x" + strings.Repeat(")", tt.depth) + " }}"
+		out, notes := convertTemplate(src, &scope{})
+		got := len(notes) > 0 && notes[0].level == Person
+		if got != tt.person {
+			t.Errorf("depth %d: needs a person %v, want %v (%q)", tt.depth, got, tt.person, out)
+		}
 	}
 }

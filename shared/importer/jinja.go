@@ -6,8 +6,10 @@ import (
 	"strings"
 )
 
-// MaxExprDepth bounds the nesting of one Jinja expression (parentheses,
-// operators, filters): deeper is reported, never recursed into.
+// MaxExprDepth bounds the nesting of one Jinja expression: the
+// expression itself and each level of parentheses, brackets, call
+// arguments, not and unary minus count one. Deeper is reported, never
+// recursed into.
 const MaxExprDepth = 64
 
 // A jinja expression, as the reference's templates and when: write it.
@@ -448,10 +450,6 @@ func (p *jparser) primary() (jexpr, error) {
 	case "op":
 		switch t.val {
 		case "(":
-			if err := p.enter(); err != nil {
-				return nil, err
-			}
-			defer func() { p.depth-- }()
 			e, err := p.expr()
 			if err != nil {
 				return nil, err
@@ -461,10 +459,6 @@ func (p *jparser) primary() (jexpr, error) {
 			}
 			return e, p.expect(")")
 		case "[":
-			if err := p.enter(); err != nil {
-				return nil, err
-			}
-			defer func() { p.depth-- }()
 			l := &jlist{off: t.off}
 			for !p.isOp("]") {
 				e, err := p.expr()
@@ -591,10 +585,6 @@ func (p *jparser) seg(x jexpr, s jseg) jexpr {
 }
 
 func (p *jparser) args(out *[]jexpr, kw *bool) error {
-	if err := p.enter(); err != nil {
-		return err
-	}
-	defer func() { p.depth-- }()
 	if err := p.expect("("); err != nil {
 		return err
 	}
