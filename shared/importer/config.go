@@ -114,12 +114,12 @@ func parseConfig(file string, root *yaml.Node) *config {
 					c.telegram.chatID = id
 				}
 				if lookup(tg, "team") != nil {
-					c.add(keyOf(tg, "team"), Dropped, "config notifications.telegram.team", "notifications.telegram.team dropped: Stepline has no Telegram /run command")
+					c.add(keyOf(tg, "team"), Dropped, "config notifications.telegram.team", "notifications.telegram.team: Stepline has no Telegram /run command")
 				}
 			}
 			for _, ch := range entries(v) {
 				if ch[0].Value != "telegram" {
-					c.add(ch[0], Dropped, "config notifications", fmt.Sprintf("notifications.%s dropped: the reference's config.yaml configures only telegram", ch[0].Value))
+					c.add(ch[0], Dropped, "config notifications", fmt.Sprintf("notifications.%s: the reference's config.yaml configures only telegram", ch[0].Value))
 				}
 			}
 		case "human_approval":
@@ -133,7 +133,7 @@ func parseConfig(file string, root *yaml.Node) *config {
 			if !ok {
 				why = "the reference's config.yaml has no such key, or Stepline has no setting for it"
 			}
-			c.add(k, Dropped, "config "+k.Value, k.Value+" dropped: "+why)
+			c.add(k, Dropped, "config "+k.Value, k.Value+": "+why)
 		}
 	}
 	if !c.sawApproval && c.hasTelegram {
@@ -153,11 +153,11 @@ func (c *config) humanApproval(k, v *yaml.Node) {
 		switch e[0].Value {
 		case "default":
 		case "ui_base_url":
-			c.add(e[0], Dropped, "config human_approval.ui_base_url", "human_approval.ui_base_url dropped: Stepline's approval links are signed links to its own API (stepline serve, or the stack's HTTP API)")
+			c.add(e[0], Dropped, "config human_approval.ui_base_url", "human_approval.ui_base_url: Stepline's approval links are signed links to its own API (stepline serve, or the stack's HTTP API)")
 		case "teams":
 			c.add(e[0], Person, "human_approval", "human_approval.teams: Stepline sends every approval of a pipeline through its approval notification action, whatever the run's team: add per-team channels there by hand")
 		default:
-			c.add(e[0], Dropped, "config human_approval."+e[0].Value, "human_approval."+e[0].Value+" dropped")
+			c.add(e[0], Dropped, "config human_approval."+e[0].Value, "human_approval."+e[0].Value+": Stepline has no such setting")
 		}
 	}
 	d := lookup(v, "default")
@@ -196,7 +196,7 @@ func (c *config) executors(n *yaml.Node) {
 			c.gateway.url = str(lookup(e[1], "url"))
 			c.gateway.token = c.secret(lookup(e[1], "token"), "executors.gateway.token", "AGENT_GATEWAY_TOKEN")
 			if lookup(e[1], "rest_url") != nil {
-				c.add(keyOf(e[1], "rest_url"), Dropped, "config executors.gateway.rest_url", "executors.gateway.rest_url dropped: Stepline reads agent versions from the gateway's replies")
+				c.add(keyOf(e[1], "rest_url"), Dropped, "config executors.gateway.rest_url", "executors.gateway.rest_url: Stepline reads agent versions from the gateway's replies")
 			}
 		case "openclaw":
 			c.openclaw.url = str(lookup(e[1], "url"))
@@ -205,7 +205,7 @@ func (c *config) executors(n *yaml.Node) {
 				c.add(keyOf(e[1], "identity_dir"), Check, "config executors.openclaw.identity_dir", "executors.openclaw.identity_dir is relative: the reference read it from its working directory, Stepline reads it from stepline.yaml's directory")
 			}
 		default:
-			c.add(e[0], Dropped, "config executors."+e[0].Value, "executors."+e[0].Value+" dropped: the reference configures only gateway and openclaw here")
+			c.add(e[0], Dropped, "config executors."+e[0].Value, "executors."+e[0].Value+": the reference configures only gateway and openclaw here")
 		}
 	}
 }
@@ -262,9 +262,9 @@ func (c *config) pricing(n *yaml.Node) {
 				c.prices = append(c.prices, p)
 			}
 		case "currency":
-			c.add(e[0], Dropped, "config pricing.currency", "pricing.currency dropped: Stepline's prices are US dollars")
+			c.add(e[0], Dropped, "config pricing.currency", "pricing.currency: Stepline's prices are US dollars")
 		default:
-			c.add(e[0], Dropped, "config pricing."+e[0].Value, "pricing."+e[0].Value+" dropped")
+			c.add(e[0], Dropped, "config pricing."+e[0].Value, "pricing."+e[0].Value+": Stepline has no such setting")
 		}
 	}
 }

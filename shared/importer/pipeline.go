@@ -168,7 +168,7 @@ func (f *fileConv) drop(n *yaml.Node, key string, why string) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if n.Content[i].Value == key {
 			k := n.Content[i]
-			f.add(k, Dropped, "field "+key, fmt.Sprintf("%s dropped: %s", key, why), "")
+			f.add(k, Dropped, "field "+key, fmt.Sprintf("%s: %s", key, why), "")
 			n.Content = append(n.Content[:i], n.Content[i+2:]...)
 			if n.Style == yaml.FlowStyle {
 				n.Style = 0 // a comment needs a block mapping
