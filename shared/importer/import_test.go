@@ -321,3 +321,31 @@ func TestExprDepth(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookBody: a webhook step's JSON body with its templates inside
+// strings becomes a payload; any other body stays the prompt_template.
+func TestWebhookBody(t *testing.T) {
+	step := func(cfg, body string) string {
+		return "name: p\nsteps:\n  - name: w\n    executor: webhook\n    executor_config: {url: https://x.example.com" + cfg + "}\n    prompt_template: '" + body + "'\n"
+	}
+	tests := []struct {
+		name, src, want string
+	}{
+		{"object", step("", `{"a": "{{ x }}", "n": 3, "ok": true, "l": [1, "{{ y }}"], "o": {"z": null}}`),
+			"executor_config:\n      url: https://x.example.com\n      payload:\n        a: \"{{ x }}\"\n        n: 3\n        ok: true\n        l:\n          - 1\n          - \"{{ y }}\"\n        o:\n          z: null\n"},
+		{"value outside quotes", step("", `{"a": {{ x | tojson }}}`), "prompt_template: '{\"a\": {{ x | json }}}'"},
+		{"GET", step(", method: GET", `{"a": "{{ x }}"}`), "prompt_template: '{\"a\": \"{{ x }}\"}'"},
+		{"form", step(", content_type: application/x-www-form-urlencoded", `{"a": "{{ x }}"}`), "prompt_template: '{\"a\": \"{{ x }}\"}'"},
+		{"not an object", step("", `["{{ x }}"]`), "prompt_template: '[\"{{ x }}\"]'"},
+		{"tag inside", step("", `{"a": "{% if x %}y{% endif %}"}`), "prompt_template: '{\"a\": \"{% if x %}y{% endif %}\"}'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			imp := &importer{cfg: parseConfig("config.yaml", nil), libIncludes: map[string][]string{}, libWhen: map[string]string{}}
+			out, _ := imp.convertFile("p.yaml", []byte(tt.src), false)
+			if !strings.Contains(string(out), tt.want) {
+				t.Errorf("output lacks\n%s\n---\n%s", tt.want, out)
+			}
+		})
+	}
+}

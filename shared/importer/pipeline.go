@@ -2,7 +2,9 @@ package importer
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"unicode/utf8"
 
@@ -366,6 +368,7 @@ func (f *fileConv) stepEntry(s *yaml.Node) {
 		f.uses(s)
 		f.when(s)
 		f.stepBody(s)
+		f.webhookBody(s)
 		f.register(lookup(s, "name"))
 		if n := lookup(s, "name"); n != nil && (lookup(s, "when") != nil || f.imp.libWhen[str(lookup(s, "use"))] != "") {
 			f.skippable[n.Value] = true
@@ -729,4 +732,99 @@ func resolveAlias(n *yaml.Node) *yaml.Node {
 		return &yaml.Node{}
 	}
 	return n
+}
+
+// webhookBody turns a webhook step's JSON prompt_template, whose
+// templates all sit inside JSON strings, into executor_config.payload:
+// the same body, encoded after rendering, so that a value holding a quote
+// stays one string (the reference pasted it into the JSON text).
+func (f *fileConv) webhookBody(s *yaml.Node) {
+	if e := lookup(s, "executor"); e == nil || e.Value != "webhook" {
+		return
+	}
+	cfg, pt := lookup(s, "executor_config"), lookup(s, "prompt_template")
+	if cfg == nil || cfg.Kind != yaml.MappingNode || pt == nil || pt.Kind != yaml.ScalarNode || lookup(cfg, "payload") != nil {
+		return
+	}
+	if m := lookup(cfg, "method"); m != nil && strings.EqualFold(m.Value, "GET") {
+		return
+	}
+	if ct := lookup(cfg, "content_type"); ct != nil && !strings.Contains(ct.Value, "json") {
+		return
+	}
+	body := strings.TrimSpace(pt.Value)
+	if !strings.HasPrefix(body, "{") || strings.Contains(body, "{%") {
+		return
+	}
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	payload, err := jsonNode(dec, 0)
+	if err != nil || payload.Kind != yaml.MappingNode || dec.More() {
+		return
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return
+	}
+	payload.Style = 0
+	cfg.Style = 0
+	cfg.Content = append(cfg.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "payload"}, payload)
+	key := keyOf(s, "prompt_template")
+	f.notes = append(f.notes, Note{File: f.file, Line: key.Line, Col: key.Column, Level: Converted, Kind: "webhook body", Msg: "a JSON prompt_template of a webhook step → executor_config.payload (each value rendered, then encoded)"})
+	for i := 0; i+1 < len(s.Content); i += 2 {
+		if s.Content[i] == key {
+			s.Content = append(s.Content[:i], s.Content[i+2:]...)
+			break
+		}
+	}
+}
+
+// jsonNode reads one JSON value as a YAML node, keeping key order.
+func jsonNode(dec *json.Decoder, depth int) (*yaml.Node, error) {
+	if depth > MaxExprDepth {
+		return nil, fmt.Errorf("too deep")
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				v, err := jsonNode(dec, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: kt.(string)}, v)
+			}
+			_, err := dec.Token()
+			return m, err
+		case '[':
+			l := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+			for dec.More() {
+				v, err := jsonNode(dec, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				l.Content = append(l.Content, v)
+			}
+			_, err := dec.Token()
+			return l, err
+		}
+	case string:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: t, Style: yaml.DoubleQuotedStyle}, nil
+	case json.Number:
+		return &yaml.Node{Kind: yaml.ScalarNode, Value: t.String()}, nil
+	case bool:
+		return &yaml.Node{Kind: yaml.ScalarNode, Value: fmt.Sprint(t)}, nil
+	case nil:
+		return &yaml.Node{Kind: yaml.ScalarNode, Value: "null"}, nil
+	}
+	return nil, fmt.Errorf("unexpected %v", tok)
 }
