@@ -25,6 +25,15 @@
 // (TelegramAccepted reads it), each such notice is also a note that needs
 // a person, and validate refuses the pipeline there.
 //
+// human_approval's default channel (else notifications.telegram, the
+// reference's fallback) becomes an approval notification action in each
+// pipeline that waits for a person (a human step, branch, fan_out or
+// check) and has none: a Microsoft Teams webhook as a webhook notice
+// posting {"text": message and link}, Telegram as a telegram notice
+// (Stepline's default approval template carries the signed link). Slack
+// approvals, which need a bot and Socket Mode, and per-team channels
+// (human_approval.teams) need a person.
+//
 // # Idempotence and overwriting
 //
 // Output is deterministic (no times, no absolute paths), so importing the
@@ -60,9 +69,10 @@
 // trailing newline of a template where Liquid keeps it.
 //
 // Not converted: other filters and tests, calls, //, %, **, filtered
-// sequences in for, loop.cycle and the like, macros, include, import,
-// extends, blocks, with, filter, call, strings holding template
-// delimiters, and anything nested deeper than MaxExprDepth. Each is a note
+// sequences in for, loop.cycle and the like, _testing, macros, include,
+// import, extends, blocks, with, filter, call, strings holding template
+// delimiters, steps.X of a step that does not run before (the reference
+// fails rendering it), and anything nested deeper than MaxExprDepth. Each is a note
 // that needs a person, at the file, line and column of the source, with
 // the original text; the converted template keeps it visibly as
 // {% vectorstep_unconverted %} followed by the original text with its
@@ -84,25 +94,37 @@
 // as written, so validate refuses it at the same place, and is a note
 // that needs a person.
 //
+// A negated test (!=, not in, not, is not defined) over a step that may
+// have been skipped is converted with a note: where that step was
+// skipped, the reference raised and skipped this step, while Stepline
+// reads the missing value and the test is true.
+//
+// A library step's conditions are checked where it is used: a pipeline
+// that uses it must define the names its when: reads, and includes the
+// context names its converted templates read (context.X).
+//
 // # Fields
 //
-// Fields Stepline has no place for are dropped with a note and a YAML
-// comment where they were: readiness, calibration, include_approx_cost,
-// a verifier's max_trace_chars, and unknown keys (the reference ignores
-// them). A verifier that runs an agent needs a person (a Stepline
-// verifier is one model call). Of config.yaml, server, database, logging,
-// dedup, concurrency, observability, calibration, durability, replay,
-// team_budgets, live_pricing, artifacts, executors.gateway.rest_url and
+// YAML anchors, aliases and merge keys are expanded first, so that each
+// place converts on its own. Fields Stepline has no place for are dropped
+// with a note and a YAML comment where they were: readiness, calibration,
+// include_approx_cost, a verifier's max_trace_chars, and unknown keys
+// (the reference ignores them). A verifier that runs an agent needs a
+// person (a Stepline verifier is one model call). A webhook step whose
+// prompt_template is a JSON object with every template inside a string
+// becomes executor_config.payload, the same body encoded after rendering,
+// so that a value holding a quote stays one string. Of config.yaml,
+// server, database, logging, dedup, concurrency, observability,
+// calibration, durability, replay, team_budgets, live_pricing, artifacts,
+// executors.gateway.rest_url, human_approval.ui_base_url and
 // notifications.telegram.team are dropped with a note saying where
-// Stepline keeps the equivalent, and human_approval needs a person
-// (Stepline sends approval links through each pipeline's approval
-// notification action).
+// Stepline keeps the equivalent.
 //
 // # Bounds
 //
-// config.yaml is read within MaxConfigBytes; each pipeline and library
-// step file within MaxFileBytes and yamldoc's node, depth and alias
-// bounds; at most MaxFiles files and MaxTotalBytes together. Template and
-// condition conversion is linear in the text, and expressions nest at
-// most MaxExprDepth deep.
+// Options.Limits bound the source, by default: config.yaml within
+// MaxConfigBytes; each pipeline and library step file within MaxFileBytes
+// and yamldoc's node, depth and alias bounds; at most MaxFiles files and
+// MaxTotalBytes together. Template and condition conversion is linear in
+// the text, and an expression nests at most MaxExprDepth deep.
 package importer
