@@ -220,7 +220,7 @@ func TestImportIntoSource(t *testing.T) {
 // FuzzConvertFile: any pipeline file converts without a panic, and the
 // output, when there is one, is YAML that reads back.
 func FuzzConvertFile(f *testing.F) {
-	for _, name := range []string{"alert-triage.yaml", "fanout-report.yaml", "needs-a-person.yaml", "notify-telegram.yaml"} {
+	for _, name := range []string{"alert-triage.yaml", "coverage.yaml", "fanout-report.yaml", "needs-a-person.yaml", "notify-telegram.yaml"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "vectorstep", "pipelines", name))
 		if err != nil {
 			f.Fatal(err)
