@@ -349,3 +349,51 @@ func TestWebhookBody(t *testing.T) {
 		})
 	}
 }
+
+// TestStaleFiles: a file of an earlier import that the source no longer
+// produces is removed when unchanged, kept when edited, and a manifest
+// naming a path outside DEST's own files removes nothing.
+func TestStaleFiles(t *testing.T) {
+	src, dest := t.TempDir(), t.TempDir()
+	writeTree(t, src, map[string]string{"config.yaml": "{}\n", "pipelines/a.yaml": "name: a\nsteps: []\n", "pipelines/b.yaml": "name: b\nsteps: []\n", "pipelines/c.yaml": "name: c\nsteps: []\n"})
+	if _, err := Import(src, dest, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "victim.yaml")
+	writeTree(t, filepath.Dir(outside), map[string]string{"victim.yaml": "x"})
+	rel, err := filepath.Rel(dest, outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := os.ReadFile(filepath.Join(dest, ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := strings.Replace(string(manifest), `"files": {`, `"files": {"`+filepath.ToSlash(rel)+`": "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881",`, 1)
+	writeTree(t, dest, map[string]string{ManifestName: forged, "pipelines/c.yaml": "edited\n"})
+	if err := os.Remove(filepath.Join(src, "pipelines", "b.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(src, "pipelines", "c.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Import(src, dest, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var removed []string
+	for _, f := range res.Files {
+		if f.Action == "removed" {
+			removed = append(removed, f.Path)
+		}
+	}
+	if len(removed) != 1 || removed[0] != "pipelines/b.yaml" {
+		t.Errorf("removed %v, want [pipelines/b.yaml]", removed)
+	}
+	if _, err := os.Stat(filepath.Join(dest, "pipelines", "c.yaml")); err != nil {
+		t.Error("the edited stale file was removed")
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Error("a file outside DEST was removed")
+	}
+}

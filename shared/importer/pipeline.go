@@ -447,12 +447,11 @@ func (f *fileConv) over(key, n *yaml.Node) {
 		}
 	}
 	if inner != src {
-		orig := n.Value
-		n.Value = inner
-		n.Style = 0
+		orig, style := n.Value, n.Style
+		n.Value, n.Style = inner, 0
 		f.condition(key, n, f.whenRoots(f.imp.root), f.scope())
 		if n.Value == inner && f.lastPerson() {
-			n.Value = orig
+			n.Value, n.Style = orig, style
 		}
 		return
 	}
