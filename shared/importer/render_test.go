@@ -14,9 +14,9 @@ func TestConvertedRenders(t *testing.T) {
 	engine := template.New(template.Limits{})
 	data := map[string]any{
 		"x": 0.8567, "n": 7, "s": "no error here", "name": "checkout", "empty": "",
-		"xs":    []any{"a", "b", "c"},
-		"none":  nil,
-		"steps": map[string]any{"triage": map[string]any{"action": "restart", "confidence": 0.9, "services": []any{"api", "db"}}},
+		"xs":            []any{"a", "b", "c"},
+		"none":          nil,
+		"steps":         map[string]any{"triage": map[string]any{"action": "restart", "confidence": 0.9, "services": []any{"api", "db"}}},
 		"fan_out_index": 2,
 	}
 	tests := []struct{ jinja, want string }{
