@@ -55,7 +55,7 @@ func cmdImport(_ context.Context, e env) int {
 		return exitFailed
 	}
 	fmt.Fprintf(e.stdout, "imported %s into %s\n", src, dest)
-	printImport(e, res)
+	printImport(e, src, res)
 	invalid := validateImported(e, res)
 	person := count(res.Notes, importer.Person)
 	fmt.Fprintf(e.stdout, "\n%d pipeline(s), %d library step(s); %d need(s) a person; %d pipeline(s) or step(s) not valid\n", len(res.Pipelines), len(res.Steps), person, invalid)
@@ -75,7 +75,7 @@ func count(ns []importer.Note, l importer.Level) int {
 	return n
 }
 
-func printImport(e env, res *importer.Result) {
+func printImport(e env, src string, res *importer.Result) {
 	fmt.Fprintln(e.stdout, "\nfiles:")
 	for _, f := range res.Files {
 		fmt.Fprintf(e.stdout, "  %-9s %s\n", f.Action, f.Path)
@@ -110,14 +110,16 @@ func printImport(e env, res *importer.Result) {
 		fmt.Fprintf(e.stdout, "\n%s (%d):\n", sec.title, n)
 		for _, x := range res.Notes {
 			if x.Level == sec.level {
-				fmt.Fprintf(e.stdout, "  %s\n", noteLine(x))
+				fmt.Fprintf(e.stdout, "  %s\n", noteLine(src, x))
 			}
 		}
 	}
 }
 
-func noteLine(n importer.Note) string {
-	s := fmt.Sprintf("%s:%d:%d: %s", n.File, n.Line, n.Col, n.Msg)
+// noteLine is a note as file:line:col: message: original, the file
+// named as the source's path.
+func noteLine(src string, n importer.Note) string {
+	s := fmt.Sprintf("%s:%d:%d: %s", filepath.ToSlash(filepath.Join(src, n.File)), n.Line, n.Col, n.Msg)
 	if n.Original != "" {
 		o := strings.Join(strings.Fields(n.Original), " ")
 		if len(o) > 120 {
