@@ -756,10 +756,17 @@ func (c *conv) cond(e jexpr) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if l, ok := e.(*jlit); !ok || l.kind != "bool" {
+	if l, ok := e.(*jlit); (!ok || l.kind != "bool") && !c.loopFlag(e) {
 		c.note(c.base+e.at(), Check, "truthiness", "a bare value tested for truth (Liquid treats \"\", 0 and [] as true, Jinja as false)", "")
 	}
 	return o, nil
+}
+
+// loopFlag reports whether e is loop.first or loop.last inside a for:
+// always a boolean.
+func (c *conv) loopFlag(e jexpr) bool {
+	p, ok := e.(*jpath)
+	return ok && c.inFor > 0 && p.root == "loop" && len(p.segs) == 1 && (p.segs[0].name == "first" || p.segs[0].name == "last")
 }
 
 // operand is a comparison operand: a name or literal, or a filtered
@@ -833,6 +840,9 @@ func (c *conv) not(e *jnot) (string, error) {
 	o, err := c.operand(e.x)
 	if err != nil {
 		return "", err
+	}
+	if c.loopFlag(e.x) {
+		return o + " == false", nil // a boolean: no truthiness to differ
 	}
 	c.note(c.base+e.off, Check, "truthiness", "not x → x == nil or x == false (Liquid treats \"\", 0 and [] as true, Jinja as false)", "")
 	return "(" + o + " == nil or " + o + " == false)", nil

@@ -34,6 +34,7 @@ func TestConvertTemplate(t *testing.T) {
 		{"divide", `{{ c / 2 }}`, `{{ c | divided_by: 2.0 }}`, "arithmetic", Check},
 		{"loop.index", `{% for s in xs %}{{ loop.index }}{% endfor %}`, `{% for s in xs %}{{ forloop.index }}{% endfor %}`, "loop.index", Converted},
 		{"loop.revindex", `{% for s in xs %}{{ loop.revindex0 }}{% endfor %}`, `{% for s in xs %}{{ forloop.rindex0 }}{% endfor %}`, "loop.index", Converted},
+		{"not loop.last", `{% for s in xs %}{% if not loop.last %},{% endif %}{% endfor %}`, `{% for s in xs %}{% if forloop.last == false %},{% endif %}{% endfor %}`, "loop.index", Converted},
 		{"loop outside for is loop_until's", `{{ loop.iteration }}`, `{{ loop.iteration }}`, "", Converted},
 		{"concatenation", `{{ a ~ "/" ~ b }}`, `{{ a }}{{ "/" }}{{ b }}`, "~ concatenation", Converted},
 		{"concatenation in a value", `{% set u = base ~ path %}`, `{% assign u = base | append: path %}`, "~ concatenation", Converted},
