@@ -224,7 +224,15 @@ func parseJinja(src string) (jexpr, error) {
 }
 
 func (p *jparser) peek() jtok { return p.toks[p.i] }
-func (p *jparser) next() jtok { t := p.toks[p.i]; p.i++; return t }
+
+// next consumes a token; the end stays the end.
+func (p *jparser) next() jtok {
+	t := p.toks[p.i]
+	if t.kind != "eof" {
+		p.i++
+	}
+	return t
+}
 func (p *jparser) isOp(v string) bool {
 	t := p.peek()
 	return t.kind == "op" && t.val == v
@@ -333,7 +341,7 @@ func (p *jparser) compare() (jexpr, error) {
 		case p.isName("in"):
 			op = "in"
 			p.next()
-		case p.isName("not") && p.toks[p.i+1].kind == "name" && p.toks[p.i+1].val == "in":
+		case p.isName("not") && p.i+1 < len(p.toks) && p.toks[p.i+1].kind == "name" && p.toks[p.i+1].val == "in":
 			op = "not in"
 			p.i += 2
 		default:
@@ -528,7 +536,11 @@ func (p *jparser) postfix(x jexpr) (jexpr, error) {
 			f := &jfilter{off: x.at(), x: x, name: t.val}
 			for p.isOp(".") { // dotted filter names are not Jinja's builtins
 				p.next()
-				f.name += "." + p.next().val
+				n := p.next()
+				if n.kind != "name" {
+					return nil, &jerr{n.off, "expected a name after \".\""}
+				}
+				f.name += "." + n.val
 			}
 			if p.isOp("(") {
 				if err := p.args(&f.args, &f.kw); err != nil {
@@ -589,7 +601,7 @@ func (p *jparser) args(out *[]jexpr, kw *bool) error {
 		return err
 	}
 	for !p.isOp(")") {
-		if p.peek().kind == "name" && p.toks[p.i+1].kind == "op" && p.toks[p.i+1].val == "=" {
+		if p.peek().kind == "name" && p.i+1 < len(p.toks) && p.toks[p.i+1].kind == "op" && p.toks[p.i+1].val == "=" {
 			p.i += 2
 			*kw = true
 		}
