@@ -1,6 +1,9 @@
 package importer
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestConvertWhen(t *testing.T) {
 	roots := map[string]bool{"steps": true, "vars": true, "labels": true, "severity": true}
@@ -84,4 +87,23 @@ func FuzzConvertWhen(f *testing.F) {
 			t.Fatalf("not converted, yet changed: %q → %q", src, out)
 		}
 	})
+}
+
+// TestMalformed: truncated and malformed expressions are reported, in a
+// template and in a condition, never a panic.
+func TestMalformed(t *testing.T) {
+	for _, src := range []string{"a.", "a|", "a|b.", "a|b.c.", "a[", "a[1", "a['k'", "not", "x not", "(", "[1,", "a if", "a if b else",
+		"x is", "x is not", "f(", "a(b=", "'unterminated", "a =", "{", "1e", "a..b", "-", "a ~", "a and", "x in", "x not in", `"\q"`} {
+		out, notes := convertTemplate("{{ "+src+" }}", &scope{})
+		if len(notes) == 0 || notes[0].level != Person || !strings.Contains(out, Marker) {
+			t.Errorf("template {{ %s }}: %q %+v", src, out, notes)
+		}
+		if src == `"\q"` {
+			continue // Stepline's conditions read Python's escapes, unknown ones as written
+		}
+		_, wn := convertWhen(src, map[string]bool{"a": true, "x": true, "b": true}, &scope{})
+		if len(wn) == 0 || wn[len(wn)-1].level != Person {
+			t.Errorf("when %s: %+v", src, wn)
+		}
+	}
 }
