@@ -322,7 +322,8 @@ func (c *config) pricesFile() []byte {
 	ps := c.prices
 	var b strings.Builder
 	b.WriteString("# Price table (US dollars per million tokens), imported from the reference's\n")
-	b.WriteString("# pricing.models. The step function reads it from the file PRICE_TABLE names.\n")
+	b.WriteString("# pricing.models. The step function reads a price table from the file its\n")
+	b.WriteString("# PRICE_TABLE environment variable names; the CLI prices with its built-in table.\n")
 	for _, p := range ps {
 		b.WriteString("- {")
 		if p.provider != "" {

@@ -11,7 +11,8 @@
 //	DEST/pipelines/*.yaml     each pipeline of pipeline_config_dir, converted
 //	DEST/steps/*.yaml         each library step of step_library_dir, converted
 //	DEST/tokens.yaml          auth.teams / auth.token, for stepline serve --tokens
-//	DEST/prices.yaml          pricing.models, as Stepline's price table (PRICE_TABLE)
+//	DEST/prices.yaml          pricing.models, as a Stepline price table (the step
+//	                          function's PRICE_TABLE names such a file)
 //	DEST/.stepline-import.json  the files written and their SHA-256
 //
 // Secrets stay ${NAME} references and are never resolved. A secret that
