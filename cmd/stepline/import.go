@@ -43,7 +43,7 @@ func cmdImport(_ context.Context, e env) int {
 		return exitUsage
 	}
 	src, dest := fs.Arg(0), fs.Arg(1)
-	res, err := importer.Import(src, dest, importer.Options{Force: *force, TelegramChannel: importer.TelegramAccepted(compiler.Schema())})
+	res, err := importer.Import(src, dest, importer.Options{Force: *force, Schema: compiler.Schema()})
 	if err != nil {
 		var ce *importer.ConflictError
 		if errors.As(err, &ce) {

@@ -30,6 +30,9 @@ type config struct {
 	teams            [][2]string // name, token reference
 	prices           []price
 	notes            []Note
+	// calibration is config.yaml's calibration block: its n_min and
+	// bin_width are the defaults of every calibrated step.
+	calibration *yaml.Node
 }
 
 type price struct {
@@ -45,7 +48,6 @@ var configDropped = map[string]string{
 	"dedup":         "dedup is per pipeline (trigger.dedup); Stepline's default window is the reference's, 300 s",
 	"concurrency":   "stepline serve takes --max-runs",
 	"observability": "Stepline traces through X-Ray on AWS",
-	"calibration":   "Stepline has no calibration gate",
 	"durability":    "durable pipelines set durable.max_resume_age_seconds (Stepline's default is the reference's, 3600 s)",
 	"replay":        "Stepline has no replay",
 	"team_budgets":  "Stepline has no team budgets",
@@ -128,6 +130,8 @@ func parseConfig(file string, root *yaml.Node) *config {
 			c.auth(v)
 		case "pricing":
 			c.pricing(v)
+		case "calibration":
+			c.calibration = v
 		default:
 			why, ok := configDropped[k.Value]
 			if !ok {

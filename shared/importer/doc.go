@@ -107,10 +107,15 @@
 // # Fields
 //
 // YAML anchors, aliases and merge keys are expanded first, so that each
-// place converts on its own. Fields Stepline has no place for are dropped
-// with a note and a YAML comment where they were: readiness, calibration,
-// include_approx_cost, a verifier's max_trace_chars, and unknown keys
-// (the reference ignores them). A verifier that runs an agent needs a
+// place converts on its own. Which fields Stepline takes is read from its
+// pipeline JSON Schema (Options.Schema; the CLI gives package compiler's),
+// so a field Stepline gains is kept from then on; without a schema, the
+// fields this package was written against. Fields Stepline has no place
+// for are dropped with a note and a YAML comment where they were: at the
+// time of writing readiness, calibration, include_approx_cost, a
+// verifier's max_trace_chars, and unknown keys (the reference ignores
+// them). Where steps take calibration, config.yaml's calibration n_min
+// and bin_width are written into every calibration block that sets none. A verifier that runs an agent needs a
 // person (a Stepline verifier is one model call). A webhook step whose
 // prompt_template is a JSON object with every template inside a string
 // becomes executor_config.payload, the same body encoded after rendering,

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -56,9 +57,14 @@ type Options struct {
 	// Force overwrites files in DEST the importer did not write, or that
 	// were changed since it wrote them.
 	Force bool
-	// TelegramChannel says that Stepline's pipeline format accepts
-	// notifications with channel telegram (see TelegramAccepted); without
-	// it every telegram notice is a note that needs a person.
+	// Schema is the JSON Schema of Stepline's pipeline format (package
+	// compiler's Schema): the importer keeps the fields it defines and
+	// drops, with a note, those it does not, and writes telegram notices
+	// without a note once it lists the channel. Nil: the fields this
+	// package was written against, and no telegram channel.
+	Schema []byte
+	// TelegramChannel says that the telegram channel is accepted whatever
+	// Schema says.
 	TelegramChannel bool
 	// Limits bound the source; zero: the defaults.
 	Limits Limits
@@ -91,9 +97,10 @@ func (e *ConflictError) Error() string {
 }
 
 type importer struct {
-	cfg             *config
-	root            *yaml.Node // the pipeline being converted
-	telegramChannel bool
+	cfg      *config
+	root     *yaml.Node // the pipeline being converted
+	telegram bool       // Stepline accepts channel telegram
+	schema   map[string][]string
 	// libIncludes are, by library step name, the context names its
 	// converted templates read (context.X): a pipeline that uses it
 	// includes them.
@@ -132,7 +139,9 @@ func Import(src, dest string, opt Options) (*Result, error) {
 		return nil, fmt.Errorf("DEST is SRC: import into another directory")
 	}
 	cfg := parseConfig("config.yaml", cfgRoot)
-	imp := &importer{cfg: cfg, telegramChannel: opt.TelegramChannel, libIncludes: map[string][]string{}, libWhen: map[string]string{}}
+	imp := &importer{cfg: cfg, telegram: opt.TelegramChannel || TelegramAccepted(opt.Schema), schema: schemaFields(opt.Schema),
+		libIncludes: map[string][]string{}, libWhen: map[string]string{}}
+	imp.calibrationConfig()
 	res.Notes = append(res.Notes, cfg.notes...)
 
 	plan := []planned{{path: "stepline.yaml", kind: "project", data: cfg.projectFile()}}
@@ -459,3 +468,73 @@ func TelegramAccepted(schema []byte) bool {
 
 // yamlUnmarshal reads YAML within yamldoc's bounds (tests read the output back).
 func yamlUnmarshal(b []byte, v any) error { return yamldoc.Unmarshal(b, v) }
+
+// calibrationConfig decides config.yaml's calibration block: its n_min
+// and bin_width go into every calibrated step when Stepline's steps take
+// them; the rest is dropped.
+func (imp *importer) calibrationConfig() {
+	c := imp.cfg
+	if c.calibration == nil {
+		return
+	}
+	kept := map[string]bool{}
+	for _, f := range imp.fields("calibration") {
+		kept[f] = true
+	}
+	for _, e := range entries(c.calibration) {
+		k := e[0].Value
+		if (k == "n_min" || k == "bin_width") && kept[k] && slices.Contains(imp.fields("step"), "calibration") {
+			c.add(e[0], Converted, "config calibration", "calibration."+k+": written into each step's calibration block that sets none")
+			continue
+		}
+		c.add(e[0], Dropped, "config calibration."+k, "calibration."+k+": Stepline has no such setting")
+	}
+}
+
+// fields are the fields Stepline accepts in the definition def.
+func (imp *importer) fields(def string) []string {
+	if fs := imp.schema[def]; len(fs) > 0 {
+		return fs
+	}
+	return builtinFields[def]
+}
+
+// schemaFields reads, from a pipeline JSON Schema, the fields of each
+// definition the importer keeps fields of; nil when there is no schema.
+func schemaFields(schema []byte) map[string][]string {
+	if len(schema) == 0 {
+		return nil
+	}
+	type object struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	var s struct {
+		Properties  map[string]json.RawMessage `json:"properties"`
+		Definitions map[string]object          `json:"definitions"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return nil
+	}
+	keys := func(m map[string]json.RawMessage) []string {
+		out := make([]string, 0, len(m))
+		for k := range m {
+			out = append(out, k)
+		}
+		sort.Strings(out)
+		return out
+	}
+	out := map[string][]string{"pipeline": keys(s.Properties)}
+	if d, ok := s.Definitions["calibration"]; ok {
+		out["calibration"] = keys(d.Properties)
+	}
+	for def := range builtinFields {
+		if d, ok := s.Definitions[def]; ok {
+			out[def] = keys(d.Properties)
+		}
+	}
+	var budget object
+	if b, ok := s.Properties["budget"]; ok && json.Unmarshal(b, &budget) == nil {
+		out["budget"] = keys(budget.Properties)
+	}
+	return out
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -197,18 +198,20 @@ var droppedFields = map[string]string{
 
 const unknownField = "the reference ignores fields it does not know"
 
-var (
-	pipelineFields = []string{"name", "description", "tags", "version", "stage", "vars", "trigger", "context_template", "steps", "notifications", "durable", "budget", "schedule"}
-	stepFields     = []string{"use", "name", "executor", "executor_config", "prompt_template", "confidence_threshold", "on_low_confidence", "on_abort", "timeout_seconds", "when", "on_failure", "retry", "verifier", "loop_until", "grounding", "deterministic_checks"}
-	libraryFields  = append([]string{"description", "tags"}, stepFields...)
-	branchFields   = []string{"use", "name", "executor", "executor_config", "prompt_template", "timeout_seconds", "weight", "verifier"}
-	parallelFields = []string{"name", "join", "confidence_threshold", "on_low_confidence", "on_abort", "timeout_seconds", "when", "steps"}
-	fanOutFields   = []string{"use", "name", "over", "as", "executor", "executor_config", "prompt_template", "timeout_seconds", "join", "confidence_threshold", "on_low_confidence", "on_abort", "max_items", "on_empty", "when", "verifier"}
-	verifierFields = []string{"executor", "executor_config", "mode", "combination_strategy", "veto_floor", "trigger"}
-	triggerFields  = []string{"match", "dedup"}
-	budgetFields   = []string{"max_tokens", "max_usd", "max_cost"}
-	checkFields    = []string{"name", "type", "url", "method", "headers", "payload", "run", "message", "expect", "timeout_seconds"}
-)
+// builtinFields are the fields of Stepline's pipeline format, by the
+// name of their definition in its JSON Schema, used when Options.Schema
+// is not given (or lacks a definition).
+var builtinFields = map[string][]string{
+	"pipeline":           {"name", "description", "tags", "version", "stage", "vars", "trigger", "context_template", "steps", "notifications", "durable", "budget", "schedule"},
+	"step":               {"use", "name", "executor", "executor_config", "prompt_template", "confidence_threshold", "on_low_confidence", "on_abort", "timeout_seconds", "when", "on_failure", "retry", "verifier", "loop_until", "grounding", "deterministic_checks"},
+	"branch":             {"use", "name", "executor", "executor_config", "prompt_template", "timeout_seconds", "weight", "verifier"},
+	"parallel":           {"name", "join", "confidence_threshold", "on_low_confidence", "on_abort", "timeout_seconds", "when", "steps"},
+	"fanOut":             {"use", "name", "over", "as", "executor", "executor_config", "prompt_template", "timeout_seconds", "join", "confidence_threshold", "on_low_confidence", "on_abort", "max_items", "on_empty", "when", "verifier"},
+	"verifier":           {"executor", "executor_config", "mode", "combination_strategy", "veto_floor", "trigger"},
+	"trigger":            {"match", "dedup"},
+	"budget":             {"max_tokens", "max_usd", "max_cost"},
+	"deterministicCheck": {"name", "type", "url", "method", "headers", "payload", "run", "message", "expect", "timeout_seconds"},
+}
 
 // keep drops every key of n that is not in fields.
 func (f *fileConv) keep(n *yaml.Node, fields []string) {
@@ -238,12 +241,12 @@ func (f *fileConv) convertPipeline(root *yaml.Node) {
 			f.vars[e[0].Value] = true
 		}
 	}
-	f.keep(root, pipelineFields)
+	f.keep(root, f.imp.fields("pipeline"))
 	if t := lookup(root, "trigger"); t != nil && t.Kind == yaml.MappingNode {
-		f.keep(t, triggerFields)
+		f.keep(t, f.imp.fields("trigger"))
 	}
 	if b := lookup(root, "budget"); b != nil && b.Kind == yaml.MappingNode {
-		f.keep(b, budgetFields)
+		f.keep(b, f.imp.fields("budget"))
 	}
 	existing := map[string]bool{}
 	if ct := lookup(root, "context_template"); ct != nil {
@@ -332,12 +335,12 @@ func (f *fileConv) stepEntry(s *yaml.Node) {
 	switch {
 	case lookup(s, "parallel") != nil:
 		g := lookup(s, "parallel")
-		f.keep(g, parallelFields)
+		f.keep(g, f.imp.fields("parallel"))
 		f.when(g)
 		var names []string
 		if bs := lookup(g, "steps"); bs != nil {
 			for _, b := range bs.Content {
-				f.keep(b, branchFields)
+				f.keep(b, f.imp.fields("branch"))
 				f.uses(b)
 				f.stepBody(b)
 				if n := lookup(b, "name"); n != nil {
@@ -351,7 +354,7 @@ func (f *fileConv) stepEntry(s *yaml.Node) {
 		}
 	case lookup(s, "fan_out") != nil:
 		g := lookup(s, "fan_out")
-		f.keep(g, fanOutFields)
+		f.keep(g, f.imp.fields("fanOut"))
 		f.uses(g)
 		f.when(g)
 		if over := lookup(g, "over"); over != nil {
@@ -361,14 +364,15 @@ func (f *fileConv) stepEntry(s *yaml.Node) {
 		f.register(lookup(g, "name"))
 	default:
 		if f.library {
-			f.keep(s, libraryFields)
+			f.keep(s, append([]string{"description", "tags"}, f.imp.fields("step")...))
 		} else {
-			f.keep(s, stepFields)
+			f.keep(s, f.imp.fields("step"))
 		}
 		f.uses(s)
 		f.when(s)
 		f.stepBody(s)
 		f.webhookBody(s)
+		f.calibration(s)
 		f.register(lookup(s, "name"))
 		if n := lookup(s, "name"); n != nil && (lookup(s, "when") != nil || f.imp.libWhen[str(lookup(s, "use"))] != "") {
 			f.skippable[n.Value] = true
@@ -478,7 +482,7 @@ func (f *fileConv) stepBody(s *yaml.Node) {
 		}
 	}
 	if v := lookup(s, "verifier"); v != nil && v.Kind == yaml.MappingNode {
-		f.keep(v, verifierFields)
+		f.keep(v, f.imp.fields("verifier"))
 		if c := lookup(v, "executor_config"); c != nil {
 			f.values(keyOf(v, "executor_config"), c, sc)
 			if a := lookup(c, "agent"); a != nil {
@@ -495,7 +499,7 @@ func (f *fileConv) stepBody(s *yaml.Node) {
 	}
 	if dc := lookup(s, "deterministic_checks"); dc != nil && dc.Kind == yaml.SequenceNode {
 		for _, ch := range dc.Content {
-			f.keep(ch, checkFields)
+			f.keep(ch, f.imp.fields("deterministicCheck"))
 			for _, k := range []string{"run", "url", "message"} {
 				if v := lookup(ch, k); v != nil {
 					f.template(keyOf(ch, k), v, sc)
@@ -573,7 +577,7 @@ func (f *fileConv) telegram(action string, it *yaml.Node) {
 	set("bot_token", tg.botToken)
 	set("chat_id", tg.chatID)
 	f.add(it, Converted, "telegram", "telegram notice: bot_token and chat_id from config.yaml's notifications.telegram", "")
-	if !f.imp.telegramChannel {
+	if !f.imp.telegram {
 		f.add(it, Person, "telegram channel", fmt.Sprintf("notifications.%s: Stepline's validate does not accept channel telegram yet; the notice is kept as converted", action), "")
 		comment(keyOf(it, "channel"), "stepline import: needs a person: telegram channel (Stepline's validate does not accept it yet)")
 	}
@@ -626,7 +630,7 @@ func (f *fileConv) approvals(root *yaml.Node) {
 		line = k.Line
 	}
 	f.notes = append(f.notes, Note{File: f.file, Line: line, Col: 1, Level: Converted, Kind: "approval", Msg: "approval notification action added from config.yaml's human_approval (" + cfg.approval + ")"})
-	if cfg.approval == "telegram" && !f.imp.telegramChannel {
+	if cfg.approval == "telegram" && !f.imp.telegram {
 		f.notes = append(f.notes, Note{File: f.file, Line: line, Col: 1, Level: Person, Kind: "telegram channel", Msg: "notifications.approval: Stepline's validate does not accept channel telegram yet; the notice is kept as converted"})
 		comment(key, "stepline import: needs a person: telegram channel (Stepline's validate does not accept it yet)")
 	}
@@ -826,4 +830,21 @@ func jsonNode(dec *json.Decoder, depth int) (*yaml.Node, error) {
 		return &yaml.Node{Kind: yaml.ScalarNode, Value: "null"}, nil
 	}
 	return nil, fmt.Errorf("unexpected %v", tok)
+}
+
+// calibration gives a kept calibration block the n_min and bin_width of
+// config.yaml's calibration, which the reference applies to every step.
+func (f *fileConv) calibration(s *yaml.Node) {
+	cal, cfg := lookup(s, "calibration"), f.imp.cfg.calibration
+	if cal == nil || cal.Kind != yaml.MappingNode || cfg == nil {
+		return
+	}
+	kept := f.imp.fields("calibration")
+	for _, k := range []string{"n_min", "bin_width"} {
+		v := lookup(cfg, k)
+		if v == nil || v.Kind != yaml.ScalarNode || lookup(cal, k) != nil || !slices.Contains(kept, k) {
+			continue
+		}
+		cal.Content = append(cal.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, &yaml.Node{Kind: yaml.ScalarNode, Value: v.Value})
+	}
 }
