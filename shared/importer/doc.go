@@ -121,7 +121,8 @@
 // becomes executor_config.payload, the same body encoded after rendering,
 // so that a value holding a quote stays one string. Of config.yaml,
 // server, database, logging, dedup, concurrency, observability,
-// calibration, durability, replay, team_budgets, live_pricing, artifacts,
+// calibration (but see above), durability, replay, team_budgets,
+// live_pricing, artifacts,
 // executors.gateway.rest_url, human_approval.ui_base_url and
 // notifications.telegram.team are dropped with a note saying where
 // Stepline keeps the equivalent.
