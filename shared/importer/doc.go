@@ -107,25 +107,25 @@
 // # Fields
 //
 // YAML anchors, aliases and merge keys are expanded first, so that each
-// place converts on its own. Which fields Stepline takes is read from its
-// pipeline JSON Schema (Options.Schema; the CLI gives package compiler's),
-// so a field Stepline gains is kept from then on; without a schema, the
-// fields this package was written against. Fields Stepline has no place
-// for are dropped with a note and a YAML comment where they were: at the
-// time of writing readiness, calibration, include_approx_cost, a
-// verifier's max_trace_chars, and unknown keys (the reference ignores
-// them). Where steps take calibration, config.yaml's calibration n_min
-// and bin_width are written into every calibration block that sets none. A verifier that runs an agent needs a
-// person (a Stepline verifier is one model call). A webhook step whose
+// place converts on its own. Which fields Stepline takes is read from
+// its pipeline JSON Schema (Options.Schema; the CLI gives package
+// compiler's), so a field Stepline gains is kept from then on; without a
+// schema, the fields this package was written against. Fields Stepline
+// has no place for are dropped with a note and a YAML comment where they
+// were: at the time of writing readiness, calibration,
+// include_approx_cost, a verifier's max_trace_chars, and unknown keys
+// (the reference ignores them). Where steps take calibration,
+// config.yaml's calibration n_min and bin_width are written into every
+// calibration block that sets none. A verifier that runs an agent needs
+// a person (a Stepline verifier is one model call). A webhook step whose
 // prompt_template is a JSON object with every template inside a string
-// becomes executor_config.payload, the same body encoded after rendering,
-// so that a value holding a quote stays one string. Of config.yaml,
-// server, database, logging, dedup, concurrency, observability,
-// calibration (but see above), durability, replay, team_budgets,
-// live_pricing, artifacts,
-// executors.gateway.rest_url, human_approval.ui_base_url and
-// notifications.telegram.team are dropped with a note saying where
-// Stepline keeps the equivalent.
+// becomes executor_config.payload, the same body encoded after
+// rendering, so that a value holding a quote stays one string. Of
+// config.yaml, server, database, logging, dedup, concurrency,
+// observability, calibration (but see above), durability, replay,
+// team_budgets, live_pricing, artifacts, executors.gateway.rest_url,
+// human_approval.ui_base_url and notifications.telegram.team are dropped
+// with a note saying where Stepline keeps the equivalent.
 //
 // # Bounds
 //
