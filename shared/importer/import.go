@@ -108,6 +108,8 @@ type importer struct {
 	// libWhen are the library steps' when: conditions as converted, by
 	// name: a pipeline that uses one checks it against its own names.
 	libWhen map[string]string
+	// libSteps are the library steps as converted, by name.
+	libSteps map[string]*yaml.Node
 }
 
 type planned struct {
@@ -139,8 +141,7 @@ func Import(src, dest string, opt Options) (*Result, error) {
 		return nil, fmt.Errorf("DEST is SRC: import into another directory")
 	}
 	cfg := parseConfig("config.yaml", cfgRoot)
-	imp := &importer{cfg: cfg, telegram: opt.TelegramChannel || TelegramAccepted(opt.Schema), schema: schemaFields(opt.Schema),
-		libIncludes: map[string][]string{}, libWhen: map[string]string{}}
+	imp := newImporter(cfg, opt)
 	imp.calibrationConfig()
 	res.Notes = append(res.Notes, cfg.notes...)
 
@@ -304,6 +305,7 @@ func (imp *importer) convertFile(rel string, data []byte, library bool) ([]byte,
 	if library {
 		f.stepEntry(root)
 		if n := lookup(root, "name"); n != nil {
+			imp.libSteps[n.Value] = root
 			if len(f.includes) > 0 {
 				imp.libIncludes[n.Value] = f.includes
 			}
@@ -489,6 +491,11 @@ func (imp *importer) calibrationConfig() {
 		}
 		c.add(e[0], Dropped, "config calibration."+k, "calibration."+k+": Stepline has no such setting")
 	}
+}
+
+func newImporter(cfg *config, opt Options) *importer {
+	return &importer{cfg: cfg, telegram: opt.TelegramChannel || TelegramAccepted(opt.Schema), schema: schemaFields(opt.Schema),
+		libIncludes: map[string][]string{}, libWhen: map[string]string{}, libSteps: map[string]*yaml.Node{}}
 }
 
 // fields are the fields Stepline accepts in the definition def.

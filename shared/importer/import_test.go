@@ -230,7 +230,7 @@ func FuzzConvertFile(f *testing.F) {
 	f.Add([]byte("name: x\nsteps: {a: 1}\nnotifications: [1]\n"), true)
 	f.Add([]byte("a: &a {when: x}\nsteps: [*a, {parallel: *a}, {fan_out: {over: 1}}]\n"), false)
 	f.Fuzz(func(t *testing.T, src []byte, library bool) {
-		imp := &importer{cfg: parseConfig("config.yaml", nil), libIncludes: map[string][]string{}, libWhen: map[string]string{}}
+		imp := newImporter(parseConfig("config.yaml", nil), Options{})
 		out, _ := imp.convertFile("p.yaml", src, library)
 		if out == nil {
 			return
@@ -245,7 +245,7 @@ func FuzzConvertFile(f *testing.F) {
 // TestConvertFileAliases: aliases and merge keys are expanded, so that
 // dropping a field never leaves an alias without its anchor.
 func TestConvertFileAliases(t *testing.T) {
-	imp := &importer{cfg: parseConfig("config.yaml", nil), libIncludes: map[string][]string{}, libWhen: map[string]string{}}
+	imp := newImporter(parseConfig("config.yaml", nil), Options{})
 	src := "base: &b {executor: gateway, prompt_template: \"{{ x | upper }}\"}\nname: p\nsteps:\n  - <<: *b\n    name: one\n  - {<<: *b, name: two, executor: human}\n"
 	out, _ := imp.convertFile("p.yaml", []byte(src), false)
 	got := string(out)
@@ -341,7 +341,7 @@ func TestWebhookBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			imp := &importer{cfg: parseConfig("config.yaml", nil), libIncludes: map[string][]string{}, libWhen: map[string]string{}}
+			imp := newImporter(parseConfig("config.yaml", nil), Options{})
 			out, _ := imp.convertFile("p.yaml", []byte(tt.src), false)
 			if !strings.Contains(string(out), tt.want) {
 				t.Errorf("output lacks\n%s\n---\n%s", tt.want, out)
@@ -395,5 +395,41 @@ func TestStaleFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(outside); err != nil {
 		t.Error("a file outside DEST was removed")
+	}
+}
+
+// TestLibraryInBranches: a library step with fields a branch does not
+// take is written into the branch (the reference ignored them there); a
+// fan_out's use: is dropped (the reference never applied it).
+func TestLibraryInBranches(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, map[string]string{
+		"config.yaml":       "{}\n",
+		"steps/review.yaml": "name: review\ndescription: d\ntags: [x]\nexecutor: gateway\nexecutor_config: {agent: reviewer, model: m1}\nprompt_template: \"Review {{ summary }}\"\nconfidence_threshold: 0.7\nretry: {attempts: 2}\n",
+		"steps/plain.yaml":  "name: plain\nexecutor: gateway\nexecutor_config: {agent: plain}\n",
+		"pipelines/p.yaml":  "name: p\nsteps:\n  - parallel:\n      name: g\n      steps:\n        - use: review\n          name: r1\n          executor_config: {model: m2}\n        - use: plain\n          name: r2\n  - fan_out:\n      name: f\n      use: plain\n      over: '[1]'\n      executor: gateway\n      executor_config: {agent: x}\n",
+	})
+	dest := t.TempDir()
+	res, err := Import(src, dest, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readTree(t, dest)[filepath.Join("pipelines", "p.yaml")]
+	for _, want := range []string{
+		"        - name: r1\n          executor: gateway\n          executor_config: {agent: reviewer, model: m2}\n          prompt_template: \"Review {{ summary }}\"\n",
+		"        - use: plain\n          name: r2\n",
+		"      name: f\n      # stepline import: dropped use: the reference does not apply use: in a fan_out\n      over: '[1]'",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("p.yaml lacks\n%s\n---\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "retry:") || strings.Contains(got, "confidence_threshold:") || strings.Count(got, "use: plain") != 1 {
+		t.Errorf("a field the target does not take survived:\n%s", got)
+	}
+	for _, n := range res.Notes {
+		if n.Level == Person {
+			t.Errorf("needs a person: %s", n)
+		}
 	}
 }

@@ -340,6 +340,7 @@ func (f *fileConv) stepEntry(s *yaml.Node) {
 		var names []string
 		if bs := lookup(g, "steps"); bs != nil {
 			for _, b := range bs.Content {
+				f.inline(b, "branch")
 				f.keep(b, f.imp.fields("branch"))
 				f.uses(b)
 				f.stepBody(b)
@@ -354,6 +355,13 @@ func (f *fileConv) stepEntry(s *yaml.Node) {
 		}
 	case lookup(s, "fan_out") != nil:
 		g := lookup(s, "fan_out")
+		if u := lookup(g, "use"); u != nil {
+			f.drop(g, "use", "the reference does not apply use: in a fan_out")
+			if lookup(g, "executor") == nil {
+				f.add(u, Person, "use", "a fan_out with use: and no executor of its own: the reference refused it; write its executor", "use: "+u.Value)
+				comment(keyOf(g, "name"), "stepline import: needs a person: this fan_out has no executor (the reference ignored its use:)")
+			}
+		}
 		f.keep(g, f.imp.fields("fanOut"))
 		f.uses(g)
 		f.when(g)
@@ -847,4 +855,69 @@ func (f *fileConv) calibration(s *yaml.Node) {
 		}
 		cal.Content = append(cal.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, &yaml.Node{Kind: yaml.ScalarNode, Value: v.Value})
 	}
+}
+
+// inline writes the library step a branch uses into the branch when the
+// library step has fields a branch does not take: the reference ignored
+// them there, and Stepline refuses them. The library step's fields are
+// the base, the branch's own replace them (executor_config merges one
+// level, as in the reference).
+func (f *fileConv) inline(b *yaml.Node, target string) {
+	u := lookup(b, "use")
+	if u == nil || f.library {
+		return
+	}
+	lib := f.imp.libSteps[u.Value]
+	if lib == nil {
+		return
+	}
+	takes := f.imp.fields(target)
+	var extra []string
+	for _, e := range entries(lib) {
+		if k := e[0].Value; !slices.Contains(takes, k) && k != "description" && k != "tags" {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) == 0 {
+		return
+	}
+	out := []*yaml.Node{}
+	for _, e := range entries(lib) {
+		k := e[0].Value
+		if !slices.Contains(takes, k) || k == "use" {
+			continue
+		}
+		v := expand(e[1])
+		if local := lookup(b, k); local != nil {
+			if k == "executor_config" && local.Kind == yaml.MappingNode && v.Kind == yaml.MappingNode {
+				for _, le := range entries(local) {
+					replaced := false
+					for i := 0; i+1 < len(v.Content); i += 2 {
+						if v.Content[i].Value == le[0].Value {
+							v.Content[i+1] = le[1]
+							replaced = true
+						}
+					}
+					if !replaced {
+						v.Content = append(v.Content, le[0], le[1])
+					}
+				}
+			} else {
+				v = local
+			}
+		}
+		out = append(out, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, v)
+	}
+	for _, e := range entries(b) {
+		if k := e[0].Value; k != "use" && lookup(lib, k) == nil {
+			out = append(out, e[0], e[1])
+		}
+	}
+	msg := fmt.Sprintf("library step %q written into this %s: a %s does not take its %s (the reference ignored them there)", u.Value, target, target, strings.Join(extra, ", "))
+	f.add(u, Converted, "use", msg, "")
+	b.Content = out
+	if b.Style == yaml.FlowStyle {
+		b.Style = 0
+	}
+	comment(b, "stepline import: "+msg)
 }
