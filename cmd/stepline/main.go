@@ -75,6 +75,7 @@ func commands() map[string]command {
 		"agents":      {"list the project's agent profiles: version, model and tools", cmdAgents},
 		"steps":       {"list the project's step library: the steps pipelines name with use:, and where", cmdSteps},
 		"output":      {"check a raw model reply against the LLMOutput contract", cmdOutput},
+		"import":      {"convert a VectorStep project (config.yaml, pipelines, steps) into a Stepline project", cmdImport},
 	}
 }
 

@@ -1,0 +1,113 @@
+package importer
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stepline/stepline/shared/intake"
+	"github.com/stepline/stepline/shared/pricing"
+	"github.com/stepline/stepline/shared/project"
+	"github.com/stepline/stepline/shared/yamldoc"
+)
+
+func parseConfigText(t *testing.T, src string) *config {
+	t.Helper()
+	doc, err := yamldoc.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseConfig("config.yaml", doc.Content[0])
+}
+
+// TestConfigFiles pins stepline.yaml, tokens.yaml and prices.yaml for the
+// testdata's config.yaml, and checks that Stepline's own readers accept
+// them as written.
+func TestConfigFiles(t *testing.T) {
+	src, err := os.ReadFile("testdata/vectorstep/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := parseConfigText(t, string(src))
+	wantProject := `# Stepline project file, imported from the reference's config.yaml by
+# "stepline import vectorstep". Secrets stay ${NAME} references.
+pipelines: pipelines
+steps: steps
+executors:
+  gateway:
+    url: "wss://agents.example.com/rpc"
+    token: "${VECTORSTEP_GATEWAY_TOKEN}"
+  openclaw:
+    url: "wss://openclaw.example.com"
+    identity: "~/.openclaw/identity"
+`
+	if got := string(c.projectFile()); got != wantProject {
+		t.Errorf("stepline.yaml:\n%s\nwant:\n%s", got, wantProject)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, project.FileName)
+	p := project.Parse(path, c.projectFile())
+	if len(p.Diagnostics) != 0 {
+		t.Errorf("stepline.yaml: %v", p.Diagnostics)
+	}
+	if p.Executors.Gateway.URL != "wss://agents.example.com/rpc" || p.Executors.Gateway.Token != "${VECTORSTEP_GATEWAY_TOKEN}" || p.Executors.OpenClaw.Identity != "~/.openclaw/identity" {
+		t.Errorf("stepline.yaml reads back as %+v", p.Executors)
+	}
+
+	tokens, err := intake.ParseTokens(c.tokensFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tokens.CheckTeams(); err != nil {
+		t.Error(err)
+	}
+	if got := string(c.tokensFile()); !strings.Contains(got, `- {name: "sre", token: "${SRE_TEAM_TOKEN}"}`) || !strings.Contains(got, `- {name: "payments", token: "${STEPLINE_TOKEN_PAYMENTS}"}`) {
+		t.Errorf("tokens.yaml:\n%s", got)
+	}
+
+	table, err := pricing.Load("prices.yaml", bytes.NewReader(c.pricesFile()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := table.Match("anthropic", "claude-sonnet-4-5"); !ok || e.InputPerMTok != 3 || e.OutputPerMTok != 15 {
+		t.Errorf("anthropic/claude-sonnet-4-5 priced %+v %v", e, ok)
+	}
+	if e, ok := table.Match("openrouter", "any/model"); !ok || e.InputPerMTok != 1 {
+		t.Errorf("openrouter priced %+v %v", e, ok)
+	}
+}
+
+// TestConfigSecrets: a reference is kept, a written-out value is not
+// copied, an absent one is left out.
+func TestConfigSecrets(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+		person          bool
+	}{
+		{"reference", "executors: {gateway: {url: wss://g.example.com/rpc, token: \"${GW}\"}}", `token: "${GW}"`, false},
+		{"written out", "executors: {gateway: {url: wss://g.example.com/rpc, token: s3cr3t}}", `token: "${AGENT_GATEWAY_TOKEN}"`, true},
+		{"reference with text around", "executors: {gateway: {url: wss://g.example.com/rpc, token: \"x${GW}\"}}", `token: "${AGENT_GATEWAY_TOKEN}"`, true},
+		{"absent", "executors: {gateway: {url: wss://g.example.com/rpc}}", "url: \"wss://g.example.com/rpc\"\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := parseConfigText(t, tt.src)
+			got := string(c.projectFile())
+			if !strings.Contains(got, tt.want) || strings.Contains(got, "s3cr3t") {
+				t.Errorf("stepline.yaml:\n%s\nwant %s", got, tt.want)
+			}
+			if tt.name == "absent" && strings.Contains(got, "token") {
+				t.Errorf("a token appeared:\n%s", got)
+			}
+			person := false
+			for _, n := range c.notes {
+				person = person || n.Level == Person
+			}
+			if person != tt.person {
+				t.Errorf("needs a person %v, want %v: %v", person, tt.person, c.notes)
+			}
+		})
+	}
+}
