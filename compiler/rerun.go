@@ -68,5 +68,4 @@ func (l *lowerer) addRerun(base map[string]any) {
 		Error: ErrorRerunUnknownStep,
 		Cause: "{% 'from_step ' & $string(" + rerunInput + ".from_step) & ' is not a sequential step of this pipeline' %}",
 	})
-	return
 }

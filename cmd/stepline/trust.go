@@ -74,22 +74,6 @@ func trustLine(r *store.TrustReport) string {
 	return fmt.Sprintf("trust %s (%s): %s", num(r.CombinedTrust), r.Gate.Policy, strings.Join(parts, ", "))
 }
 
-// printTrust writes a step's trust line and its checks under the step.
-func printTrust(w io.Writer, r *store.TrustReport) {
-	line := trustLine(r)
-	if line == "" {
-		return
-	}
-	fmt.Fprintf(w, "  %-28s    %s\n", "", line)
-	for _, c := range r.DeterministicChecks {
-		what := c.Detail
-		if c.Error != "" {
-			what = c.Error
-		}
-		fmt.Fprintf(w, "  %-28s      check %-20s %-7s %-8s %s\n", "", c.Name, c.Type, c.Outcome, oneLine(what, 60))
-	}
-}
-
 // trustProgress is the progress line of a step's trust, from its Task's
 // answer.
 func trustProgress(t *task.TrustSummary) string {

@@ -86,7 +86,7 @@ func TestCalibrationThroughEmulator(t *testing.T) {
 	if rec.PromptHash != store.PromptHash(prompt) || rec.Model == "" {
 		t.Errorf("record's bucket parts: prompt hash %q model %q", rec.PromptHash, rec.Model)
 	}
-	resp, _ = invoke("run-rie-cal-2", prompt, calibrated("proceed"))
+	invoke("run-rie-cal-2", prompt, calibrated("proceed"))
 	label("run-rie-cal-1", store.OutcomeCorrect)
 	label("run-rie-cal-2", store.OutcomeCorrect)
 

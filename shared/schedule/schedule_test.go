@@ -53,14 +53,14 @@ var ids int
 
 func newScheduler(t *testing.T, st *sqlite.Store, f *fires, holder string, entries ...schedule.Entry) *schedule.Scheduler {
 	t.Helper()
-	s, err := schedule.New(schedule.Config{
+	_, err := schedule.New(schedule.Config{
 		Store: st, Fire: f.fire, Clock: nil, Grace: 10 * time.Minute, Holder: holder,
 		RunID: func() string { ids++; return fmt.Sprintf("run-%d", ids) },
 	}, entries)
 	if err == nil {
 		t.Fatal("a scheduler without a clock was made")
 	}
-	s, err = schedule.New(schedule.Config{
+	s, err := schedule.New(schedule.Config{
 		Store: st, Fire: f.fire, Clock: fakeClock{}, Grace: 10 * time.Minute, Holder: holder,
 		RunID: func() string { ids++; return fmt.Sprintf("run-%d", ids) },
 	}, entries)
