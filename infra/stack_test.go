@@ -363,7 +363,8 @@ func TestFunctionGrants(t *testing.T) {
 			"RunStore":           {[]string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}, wantTable},
 			"PipelineSecrets":    {[]string{"secretsmanager:GetSecretValue"}, wantSecrets},
 			"PipelineParameters": {[]string{"ssm:GetParameter"}, wantParams},
-			"BedrockModels":      {[]string{"bedrock:InvokeModel"}, []string{"arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/anthropic.claude-3-5-sonnet-20240620-v1:0"}},
+			"BedrockModels": {[]string{"bedrock:InvokeModel"}, []string{"arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/anthropic.claude-3-5-sonnet-20240620-v1:0",
+				"arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/anthropic.claude-3-haiku-20240307-v1:0"}},
 		}, without: []string{"StartRuns", "DecideApprovals"}},
 		{role: "ApprovalRole", want: map[string]grant{
 			"PipelineSecrets": {[]string{"secretsmanager:GetSecretValue"}, wantSecrets},

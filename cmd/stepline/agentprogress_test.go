@@ -71,7 +71,7 @@ func TestRunAgentExample(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
 	}
 	for _, re := range []string{
-		`(?m)^  investigate\s+completed\s+confidence 0\.86 .*connection pool`,
+		`(?m)^  investigate\s+completed\s+confidence 0\.80 .*connection pool`,
 		`(?m)^\s+agent sre-investigator: 5 model calls, 6 tool calls in 1 Task$`,
 		`(?m)^  remediate\s+completed`,
 		`(?m)^run run-\S+: completed$`,

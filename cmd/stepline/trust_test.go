@@ -52,7 +52,7 @@ func TestTrustOutput(t *testing.T) {
 
 	show := run("show", "--dir", state, rep.RunID)
 	for _, re := range []string{
-		`(?m)^\s+trust 0\.75 \(trust_vector\): S 0\.86, G 0\.75 enforced, D passed$`,
+		`(?m)^\s+trust 0\.75 \(trust_vector\): S 0\.86, V 0\.80 independent/minimum, S after V 0\.80, G 0\.75 enforced, C null \(uncalibrated: 0 of 20 labelled\), D passed$`,
 		`(?m)^\s+check pool-size\s+webhook passed\s+HTTP 200: \{"service": "checkout-api", "max_connections": 10`,
 	} {
 		if !regexp.MustCompile(re).MatchString(show) {

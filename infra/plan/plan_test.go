@@ -88,7 +88,7 @@ func TestLoadExamples(t *testing.T) {
 		{name: "research-brief", secrets: []string{"ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"}},
 		{name: "multi-service-health", defaults: []string{"OPENAI_API_KEY"}, trigger: true, exact: true},
 		{name: "sre-investigation", secrets: []string{"ANTHROPIC_API_KEY", "AUTOMATION_TOKEN", "GRAFANA_MCP_TOKEN"},
-			models: []string{"anthropic.claude-3-5-sonnet-20240620-v1:0"}, approvals: true, trigger: true, exact: true},
+			models: []string{"anthropic.claude-3-5-sonnet-20240620-v1:0", "anthropic.claude-3-haiku-20240307-v1:0"}, approvals: true, trigger: true, exact: true},
 	}
 	if len(ps) != len(tests) {
 		t.Fatalf("loaded %d pipelines, want %d", len(ps), len(tests))

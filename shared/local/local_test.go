@@ -418,7 +418,7 @@ func TestExamplePipelines(t *testing.T) {
 		{"research-brief.yaml", "research-brief.yaml", "research-question.trigger.json", store.RunCompleted,
 			map[string]string{"analysis/literature": "completed 0.8", "analysis": "completed 0.722222", "draft": "completed 0.9"}, nil},
 		{"sre-investigation.yaml", "sre-investigation.yaml", "incident-declared.trigger.json", store.RunCompleted,
-			map[string]string{"investigate": "completed 0.86", "approve-remediation": "completed 1", "remediate": "completed 1"},
+			map[string]string{"investigate": "completed 0.8", "approve-remediation": "completed 1", "remediate": "completed 1"},
 			[]string{"grafana.query_prometheus", "grafana.query_prometheus", "grafana.query_loki_logs", "grafana.query_prometheus", "runbooks.search", "runbooks.get_runbook"}},
 	}
 	// The examples compile in the repository's project, as the CLI
