@@ -15,6 +15,28 @@ func configFlag(fs *flag.FlagSet) *string {
 	return fs.String("config", "", "the project file (stepline.yaml); default: the first found walking up from the pipeline file")
 }
 
+// useProject loads the project file of --config, when given, into sf:
+// pipelines compile in it, and the pipelines directory (*dir) becomes
+// its pipelines directory unless --pipelines was given. It reports
+// whether the command may go on (the error is written).
+func useProject(e env, fs *flag.FlagSet, config string, sf *stateFlags, dir *string) bool {
+	if config == "" {
+		return true
+	}
+	p, err := project.Load(config)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+		return false
+	}
+	sf.project = p
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "pipelines" })
+	if !set {
+		*dir = p.Pipelines
+	}
+	return true
+}
+
 // projectPipelines lists the pipeline files (*.yaml, *.yml) in the
 // project's pipelines directory, in name order.
 func projectPipelines(p *project.Project) ([]string, error) {

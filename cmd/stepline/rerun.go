@@ -4,8 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-
-	"github.com/stepline/stepline/shared/project"
 )
 
 // cmdRerun starts a new run of an earlier run's pipeline that reuses the
@@ -24,18 +22,8 @@ func cmdRerun(ctx context.Context, e env) int {
 		fmt.Fprintln(e.stderr, "usage: stepline rerun [--from STEP] [--pipelines DIR] [--responses FILE] RUN")
 		return exitUsage
 	}
-	if *config != "" {
-		p, err := project.Load(*config)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
-			return exitFailed
-		}
-		sf.project = p
-		set := false
-		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "pipelines" })
-		if !set {
-			*dir = p.Pipelines
-		}
+	if !useProject(e, fs, *config, &sf, dir) {
+		return exitFailed
 	}
 	opts, ok := runOptions(e, *responses)
 	if !ok {

@@ -100,18 +100,8 @@ func cmdServe(ctx context.Context, e env) int {
 		fmt.Fprintln(e.stderr, "usage: stepline serve [flags]")
 		return exitUsage
 	}
-	if *config != "" {
-		p, err := project.Load(*config)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
-			return exitFailed
-		}
-		sf.project = p
-		pipelinesSet := false
-		fs.Visit(func(f *flag.Flag) { pipelinesSet = pipelinesSet || f.Name == "pipelines" })
-		if !pipelinesSet {
-			*dir = p.Pipelines
-		}
+	if !useProject(e, fs, *config, &sf, dir) {
+		return exitFailed
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
 	tokens, err := loadTokens(ctx, *tokensFile, e.getenv)
