@@ -66,7 +66,7 @@ human_approval:
     "ops":
       channel: telegram
       telegram:
-        bot_token: "${TELEGRAM_BOT_TOKEN}"
+        bot_token: "${APPROVAL_BOT_TOKEN}"
         chat_id: "-100999"
 `
 	if got := string(c.projectFile()); got != wantProject {
@@ -91,7 +91,7 @@ human_approval:
 	if r := routes.Teams["sre"]; r.Kind != "slack" || r.Slack.SigningSecret != "${SLACK_SIGNING_SECRET}" || r.Slack.ChannelID != "C0123456789" {
 		t.Errorf("human_approval.teams.sre reads back as %+v", r)
 	}
-	if r := routes.Teams["ops"]; r.Kind != "telegram" || r.Telegram.BotToken != "${TELEGRAM_BOT_TOKEN}" || r.Telegram.ChatID != "-100999" {
+	if r := routes.Teams["ops"]; r.Kind != "telegram" || r.Telegram.BotToken != "${APPROVAL_BOT_TOKEN}" || r.Telegram.ChatID != "-100999" {
 		t.Errorf("human_approval.teams.ops reads back as %+v", r)
 	}
 
