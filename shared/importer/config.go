@@ -48,8 +48,9 @@ type teamChannel struct {
 var (
 	// chatIDRE and teamNameRE are what stepline.yaml accepts as a
 	// Telegram chat_id and a team name (shared/project).
-	chatIDRE   = regexp.MustCompile(`^(-?[1-9][0-9]{0,18}|@[A-Za-z][A-Za-z0-9_]{4,31})$`)
-	teamNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+	chatIDRE    = regexp.MustCompile(`^(-?[1-9][0-9]{0,18}|@[A-Za-z][A-Za-z0-9_]{4,31})$`)
+	teamNameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+	slackChanRE = regexp.MustCompile(`^[CGD][A-Z0-9]{2,30}$`)
 )
 
 type price struct {
@@ -131,6 +132,9 @@ func parseConfig(file string, root *yaml.Node) *config {
 				}
 				if id := str(lookup(tg, "chat_id")); id != "" {
 					c.telegram.chatID = id
+					if !chatIDRE.MatchString(id) {
+						c.add(keyOf(tg, "chat_id"), Person, "config notifications.telegram", fmt.Sprintf("notifications.telegram.chat_id: %q is not a chat ID Stepline accepts (a number, or @channelname): stepline.yaml's notifications.telegram is left out", id))
+					}
 				}
 				if lookup(tg, "team") != nil {
 					c.add(keyOf(tg, "team"), Dropped, "config notifications.telegram.team", "notifications.telegram.team: Stepline has no Telegram /run command")
@@ -235,6 +239,10 @@ func (c *config) approvalChannel(k, n *yaml.Node, where string) *approvalChannel
 		set("channel_id", str(lookup(block, "channel_id")))
 		if len(ch.fields) != 3 {
 			c.add(k, Person, "human_approval", where+": channel slack without slack.bot_token and slack.channel_id: route it by hand")
+			return nil
+		}
+		if id := str(lookup(block, "channel_id")); !slackChanRE.MatchString(id) {
+			c.add(keyOf(block, "channel_id"), Person, "human_approval", fmt.Sprintf("%s.slack.channel_id: %q is not a Slack channel ID Stepline accepts (such as C0123456789, not a #name): route it by hand", where, id))
 			return nil
 		}
 		at := keyOf(block, "app_token")

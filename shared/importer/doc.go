@@ -38,9 +38,10 @@
 // gets signing_secret ${SLACK_SIGNING_SECRET} and a note that needs a
 // person (store the secret, set the app's request URL). A channel
 // Stepline cannot send as written (unknown kind, missing fields, a chat
-// ID or team name Stepline does not accept) is left out with a note that
-// needs a person. notifications.telegram {bot_token, chat_id} is written
-// to stepline.yaml too; without a human_approval default, Stepline, as
+// ID, Slack channel ID or team name Stepline does not accept) is left out
+// with a note that needs a person, so stepline.yaml always reads back.
+// notifications.telegram {bot_token, chat_id} is written to stepline.yaml
+// too (when its chat_id is one Stepline accepts); without a human_approval default, Stepline, as
 // the reference, sends approval requests there. No pipeline gets an
 // approval notification action of its own: the routes already send every
 // approval request, by the run's team, and an action would send a second.

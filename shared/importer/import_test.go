@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stepline/stepline/shared/project"
 )
 
 func readTree(t *testing.T, dir string) map[string]string {
@@ -176,6 +178,8 @@ func TestImportApprovalRoutes(t *testing.T) {
 		{"bad chat id", "human_approval:\n  default: {channel: telegram, telegram: {bot_token: \"${A}\", chat_id: \"-0x7\"}}\n", nil, 1},
 		{"slack team", "human_approval:\n  teams:\n    sre: {channel: slack, slack: {bot_token: \"${S}\", app_token: \"${AT}\", channel_id: C0123456789}}\n",
 			[]string{"  teams:\n    \"sre\":\n      channel: slack\n      slack:\n        bot_token: \"${S}\"\n        signing_secret: \"${SLACK_SIGNING_SECRET}\"\n        channel_id: \"C0123456789\"\n"}, 1},
+		{"slack channel name", "human_approval:\n  default: {channel: slack, slack: {bot_token: \"${S}\", channel_id: \"#ops\"}}\n", nil, 1},
+		{"bad notifications chat id", "notifications:\n  telegram: {bot_token: \"${BOT}\", chat_id: \"ops\"}\n", nil, 1},
 		{"msteams", "human_approval:\n  default: {channel: msteams, msteams: {webhook_url: \"${W}\"}}\n",
 			[]string{"    channel: msteams\n    msteams:\n      webhook_url: \"${W}\"\n"}, 0},
 		{"unknown channel", "human_approval:\n  default: {channel: email}\n", nil, 1},
@@ -200,14 +204,17 @@ func TestImportApprovalRoutes(t *testing.T) {
 				t.Fatal(err)
 			}
 			tree := readTree(t, dest)
-			project := tree["stepline.yaml"]
+			written := tree["stepline.yaml"]
+			if p := project.Parse(filepath.Join(dest, project.FileName), []byte(tree["stepline.yaml"])); len(p.Diagnostics) != 0 {
+				t.Errorf("Stepline refuses the stepline.yaml written: %v\n%s", p.Diagnostics, tree["stepline.yaml"])
+			}
 			for _, w := range tc.want {
-				if !strings.Contains(project, w) {
-					t.Errorf("stepline.yaml lacks\n%s\n---\n%s", w, project)
+				if !strings.Contains(written, w) {
+					t.Errorf("stepline.yaml lacks\n%s\n---\n%s", w, written)
 				}
 			}
-			if tc.want == nil && strings.Contains(project, "human_approval") {
-				t.Errorf("stepline.yaml routes a channel it cannot send:\n%s", project)
+			if tc.want == nil && (strings.Contains(written, "human_approval") || strings.Contains(written, "notifications")) {
+				t.Errorf("stepline.yaml routes a channel it cannot send:\n%s", written)
 			}
 			if got := tree[filepath.Join("pipelines", "human.yaml")]; strings.Contains(got, "approval") {
 				t.Errorf("the pipeline got an approval action:\n%s", got)
