@@ -46,7 +46,7 @@ func TestImportVectorStep(t *testing.T) {
 	for _, m := range valid.FindAllStringSubmatch(report, -1) {
 		got[m[1]+"/"+m[2]] = true
 	}
-	for _, f := range []string{"pipelines/alert-triage.yaml", "pipelines/coverage.yaml", "pipelines/fanout-report.yaml", "pipelines/needs-a-person.yaml", "pipelines/notify-telegram.yaml", "steps/first-line-triage.yaml", "steps/health-check.yaml"} {
+	for _, f := range []string{"pipelines/alert-triage.yaml", "pipelines/coverage.yaml", "pipelines/fanout-report.yaml", "pipelines/needs-a-person.yaml", "pipelines/notify-telegram.yaml", "pipelines/release-gate.yaml", "steps/first-line-triage.yaml", "steps/health-check.yaml"} {
 		if got[f] == person[f] {
 			t.Errorf("%s: valid %v, needs a person %v: a file validates exactly when nothing in it needs a person", f, got[f], person[f])
 		}

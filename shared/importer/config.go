@@ -18,22 +18,40 @@ type config struct {
 	stepDir     string // as written; default ./steps
 	telegram    struct{ botToken, chatID string }
 	hasTelegram bool
-	sawApproval bool
-	// approval is how the reference sends approval requests: "telegram"
-	// (approvalTelegram), "webhook" (a Microsoft Teams webhook at
-	// approvalURL) or "" (none Stepline can send).
-	approval         string
-	approvalTelegram struct{ botToken, chatID string }
-	approvalURL      string
-	gateway          struct{ url, token string }
-	openclaw         struct{ url, identity string }
-	teams            [][2]string // name, token reference
-	prices           []price
-	notes            []Note
+	// approvalDefault and approvalTeams are human_approval's routes as
+	// stepline.yaml writes them; nil/empty where none could be imported.
+	approvalDefault *approvalChannel
+	approvalTeams   []teamChannel
+	gateway         struct{ url, token string }
+	openclaw        struct{ url, identity string }
+	teams           [][2]string // name, token reference
+	prices          []price
+	notes           []Note
 	// calibration is config.yaml's calibration block: its n_min and
 	// bin_width are the defaults of every calibrated step.
 	calibration *yaml.Node
 }
+
+// approvalChannel is one channel of stepline.yaml's human_approval:
+// its kind (telegram, slack, msteams) and the fields of its block, in
+// the order written.
+type approvalChannel struct {
+	kind   string
+	fields [][2]string
+}
+
+type teamChannel struct {
+	team string
+	ch   *approvalChannel
+}
+
+var (
+	// chatIDRE and teamNameRE are what stepline.yaml accepts as a
+	// Telegram chat_id and a team name (shared/project).
+	chatIDRE    = regexp.MustCompile(`^(-?[1-9][0-9]{0,18}|@[A-Za-z][A-Za-z0-9_]{4,31})$`)
+	teamNameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+	slackChanRE = regexp.MustCompile(`^[CGD][A-Z0-9]{2,30}$`)
+)
 
 type price struct {
 	provider, model string
@@ -114,6 +132,9 @@ func parseConfig(file string, root *yaml.Node) *config {
 				}
 				if id := str(lookup(tg, "chat_id")); id != "" {
 					c.telegram.chatID = id
+					if !chatIDRE.MatchString(id) {
+						c.add(keyOf(tg, "chat_id"), Person, "config notifications.telegram", fmt.Sprintf("notifications.telegram.chat_id: %q is not a chat ID Stepline accepts (a number, or @channelname): stepline.yaml's notifications.telegram is left out", id))
+					}
 				}
 				if lookup(tg, "team") != nil {
 					c.add(keyOf(tg, "team"), Dropped, "config notifications.telegram.team", "notifications.telegram.team: Stepline has no Telegram /run command")
@@ -140,57 +161,107 @@ func parseConfig(file string, root *yaml.Node) *config {
 			c.add(k, Dropped, "config "+k.Value, k.Value+": "+why)
 		}
 	}
-	if !c.sawApproval && c.hasTelegram {
-		// Without human_approval the reference sends approvals to the
-		// notifications.telegram chat.
-		c.approval = "telegram"
-		c.approvalTelegram.botToken, c.approvalTelegram.chatID = c.telegram.botToken, c.telegram.chatID
-	}
 	return c
 }
 
-// humanApproval reads human_approval: the default channel becomes each
-// pipeline's approval notification action.
+// humanApproval reads human_approval: default and teams.<team> become
+// stepline.yaml's human_approval with the same routing.
 func (c *config) humanApproval(k, v *yaml.Node) {
-	c.sawApproval = true
 	for _, e := range entries(v) {
 		switch e[0].Value {
 		case "default":
+			c.approvalDefault = c.approvalChannel(e[0], e[1], "human_approval.default")
 		case "ui_base_url":
-			c.add(e[0], Dropped, "config human_approval.ui_base_url", "human_approval.ui_base_url: Stepline's approval links are signed links to its own API (stepline serve, or the stack's HTTP API)")
+			c.add(e[0], Dropped, "config human_approval.ui_base_url", "human_approval.ui_base_url: Stepline's approval links are signed links to its own API (stepline serve's --url, or the stack's HTTP API)")
 		case "teams":
-			c.add(e[0], Person, "human_approval", "human_approval.teams: Stepline sends every approval of a pipeline through its approval notification action, whatever the run's team: add per-team channels there by hand")
+			for _, t := range entries(e[1]) {
+				where := "human_approval.teams." + t[0].Value
+				if !teamNameRE.MatchString(t[0].Value) {
+					c.add(t[0], Person, "human_approval", fmt.Sprintf("%s: %q is not a Stepline team name (letters, digits, _ . -, at most 63): route this team by hand", where, t[0].Value))
+					continue
+				}
+				if ch := c.approvalChannel(t[0], t[1], where); ch != nil {
+					c.approvalTeams = append(c.approvalTeams, teamChannel{team: t[0].Value, ch: ch})
+				}
+			}
 		default:
 			c.add(e[0], Dropped, "config human_approval."+e[0].Value, "human_approval."+e[0].Value+": Stepline has no such setting")
 		}
 	}
-	d := lookup(v, "default")
-	if d == nil || d.Kind != yaml.MappingNode {
-		c.add(k, Person, "human_approval", "human_approval has no default channel: add an approval notification action to the pipelines with human steps")
-		return
+	if lookup(v, "default") == nil && c.hasTelegram {
+		c.add(k, Converted, "human_approval", "human_approval has no default: Stepline, as the reference, sends the other teams' approvals to notifications.telegram")
 	}
-	switch ch := str(lookup(d, "channel")); ch {
+}
+
+// approvalChannel converts one human_approval channel; nil, with a note
+// that needs a person, when Stepline cannot send it as written.
+func (c *config) approvalChannel(k, n *yaml.Node, where string) *approvalChannel {
+	if n == nil || n.Kind != yaml.MappingNode {
+		c.add(k, Person, "human_approval", where+": not a mapping: route it by hand")
+		return nil
+	}
+	kind := str(lookup(n, "channel"))
+	ch := &approvalChannel{kind: kind}
+	block := lookup(n, kind)
+	set := func(key, v string) {
+		if v != "" {
+			ch.fields = append(ch.fields, [2]string{key, v})
+		}
+	}
+	switch kind {
 	case "telegram":
-		c.approval = "telegram"
-		c.approvalTelegram.botToken, c.approvalTelegram.chatID = c.telegram.botToken, c.telegram.chatID
-		if tg := lookup(d, "telegram"); tg != nil {
-			if t := c.secret(lookup(tg, "bot_token"), "human_approval.default.telegram.bot_token", "TELEGRAM_APPROVAL_BOT_TOKEN"); t != "" {
-				c.approvalTelegram.botToken = t
-			}
-			if id := str(lookup(tg, "chat_id")); id != "" {
-				c.approvalTelegram.chatID = id
-			}
+		// A telegram block may leave out the bot and chat: the
+		// reference takes them from notifications.telegram.
+		bot, chat := "", ""
+		if c.hasTelegram {
+			bot, chat = c.telegram.botToken, c.telegram.chatID
 		}
+		if t := c.secret(lookup(block, "bot_token"), where+".telegram.bot_token", "TELEGRAM_APPROVAL_BOT_TOKEN"); t != "" {
+			bot = t
+		}
+		if id := str(lookup(block, "chat_id")); id != "" {
+			chat = id
+		}
+		if bot == "" || chat == "" {
+			c.add(k, Person, "human_approval", where+": channel telegram without bot_token and chat_id (here or in notifications.telegram): route it by hand")
+			return nil
+		}
+		if !chatIDRE.MatchString(chat) {
+			c.add(k, Person, "human_approval", fmt.Sprintf("%s.telegram.chat_id: %q is not a chat ID Stepline accepts (a number, or @channelname): route it by hand", where, chat))
+			return nil
+		}
+		set("bot_token", bot)
+		set("chat_id", chat)
+		c.add(k, Converted, "human_approval", where+": telegram; stepline serve long-polls the bot for button presses (the reference has no webhook secret; add webhook_secret to take them at a webhook)")
+	case "slack":
+		set("bot_token", c.secret(lookup(block, "bot_token"), where+".slack.bot_token", "SLACK_BOT_TOKEN"))
+		set("signing_secret", "${SLACK_SIGNING_SECRET}")
+		set("channel_id", str(lookup(block, "channel_id")))
+		if len(ch.fields) != 3 {
+			c.add(k, Person, "human_approval", where+": channel slack without slack.bot_token and slack.channel_id: route it by hand")
+			return nil
+		}
+		if id := str(lookup(block, "channel_id")); !slackChanRE.MatchString(id) {
+			c.add(keyOf(block, "channel_id"), Person, "human_approval", fmt.Sprintf("%s.slack.channel_id: %q is not a Slack channel ID Stepline accepts (such as C0123456789, not a #name): route it by hand", where, id))
+			return nil
+		}
+		at := keyOf(block, "app_token")
+		if at == nil {
+			at = k
+		}
+		c.add(at, Person, "human_approval", where+".slack: Stepline takes Slack's button presses at a request URL, not through Socket Mode (app_token is not used): store the Slack app's signing secret as SLACK_SIGNING_SECRET and set the app's interactivity request URL to Stepline's")
 	case "msteams":
-		u := c.secret(lookup(lookup(d, "msteams"), "webhook_url"), "human_approval.default.msteams.webhook_url", "MSTEAMS_WEBHOOK_URL")
+		u := c.secret(lookup(block, "webhook_url"), where+".msteams.webhook_url", "MSTEAMS_WEBHOOK_URL")
 		if u == "" {
-			c.add(d, Person, "human_approval", "human_approval.default: channel msteams without msteams.webhook_url")
-			return
+			c.add(k, Person, "human_approval", where+": channel msteams without msteams.webhook_url: route it by hand")
+			return nil
 		}
-		c.approval, c.approvalURL = "webhook", u
+		set("webhook_url", u)
 	default:
-		c.add(d, Person, "human_approval", fmt.Sprintf("human_approval.default: channel %q has no Stepline equivalent (Slack approvals need a bot and Socket Mode): add an approval notification action to the pipelines with human steps", ch))
+		c.add(k, Person, "human_approval", fmt.Sprintf("%s: channel %q has no Stepline equivalent (telegram, slack, msteams): route it by hand", where, kind))
+		return nil
 	}
+	return ch
 }
 
 func (c *config) executors(n *yaml.Node) {
@@ -297,7 +368,33 @@ func (c *config) projectFile() []byte {
 			}
 		}
 	}
+	if c.hasTelegram && chatIDRE.MatchString(c.telegram.chatID) {
+		// Telegram notices and, without a human_approval default,
+		// approval requests use this bot and chat.
+		b.WriteString("notifications:\n  telegram:\n    bot_token: " + quote(c.telegram.botToken) + "\n    chat_id: " + quote(c.telegram.chatID) + "\n")
+	}
+	if c.approvalDefault != nil || len(c.approvalTeams) > 0 {
+		b.WriteString("human_approval:\n")
+		if c.approvalDefault != nil {
+			b.WriteString("  default:\n")
+			c.approvalDefault.write(&b, "    ")
+		}
+		if len(c.approvalTeams) > 0 {
+			b.WriteString("  teams:\n")
+			for _, t := range c.approvalTeams {
+				b.WriteString("    " + quote(t.team) + ":\n")
+				t.ch.write(&b, "      ")
+			}
+		}
+	}
 	return []byte(b.String())
+}
+
+func (ch *approvalChannel) write(b *strings.Builder, indent string) {
+	b.WriteString(indent + "channel: " + ch.kind + "\n" + indent + ch.kind + ":\n")
+	for _, f := range ch.fields {
+		b.WriteString(indent + "  " + f[0] + ": " + quote(f[1]) + "\n")
+	}
 }
 
 // quote writes s as a YAML double-quoted scalar.

@@ -42,6 +42,32 @@ executors:
   openclaw:
     url: "wss://openclaw.example.com"
     identity: "~/.openclaw/identity"
+notifications:
+  telegram:
+    bot_token: "${TELEGRAM_BOT_TOKEN}"
+    chat_id: "-1001234567890"
+human_approval:
+  default:
+    channel: telegram
+    telegram:
+      bot_token: "${APPROVAL_BOT_TOKEN}"
+      chat_id: "-1005550001"
+  teams:
+    "payments":
+      channel: msteams
+      msteams:
+        webhook_url: "${TEAMS_APPROVAL_WEBHOOK}"
+    "sre":
+      channel: slack
+      slack:
+        bot_token: "${SLACK_BOT_TOKEN}"
+        signing_secret: "${SLACK_SIGNING_SECRET}"
+        channel_id: "C0123456789"
+    "ops":
+      channel: telegram
+      telegram:
+        bot_token: "${APPROVAL_BOT_TOKEN}"
+        chat_id: "-100999"
 `
 	if got := string(c.projectFile()); got != wantProject {
 		t.Errorf("stepline.yaml:\n%s\nwant:\n%s", got, wantProject)
@@ -54,6 +80,19 @@ executors:
 	}
 	if p.Executors.Gateway.URL != "wss://agents.example.com/rpc" || p.Executors.Gateway.Token != "${VECTORSTEP_GATEWAY_TOKEN}" || p.Executors.OpenClaw.Identity != "~/.openclaw/identity" {
 		t.Errorf("stepline.yaml reads back as %+v", p.Executors)
+	}
+	routes := p.ApprovalRoutes()
+	if d := routes.Default; d == nil || d.Kind != "telegram" || d.Telegram.BotToken != "${APPROVAL_BOT_TOKEN}" || d.Telegram.ChatID != "-1005550001" || d.Telegram.WebhookSecret != "" {
+		t.Errorf("human_approval.default reads back as %+v", d)
+	}
+	if r := routes.Teams["payments"]; r.Kind != "msteams" || r.MSTeams.WebhookURL != "${TEAMS_APPROVAL_WEBHOOK}" {
+		t.Errorf("human_approval.teams.payments reads back as %+v", r)
+	}
+	if r := routes.Teams["sre"]; r.Kind != "slack" || r.Slack.SigningSecret != "${SLACK_SIGNING_SECRET}" || r.Slack.ChannelID != "C0123456789" {
+		t.Errorf("human_approval.teams.sre reads back as %+v", r)
+	}
+	if r := routes.Teams["ops"]; r.Kind != "telegram" || r.Telegram.BotToken != "${APPROVAL_BOT_TOKEN}" || r.Telegram.ChatID != "-100999" {
+		t.Errorf("human_approval.teams.ops reads back as %+v", r)
 	}
 
 	tokens, err := intake.ParseTokens(c.tokensFile())

@@ -7,7 +7,8 @@
 // # What it writes
 //
 //	DEST/stepline.yaml        pipelines, steps, executors.gateway {url, token},
-//	                          executors.openclaw {url, identity} from config.yaml
+//	                          executors.openclaw {url, identity},
+//	                          notifications.telegram, human_approval from config.yaml
 //	DEST/pipelines/*.yaml     each pipeline of pipeline_config_dir, converted
 //	DEST/steps/*.yaml         each library step of step_library_dir, converted
 //	DEST/tokens.yaml          auth.teams / auth.token, for stepline serve --tokens
@@ -26,14 +27,24 @@
 // (TelegramAccepted reads it), each such notice is also a note that needs
 // a person, and validate refuses the pipeline there.
 //
-// human_approval's default channel (else notifications.telegram, the
-// reference's fallback) becomes an approval notification action in each
-// pipeline that waits for a person (a human step, branch, fan_out or
-// check) and has none: a Microsoft Teams webhook as a webhook notice
-// posting {"text": message and link}, Telegram as a telegram notice
-// (Stepline's default approval template carries the signed link). Slack
-// approvals, which need a bot and Socket Mode, and per-team channels
-// (human_approval.teams) need a person.
+// config.yaml's human_approval becomes stepline.yaml's human_approval
+// with the same routing: default and teams.<team>, channels telegram
+// {bot_token, chat_id} (a block that leaves them out takes
+// notifications.telegram's, as the reference does), msteams
+// {webhook_url} and slack {bot_token, channel_id}. The reference has no
+// Telegram webhook secret, so none is written and stepline serve
+// long-polls the bot for button presses. Slack in the reference uses
+// Socket Mode (app_token), which Stepline does not: the slack channel
+// gets signing_secret ${SLACK_SIGNING_SECRET} and a note that needs a
+// person (store the secret, set the app's request URL). A channel
+// Stepline cannot send as written (unknown kind, missing fields, a chat
+// ID, Slack channel ID or team name Stepline does not accept) is left out
+// with a note that needs a person, so stepline.yaml always reads back.
+// notifications.telegram {bot_token, chat_id} is written to stepline.yaml
+// too (when its chat_id is one Stepline accepts); without a human_approval default, Stepline, as
+// the reference, sends approval requests there. No pipeline gets an
+// approval notification action of its own: the routes already send every
+// approval request, by the run's team, and an action would send a second.
 //
 // # Idempotence and overwriting
 //

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stepline/stepline/shared/project"
 )
 
 func readTree(t *testing.T, dir string) map[string]string {
@@ -117,7 +119,7 @@ func TestImportSecrets(t *testing.T) {
 	}
 	found := false
 	for _, n := range res.Notes {
-		if n.Level == Person && strings.Contains(n.Msg, "STEPLINE_TOKEN_PAYMENTS") && n.File == "config.yaml" && n.Line == 37 {
+		if n.Level == Person && strings.Contains(n.Msg, "STEPLINE_TOKEN_PAYMENTS") && n.File == "config.yaml" && n.Line == 43 {
 			found = true
 		}
 		if strings.Contains(n.String(), "pay-literal-token-5f2c") {
@@ -125,7 +127,7 @@ func TestImportSecrets(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Error("the written-out token is not reported at config.yaml:37")
+		t.Error("the written-out token is not reported at config.yaml:43")
 	}
 }
 
@@ -154,47 +156,82 @@ func TestTelegramAccepted(t *testing.T) {
 	}
 }
 
-// TestImportApprovalChannel: without human_approval the reference sends
-// approvals to the notifications.telegram chat; the imported pipeline
-// with a human step gets an approval action on that channel, which needs
-// a person only while Stepline does not accept the telegram channel.
-func TestImportApprovalChannel(t *testing.T) {
-	src := t.TempDir()
-	for p, b := range map[string]string{
-		"config.yaml":          "notifications:\n  telegram: {bot_token: \"${BOT}\", chat_id: \"42\"}\n",
-		"pipelines/human.yaml": "name: human\nsteps:\n  - name: ok\n    executor: human\n",
-		"pipelines/none.yaml":  "name: none\nsteps:\n  - name: ok\n    executor: webhook\n    executor_config: {url: https://x.example.com}\n",
+// TestImportApprovalRoutes: human_approval becomes stepline.yaml's
+// human_approval with the same routing, no pipeline gets an approval
+// notification action of its own, and what Stepline cannot send as
+// written (Slack's Socket Mode, a bad chat ID) needs a person.
+func TestImportApprovalRoutes(t *testing.T) {
+	for _, tc := range []struct {
+		name, config string
+		want         []string // in stepline.yaml
+		person       int
+	}{
+		{"fallback", "notifications:\n  telegram: {bot_token: \"${BOT}\", chat_id: \"42\"}\n",
+			[]string{"notifications:\n  telegram:\n    bot_token: \"${BOT}\"\n    chat_id: \"42\"\n"}, 0},
+		{"telegram default", "human_approval:\n  default: {channel: telegram, telegram: {bot_token: \"${A}\", chat_id: \"-7\"}}\n",
+			[]string{"human_approval:\n  default:\n    channel: telegram\n    telegram:\n      bot_token: \"${A}\"\n      chat_id: \"-7\"\n"}, 0},
+		{"telegram from notifications", "notifications:\n  telegram: {bot_token: \"${BOT}\", chat_id: \"42\"}\nhuman_approval:\n  teams:\n    ops: {channel: telegram, telegram: {chat_id: \"-9\"}}\n",
+			[]string{"  teams:\n    \"ops\":\n      channel: telegram\n      telegram:\n        bot_token: \"${BOT}\"\n        chat_id: \"-9\"\n"}, 0},
+		{"telegram without a bot", "human_approval:\n  teams:\n    ops: {channel: telegram, telegram: {chat_id: \"-9\"}}\n", nil, 1},
+		{"written-out token", "human_approval:\n  default: {channel: telegram, telegram: {bot_token: \"123:abc\", chat_id: \"-7\"}}\n",
+			[]string{"bot_token: \"${TELEGRAM_APPROVAL_BOT_TOKEN}\""}, 1},
+		{"bad chat id", "human_approval:\n  default: {channel: telegram, telegram: {bot_token: \"${A}\", chat_id: \"-0x7\"}}\n", nil, 1},
+		{"slack team", "human_approval:\n  teams:\n    sre: {channel: slack, slack: {bot_token: \"${S}\", app_token: \"${AT}\", channel_id: C0123456789}}\n",
+			[]string{"  teams:\n    \"sre\":\n      channel: slack\n      slack:\n        bot_token: \"${S}\"\n        signing_secret: \"${SLACK_SIGNING_SECRET}\"\n        channel_id: \"C0123456789\"\n"}, 1},
+		{"slack channel name", "human_approval:\n  default: {channel: slack, slack: {bot_token: \"${S}\", channel_id: \"#ops\"}}\n", nil, 1},
+		{"bad notifications chat id", "notifications:\n  telegram: {bot_token: \"${BOT}\", chat_id: \"ops\"}\n", nil, 1},
+		{"msteams", "human_approval:\n  default: {channel: msteams, msteams: {webhook_url: \"${W}\"}}\n",
+			[]string{"    channel: msteams\n    msteams:\n      webhook_url: \"${W}\"\n"}, 0},
+		{"unknown channel", "human_approval:\n  default: {channel: email}\n", nil, 1},
+		{"bad team name", "human_approval:\n  teams:\n    \"a b\": {channel: msteams, msteams: {webhook_url: \"${W}\"}}\n", nil, 1},
 	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(src, p)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(src, p), []byte(b), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, accepted := range []bool{false, true} {
-		dest := t.TempDir()
-		res, err := Import(src, dest, Options{TelegramChannel: accepted})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tree := readTree(t, dest)
-		want := "  approval:\n    - channel: telegram\n      config:\n        bot_token: \"${BOT}\"\n        chat_id: \"42\"\n"
-		if got := tree[filepath.Join("pipelines", "human.yaml")]; !strings.Contains(got, want) {
-			t.Errorf("accepted %v: human.yaml lacks the approval action:\n%s", accepted, got)
-		}
-		if got := tree[filepath.Join("pipelines", "none.yaml")]; strings.Contains(got, "approval") {
-			t.Errorf("a pipeline without human steps got an approval action:\n%s", got)
-		}
-		person := 0
-		for _, n := range res.Notes {
-			if n.Level == Person {
-				person++
+		t.Run(tc.name, func(t *testing.T) {
+			src := t.TempDir()
+			for p, b := range map[string]string{
+				"config.yaml":          tc.config,
+				"pipelines/human.yaml": "name: human\nsteps:\n  - name: ok\n    executor: human\n",
+			} {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(src, p)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(src, p), []byte(b), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		if want := map[bool]int{false: 1, true: 0}[accepted]; person != want {
-			t.Errorf("accepted %v: %d notes need a person, want %d: %v", accepted, person, want, res.Notes)
-		}
+			dest := t.TempDir()
+			res, err := Import(src, dest, Options{TelegramChannel: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tree := readTree(t, dest)
+			written := tree["stepline.yaml"]
+			if p := project.Parse(filepath.Join(dest, project.FileName), []byte(tree["stepline.yaml"])); len(p.Diagnostics) != 0 {
+				t.Errorf("Stepline refuses the stepline.yaml written: %v\n%s", p.Diagnostics, tree["stepline.yaml"])
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(written, w) {
+					t.Errorf("stepline.yaml lacks\n%s\n---\n%s", w, written)
+				}
+			}
+			if tc.want == nil && (strings.Contains(written, "human_approval") || strings.Contains(written, "notifications")) {
+				t.Errorf("stepline.yaml routes a channel it cannot send:\n%s", written)
+			}
+			if got := tree[filepath.Join("pipelines", "human.yaml")]; strings.Contains(got, "approval") {
+				t.Errorf("the pipeline got an approval action:\n%s", got)
+			}
+			person := 0
+			for _, n := range res.Notes {
+				if n.Level == Person {
+					person++
+					if n.File != "config.yaml" || n.Line < 1 || n.Col < 1 {
+						t.Errorf("note not positioned in config.yaml: %+v", n)
+					}
+				}
+			}
+			if person != tc.person {
+				t.Errorf("%d notes need a person, want %d: %v", person, tc.person, res.Notes)
+			}
+		})
 	}
 }
 

@@ -264,7 +264,6 @@ func (f *fileConv) convertPipeline(root *yaml.Node) {
 	if ns := lookup(root, "notifications"); ns != nil {
 		f.notifications(ns)
 	}
-	f.approvals(root)
 	var add []string
 	for _, p := range f.includes {
 		if !existing[p] {
@@ -589,100 +588,6 @@ func (f *fileConv) telegram(action string, it *yaml.Node) {
 		f.add(it, Person, "telegram channel", fmt.Sprintf("notifications.%s: Stepline's validate does not accept channel telegram yet; the notice is kept as converted", action), "")
 		comment(keyOf(it, "channel"), "stepline import: needs a person: telegram channel (Stepline's validate does not accept it yet)")
 	}
-}
-
-// teamsApprovalTemplate posts what the reference posts to a Microsoft
-// Teams webhook: the message and where to decide.
-const teamsApprovalTemplate = `{% capture text %}{{ approval_message }}
-
-Approve or reject: {{ approval_url }}{% endcapture %}{"text": {{ text | json }}}`
-
-// approvals adds the approval notification action that sends a pipeline's
-// approval requests where the reference sent them, when it waits for a
-// person (a human step, branch, fan_out or check) and has none.
-func (f *fileConv) approvals(root *yaml.Node) {
-	cfg := f.imp.cfg
-	if cfg.approval == "" || !needsApproval(lookup(root, "steps")) {
-		return
-	}
-	ns := lookup(root, "notifications")
-	if ns != nil && lookup(ns, "approval") != nil {
-		return
-	}
-	if ns == nil || ns.Kind != yaml.MappingNode {
-		ns = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "notifications"}, ns)
-	}
-	scalar := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
-	quoted := func(v string) *yaml.Node {
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v, Style: yaml.DoubleQuotedStyle}
-	}
-	notice := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-	conf := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-	switch cfg.approval {
-	case "telegram":
-		notice.Content = append(notice.Content, scalar("channel"), scalar("telegram"))
-		conf.Content = append(conf.Content, scalar("bot_token"), quoted(cfg.approvalTelegram.botToken), scalar("chat_id"), quoted(cfg.approvalTelegram.chatID))
-	case "webhook":
-		t := scalar(teamsApprovalTemplate)
-		t.Style = yaml.LiteralStyle
-		notice.Content = append(notice.Content, scalar("channel"), scalar("webhook"), scalar("template"), t)
-		conf.Content = append(conf.Content, scalar("url"), quoted(cfg.approvalURL))
-	}
-	notice.Content = append(notice.Content, scalar("config"), conf)
-	key := scalar("approval")
-	comment(key, "stepline import: the reference's human_approval channel: approval requests with their signed links")
-	ns.Content = append(ns.Content, key, &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{notice}})
-	line := root.Line
-	if k := keyOf(root, "name"); k != nil {
-		line = k.Line
-	}
-	f.notes = append(f.notes, Note{File: f.file, Line: line, Col: 1, Level: Converted, Kind: "approval", Msg: "approval notification action added from config.yaml's human_approval (" + cfg.approval + ")"})
-	if cfg.approval == "telegram" && !f.imp.telegram {
-		f.notes = append(f.notes, Note{File: f.file, Line: line, Col: 1, Level: Person, Kind: "telegram channel", Msg: "notifications.approval: Stepline's validate does not accept channel telegram yet; the notice is kept as converted"})
-		comment(key, "stepline import: needs a person: telegram channel (Stepline's validate does not accept it yet)")
-	}
-}
-
-// needsApproval reports whether steps wait for a person anywhere.
-func needsApproval(steps *yaml.Node) bool {
-	if steps == nil {
-		return false
-	}
-	human := func(m *yaml.Node) bool {
-		if e := lookup(m, "executor"); e != nil && e.Value == "human" {
-			return true
-		}
-		if dc := lookup(m, "deterministic_checks"); dc != nil {
-			for _, ch := range dc.Content {
-				if t := lookup(ch, "type"); t != nil && t.Value == "human" {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	for _, s := range steps.Content {
-		switch {
-		case lookup(s, "parallel") != nil:
-			if bs := lookup(lookup(s, "parallel"), "steps"); bs != nil {
-				for _, b := range bs.Content {
-					if human(b) {
-						return true
-					}
-				}
-			}
-		case lookup(s, "fan_out") != nil:
-			if human(lookup(s, "fan_out")) {
-				return true
-			}
-		default:
-			if human(s) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // expand replaces every alias in n by a copy of the value it names and
