@@ -100,6 +100,19 @@ var differentialCases = []struct{ when, want string }{
 	{`steps.triage.action not in "restart now"`, "FFFFFFTFFFT"},
 	{`"team" in steps.triage.tags`, "TFFTFFFFFFF"},
 	{`steps.triage.count == 3`, "TFFFFFTFFFF"},
+	// Ties: a comparison and its negation where the value equals the
+	// constant (full: level 2, count 3; numbers: count 3.0; unicode:
+	// confidence 0.75), so a boundary moved in the lowering is caught.
+	{`steps.triage.meta.level < 2`, "FFFFFFFFFFF"},
+	{`not steps.triage.meta.level < 2`, "TFFFFFFTFFF"},
+	{`steps.triage.count <= 3`, "TFFFTFTFFFT"},
+	{`not steps.triage.count < 3`, "TFFFFFTFFFF"},
+	{`steps.triage.confidence >= 0.75`, "TFFFFFTFTFT"},
+	{`not steps.triage.confidence > 0.75`, "FFFFTFFFFFT"},
+	{`not (steps.triage.count >= 3)`, "FFFFTFFFFFT"},
+	{`not (steps.triage.count != 3)`, "TFFFFFTFFFF"},
+	{`not steps.triage.meta.level <= 2`, "FFFFFFFTFFF"},
+	{`not steps.triage.count >= 3`, "FFFFTFFFFFT"},
 	// Both sides missing: Jinja's ChainableUndefined says equal; here a
 	// missing value equals nothing (documents 1, 5, 8, 9).
 	{`steps.triage.count == steps.triage.count`, "TFTTTFTTFFT"},
