@@ -9,7 +9,7 @@ STATICCHECK_VERSION := v0.8.2
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: all build cli lambdas test tools node-tools dynamodb-local rie python-tools lint lint-template run run-agent synth diff deploy e2e clean
+.PHONY: all build cli lambdas test tools node-tools dynamodb-local rie python-tools lint lint-template run run-agent synth diff deploy e2e mutate clean
 
 all: build
 
@@ -88,6 +88,23 @@ node_modules/.package-lock.json: package.json package-lock.json
 test: tools
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+
+## mutate: mutation testing (gremlins, pinned) of the decision packages,
+## each against its own tests, one package at a time: two workers, each
+## test run on one CPU, timeouts ten times the measured test time (on a
+## 2-core machine the defaults time most mutants out). Prints per package
+## the mutants killed, lived, not covered and timed out, with efficacy
+## and mutant coverage. Not part of make test (it takes minutes per
+## package). MUTATE_PKGS narrows it, e.g. make mutate MUTATE_PKGS=./compiler/when
+GREMLINS_VERSION := v0.6.0
+MUTATE_PKGS ?= ./compiler/when ./shared/steprun ./shared/llmoutput ./shared/engine ./compiler ./shared/store/sqlite
+MUTATE_ARGS ?= --workers 2 --test-cpu 1 --timeout-coefficient 10
+
+mutate:
+	@for p in $(MUTATE_PKGS); do \
+		echo "== $$p"; \
+		$(GO) run github.com/go-gremlins/gremlins/cmd/gremlins@$(GREMLINS_VERSION) unleash $(MUTATE_ARGS) -S ltc $$p || exit 1; \
+	done
 
 ## lint: formatting, vet and staticcheck
 lint:
