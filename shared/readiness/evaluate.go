@@ -359,24 +359,18 @@ func calibration(c *pipeline.ReadinessCalibration, e Evidence, res []Result) Tie
 	counted := current(e, marked, true)
 	f.Marked = len(counted)
 	note := configNote(e, true, len(marked), len(counted))
-	n := store.BinCount(c.BinWidth)
-	sums, counts := make([]float64, n), make([]int, n)
-	for _, r := range counted {
-		i := store.BinIndex(*r.Confidence, c.BinWidth)
-		l, _, _ := r.Label()
-		sums[i] += l
-		counts[i]++
+	// The bins are calibration's own (store.Bins), over the results as
+	// samples: every one counted is labelled.
+	samples := make([]store.Sample, len(counted))
+	for i, r := range counted {
+		samples[i] = store.Sample{Trust: *r.Confidence, DeterministicFailed: r.DeterministicFailed,
+			StepFeedback: r.StepFeedback, RunFeedback: r.RunFeedback}
 	}
 	fullest, validated, flagged := 0, 0, 0
 	var worst *Bin
-	for i := range n {
-		if counts[i] == 0 {
-			continue
-		}
-		lo, hi := store.BinRange(i, c.BinWidth)
-		b := Bin{Lo: lo, Hi: hi, N: counts[i], MeanLabel: sums[i] / float64(counts[i])}
-		b.Divergence = math.Abs(b.MeanLabel - (lo+hi)/2)
-		b.Validated = b.N >= c.NMin
+	for _, sb := range store.Bins(samples, c.BinWidth, c.NMin) {
+		b := Bin{Lo: sb.Lo, Hi: sb.Hi, N: sb.N, MeanLabel: *sb.Mean, Validated: sb.Validated}
+		b.Divergence = math.Abs(b.MeanLabel - (b.Lo+b.Hi)/2)
 		b.Flagged = b.Validated && b.Divergence >= c.MaxDivergence-epsilon
 		fullest = max(fullest, b.N)
 		if b.Validated {
