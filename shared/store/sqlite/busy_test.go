@@ -40,7 +40,16 @@ func TestOpenWaitsForWALConversion(t *testing.T) {
 			released := make(chan time.Time, 1)
 			go func() {
 				time.Sleep(hold)
-				_, _ = conn.ExecContext(ctx, "COMMIT")
+				// The other writer has no busy timeout: its COMMIT fails
+				// with SQLITE_BUSY while Open's connection holds a read
+				// lock for a moment, and is tried again, as a writer with
+				// a busy handler would (an ignored failure kept the lock
+				// forever and timed Open out on a loaded machine).
+				for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+					if _, err := conn.ExecContext(ctx, "COMMIT"); err == nil || time.Now().After(deadline) {
+						break
+					}
+				}
 				released <- time.Now()
 			}()
 			s, err := Open(ctx, path)
