@@ -64,10 +64,12 @@ import (
 	"github.com/stepline/stepline/shared/pricing"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/steprun"
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 func main() {
 	f := boot.Start()
+	tp := telemetry.SetupFunction(context.Background(), os.Getenv, "step", f.Log) // OTEL_* variables; off when none
 	st := f.Store()
 	secrets, _, err := secret.ForFunction(f.AWS, os.Getenv)
 	f.Check(err, "secrets")
@@ -97,7 +99,7 @@ func main() {
 		h.Artifacts = steprun.S3{Client: objects, Bucket: bucket}
 	}
 	// The MCP sessions of agent steps close when the container stops.
-	lambda.StartWithOptions(h.Lambda(), lambda.WithEnableSIGTERM(func() { _ = registry.Close() }))
+	lambda.StartWithOptions(telemetry.Lambda(tp, "step", h.Lambda()), lambda.WithEnableSIGTERM(func() { _ = registry.Close() }))
 }
 
 // xrayTraceParent is the invocation's X-Ray trace (the runtime puts its
