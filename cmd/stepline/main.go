@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	_ "time/tzdata" // schedule time zones, also where the system has no zone database
+
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 // env is what a subcommand may touch of the process.
@@ -81,6 +83,7 @@ func commands() map[string]command {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stop = telemetry.SetupCLI(ctx, os.Getenv, os.Stderr, stop) // traces over OTLP when OTEL_* ask for them; stop() then exports the last
 	code := dispatch(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
 	stop()
 	os.Exit(code)
