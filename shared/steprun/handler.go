@@ -315,11 +315,18 @@ func (t *taskRun) emit(rec store.StepRecord) {
 	ms := []metrics.Metric{
 		{Name: metrics.InputTokens, Unit: "Count", Value: float64(rec.InputTokens)},
 		{Name: metrics.OutputTokens, Unit: "Count", Value: float64(rec.OutputTokens)},
+		{Name: metrics.Steps, Unit: "Count", Value: 1},
+		{Name: metrics.StepDuration, Unit: "Milliseconds", Value: float64(rec.DurationMS)},
 	}
 	if rec.CostUSD != nil {
 		ms = append(ms, metrics.Metric{Name: metrics.CostUSD, Unit: "None", Value: *rec.CostUSD})
 	}
-	_ = m.Put(map[string]string{"Pipeline": p}, ms...)
+	dims, sets := map[string]string{"Pipeline": p}, [][]string{{"Pipeline"}}
+	if rec.Executor != "" && rec.Model != "" { // a model step: also by executor and model
+		dims["Executor"], dims["Model"] = rec.Executor, rec.Model
+		sets = append(sets, []string{"Pipeline", "Executor", "Model"})
+	}
+	_ = m.PutSets(dims, sets, ms...)
 }
 
 // addUsage adds a step's usage to the run's stored totals, once per key.
