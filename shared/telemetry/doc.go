@@ -10,9 +10,10 @@
 // endpoint is configured (OTEL_EXPORTER_OTLP_ENDPOINT or
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) or OTEL_TRACES_EXPORTER is "otlp",
 // and off when OTEL_SDK_DISABLED is "true" or OTEL_TRACES_EXPORTER is
-// "none". Off, Setup installs nothing: no provider, no exporter, no
-// goroutine; the spans the packages start are OpenTelemetry's no-op spans
-// (see the benchmarks in this package's tests). On, it installs a tracer
+// "none". Off, Setup installs OpenTelemetry's no-op provider: no
+// exporter, no goroutine, and the spans the packages start are no-op
+// spans that cost about 170 ns and three small allocations each (see
+// BenchmarkSpan; attributes are only built for a recording span). On, it installs a tracer
 // provider exporting over OTLP/HTTP (protobuf) in batches and the W3C
 // trace-context and baggage propagators as the global ones. The exporter
 // reads its own OTEL_EXPORTER_OTLP_* variables (headers, timeout,

@@ -42,17 +42,17 @@ const (
 
 // GenAI semantic-convention attribute keys and values.
 const (
-	GenAIOperation    = attribute.Key("gen_ai.operation.name")
-	GenAISystem       = attribute.Key("gen_ai.system") // the name before gen_ai.provider.name; both are set
-	GenAIProvider     = attribute.Key("gen_ai.provider.name")
-	GenAIRequestModel = attribute.Key("gen_ai.request.model")
-	GenAIResponseModel    = attribute.Key("gen_ai.response.model")
-	GenAIInputTokens  = attribute.Key("gen_ai.usage.input_tokens")
-	GenAIOutputTokens = attribute.Key("gen_ai.usage.output_tokens")
-	GenAIFinish       = attribute.Key("gen_ai.response.finish_reasons")
-	GenAIAgentName    = attribute.Key("gen_ai.agent.name")
-	GenAIToolName     = attribute.Key("gen_ai.tool.name")
-	GenAIToolCallID   = attribute.Key("gen_ai.tool.call.id")
+	GenAIOperation     = attribute.Key("gen_ai.operation.name")
+	GenAISystem        = attribute.Key("gen_ai.system") // the name before gen_ai.provider.name; both are set
+	GenAIProvider      = attribute.Key("gen_ai.provider.name")
+	GenAIRequestModel  = attribute.Key("gen_ai.request.model")
+	GenAIResponseModel = attribute.Key("gen_ai.response.model")
+	GenAIInputTokens   = attribute.Key("gen_ai.usage.input_tokens")
+	GenAIOutputTokens  = attribute.Key("gen_ai.usage.output_tokens")
+	GenAIFinish        = attribute.Key("gen_ai.response.finish_reasons")
+	GenAIAgentName     = attribute.Key("gen_ai.agent.name")
+	GenAIToolName      = attribute.Key("gen_ai.tool.name")
+	GenAIToolCallID    = attribute.Key("gen_ai.tool.call.id")
 
 	OpChat        = "chat"
 	OpExecuteTool = "execute_tool"
@@ -84,7 +84,21 @@ func tracer() trace.Tracer {
 // has none). Set attributes only when the span IsRecording: then a trace
 // that is not exported costs no more than the no-op span.
 func Start(ctx context.Context, name string, kind trace.SpanKind) (context.Context, trace.Span) {
+	if int(kind) < len(kinds) {
+		return tracer().Start(ctx, name, kinds[kind])
+	}
 	return tracer().Start(ctx, name, trace.WithSpanKind(kind))
+}
+
+// kinds are the span kind options, made once (an option built per span
+// costs an allocation).
+var kinds = [...]trace.SpanStartOption{
+	trace.SpanKindUnspecified: trace.WithSpanKind(trace.SpanKindUnspecified),
+	trace.SpanKindInternal:    trace.WithSpanKind(trace.SpanKindInternal),
+	trace.SpanKindServer:      trace.WithSpanKind(trace.SpanKindServer),
+	trace.SpanKindClient:      trace.WithSpanKind(trace.SpanKindClient),
+	trace.SpanKindProducer:    trace.WithSpanKind(trace.SpanKindProducer),
+	trace.SpanKindConsumer:    trace.WithSpanKind(trace.SpanKindConsumer),
 }
 
 // End ends span, marking it failed with err's message when err is not
@@ -167,22 +181,28 @@ type Provider struct {
 	tp *sdktrace.TracerProvider
 }
 
-// Setup installs the global tracer provider and propagators c asks for,
-// or nothing when c does not enable tracing (then Provider is nil, and so
-// is the error). An exporter or protocol it does not have is an error
-// wrapping ErrUnsupported, and tracing stays off.
+// Setup installs the global tracer provider and propagators c asks for.
+// When c does not enable tracing it installs OpenTelemetry's no-op
+// provider (no exporter, no goroutine; its spans cost less than those of
+// the default global provider) and returns a nil Provider and no error.
+// An exporter or protocol it does not have is an error wrapping
+// ErrUnsupported, and tracing stays off the same way.
 func Setup(ctx context.Context, c Config) (*Provider, error) {
+	off := func(err error) (*Provider, error) {
+		otel.SetTracerProvider(noop.NewTracerProvider())
+		return nil, err
+	}
 	if c.Disabled || c.Exporter == "none" {
-		return nil, nil
+		return off(nil)
 	}
 	if c.Exporter != "" && c.Exporter != "otlp" {
-		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER %q: %w (otlp or none)", c.Exporter, ErrUnsupported)
+		return off(fmt.Errorf("OTEL_TRACES_EXPORTER %q: %w (otlp or none)", c.Exporter, ErrUnsupported))
 	}
 	if !c.Enabled() {
-		return nil, nil
+		return off(nil)
 	}
 	if c.Protocol != "" && c.Protocol != "http/protobuf" {
-		return nil, fmt.Errorf("OTLP protocol %q: %w (http/protobuf)", c.Protocol, ErrUnsupported)
+		return off(fmt.Errorf("OTLP protocol %q: %w (http/protobuf)", c.Protocol, ErrUnsupported))
 	}
 	exp, err := otlptracehttp.New(ctx)
 	if err != nil {
