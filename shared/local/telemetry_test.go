@@ -290,7 +290,7 @@ func TestRunTrace(t *testing.T) {
 	// Nothing of the prompts, replies or tool output is in a span.
 	for _, s := range tree.spans {
 		for _, kv := range s.Attributes {
-			if v := kv.Value.Emit(); strings.Contains(v, "checkout-api") || strings.Contains(v, "pool exhausted") || strings.Contains(v, "0.08") {
+			if v := kv.Value.String(); strings.Contains(v, "checkout-api") || strings.Contains(v, "pool exhausted") || strings.Contains(v, "0.08") {
 				t.Errorf("span %q attribute %s holds run content: %q", s.Name, kv.Key, v)
 			}
 		}
