@@ -16,6 +16,9 @@
 //	                  duration in (0, 15m] (default 800s, see package
 //	                  steprun); the offline AWS tier sets 1ns, one model
 //	                  call per Task
+//	OTEL_*            OpenTelemetry traces over OTLP/HTTP (package
+//	                  shared/telemetry): OTEL_EXPORTER_OTLP_ENDPOINT turns them
+//	                  on; none are exported when unset
 //
 // Secrets not listed in SECRET_REFS are read from the environment (a
 // gateway step without api_key sends OPENAI_API_KEY when it is set).
@@ -26,8 +29,9 @@
 // the device identity in the secrets OPENCLAW_DEVICE and
 // OPENCLAW_DEVICE_AUTH (device.json and device-auth.json, each whole,
 // mapped in SECRET_REFS like any secret), a remote agent gateway step
-// sends the token its project names. Each agent request carries the
-// invocation's X-Ray trace as a W3C traceparent.
+// sends the token its project names. Each agent request carries a W3C
+// traceparent: the model call's span when tracing is on, else the
+// invocation's X-Ray trace.
 //
 // Agent steps reach their MCP servers over streamable HTTP only (stdio
 // servers are refused: the compiler keeps them off AWS). Sessions are
