@@ -3,6 +3,7 @@ package steprun
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -54,6 +55,11 @@ func endTask(span trace.Span, req task.Request, resp task.Response, err error) {
 		if name != "" {
 			span.SetName(req.Mode + " " + name)
 		}
+		if req.Total > 0 && req.Group != "" && req.Mode != task.ModeJoin {
+			// A fan-out item: its span keeps the group's name (span names
+			// stay few), its step is the item's record name.
+			name = req.Group + "/" + strconv.Itoa(req.Index)
+		}
 		attrs := []attribute.KeyValue{
 			telemetry.Pipeline.String(req.Pipeline.Name),
 			telemetry.RunID.String(req.Run.ID),
@@ -63,6 +69,9 @@ func endTask(span trace.Span, req task.Request, resp task.Response, err error) {
 		}
 		if req.Attempt > 0 {
 			attrs = append(attrs, telemetry.Attempt.Int(req.Attempt))
+		}
+		if req.Total > 0 { // a fan-out item
+			attrs = append(attrs, telemetry.Item.Int(req.Index))
 		}
 		var out struct {
 			Confidence *float64 `json:"confidence"`

@@ -37,6 +37,7 @@ const (
 	Attempt    = attribute.Key("stepline.attempt")
 	Executor   = attribute.Key("stepline.executor")
 	Iteration  = attribute.Key("stepline.agent.iteration")
+	Item       = attribute.Key("stepline.item.index") // a fan-out item's 0-based index
 	ErrorType  = attribute.Key("error.type")
 )
 
