@@ -188,6 +188,24 @@ func newRoot(e env, code *int) *cobra.Command {
 	for _, cmd := range commands() {
 		root.AddCommand(newCommand(e, cmd, code))
 	}
+	root.Flags().BoolP("version", "v", false, "print the version")
+	// cobra's own commands (help, completion and its shells) as ours
+	// read: lowercase summaries, and -h/--help said the same everywhere.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	var own func(c *cobra.Command)
+	own = func(c *cobra.Command) {
+		if c.Short != "" {
+			c.Short = strings.ToLower(c.Short[:1]) + c.Short[1:]
+		}
+		if c.Flags().Lookup("help") == nil {
+			c.Flags().BoolP("help", "h", false, "print this help")
+		}
+		for _, sub := range c.Commands() {
+			own(sub)
+		}
+	}
+	own(root)
 	return root
 }
 
@@ -256,8 +274,11 @@ func oneLetterNames(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 // so. Only the names of c's flags longer than one letter are rewritten,
 // never a flag's value ("--notes -json" keeps "-json") nor what follows
 // "--"; one-letter shorthands and their clusters ("-qv") are left to
-// pflag.
+// pflag. It adds c's --help (and the root's --version) flags first, as
+// executing c would, so that -help and -version are read too.
 func singleDash(c *cobra.Command, args []string) []string {
+	c.InitDefaultHelpFlag()
+	c.InitDefaultVersionFlag()
 	lookup := func(name string) *pflag.Flag {
 		if f := c.Flags().Lookup(name); f != nil {
 			return f

@@ -27,16 +27,17 @@ const liveWidth = 79
 // step has run so far, rewritten in place until the step ends; elsewhere
 // nothing is ever rewritten.
 type progress struct {
-	mu      sync.Mutex
-	w       io.Writer
-	colour  palette
-	live    bool
-	now     func() time.Time
-	started map[string]time.Time // by task key, for the outcome's duration
-	running map[string]running   // steps whose Task runs, by task key
-	shown   bool                 // a live line is on the screen
-	ticking bool                 // the redraw goroutine runs
-	quit    chan struct{}
+	mu       sync.Mutex
+	w        io.Writer
+	colour   palette
+	live     bool
+	now      func() time.Time
+	interval time.Duration        // between redraws of the live line
+	started  map[string]time.Time // by task key, for the outcome's duration
+	running  map[string]running   // steps whose Task runs, by task key
+	shown    bool                 // a live line is on the screen
+	ticking  bool                 // the redraw goroutine runs
+	quit     chan struct{}
 }
 
 // running is a step whose Task runs.
@@ -46,7 +47,7 @@ type running struct {
 }
 
 func newProgress(e env) *progress {
-	return &progress{w: e.stdout, colour: e.palette(), live: e.onTerminal(), now: time.Now,
+	return &progress{w: e.stdout, colour: e.palette(), live: e.onTerminal(), now: time.Now, interval: liveInterval,
 		started: map[string]time.Time{}, running: map[string]running{}}
 }
 
@@ -205,11 +206,19 @@ func (p *progress) draw() {
 	now := p.now()
 	parts := make([]string, len(rs))
 	for i, r := range rs {
-		parts[i] = fmt.Sprintf("%s %s", oneLine(r.label, 40), max(now.Sub(r.since), 0).Round(100*time.Millisecond))
+		parts[i] = oneLine(r.label, 40) + " " + elapsed(max(now.Sub(r.since), 0))
 	}
 	text := oneLine(strings.Join(parts, ", "), liveWidth-13)
 	fmt.Fprintf(p.w, "\r\x1b[K  %s %s", p.colour.status("running", 10), text)
 	p.shown = true
+}
+
+// elapsed is a running step's time so far: "0.4s", "12.0s", "2m5s".
+func elapsed(d time.Duration) string {
+	if d < time.Minute {
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Round(time.Second).String()
 }
 
 // tick starts the goroutine that redraws the live line while steps run;
@@ -222,7 +231,7 @@ func (p *progress) tick() {
 	p.quit = make(chan struct{})
 	quit := p.quit
 	go func() {
-		t := time.NewTicker(liveInterval)
+		t := time.NewTicker(p.interval)
 		defer t.Stop()
 		for {
 			select {
