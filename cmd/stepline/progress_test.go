@@ -177,3 +177,16 @@ func TestRunProgressLive(t *testing.T) {
 		})
 	}
 }
+
+// TestProgressDropsEscapes: a reply's summary cannot write terminal
+// escape sequences through the progress line.
+func TestProgressDropsEscapes(t *testing.T) {
+	at := time.Date(2026, 12, 2, 16, 0, 0, 0, time.UTC)
+	var b bytes.Buffer
+	p := newProgress(env{stdout: &b})
+	out := json.RawMessage(`{"confidence": 0.9, "summary": "ok\u001b[2J\u001b]0;owned\u0007 done", "next_step_context": ""}`)
+	p.event("run-1", succeededAt(at, "draft", task.Response{Status: task.StatusCompleted, Step: "draft", Output: out}))
+	if strings.ContainsAny(b.String(), "\x1b\x07") || !strings.Contains(b.String(), "ok[2J]0;owned done") {
+		t.Errorf("progress %q", b.String())
+	}
+}

@@ -62,8 +62,11 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
+// oneLine is s on one line of at most n runes, its control characters
+// (a terminal's escape sequences among them: model replies and errors are
+// untrusted) dropped.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(printable(s)), " ")
 	if len([]rune(s)) > n {
 		return string([]rune(s)[:n-1]) + "…"
 	}

@@ -74,7 +74,7 @@ func cmdRuns(c *cobra.Command) action {
 		}
 		colour := e.palette()
 		for _, run := range runs {
-			fmt.Fprintf(e.stdout, "%s  %-24s %s %s  %s\n", run.ID, run.Pipeline, colour.status(string(run.Status), 11), run.StartedAt.Local().Format("2006-01-02 15:04:05"), oneLine(printable(run.Reason), 60))
+			fmt.Fprintf(e.stdout, "%s  %-24s %s %s  %s\n", run.ID, run.Pipeline, colour.status(string(run.Status), 11), run.StartedAt.Local().Format("2006-01-02 15:04:05"), oneLine(run.Reason, 60))
 		}
 		return exitOK
 	}
@@ -137,7 +137,7 @@ func show(ctx context.Context, e env, sf stateFlags, runID string, asJSON bool) 
 	colour := e.palette()
 	fmt.Fprintf(e.stdout, "run %s  pipeline %s  status %s\n", run.ID, run.Pipeline, colour.status(string(run.Status), 0))
 	if run.Reason != "" {
-		fmt.Fprintf(e.stdout, "reason: %s\n", run.Reason)
+		fmt.Fprintf(e.stdout, "reason: %s\n", printable(run.Reason))
 	}
 	fmt.Fprintf(e.stdout, "tokens: %d in, %d out\n", run.Usage.InputTokens, run.Usage.OutputTokens)
 	if runFeedback != nil {
