@@ -445,6 +445,19 @@ func TestExitCode(t *testing.T) {
 			}
 		})
 	}
+	t.Run("approve and reject", func(t *testing.T) {
+		for _, c := range []struct {
+			decision string
+			code     int
+		}{{"approve", exitOK}, {"reject", exitRunNotOK}} {
+			state := t.TempDir()
+			runID := waitingRun(t, state)
+			code, out, errOut := run(t, "", c.decision, runID, "approve", "--dir", state, "--exit-code")
+			if code != c.code {
+				t.Errorf("%s --exit-code: exit %d, want %d\n%s\n%s", c.decision, code, c.code, out, errOut)
+			}
+		}
+	})
 	t.Run("rerun", func(t *testing.T) {
 		state := t.TempDir()
 		p := pipeline("esc2", "{name: a, executor: scripted}")
