@@ -43,15 +43,20 @@ type gedge struct {
 
 // Graph geometry, in SVG user units.
 const (
-	nodeW  = 176
-	nodeH  = 32
-	gapX   = 24
-	gapY   = 40
+	nodeW  = 150
+	nodeH  = 26
+	gapX   = 16
+	gapY   = 28
 	margin = 12
 	// maxGraphStates bounds what is drawn; a larger machine shows the
 	// first ones and says so.
 	maxGraphStates = 400
 )
+
+// rerunPrefix starts the names of the states the compiler adds for
+// reruns (loading earlier steps, jumping to the first step run again):
+// they are left out of the graph unless the run entered them.
+const rerunPrefix = "Rerun: "
 
 // runFacts is what a run tells the graph: its steps' last records and
 // the states it entered.
@@ -59,10 +64,14 @@ type runFacts struct {
 	steps   map[string]store.StepRecord
 	entered map[string]bool
 	active  map[string]bool
+	waiting map[string]bool // states with a pending approval
 }
 
-func factsOf(steps []store.StepRecord, history []store.HistoryEvent) *runFacts {
-	f := &runFacts{steps: map[string]store.StepRecord{}, entered: map[string]bool{}, active: map[string]bool{}}
+func factsOf(steps []store.StepRecord, history []store.HistoryEvent, pending ...string) *runFacts {
+	f := &runFacts{steps: map[string]store.StepRecord{}, entered: map[string]bool{}, active: map[string]bool{}, waiting: map[string]bool{}}
+	for _, p := range pending {
+		f.waiting[p] = true
+	}
 	for _, s := range steps {
 		f.steps[s.Name] = s // execution order: the last attempt wins
 	}
@@ -104,6 +113,9 @@ func drawGraph(sm *asl.StateMachine, facts *runFacts) template.HTML {
 		for name, st := range states.All() {
 			if len(nodes) >= maxGraphStates {
 				return
+			}
+			if strings.HasPrefix(name, rerunPrefix) && (facts == nil || !facts.entered[name]) {
+				continue // the rerun machinery, drawn only in a rerun
 			}
 			add(name, st.Type())
 			next := func(to, label string) {
@@ -286,6 +298,8 @@ func colour(nodes []*gnode, f *runFacts) {
 			continue
 		}
 		switch {
+		case f.active[n.name] && f.waiting[n.name]:
+			n.state, n.note = string(store.StepWaiting), n.note+", waiting for approval"
 		case f.active[n.name]:
 			n.state, n.note = stateActive, n.note+", running now"
 		case f.entered[n.name]:
@@ -347,7 +361,7 @@ func render(nodes []*gnode, edges []gedge) template.HTML {
 			strings.ToLower(n.kind), n.state, template.HTMLEscapeString(n.name), n.x, n.y,
 			template.HTMLEscapeString(n.name+" ("+n.note+")"))
 		fmt.Fprintf(&b, `<%s width="%d" height="%d" rx="%d"/>`, shape, nodeW, nodeH, rx)
-		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text></g>`, nodeW/2, nodeH/2+4, template.HTMLEscapeString(clip(n.name, 24)))
+		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text></g>`, nodeW/2, nodeH/2+4, template.HTMLEscapeString(clip(n.name, 22)))
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String()) // every text above is escaped

@@ -323,8 +323,20 @@ func (h *Handler) runData(r *http.Request, v viewer, id string) (runData, error)
 			h.log.Warn("web UI run history", "run", id, "err", err)
 		}
 	}
+	approvals, err := h.cfg.Store.RunApprovals(ctx, id)
+	if err != nil {
+		h.log.Warn("web UI run approvals", "run", id, "err", err)
+	}
+	var pending []string
+	for _, a := range approvals {
+		av := approvalView{Approval: a, State: approvalState(a, h.now())}
+		if av.State == approval.StatePending {
+			pending = append(pending, a.Step)
+		}
+		d.Approvals = append(d.Approvals, av)
+	}
 	if p, ok := h.pipeline(run.Pipeline); ok {
-		d.Graph = drawGraph(p.Machine, factsOf(steps, history))
+		d.Graph = drawGraph(p.Machine, factsOf(steps, history, pending...))
 	}
 	for i, s := range steps {
 		sv := stepView{StepRecord: s, ID: fmt.Sprintf("step-%d", i), Output: prettyJSON(s.Output), Verifier: prettyJSON(s.VerifierOutput),
@@ -343,13 +355,6 @@ func (h *Handler) runData(r *http.Request, v viewer, id string) (runData, error)
 			}
 		}
 		d.Steps = append(d.Steps, sv)
-	}
-	approvals, err := h.cfg.Store.RunApprovals(ctx, id)
-	if err != nil {
-		h.log.Warn("web UI run approvals", "run", id, "err", err)
-	}
-	for _, a := range approvals {
-		d.Approvals = append(d.Approvals, approvalView{Approval: a, State: approvalState(a, h.now())})
 	}
 	if d.Feedback, err = h.cfg.Store.GetRunFeedback(ctx, id); err != nil {
 		h.log.Warn("web UI run feedback", "run", id, "err", err)

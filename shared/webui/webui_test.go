@@ -563,3 +563,31 @@ func TestLiveView(t *testing.T) {
 		t.Errorf("update data")
 	}
 }
+
+// TestPageWeight measures what a browser downloads for a run's page: its
+// HTML (the graph inline), the stylesheet and the script, and holds them
+// to a budget. The figures are the README's.
+func TestPageWeight(t *testing.T) {
+	ts := serve(t, nil, 0)
+	id := ts.startRun(t, "", `{"summary": "checkout-api p99 above 2s"}`)
+	ts.waitStatus(t, id, store.RunWaiting)
+	b := newBrowser(t, ts.base)
+	sizes := map[string]int{}
+	for name, path := range map[string]string{"html": "/ui/runs/" + id, "css": "/ui/static/app.css", "js": "/ui/static/app.js", "runs": "/ui/runs"} {
+		a := b.get(path)
+		if a.status != http.StatusOK {
+			t.Fatalf("%s: %d", path, a.status)
+		}
+		sizes[name] = len(a.body)
+	}
+	assets := sizes["css"] + sizes["js"]
+	total := sizes["html"] + assets
+	t.Logf("run page: HTML %d B, CSS %d B, JS %d B: %d B in all (runs list HTML %d B); no fonts, images or other requests",
+		sizes["html"], sizes["css"], sizes["js"], total, sizes["runs"])
+	if assets > 12<<10 {
+		t.Errorf("the stylesheet and script are %d bytes, budget 12 KiB", assets)
+	}
+	if total > 64<<10 {
+		t.Errorf("the run page weighs %d bytes, budget 64 KiB", total)
+	}
+}
