@@ -115,10 +115,11 @@ type Server struct {
 
 // Bounds of the HTTP server. A request's headers must arrive within
 // ReadHeaderTimeout and the whole request within ReadTimeout; its answer
-// must be written within WriteTimeout of the headers' end. No handler
+// must be written within WriteTimeout of the headers' end. No API handler
 // streams or waits on a run (runs and approved runs go on in the
 // background), so WriteTimeout only has to cover reading the body and one
-// store query.
+// store query; the web UI's live view of a run, which streams, moves its
+// own write deadline before each event (webui.MaxStreamTime bounds it).
 const (
 	// ReadHeaderTimeout bounds reading a request's headers.
 	ReadHeaderTimeout = 10 * time.Second

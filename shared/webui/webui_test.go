@@ -591,3 +591,50 @@ func TestPageWeight(t *testing.T) {
 		t.Errorf("the run page weighs %d bytes, budget 64 KiB", total)
 	}
 }
+
+// TestStepRecordShown: what an agent step's record holds — confidences,
+// trust report, tool trace, artifacts, tokens and cost — is on the run's
+// page, tool output escaped.
+func TestStepRecordShown(t *testing.T) {
+	ts := serve(t, nil, 0)
+	ctx := context.Background()
+	start := time.Now().Add(-time.Minute)
+	end := start.Add(9 * time.Second)
+	cost, s, v, e, g := 0.0123, 0.91, 0.62, 0.74, 0.8
+	if err := ts.runner.Store.CreateRun(ctx, store.Run{ID: "run-agent", Pipeline: "incident-review", Status: store.RunEscalated,
+		Reason: `step "triage" escalated`, StartedAt: start, CompletedAt: &end,
+		Usage: store.Usage{InputTokens: 12345, OutputTokens: 678, CostUSD: &cost}}); err != nil {
+		t.Fatal(err)
+	}
+	trace := `[{"type": "tool_call", "iteration": 1, "id": "c1", "name": "grafana.query", "arguments": {"expr": "up{job=\"checkout\"}"}},
+	  {"type": "tool_result", "iteration": 1, "id": "c1", "name": "grafana.query", "content": "<iframe src=//evil>", "is_error": false},
+	  {"type": "tool_denied", "iteration": 2, "name": "jira.delete", "reason": "read only"}]`
+	rec := store.StepRecord{RunID: "run-agent", Name: "triage", Attempt: 1, Executor: "bedrock", Status: store.StepEscalated,
+		PrimaryConfidence: &s, VerifierConfidence: &v, EffectiveConfidence: &e, Model: "anthropic.claude", Provider: "bedrock",
+		InputTokens: 12345, OutputTokens: 678, CostUSD: &cost, Agent: "sre-investigator", AgentVersion: "a1b2c3d4e5f6", Iterations: 2,
+		Output:     json.RawMessage(`{"confidence": 0.91, "summary": "s", "next_step_context": "", "artifacts": {"report.md": "# Findings <b>bold</b>"}}`),
+		Trace:      json.RawMessage(trace),
+		Trust: &store.TrustReport{Version: 2, Mode: store.TrustEnforced, CombinedTrust: 0.74,
+			Signals: store.TrustSignals{S: s, SAfterV: e, V: &v, G: &g},
+			Gate:    store.TrustGate{Policy: store.PolicyTrustVector, ConfidenceThreshold: 0.8, OnLowConfidence: "escalate", Decision: "escalated"}},
+		StartedAt: start, FinishedAt: end, DurationMS: 9000}
+	if err := ts.runner.Store.PutStep(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	page := newBrowser(t, ts.base).get("/ui/runs/run-agent").body
+	for _, want := range []string{
+		"0.74", "0.91", "0.62", // effective, primary, verifier
+		"12,345", "$0.0123", "sre-investigator", "a1b2c3d4e5f6",
+		"Trust report", "&#34;combined_trust&#34;: 0.74", "&#34;policy&#34;: &#34;trust_vector&#34;",
+		"Tool trace", "grafana.query", `up{job=\&#34;checkout\&#34;}`, "&lt;iframe src=//evil&gt;", "read only",
+		"Artifact report.md", "# Findings &lt;b&gt;bold&lt;/b&gt;",
+		`class="node k-task s-escalated" data-state="triage"`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the run page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "<iframe") || strings.Contains(page, "<b>bold") {
+		t.Error("tool output or an artifact is markup on the page")
+	}
+}
