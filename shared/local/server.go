@@ -17,8 +17,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/compiler/gate"
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/engine"
+	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/project"
@@ -628,7 +631,14 @@ func (s *Server) newUI() (*webui.Handler, error) {
 			if err != nil {
 				return nil, "", fmt.Errorf("read pipeline file: %w", err)
 			}
-			_, _, diags, err := s.runner.Compile(file) // the file as it is now
+			// The file as it is now, checked without writing the definition
+			// that runs resume with (Runner.Compile would).
+			var diags compiler.Diagnostics
+			if s.project != nil {
+				_, _, diags, err = gate.CompileFileIn(file, s.project, executor.Defaults{})
+			} else {
+				_, _, diags, err = gate.CompileFile(file, executor.Defaults{})
+			}
 			var problems []string
 			for _, d := range diags {
 				problems = append(problems, d.String())

@@ -528,6 +528,19 @@ func TestRunNowAndPipelinePages(t *testing.T) {
 	if run.Team != "ops" {
 		t.Errorf("a run started from the UI is recorded with team %q, want ops", run.Team)
 	}
+	// The file as it is now is checked: a problem written after the load
+	// shows, and the pipeline in force stays.
+	file := regexp.MustCompile(`<dt>File</dt><dd><code>([^<]+)</code>`).FindStringSubmatch(page)
+	if file == nil {
+		t.Fatal("the page does not name the pipeline's file")
+	}
+	broken := strings.Replace(reviewPipeline, "executor: human", "executor: humane", 1)
+	if err := os.WriteFile(file[1], []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if page := b.get("/ui/pipelines/incident-review").body; !strings.Contains(page, "humane") || !strings.Contains(page, `<svg class="graph"`) {
+		t.Errorf("the pipeline page does not show the file's new problem:\n%s", page)
+	}
 	if a := b.get("/ui/pipelines/nope"); a.status != http.StatusNotFound {
 		t.Errorf("unknown pipeline: %d", a.status)
 	}
