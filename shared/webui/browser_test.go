@@ -132,7 +132,13 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(css(`table#runs`)),
 	)
 
+	// The runs list picks a new run up by itself.
+	do("mark the list", mark)
 	id := ts.startRun(t, tokOps, `{"summary": "checkout-api p99 above 2s since the 17:30 deploy", "severity": "critical"}`)
+	do("the new run shows in the list", chromedp.WaitVisible(css(`table#runs a[href="/ui/runs/`+id+`"]`)))
+	if !still() {
+		t.Fatal("the runs list reloaded: the new run should have come by the list's refresh")
+	}
 	do("open the run while it runs",
 		chromedp.Navigate(ts.base+"/ui/runs/"+id),
 		chromedp.WaitVisible(css(`#live[data-sse]`)),
