@@ -45,19 +45,18 @@ type page struct {
 
 func parseTemplates(prefix string) (map[string]pageTemplate, error) {
 	funcs := template.FuncMap{
-		"conf":     confText,
-		"when":     whenText,
-		"whenp":    func(t *time.Time) string { return whenPtr(t) },
-		"ms":       msText,
-		"cost":     costText,
-		"tokens":   func(n int64) string { return groupDigits(n) },
-		"dict3":    func(p page, step any, o []store.Outcome) sub { return sub{P: p, Step: step, Outcomes: o} },
-		"path":     url.PathEscape,
-		"query":    url.QueryEscape,
-		"prefix":   func() string { return prefix },
-		"join":     strings.Join,
-		"terminal": func(s store.RunStatus) bool { return s.Terminal() },
-		"runDur":   runDuration,
+		"conf":   confText,
+		"when":   whenText,
+		"whenp":  func(t *time.Time) string { return whenPtr(t) },
+		"ms":     msText,
+		"cost":   costText,
+		"tokens": func(n int64) string { return groupDigits(n) },
+		"dict3":  func(p page, step any, o []store.Outcome) sub { return sub{P: p, Step: step, Outcomes: o} },
+		"path":   url.PathEscape,
+		"query":  url.QueryEscape,
+		"prefix": func() string { return prefix },
+		"join":   strings.Join,
+		"runDur": runDuration,
 	}
 	out := map[string]pageTemplate{}
 	for _, name := range pageNames {
