@@ -20,6 +20,7 @@ import (
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/local"
+	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/sqlite"
@@ -99,6 +100,12 @@ type testServer struct {
 // before every step.
 func serve(t *testing.T, tokens intake.Tokens, delay time.Duration) *testServer {
 	t.Helper()
+	return serveIn(t, tokens, delay, nil)
+}
+
+// serveIn is serve with the pipelines compiled in proj (nil: none).
+func serveIn(t *testing.T, tokens intake.Tokens, delay time.Duration, proj *project.Project) *testServer {
+	t.Helper()
 	dir := t.TempDir()
 	pipelines := filepath.Join(dir, "pipelines")
 	if err := os.MkdirAll(pipelines, 0o755); err != nil {
@@ -113,7 +120,7 @@ func serve(t *testing.T, tokens intake.Tokens, delay time.Duration) *testServer 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r, err := local.Open(ctx, local.Config{
-		Dir: filepath.Join(dir, "state"),
+		Dir: filepath.Join(dir, "state"), Project: proj,
 		Handler: func(st *sqlite.Store) local.StepHandler {
 			h := &steprun.Handler{Store: st, Executors: executor.NewRegistry(executor.Deps{Responses: responses})}
 			if delay > 0 {
@@ -649,5 +656,32 @@ func TestStepRecordShown(t *testing.T) {
 	}
 	if strings.Contains(page, "<iframe") || strings.Contains(page, "<b>bold") {
 		t.Error("tool output or an artifact is markup on the page")
+	}
+}
+
+// TestAgentsPage lists the repository's agent profiles with their
+// versions, models and tools.
+func TestAgentsPage(t *testing.T) {
+	proj, err := project.Load("../../stepline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := serveIn(t, nil, 0, proj)
+	page := newBrowser(t, ts.base).get("/ui/agents").body
+	for _, name := range proj.AgentNames() {
+		l := proj.Profiles[name]
+		for _, want := range []string{"<b>" + name + "</b>", "<code>" + l.Profile.Version + "</code>", l.Profile.Model} {
+			if !strings.Contains(page, want) {
+				t.Errorf("agents page lacks %q", want)
+			}
+		}
+		for _, g := range l.Profile.Tools {
+			if !strings.Contains(page, "<b>"+g.Server+"</b>") {
+				t.Errorf("agents page lacks %s's grant on %s", name, g.Server)
+			}
+		}
+	}
+	if len(proj.AgentNames()) == 0 {
+		t.Fatal("the repository has no agents to show")
 	}
 }
