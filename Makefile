@@ -9,7 +9,7 @@ STATICCHECK_VERSION := v0.8.2
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: all build cli lambdas test tools node-tools dynamodb-local rie python-tools lint lint-template run run-agent synth diff deploy e2e mutate clean
+.PHONY: all build cli lambdas test tools chromium node-tools dynamodb-local rie python-tools lint lint-template run run-agent synth diff deploy e2e mutate clean
 
 all: build
 
@@ -50,8 +50,18 @@ deploy: synth
 
 ## tools: everything the tests need (node tools pinned in package-lock.json,
 ## DynamoDB Local for the DynamoDB store's tests, moto and cfn-lint for the
-## offline AWS tier)
-tools: node-tools dynamodb-local rie python-tools
+## offline AWS tier, Chromium for the web UI's browser test)
+tools: node-tools dynamodb-local rie python-tools chromium
+
+## chromium: a headless browser for shared/webui's browser test (Debian's
+## chromium package). One found on PATH, or named by STEPLINE_CHROMIUM, is
+## used as it is; otherwise apt-get installs it (with sudo when not root),
+## and where it cannot the target fails saying so.
+chromium:
+	@if [ -n "$$STEPLINE_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1; then exit 0; fi; \
+	SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	{ $$SUDO apt-get install -y chromium || { $$SUDO apt-get update && $$SUDO apt-get install -y chromium; }; } >/dev/null && command -v chromium >/dev/null || \
+		{ echo "make: no Chromium, and apt-get could not install Debian's chromium package; the web UI's browser test needs it (or set STEPLINE_CHROMIUM)" >&2; exit 1; }
 
 ## python-tools: moto[server] (the offline AWS box of make e2e), pinned
 ## exactly, and cfn-lint (make lint-template). A $(PYTHON) that has them is

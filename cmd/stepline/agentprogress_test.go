@@ -48,7 +48,7 @@ func TestProgressOfAgentSteps(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var b bytes.Buffer
-			p := newProgress(&b)
+			p := newProgress(env{stdout: &b})
 			p.event("run-1", store.HistoryEvent{Type: "TaskScheduled", State: c.resp.Step, Time: at})
 			p.event("run-1", succeeded(c.resp))
 			if b.String() != c.want {

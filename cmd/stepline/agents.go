@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/project"
@@ -33,23 +34,15 @@ type agentInfo struct {
 // stepline.yaml found walking up from the working directory. Its problems
 // (of stepline.yaml and of each profile) go to stderr, and an error makes
 // the exit code 1, after the list.
-func cmdAgents(_ context.Context, e env) int {
-	fs := flag.NewFlagSet("agents", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+func cmdAgents(c *cobra.Command) action {
+	fs := c.Flags()
 	config := fs.String("config", "", "the project file (stepline.yaml); default: the first found walking up from the working directory")
 	asJSON := fs.Bool("json", false, "print the agents as a JSON array")
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: stepline agents [--config FILE] [--json]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(e.args); err != nil {
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return exitUsage
-	}
-	path := *config
+	return func(_ context.Context, e env, _ []string) int { return agents(e, *config, *asJSON) }
+}
+
+func agents(e env, config string, asJSON bool) int {
+	path := config
 	if path == "" {
 		var err error
 		if path, err = project.Find("."); err != nil {
@@ -78,7 +71,7 @@ func cmdAgents(_ context.Context, e env) int {
 			ModelFallbacks: pr.ModelFallbacks, ThinkingLevel: pr.ThinkingLevel, Tools: tools, Path: l.Path, Runs: project.RunsInProcess})
 	}
 	fmt.Fprint(e.stderr, p.Diagnostics.String())
-	if *asJSON {
+	if asJSON {
 		b, _ := json.MarshalIndent(infos, "", "  ")
 		fmt.Fprintf(e.stdout, "%s\n", b)
 	} else if len(infos) == 0 {
@@ -91,7 +84,7 @@ func cmdAgents(_ context.Context, e env) int {
 		}
 		_ = w.Flush()
 	}
-	if !*asJSON {
+	if !asJSON {
 		for _, line := range remoteRuntimes(p) {
 			fmt.Fprintln(e.stdout, line)
 		}

@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
+
+	"github.com/spf13/cobra"
 
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/compiler/gate"
@@ -13,32 +14,26 @@ import (
 )
 
 // cmdCompile writes a pipeline's state machine definition.
-func cmdCompile(_ context.Context, e env) int {
-	fs := flag.NewFlagSet("compile", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	out := fs.String("o", "", "write the definition to this file instead of stdout")
+func cmdCompile(c *cobra.Command) action {
+	fs := c.Flags()
+	out := fs.StringP("output", "o", "", "write the definition to this file instead of stdout")
 	config := configFlag(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: stepline compile [-o OUT] [--config FILE] FILE")
-		fs.PrintDefaults()
+	return func(_ context.Context, e env, args []string) int {
+		return compile(e, args[0], *config, *out)
 	}
-	if err := fs.Parse(e.args); err != nil {
-		return exitUsage
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	def, code := compileFile(e, fs.Arg(0), *config)
+}
+
+func compile(e env, path, config, out string) int {
+	def, code := compileFile(e, path, config)
 	if def == nil {
 		return code
 	}
 	def = append(def, '\n')
-	if *out == "" {
+	if out == "" {
 		_, _ = e.stdout.Write(def)
 		return exitOK
 	}
-	if err := os.WriteFile(*out, def, 0o644); err != nil {
+	if err := os.WriteFile(out, def, 0o644); err != nil {
 		fmt.Fprintf(e.stderr, "stepline: write definition: %v\n", err)
 		return exitFailed
 	}
@@ -67,32 +62,30 @@ func compileFile(e env, path, config string) ([]byte, int) {
 }
 
 // cmdGraph draws a pipeline's state machine.
-func cmdGraph(_ context.Context, e env) int {
-	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+func cmdGraph(c *cobra.Command) action {
+	fs := c.Flags()
 	format := fs.String("format", compiler.GraphMermaid, "mermaid or dot")
 	config := configFlag(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: stepline graph [--format mermaid|dot] [--config FILE] FILE")
-		fs.PrintDefaults()
+	_ = c.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{compiler.GraphMermaid, compiler.GraphDot}, cobra.ShellCompDirectiveNoFileComp))
+	return func(_ context.Context, e env, args []string) int {
+		if *format != compiler.GraphMermaid && *format != compiler.GraphDot {
+			return e.usageError("--format %q: want %s or %s", *format, compiler.GraphMermaid, compiler.GraphDot)
+		}
+		return graph(e, args[0], *config, *format)
 	}
-	if err := fs.Parse(e.args); err != nil {
-		return exitUsage
-	}
-	if fs.NArg() != 1 || (*format != compiler.GraphMermaid && *format != compiler.GraphDot) {
-		fs.Usage()
-		return exitUsage
-	}
-	_, sm, ds, err := compileIn(e, fs.Arg(0), *config)
+}
+
+func graph(e env, path, config, format string) int {
+	_, sm, ds, err := compileIn(e, path, config)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "%s: %v\n", fs.Arg(0), err)
+		fmt.Fprintf(e.stderr, "%s: %v\n", path, err)
 		return exitFailed
 	}
 	fmt.Fprint(e.stderr, ds.String())
 	if sm == nil {
 		return exitFailed
 	}
-	if err := compiler.WriteGraph(e.stdout, sm, *format); err != nil {
+	if err := compiler.WriteGraph(e.stdout, sm, format); err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed
 	}

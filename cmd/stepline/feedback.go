@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -13,56 +12,35 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/spf13/cobra"
+
 	"github.com/stepline/stepline/compiler/gate"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/store"
 )
 
-// parseInterleaved parses fs over args with flags before, between and
-// after the positional arguments ("RUN STEP --outcome correct"), and
-// returns the positional ones.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
 // cmdFeedback records feedback on a local run, or on one of its steps:
 // the labels calibration learns from.
-func cmdFeedback(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("feedback", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+func cmdFeedback(c *cobra.Command) action {
+	fs := c.Flags()
 	var sf stateFlags
 	sf.register(fs)
 	outcome := fs.String("outcome", "", "the verdict: correct, partial or incorrect (without it: print the feedback given)")
 	notes := fs.String("notes", "", "why (at most 4096 bytes)")
 	asJSON := fs.Bool("json", false, "print the feedback as JSON")
-	usageLine := "usage: stepline feedback RUN [STEP] [--outcome correct|partial|incorrect] [--notes TEXT] [--json]"
-	pos, err := parseInterleaved(fs, e.args)
-	if err != nil || len(pos) < 1 || len(pos) > 2 {
-		fmt.Fprintln(e.stderr, usageLine)
-		return exitUsage
+	_ = c.RegisterFlagCompletionFunc("outcome", cobra.FixedCompletions([]string{string(store.OutcomeCorrect), string(store.OutcomePartial), string(store.OutcomeIncorrect)}, cobra.ShellCompDirectiveNoFileComp))
+	return func(ctx context.Context, e env, args []string) int {
+		return feedback(ctx, e, sf, args, *outcome, *notes, *asJSON)
 	}
-	if *outcome == "" && *notes != "" {
-		fmt.Fprintln(e.stderr, "stepline: --notes goes with --outcome")
-		return exitUsage
+}
+
+func feedback(ctx context.Context, e env, sf stateFlags, pos []string, outcome, notes string, asJSON bool) int {
+	if outcome == "" && notes != "" {
+		return e.usageError("--notes goes with --outcome")
 	}
-	if *outcome != "" && !store.Outcome(*outcome).Valid() {
-		fmt.Fprintf(e.stderr, "stepline: --outcome %q: want correct, partial or incorrect\n", *outcome)
-		return exitUsage
+	if outcome != "" && !store.Outcome(outcome).Valid() {
+		return e.usageError("--outcome %q: want correct, partial or incorrect", outcome)
 	}
 	r, err := openRunner(ctx, e, sf, nil)
 	if err != nil {
@@ -78,8 +56,8 @@ func cmdFeedback(ctx context.Context, e env) int {
 	if step != "" {
 		what = fmt.Sprintf("step %q of run %s", step, runID)
 	}
-	if *outcome != "" {
-		f := store.Feedback{Outcome: store.Outcome(*outcome), Notes: *notes, SubmittedAt: time.Now()}
+	if outcome != "" {
+		f := store.Feedback{Outcome: store.Outcome(outcome), Notes: notes, SubmittedAt: time.Now()}
 		if step == "" {
 			err = r.Store.PutRunFeedback(ctx, runID, f)
 		} else {
@@ -100,7 +78,7 @@ func cmdFeedback(ctx context.Context, e env) int {
 		fmt.Fprintf(e.stderr, "stepline: feedback on %s: %v\n", what, feedbackError(err))
 		return exitFailed
 	}
-	if *asJSON {
+	if asJSON {
 		b, _ := json.Marshal(map[string]any{"feedback": got})
 		fmt.Fprintf(e.stdout, "%s\n", b)
 		return exitOK
@@ -168,21 +146,22 @@ type binning struct {
 // mean label and whether it is validated. PIPELINE is a pipeline's name,
 // or its file: then each step with a calibration block is binned with its
 // bin_width and n_min (the flags, when given, override them).
-func cmdCalibration(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("calibration", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+func cmdCalibration(c *cobra.Command) action {
+	fs := c.Flags()
 	var sf stateFlags
 	sf.register(fs)
 	binWidth := fs.Float64("bin-width", store.DefaultBinWidth, "width of the bins (must divide 1; default: the step's calibration.bin_width when PIPELINE is a file, else 0.1)")
 	nMin := fs.Int("n-min", store.DefaultNMin, "labelled executions that validate a bin (default: the step's calibration.n_min when PIPELINE is a file, else 20)")
 	asJSON := fs.Bool("json", false, "print the buckets and bins as JSON")
-	pos, err := parseInterleaved(fs, e.args)
-	if err != nil || len(pos) < 1 || len(pos) > 2 {
-		fmt.Fprintln(e.stderr, "usage: stepline calibration PIPELINE|FILE [STEP] [--bin-width W] [--n-min N] [--json]")
-		return exitUsage
+	return func(ctx context.Context, e env, args []string) int {
+		set := map[string]bool{"bin-width": fs.Changed("bin-width"), "n-min": fs.Changed("n-min")}
+		return calibration(ctx, e, sf, args, binning{*binWidth, *nMin}, set, *asJSON)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+}
+
+// calibration prints the bins of pos (PIPELINE|FILE [STEP]): flags are
+// --bin-width and --n-min, set says which of them were given.
+func calibration(ctx context.Context, e env, sf stateFlags, pos []string, flags binning, set map[string]bool, asJSON bool) int {
 	steps := map[string]binning{}
 	if ext := filepath.Ext(pos[0]); ext == ".yaml" || ext == ".yml" {
 		f, _, ds, err := gate.CompileFile(pos[0], executor.Defaults{})
@@ -200,12 +179,12 @@ func cmdCalibration(ctx context.Context, e env) int {
 			}
 		}
 	}
-	if w := *binWidth; !(w > 0 && w <= 1) || store.BinCount(w) == 0 || !divides(w) {
+	if w := flags.width; !(w > 0 && w <= 1) || store.BinCount(w) == 0 || !divides(w) {
 		fmt.Fprintf(e.stderr, "stepline: --bin-width %v: want a width above 0, up to 1, that divides 1\n", w)
 		return exitUsage
 	}
-	if *nMin < 1 {
-		fmt.Fprintf(e.stderr, "stepline: --n-min %d: want at least 1\n", *nMin)
+	if flags.nMin < 1 {
+		fmt.Fprintf(e.stderr, "stepline: --n-min %d: want at least 1\n", flags.nMin)
 		return exitUsage
 	}
 	r, err := openRunner(ctx, e, sf, nil)
@@ -230,7 +209,7 @@ func cmdCalibration(ctx context.Context, e env) int {
 			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 			return exitFailed
 		}
-		bn := binning{*binWidth, *nMin}
+		bn := flags
 		if own, ok := steps[b.Step]; ok {
 			if !set["bin-width"] {
 				bn.width = own.width
@@ -242,7 +221,7 @@ func cmdCalibration(ctx context.Context, e env) int {
 		out = append(out, bucketBins{Bucket: b, BucketKey: b.Key(), Samples: len(samples), BinWidth: bn.width, NMin: bn.nMin,
 			Bins: store.Bins(samples, bn.width, bn.nMin)})
 	}
-	if *asJSON {
+	if asJSON {
 		b, _ := json.MarshalIndent(map[string]any{"pipeline": pipeline, "buckets": out}, "", "  ")
 		fmt.Fprintf(e.stdout, "%s\n", b)
 		return exitOK

@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/compiler/gate"
@@ -15,35 +16,22 @@ import (
 	"github.com/stepline/stepline/shared/importer"
 )
 
-// cmdImport converts a reference (VectorStep) project into a Stepline
+// cmdImportVectorStep converts a reference (VectorStep) project into a Stepline
 // project: stepline import vectorstep [--force] SRC DEST. It prints what
 // it wrote, the conversions by kind, what it left out and what needs a
 // person, then validates every pipeline it wrote in DEST through package
 // gate, exactly as stepline validate does. It exits 0 when nothing needs
 // a person and every pipeline validates, 1 otherwise (also when DEST
 // holds files it did not write), 2 on bad arguments.
-func cmdImport(_ context.Context, e env) int {
-	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	force := fs.Bool("force", false, "overwrite files in DEST that the importer did not write, or that were changed since")
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: stepline import vectorstep [--force] SRC DEST")
-		fmt.Fprintln(e.stderr, "  SRC: a VectorStep directory holding config.yaml; DEST: the Stepline project to write")
-		fs.PrintDefaults()
+func cmdImportVectorStep(c *cobra.Command) action {
+	force := c.Flags().Bool("force", false, "overwrite files in DEST that the importer did not write, or that were changed since")
+	return func(_ context.Context, e env, args []string) int {
+		return importVectorStep(e, args[0], args[1], *force)
 	}
-	if len(e.args) == 0 || e.args[0] != "vectorstep" {
-		fs.Usage()
-		return exitUsage
-	}
-	if err := fs.Parse(e.args[1:]); err != nil {
-		return exitUsage
-	}
-	if fs.NArg() != 2 {
-		fs.Usage()
-		return exitUsage
-	}
-	src, dest := fs.Arg(0), fs.Arg(1)
-	res, err := importer.Import(src, dest, importer.Options{Force: *force, Schema: compiler.Schema()})
+}
+
+func importVectorStep(e env, src, dest string, force bool) int {
+	res, err := importer.Import(src, dest, importer.Options{Force: force, Schema: compiler.Schema()})
 	if err != nil {
 		var ce *importer.ConflictError
 		if errors.As(err, &ce) {

@@ -48,7 +48,9 @@ func TestValidateCommand(t *testing.T) {
 		{"quiet hides warnings", []string{"validate", "-q", warn}, 0, `"w" is valid`, "", true},
 		{"missing file", []string{"validate", "/no/such.yaml"}, 1, "", "/no/such.yaml: read pipeline:", false},
 		{"no files", []string{"validate"}, 2, "", "usage: stepline validate", false},
-		{"bad flag", []string{"validate", "--nope", good}, 2, "", "flag provided but not defined", false},
+		{"bad flag", []string{"validate", "--nope", good}, 2, "", "unknown flag: --nope", false},
+		{"quiet after the file", []string{"validate", warn, "--quiet"}, 0, `"w" is valid`, "", true},
+		{"old long spelling of -q", []string{"validate", "--q", warn}, 0, `"w" is valid`, "", true},
 		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`, false},
 	}
 	for _, c := range cases {

@@ -3,66 +3,36 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/stepline/stepline/shared/llmoutput"
 )
 
-// cmdOutput runs the LLMOutput tools. Only "check" exists: it judges a raw
-// model reply as a step would, and prints the verdict as one JSON object.
-// Exit 0 when the reply is accepted, 1 when it is rejected, 2 on bad usage.
-func cmdOutput(_ context.Context, e env) int {
-	usage := func(w io.Writer) {
-		fmt.Fprintln(w, "usage: stepline output check [--finish-reason R] [FILE]")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Reads a raw model reply from FILE (standard input when FILE is absent or -)")
-		fmt.Fprintln(w, "and prints the verdict on it as JSON:")
-		fmt.Fprintln(w, `  {"ok": true, "outcome": "accepted", "output": {...}, "flags": [...]}`)
-		fmt.Fprintln(w, `  {"ok": false, "outcome": "rejected|truncated|refused", "errors": [{"path", "code", "message"}], "feedback": "..."}`)
-		fmt.Fprintln(w, "Exit status: 0 accepted, 1 rejected, 2 usage error.")
-	}
-	if len(e.args) == 0 {
-		usage(e.stderr)
-		return exitUsage
-	}
-	switch e.args[0] {
-	case "check":
-	case "-h", "--help", "help":
-		usage(e.stdout)
-		return exitOK
-	default:
-		fmt.Fprintf(e.stderr, "stepline output: unknown subcommand %q\n", e.args[0])
-		usage(e.stderr)
-		return exitUsage
-	}
+// outputCheckHelp is the help of stepline output check.
+const outputCheckHelp = `Reads a raw model reply from FILE (standard input when FILE is absent or -)
+and prints the verdict on it as JSON:
+  {"ok": true, "outcome": "accepted", "output": {...}, "flags": [...]}
+  {"ok": false, "outcome": "rejected|truncated|refused", "errors": [{"path", "code", "message"}], "feedback": "..."}
+Exit status: 0 accepted, 1 rejected, 2 usage error.`
 
-	fs := flag.NewFlagSet("output check", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	finish := fs.String("finish-reason", "", "the provider's finish reason: length (max_tokens) makes the reply truncated, content_filter refused")
-	fs.Usage = func() {
-		usage(fs.Output())
-		fmt.Fprintln(fs.Output())
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(e.args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 1 {
-		fmt.Fprintln(e.stderr, "stepline output check: give at most one FILE")
-		return exitUsage
-	}
+// cmdOutputCheck judges a raw model reply as a step would, and prints the
+// verdict as one JSON object. Exit 0 when the reply is accepted, 1 when it
+// is rejected, 2 on bad usage.
+func cmdOutputCheck(c *cobra.Command) action {
+	finish := c.Flags().String("finish-reason", "", "the provider's finish reason: length (max_tokens) makes the reply truncated, content_filter refused")
+	_ = c.RegisterFlagCompletionFunc("finish-reason", cobra.FixedCompletions([]string{"stop", "length", "content_filter"}, cobra.ShellCompDirectiveNoFileComp))
+	return func(_ context.Context, e env, args []string) int { return outputCheck(e, args, *finish) }
+}
 
+func outputCheck(e env, args []string, finish string) int {
 	in := e.stdin
 	name := "standard input"
-	if fs.NArg() == 1 && fs.Arg(0) != "-" {
-		name = fs.Arg(0)
+	if len(args) == 1 && args[0] != "-" {
+		name = args[0]
 		f, err := os.Open(name)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "stepline output check: %v\n", err)
@@ -83,7 +53,7 @@ func cmdOutput(_ context.Context, e env) int {
 		return exitUsage
 	}
 
-	res := llmoutput.Parse(string(raw), llmoutput.ParseOptions{FinishReason: *finish})
+	res := llmoutput.Parse(string(raw), llmoutput.ParseOptions{FinishReason: finish})
 	var report any
 	if res.OK {
 		report = struct {

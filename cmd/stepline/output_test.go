@@ -99,13 +99,15 @@ func TestOutputUsage(t *testing.T) {
 		code int
 		want string // in stderr, or stdout for help
 	}{
-		{"no subcommand", nil, 2, "usage: stepline output check"},
-		{"unknown subcommand", []string{"fix"}, 2, `unknown subcommand "fix"`},
-		{"two files", []string{"check", "a", "b"}, 2, "at most one FILE"},
+		{"no subcommand", nil, 2, "stepline: output: give a command\nusage: stepline output <command>\n\ncommands:\n  check "},
+		{"unknown subcommand", []string{"fix"}, 2, `unknown command "fix" for "stepline output"`},
+		{"two files", []string{"check", "a", "b"}, 2, "accepts at most 1 arg(s), received 2\nusage: stepline output check [flags] [FILE]"},
 		{"missing file", []string{"check", "/nonexistent/reply.txt"}, 2, "no such file"},
-		{"bad flag", []string{"check", "--nope"}, 2, "flag provided but not defined"},
-		{"help", []string{"-h"}, 0, "usage: stepline output check"},
-		{"check help", []string{"check", "-h"}, 0, "-finish-reason"},
+		{"bad flag", []string{"check", "--nope"}, 2, "unknown flag: --nope"},
+		{"help", []string{"-h"}, 0, "usage: stepline output <command>"},
+		{"check help", []string{"check", "-h"}, 0, "--finish-reason string"},
+		{"check help names the verdict", []string{"check", "--help"}, 0, "Exit status: 0 accepted, 1 rejected, 2 usage error."},
+		{"single-dash long flag", []string{"check", "-finish-reason", "length"}, 1, `"outcome": "truncated"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

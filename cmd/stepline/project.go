@@ -1,17 +1,18 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/stepline/stepline/shared/project"
 )
 
 // configFlag registers --config on a command that reads pipelines.
-func configFlag(fs *flag.FlagSet) *string {
+func configFlag(fs *pflag.FlagSet) *string {
 	return fs.String("config", "", "the project file (stepline.yaml); default: the first found walking up from the pipeline file")
 }
 
@@ -19,7 +20,7 @@ func configFlag(fs *flag.FlagSet) *string {
 // pipelines compile in it, and the pipelines directory (*dir) becomes
 // its pipelines directory unless --pipelines was given. It reports
 // whether the command may go on (the error is written).
-func useProject(e env, fs *flag.FlagSet, config string, sf *stateFlags, dir *string) bool {
+func useProject(e env, fs *pflag.FlagSet, config string, sf *stateFlags, dir *string) bool {
 	if config == "" {
 		return true
 	}
@@ -29,9 +30,7 @@ func useProject(e env, fs *flag.FlagSet, config string, sf *stateFlags, dir *str
 		return false
 	}
 	sf.project = p
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "pipelines" })
-	if !set {
+	if !fs.Changed("pipelines") {
 		*dir = p.Pipelines
 	}
 	return true

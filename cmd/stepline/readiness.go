@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/compiler/gate"
@@ -22,26 +23,27 @@ import (
 
 // cmdReadiness judges a pipeline's readiness: criteria against its local
 // runs. It is advisory: the exit code is 0 whatever the verdicts.
-func cmdReadiness(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("readiness", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+func cmdReadiness(c *cobra.Command) action {
+	fs := c.Flags()
 	var sf stateFlags
 	sf.register(fs)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	config := configFlag(fs)
-	pos, err := parseInterleaved(fs, e.args)
-	if err != nil || len(pos) != 1 {
-		fmt.Fprintln(e.stderr, "usage: stepline readiness PIPELINE [--json] [--dir DIR] [--db FILE] [--config stepline.yaml]\n  PIPELINE: a pipeline file, or the name of one in the project's pipelines directory")
-		return exitUsage
+	return func(ctx context.Context, e env, args []string) int {
+		return judgeReadiness(ctx, e, sf, args[0], *config, *asJSON)
 	}
+}
+
+func judgeReadiness(ctx context.Context, e env, sf stateFlags, arg, config string, asJSON bool) int {
 	var proj *project.Project
-	if *config != "" {
-		if proj, err = project.Load(*config); err != nil {
+	var err error
+	if config != "" {
+		if proj, err = project.Load(config); err != nil {
 			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 			return exitFailed
 		}
 	}
-	path, err := pipelineFile(pos[0], proj)
+	path, err := pipelineFile(arg, proj)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed
@@ -67,7 +69,7 @@ func cmdReadiness(ctx context.Context, e env) int {
 		return exitFailed
 	}
 	rep := readiness.Evaluate(ev, f.Pipeline.Readiness, time.Now().UTC())
-	if *asJSON {
+	if asJSON {
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintf(e.stdout, "%s\n", b)
 		return exitOK

@@ -2,15 +2,16 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // cmdRerun starts a new run of an earlier run's pipeline that reuses the
 // earlier run's outputs for the steps before --from and runs the rest.
-func cmdRerun(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("rerun", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+func cmdRerun(c *cobra.Command) action {
+	fs := c.Flags()
 	var sf stateFlags
 	sf.register(fs)
 	from := fs.String("from", "", "the sequential step to run again from (default: the first step, reusing nothing)")
@@ -18,20 +19,30 @@ func cmdRerun(ctx context.Context, e env) int {
 	config := fs.String("config", "", "the project file (stepline.yaml): pipelines compile in it, and --pipelines defaults to its pipelines directory")
 	responses := fs.String("responses", "", "YAML file of scripted replies the rerun answers from")
 	asJSON := fs.Bool("json", false, "print the outcome as one JSON object")
-	if err := fs.Parse(e.args); err != nil || fs.NArg() != 1 {
-		fmt.Fprintln(e.stderr, "usage: stepline rerun [--from STEP] [--pipelines DIR] [--responses FILE] RUN")
-		return exitUsage
+	exitCode := exitCodeFlag(fs)
+	return func(ctx context.Context, e env, args []string) int {
+		return rerun(ctx, e, fs, sf, args[0], rerunFlags{from: *from, dir: *dir, config: *config, responses: *responses, json: *asJSON, exitCode: *exitCode})
 	}
-	if !useProject(e, fs, *config, &sf, dir) {
+}
+
+// rerunFlags are rerun's flags but the state's.
+type rerunFlags struct {
+	from, dir, config, responses string
+	json, exitCode               bool
+}
+
+func rerun(ctx context.Context, e env, fs *pflag.FlagSet, sf stateFlags, runID string, f rerunFlags) int {
+	if !useProject(e, fs, f.config, &sf, &f.dir) {
 		return exitFailed
 	}
-	opts, ok := runOptions(e, *responses)
+	opts, ok := runOptions(e, f.responses)
 	if !ok {
 		return exitFailed
 	}
 	var prog *progress
-	if !*asJSON {
-		prog = newProgress(e.stdout)
+	if !f.json {
+		prog = newProgress(e)
+		defer prog.stop()
 	}
 	r, err := openRunner(ctx, e, sf, prog)
 	if err != nil {
@@ -39,13 +50,14 @@ func cmdRerun(ctx context.Context, e env) int {
 		return exitFailed
 	}
 	defer r.Close()
-	o, plan, err := r.RerunIn(ctx, *dir, fs.Arg(0), *from, opts...)
+	o, plan, err := r.RerunIn(ctx, f.dir, runID, f.from, opts...)
+	prog.stop()
 	if err != nil {
 		driveError(e, err)
 		return exitFailed
 	}
-	if !*asJSON {
+	if !f.json {
 		fmt.Fprintf(e.stdout, "rerun %s of %s from %q: %d earlier step records reused\n", o.RunID, plan.OriginalRunID, plan.FromStep, len(plan.Reused))
 	}
-	return report(ctx, e, r, o, *asJSON)
+	return report(ctx, e, r, o, f.json, f.exitCode)
 }

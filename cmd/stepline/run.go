@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,9 +12,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/stepline/stepline/compiler"
@@ -36,89 +36,9 @@ type stateFlags struct {
 	project *project.Project
 }
 
-func (s *stateFlags) register(fs *flag.FlagSet) {
+func (s *stateFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.dir, "dir", local.DefaultDir, "state directory (runs database and compiled definitions)")
 	fs.StringVar(&s.db, "db", "", "SQLite database file (default <dir>/stepline.db)")
-}
-
-// progress prints steps as they start and finish.
-type progress struct {
-	mu      sync.Mutex
-	w       io.Writer
-	started map[string]time.Time
-}
-
-func newProgress(w io.Writer) *progress { return &progress{w: w, started: map[string]time.Time{}} }
-
-func (p *progress) event(_ string, e store.HistoryEvent) {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var where struct {
-		Path string `json:"path"`
-	}
-	_ = json.Unmarshal(e.Detail, &where)
-	key := e.State + "\x00" + where.Path // Map iterations share state names
-	switch e.Type {
-	case "TaskScheduled":
-		if _, seen := p.started[key]; !seen {
-			p.started[key] = e.Time
-		}
-	case "TaskSucceeded":
-		var d struct {
-			Output struct {
-				Payload task.Response `json:"Payload"`
-			} `json:"output"`
-		}
-		if json.Unmarshal(e.Detail, &d) != nil || d.Output.Payload.Status == "" {
-			return
-		}
-		r := d.Output.Payload
-		if r.Status == task.StatusContinue {
-			// An agent step that outlives an invocation handed back: the
-			// step goes on in its next Task (its duration runs on).
-			fmt.Fprintf(p.w, "  %-28s %-10s %s\n", r.Step, "continues", agentProgress(r.Agent))
-			return
-		}
-		if r.Status == task.StatusCheck && r.Check != nil {
-			// The step paused for a human check: its approval follows.
-			fmt.Fprintf(p.w, "  %-28s %-10s check %q (%s)\n", r.Step, "waits for", r.Check.Name, trustProgress(r.Trust))
-			return
-		}
-		var out struct {
-			Confidence *float64 `json:"confidence"`
-			Summary    string   `json:"summary"`
-		}
-		_ = json.Unmarshal(r.Output, &out)
-		conf := "   -"
-		if out.Confidence != nil {
-			conf = fmt.Sprintf("%.2f", *out.Confidence)
-		}
-		var dur time.Duration
-		if t, ok := p.started[key]; ok {
-			dur = e.Time.Sub(t)
-		}
-		delete(p.started, key)
-		fmt.Fprintf(p.w, "  %-28s %-10s confidence %s  %6s  %s\n", r.Step, r.Status, conf, dur.Round(time.Millisecond), oneLine(out.Summary, 60))
-		if r.Agent != nil {
-			fmt.Fprintf(p.w, "  %-28s %-10s %s\n", "", "", agentProgress(r.Agent))
-		}
-		if r.Trust != nil {
-			fmt.Fprintf(p.w, "  %-28s %-10s %s\n", "", "", trustProgress(r.Trust))
-		}
-	case "TaskFailed", "TaskTimedOut":
-		var d struct{ Error, Cause string }
-		_ = json.Unmarshal(e.Detail, &d)
-		var lambda struct {
-			ErrorMessage string `json:"errorMessage"`
-		}
-		if json.Unmarshal([]byte(d.Cause), &lambda) == nil && lambda.ErrorMessage != "" {
-			d.Cause = lambda.ErrorMessage
-		}
-		fmt.Fprintf(p.w, "  %-28s attempt failed: %s\n", e.State, oneLine(d.Error+": "+d.Cause, 90))
-	}
 }
 
 // agentProgress says what an agent step's tool loop did: "agent
@@ -142,8 +62,11 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
+// oneLine is s on one line of at most n runes, its control characters
+// (a terminal's escape sequences among them: model replies and errors are
+// untrusted) dropped.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(printable(s)), " ")
 	if len([]rune(s)) > n {
 		return string([]rune(s)[:n-1]) + "…"
 	}
@@ -172,29 +95,36 @@ func openRunner(ctx context.Context, e env, sf stateFlags, prog *progress) (*run
 }
 
 // cmdRun compiles and runs a pipeline locally.
-func cmdRun(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+func cmdRun(c *cobra.Command) action {
+	fs := c.Flags()
 	var sf stateFlags
 	sf.register(fs)
 	eventPath := fs.String("event", "", "JSON file with the event that starts the run")
 	responsesPath := fs.String("responses", "", "YAML file of scripted replies that stand in for the executors")
 	asJSON := fs.Bool("json", false, "print the outcome as one JSON object")
 	by := fs.String("by", "", "name recorded for interactive approvals (default $USER)")
+	exitCode := exitCodeFlag(fs)
 	config := configFlag(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: stepline run [flags] FILE")
-		fs.PrintDefaults()
+	return func(ctx context.Context, e env, args []string) int {
+		return runPipeline(ctx, e, args[0], sf, runFlags{event: *eventPath, responses: *responsesPath, by: *by, config: *config,
+			json: *asJSON, exitCode: *exitCode})
 	}
-	if err := fs.Parse(e.args); err != nil {
-		return exitUsage
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	if *config != "" {
-		p, err := project.Load(*config)
+}
+
+// runFlags are run's flags but the state's.
+type runFlags struct {
+	event, responses, by, config string
+	json, exitCode               bool
+}
+
+// exitCodeFlag registers --exit-code on a command that drives a run.
+func exitCodeFlag(fs *pflag.FlagSet) *bool {
+	return fs.Bool("exit-code", false, fmt.Sprintf("exit %d when the run ends failed, escalated or aborted (for CI; without it such a run exits 0)", exitRunNotOK))
+}
+
+func runPipeline(ctx context.Context, e env, path string, sf stateFlags, f runFlags) int {
+	if f.config != "" {
+		p, err := project.Load(f.config)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 			return exitFailed
@@ -202,28 +132,29 @@ func cmdRun(ctx context.Context, e env) int {
 		sf.project = p
 	}
 	var trigger json.RawMessage
-	if *eventPath != "" {
-		b, err := os.ReadFile(*eventPath)
+	if f.event != "" {
+		b, err := os.ReadFile(f.event)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "stepline: read event: %v\n", err)
 			return exitFailed
 		}
 		if trigger, err = eventTrigger(b); err != nil {
-			fmt.Fprintf(e.stderr, "%s: %v\n", *eventPath, err)
+			fmt.Fprintf(e.stderr, "%s: %v\n", f.event, err)
 			return exitFailed
 		}
 	}
 	var opts []local.RunOption
-	if *responsesPath != "" {
-		if _, err := executor.LoadResponses(*responsesPath); err != nil {
+	if f.responses != "" {
+		if _, err := executor.LoadResponses(f.responses); err != nil {
 			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 			return exitFailed
 		}
-		opts = append(opts, local.WithResponses(*responsesPath))
+		opts = append(opts, local.WithResponses(f.responses))
 	}
 	var prog *progress
-	if !*asJSON {
-		prog = newProgress(e.stdout)
+	if !f.json {
+		prog = newProgress(e)
+		defer prog.stop()
 	}
 	r, err := openRunner(ctx, e, sf, prog)
 	if err != nil {
@@ -232,11 +163,11 @@ func cmdRun(ctx context.Context, e env) int {
 	}
 	defer r.Close()
 	sweep(ctx, e, r.Runner)
-	path := fs.Arg(0)
-	if !*asJSON {
+	if !f.json {
 		fmt.Fprintf(e.stdout, "running %s\n", path)
 	}
 	o, err := r.Run(ctx, path, trigger, "", opts...)
+	prog.stop() // the live line, before approvals are asked for
 	if ds, ok := compiler.AsError(err); ok {
 		fmt.Fprint(e.stderr, ds.String()) // every error, as validate prints them
 		return exitFailed
@@ -245,12 +176,12 @@ func cmdRun(ctx context.Context, e env) int {
 		fmt.Fprintf(e.stderr, "%v\n", err)
 		return exitFailed
 	}
-	o, err = answerApprovals(ctx, e, r.Runner, o, *by, !*asJSON)
+	o, err = answerApprovals(ctx, e, r.Runner, o, f.by, !f.json)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed
 	}
-	return report(ctx, e, r, o, *asJSON)
+	return report(ctx, e, r, o, f.json, f.exitCode)
 }
 
 // eventTrigger turns an event file into the run's trigger: a file with a
@@ -478,18 +409,24 @@ func reportName(record string) string {
 	return branch
 }
 
-func report(ctx context.Context, e env, r *runner, o local.Outcome, asJSON bool) int {
+// report prints a run's outcome. Its exit code is 0, or with exitCode
+// exitRunNotOK when the run ended failed, escalated or aborted.
+func report(ctx context.Context, e env, r *runner, o local.Outcome, asJSON, exitCode bool) int {
 	rep, err := buildReport(ctx, r, o)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed
 	}
+	code := exitOK
+	if exitCode && runNotOK(o.Status) {
+		code = exitRunNotOK
+	}
 	if asJSON {
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintf(e.stdout, "%s\n", b)
-		return exitOK
+		return code
 	}
-	fmt.Fprintf(e.stdout, "run %s: %s", o.RunID, o.Status)
+	fmt.Fprintf(e.stdout, "run %s: %s", o.RunID, e.palette().status(string(o.Status), 0))
 	if o.Reason != "" {
 		fmt.Fprintf(e.stdout, " — %s", oneLine(o.Reason, 120))
 	}
@@ -497,7 +434,13 @@ func report(ctx context.Context, e env, r *runner, o local.Outcome, asJSON bool)
 	for _, a := range o.Waiting {
 		fmt.Fprintf(e.stdout, "waiting for approval of %q: stepline approve %s %s (or reject)\n", a.Step, o.RunID, a.Step)
 	}
-	return exitOK
+	return code
+}
+
+// runNotOK reports whether a run that ended in status s makes
+// --exit-code exit non-zero.
+func runNotOK(s store.RunStatus) bool {
+	return s == store.RunFailed || s == store.RunEscalated || s == store.RunAborted
 }
 
 // sweep deals with runs a killed process left running (see local.Sweep)

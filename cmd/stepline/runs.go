@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/executor"
@@ -17,55 +20,99 @@ import (
 	"github.com/stepline/stepline/shared/task"
 )
 
+// runInfo is one run as `stepline runs --json` prints it.
+type runInfo struct {
+	RunID       string          `json:"run_id"`
+	Pipeline    string          `json:"pipeline"`
+	Status      store.RunStatus `json:"status"`
+	Reason      string          `json:"reason,omitempty"`
+	Stage       string          `json:"stage,omitempty"`
+	Source      string          `json:"source,omitempty"`
+	Team        string          `json:"team,omitempty"`
+	ParentRunID string          `json:"parent_run_id,omitempty"`
+	StartedAt   time.Time       `json:"started_at"`
+	CompletedAt *time.Time      `json:"completed_at,omitempty"`
+	Usage       store.Usage     `json:"usage"`
+}
+
 // cmdRuns lists runs, newest first.
-func cmdRuns(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("runs", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+func cmdRuns(c *cobra.Command) action {
+	fs := c.Flags()
 	var sf stateFlags
 	sf.register(fs)
 	pipelineName := fs.String("pipeline", "", "only runs of this pipeline")
-	status := fs.String("status", "", "only runs with this status")
-	limit := fs.Int("n", 50, "at most this many runs")
-	if err := fs.Parse(e.args); err != nil || fs.NArg() != 0 {
-		return exitUsage
+	status := fs.String("status", "", "only runs with this status ("+statusList()+")")
+	limit := fs.IntP("limit", "n", 50, "at most this many runs")
+	asJSON := fs.Bool("json", false, "print the runs as a JSON array")
+	return func(ctx context.Context, e env, _ []string) int {
+		if *status != "" && !store.RunStatus(*status).Valid() {
+			return e.usageError("--status %q: want one of %s", *status, statusList())
+		}
+		if *limit < 1 {
+			return e.usageError("--limit %d: want at least 1", *limit)
+		}
+		r, err := openRunner(ctx, e, sf, nil)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+			return exitFailed
+		}
+		defer r.Close()
+		runs, err := r.Store.ListRuns(ctx, store.RunFilter{Pipeline: *pipelineName, Status: store.RunStatus(*status), Limit: *limit})
+		if err != nil {
+			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+			return exitFailed
+		}
+		if *asJSON {
+			infos := make([]runInfo, len(runs))
+			for i, run := range runs {
+				infos[i] = runInfo{RunID: run.ID, Pipeline: run.Pipeline, Status: run.Status, Reason: run.Reason, Stage: run.Stage,
+					Source: run.Source, Team: run.Team, ParentRunID: run.ParentRunID, StartedAt: run.StartedAt, CompletedAt: run.CompletedAt, Usage: run.Usage}
+			}
+			b, _ := json.MarshalIndent(infos, "", "  ")
+			fmt.Fprintf(e.stdout, "%s\n", b)
+			return exitOK
+		}
+		colour := e.palette()
+		for _, run := range runs {
+			fmt.Fprintf(e.stdout, "%s  %-24s %s %s  %s\n", run.ID, run.Pipeline, colour.status(string(run.Status), 11), run.StartedAt.Local().Format("2006-01-02 15:04:05"), oneLine(run.Reason, 60))
+		}
+		return exitOK
 	}
-	r, err := openRunner(ctx, e, sf, nil)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
-		return exitFailed
+}
+
+// statusList is the run statuses as "running, waiting, …".
+func statusList() string {
+	var b strings.Builder
+	for i, s := range store.RunStatuses() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(string(s))
 	}
-	defer r.Close()
-	runs, err := r.Store.ListRuns(ctx, store.RunFilter{Pipeline: *pipelineName, Status: store.RunStatus(*status), Limit: *limit})
-	if err != nil {
-		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
-		return exitFailed
-	}
-	for _, run := range runs {
-		fmt.Fprintf(e.stdout, "%s  %-24s %-11s %s  %s\n", run.ID, run.Pipeline, run.Status, run.StartedAt.Local().Format("2006-01-02 15:04:05"), oneLine(run.Reason, 60))
-	}
-	return exitOK
+	return b.String()
 }
 
 // cmdShow prints a run: its status, steps and execution history.
-func cmdShow(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("show", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+func cmdShow(c *cobra.Command) action {
+	fs := c.Flags()
 	var sf stateFlags
 	sf.register(fs)
-	asJSON := fs.Bool("json", false, "print the run, its steps and history as JSON")
-	if err := fs.Parse(e.args); err != nil || fs.NArg() != 1 {
-		fmt.Fprintln(e.stderr, "usage: stepline show [--json] RUN")
-		return exitUsage
+	asJSON := fs.Bool("json", false, "print the run, its steps, history and feedback as one JSON object")
+	return func(ctx context.Context, e env, args []string) int {
+		return show(ctx, e, sf, args[0], *asJSON)
 	}
+}
+
+func show(ctx context.Context, e env, sf stateFlags, runID string, asJSON bool) int {
 	r, err := openRunner(ctx, e, sf, nil)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed
 	}
 	defer r.Close()
-	run, steps, err := r.Store.GetRunWithSteps(ctx, fs.Arg(0))
+	run, steps, err := r.Store.GetRunWithSteps(ctx, runID)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "stepline: run %s: %v\n", fs.Arg(0), err)
+		fmt.Fprintf(e.stderr, "stepline: run %s: %v\n", runID, err)
 		return exitFailed
 	}
 	history, err := r.History(ctx, run.ID)
@@ -78,7 +125,7 @@ func cmdShow(ctx context.Context, e env) int {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed
 	}
-	if *asJSON {
+	if asJSON {
 		for i := range steps {
 			steps[i].Trace = traceOf(ctx, r, steps[i])
 		}
@@ -87,9 +134,10 @@ func cmdShow(ctx context.Context, e env) int {
 		fmt.Fprintf(e.stdout, "%s\n", b)
 		return exitOK
 	}
-	fmt.Fprintf(e.stdout, "run %s  pipeline %s  status %s\n", run.ID, run.Pipeline, run.Status)
+	colour := e.palette()
+	fmt.Fprintf(e.stdout, "run %s  pipeline %s  status %s\n", run.ID, run.Pipeline, colour.status(string(run.Status), 0))
 	if run.Reason != "" {
-		fmt.Fprintf(e.stdout, "reason: %s\n", run.Reason)
+		fmt.Fprintf(e.stdout, "reason: %s\n", printable(run.Reason))
 	}
 	fmt.Fprintf(e.stdout, "tokens: %d in, %d out\n", run.Usage.InputTokens, run.Usage.OutputTokens)
 	if runFeedback != nil {
@@ -101,7 +149,7 @@ func cmdShow(ctx context.Context, e env) int {
 		if s.EffectiveConfidence != nil {
 			conf = fmt.Sprintf("%.2f", *s.EffectiveConfidence)
 		}
-		fmt.Fprintf(e.stdout, "  %-28s #%d %-10s %s  %5dms  %s\n", s.Name, s.Attempt, s.Status, conf, s.DurationMS, oneLine(s.Error, 60))
+		fmt.Fprintf(e.stdout, "  %-28s #%d %s %s  %5dms  %s\n", s.Name, s.Attempt, colour.status(string(s.Status), 10), conf, s.DurationMS, oneLine(s.Error, 60))
 		showTrust(e.stdout, s.Trust)
 		for _, fl := range s.Flags {
 			if rest, ok := strings.CutPrefix(fl, steprun.FlagNotificationMuted+":"); ok {
@@ -125,7 +173,7 @@ func cmdShow(ctx context.Context, e env) int {
 
 // responsesFlag is the --responses flag of the commands that drive a
 // run on.
-func responsesFlag(fs *flag.FlagSet) *string {
+func responsesFlag(fs *pflag.FlagSet) *string {
 	return fs.String("responses", "", "YAML file of scripted replies the run answers from from now on "+
 		"(default: the file the run was started with, for a run started with --responses)")
 }
@@ -154,72 +202,74 @@ func driveError(e env, err error) {
 }
 
 // cmdResume continues a run from its last checkpoint.
-func cmdResume(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("resume", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+func cmdResume(c *cobra.Command) action {
+	fs := c.Flags()
 	var sf stateFlags
 	sf.register(fs)
 	responses := responsesFlag(fs)
-	if err := fs.Parse(e.args); err != nil || fs.NArg() != 1 {
-		fmt.Fprintln(e.stderr, "usage: stepline resume [--responses FILE] RUN")
-		return exitUsage
+	exitCode := exitCodeFlag(fs)
+	return func(ctx context.Context, e env, args []string) int {
+		opts, ok := runOptions(e, *responses)
+		if !ok {
+			return exitFailed
+		}
+		prog := newProgress(e)
+		defer prog.stop()
+		r, err := openRunner(ctx, e, sf, prog)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+			return exitFailed
+		}
+		defer r.Close()
+		o, err := r.Resume(ctx, args[0], opts...)
+		prog.stop()
+		if err != nil {
+			driveError(e, err)
+			return exitFailed
+		}
+		return report(ctx, e, r, o, false, *exitCode)
 	}
-	opts, ok := runOptions(e, *responses)
-	if !ok {
-		return exitFailed
-	}
-	r, err := openRunner(ctx, e, sf, newProgress(e.stdout))
-	if err != nil {
-		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
-		return exitFailed
-	}
-	defer r.Close()
-	o, err := r.Resume(ctx, fs.Arg(0), opts...)
-	if err != nil {
-		driveError(e, err)
-		return exitFailed
-	}
-	return report(ctx, e, r, o, false)
 }
 
-func cmdApprove(ctx context.Context, e env) int { return decide(ctx, e, "approve", task.Approve) }
-func cmdReject(ctx context.Context, e env) int  { return decide(ctx, e, "reject", task.Reject) }
+func cmdApprove(c *cobra.Command) action { return decide(c, task.Approve) }
+func cmdReject(c *cobra.Command) action  { return decide(c, task.Reject) }
 
 // decide approves or rejects a waiting human step and drives the run on.
-func decide(ctx context.Context, e env, name, decision string) int {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+func decide(c *cobra.Command, decision string) action {
+	fs := c.Flags()
 	var sf stateFlags
 	sf.register(fs)
 	by := fs.String("by", "", "who decides (default $USER)")
 	responses := responsesFlag(fs)
-	if err := fs.Parse(e.args); err != nil || fs.NArg() != 2 {
-		fmt.Fprintf(e.stderr, "usage: stepline %s [--by NAME] [--responses FILE] RUN STEP\n", name)
-		return exitUsage
+	exitCode := exitCodeFlag(fs)
+	return func(ctx context.Context, e env, args []string) int {
+		opts, ok := runOptions(e, *responses)
+		if !ok {
+			return exitFailed
+		}
+		who := *by
+		if who == "" {
+			who = e.getenv("USER")
+		}
+		if who == "" {
+			who = "local operator"
+		}
+		prog := newProgress(e)
+		defer prog.stop()
+		r, err := openRunner(ctx, e, sf, prog)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+			return exitFailed
+		}
+		defer r.Close()
+		o, err := r.Decide(ctx, args[0], args[1], decision, who, opts...)
+		prog.stop()
+		if err != nil {
+			driveError(e, err)
+			return exitFailed
+		}
+		return report(ctx, e, r, o, false, *exitCode)
 	}
-	opts, ok := runOptions(e, *responses)
-	if !ok {
-		return exitFailed
-	}
-	who := *by
-	if who == "" {
-		who = e.getenv("USER")
-	}
-	if who == "" {
-		who = "local operator"
-	}
-	r, err := openRunner(ctx, e, sf, newProgress(e.stdout))
-	if err != nil {
-		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
-		return exitFailed
-	}
-	defer r.Close()
-	o, err := r.Decide(ctx, fs.Arg(0), fs.Arg(1), decision, who, opts...)
-	if err != nil {
-		driveError(e, err)
-		return exitFailed
-	}
-	return report(ctx, e, r, o, false)
 }
 
 // printTrace prints an agent step's agent and its trace, one event a

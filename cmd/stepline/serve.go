@@ -3,17 +3,18 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/intake"
@@ -83,23 +84,32 @@ func chatRoutes(p *project.Project, dir string) (approval.Routes, error) {
 // at POST /slack/{app}. Secrets resolve from the environment.
 // STEPLINE_TELEGRAM_API and STEPLINE_SLACK_API replace the Bot API's and
 // Slack's base URLs (a self-hosted Bot API server, a test double).
-func cmdServe(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+func cmdServe(c *cobra.Command) action {
+	fs := c.Flags()
 	var sf stateFlags
 	sf.register(fs)
-	addr := fs.String("addr", "127.0.0.1:8080", "listen address; without tokens, loopback only (see --insecure-no-auth)")
-	dir := fs.String("pipelines", "pipelines", "directory of pipeline files, routed in file-name order")
-	maxRuns := fs.Int("max-runs", intake.DefaultMaxRuns, "runs driven at once; more answer 429")
-	tokensFile := fs.String("tokens", "", "YAML file of per-team bearer tokens; team \"admin\" sees and starts everything (default: $STEPLINE_TOKENS, team=token,...)")
-	insecure := fs.Bool("insecure-no-auth", false, "serve without tokens on an address other than loopback: anyone who reaches it may start and read every run")
-	publicURL := fs.String("url", "", "public base URL of approval links (default http://ADDR)")
-	grace := fs.Duration("schedule-grace", schedule.DefaultGrace, "how old a missed schedule tick may be and still fire once when serve starts")
-	config := fs.String("config", "", "the project file (stepline.yaml): pipelines compile in it, and --pipelines defaults to its pipelines directory; default: the stepline.yaml above each pipeline file")
-	if err := fs.Parse(e.args); err != nil || fs.NArg() != 0 {
-		fmt.Fprintln(e.stderr, "usage: stepline serve [flags]")
-		return exitUsage
-	}
+	var f serveFlags
+	f.addr = fs.String("addr", "127.0.0.1:8080", "listen address; without tokens, loopback only (see --insecure-no-auth)")
+	f.dir = fs.String("pipelines", "pipelines", "directory of pipeline files, routed in file-name order")
+	f.maxRuns = fs.Int("max-runs", intake.DefaultMaxRuns, "runs driven at once; more answer 429")
+	f.tokensFile = fs.String("tokens", "", "YAML file of per-team bearer tokens; team \"admin\" sees and starts everything (default: $STEPLINE_TOKENS, team=token,...)")
+	f.insecure = fs.Bool("insecure-no-auth", false, "serve without tokens on an address other than loopback: anyone who reaches it may start and read every run")
+	f.publicURL = fs.String("url", "", "public base URL of approval links (default http://ADDR)")
+	f.grace = fs.Duration("schedule-grace", schedule.DefaultGrace, "how old a missed schedule tick may be and still fire once when serve starts")
+	f.config = fs.String("config", "", "the project file (stepline.yaml): pipelines compile in it, and --pipelines defaults to its pipelines directory; default: the stepline.yaml above each pipeline file")
+	return func(ctx context.Context, e env, _ []string) int { return serve(ctx, e, fs, sf, f) }
+}
+
+// serveFlags are serve's flags but the state's.
+type serveFlags struct {
+	addr, dir, tokensFile, publicURL, config *string
+	maxRuns                                  *int
+	insecure                                 *bool
+	grace                                    *time.Duration
+}
+
+func serve(ctx context.Context, e env, fs *pflag.FlagSet, sf stateFlags, f serveFlags) int {
+	addr, dir, maxRuns, tokensFile, insecure, publicURL, grace, config := f.addr, f.dir, f.maxRuns, f.tokensFile, f.insecure, f.publicURL, f.grace, f.config
 	if !useProject(e, fs, *config, &sf, dir) {
 		return exitFailed
 	}
@@ -188,7 +198,7 @@ func cmdServe(ctx context.Context, e env) int {
 	sweep(ctx, e, r)
 	srv.StartSchedules() // after the sweep, which would take the runs it starts for a dead process's
 	hs := srv.HTTPServer()
-	fmt.Fprintf(e.stdout, "serving on %s (pipelines from %s, state in %s)\n", base, *dir, stateDir)
+	fmt.Fprintf(e.stdout, "serving on %s (pipelines from %s, state in %s)\nweb UI: %s/ui/\n", base, *dir, stateDir, base)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	hup := make(chan os.Signal, 1)
@@ -277,23 +287,4 @@ func checkExposure(addr net.Addr, haveTokens, insecure bool) error {
 func isLoopback(addr net.Addr) bool {
 	a, ok := addr.(*net.TCPAddr)
 	return ok && a.IP.IsLoopback()
-}
-
-// version is the module version this binary was built from, as GET
-// /health reports it: a tagged version, else the VCS revision, else
-// "devel".
-func version() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "devel"
-	}
-	if v := info.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			return "devel-" + s.Value[:12]
-		}
-	}
-	return "devel"
 }

@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/stepline/stepline/compiler/gate"
 	"github.com/stepline/stepline/shared/executor"
@@ -41,23 +42,15 @@ type stepUse struct {
 // walking up from the working directory. Its problems (of stepline.yaml,
 // its profiles, and each library file checked on its own) go to stderr,
 // and an error makes the exit code 1, after the list.
-func cmdSteps(_ context.Context, e env) int {
-	fs := flag.NewFlagSet("steps", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+func cmdSteps(c *cobra.Command) action {
+	fs := c.Flags()
 	config := fs.String("config", "", "the project file (stepline.yaml); default: the first found walking up from the working directory")
 	asJSON := fs.Bool("json", false, "print the steps as a JSON array")
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: stepline steps [--config FILE] [--json]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(e.args); err != nil {
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return exitUsage
-	}
-	path := *config
+	return func(_ context.Context, e env, _ []string) int { return steps(e, *config, *asJSON) }
+}
+
+func steps(e env, config string, asJSON bool) int {
+	path := config
 	if path == "" {
 		var err error
 		if path, err = project.Find("."); err != nil {
@@ -98,7 +91,7 @@ func cmdSteps(_ context.Context, e env) int {
 	ds := lib.Diagnostics()
 	fmt.Fprint(e.stderr, p.Diagnostics.String())
 	fmt.Fprint(e.stderr, ds.String())
-	if *asJSON {
+	if asJSON {
 		b, _ := json.MarshalIndent(infos, "", "  ")
 		fmt.Fprintf(e.stdout, "%s\n", b)
 	} else if len(infos) == 0 {

@@ -92,7 +92,7 @@ func TestTrustLine(t *testing.T) {
 		})
 	}
 	var b bytes.Buffer
-	p := newProgress(&b)
+	p := newProgress(env{stdout: &b})
 	d, _ := json.Marshal(map[string]any{"output": map[string]any{"Payload": task.Response{Status: task.StatusCheck, Step: "investigate",
 		Check: &task.CheckAt{Index: 1, Name: "signoff"}, Trust: &task.TrustSummary{Policy: store.PolicyTrustVector, Combined: 0.86, D: nil}}}})
 	p.event("run-1", store.HistoryEvent{Type: "TaskSucceeded", State: "investigate", Detail: d})

@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/compiler/gate"
@@ -28,28 +29,23 @@ import (
 // that uses it checks it again in place. With -v it says where each valid
 // pipeline's agent steps run: in-process, or on which remote gateway (the
 // project's rule, project.Runtime).
-func cmdValidate(_ context.Context, e env) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	quiet := fs.Bool("q", false, "print errors only, not warnings")
-	verbose := fs.Bool("v", false, "also say where each agent step's agent runs (in-process, or on a remote gateway)")
+func cmdValidate(c *cobra.Command) action {
+	fs := c.Flags()
+	quiet := fs.BoolP("quiet", "q", false, "print errors only, not warnings")
+	verbose := fs.BoolP("verbose", "v", false, "also say where each agent step's agent runs (in-process, or on a remote gateway)")
 	config := configFlag(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: stepline validate [-q] [-v] [--config FILE] FILE...")
-		fmt.Fprintln(e.stderr, "       stepline validate [-q] [-v] --config FILE   (every pipeline and library step of the project)")
-		fs.PrintDefaults()
+	return func(_ context.Context, e env, args []string) int {
+		if len(args) == 0 && *config == "" {
+			return e.usageError("give pipeline files, or --config FILE for every pipeline of a project")
+		}
+		return validate(e, args, *config, *quiet, *verbose)
 	}
-	if err := fs.Parse(e.args); err != nil {
-		return exitUsage
-	}
-	files := fs.Args()
-	if len(files) == 0 && *config == "" {
-		fs.Usage()
-		return exitUsage
-	}
+}
+
+func validate(e env, files []string, config string, quiet, verbose bool) int {
 	code := exitOK
 	if len(files) == 0 {
-		p, err := gate.Project("", *config)
+		p, err := gate.Project("", config)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 			return exitFailed
@@ -70,14 +66,14 @@ func cmdValidate(_ context.Context, e env) int {
 	defaults := executor.DefaultsFromEnv(e.getenv)
 	printed := map[string]bool{}
 	for _, path := range files {
-		p, err := gate.Project(path, *config)
+		p, err := gate.Project(path, config)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "%s: %v\n", path, err)
 			code = exitFailed
 			continue
 		}
 		if p.IsStepFile(path) {
-			if !validateStepFile(e, path, p, defaults, *quiet, printed) {
+			if !validateStepFile(e, path, p, defaults, quiet, printed) {
 				code = exitFailed
 			}
 			continue
@@ -88,7 +84,7 @@ func cmdValidate(_ context.Context, e env) int {
 			code = exitFailed
 			continue
 		}
-		if *quiet {
+		if quiet {
 			ds = ds.Errors()
 		}
 		var b strings.Builder
@@ -107,7 +103,7 @@ func cmdValidate(_ context.Context, e env) int {
 			continue
 		}
 		fmt.Fprintf(e.stdout, "%s: pipeline %q is valid (%d steps)\n", path, f.Pipeline.Name, len(f.Pipeline.Steps))
-		if *verbose {
+		if verbose {
 			for _, line := range agentPlaces(f.Pipeline, p) {
 				fmt.Fprintf(e.stdout, "  %s\n", line)
 			}
@@ -196,19 +192,17 @@ func agentPlaces(pl *pipeline.Pipeline, p *project.Project) []string {
 
 // cmdSchema prints the JSON Schema of the pipeline format, or of an agent
 // profile.
-func cmdSchema(_ context.Context, e env) int {
-	what := "pipeline"
-	if len(e.args) == 1 {
-		what = e.args[0]
-	}
-	if len(e.args) > 1 || (what != "pipeline" && what != "agent") {
-		fmt.Fprintln(e.stderr, "usage: stepline schema [pipeline|agent]")
-		return exitUsage
-	}
-	if what == "agent" {
-		_, _ = e.stdout.Write(compiler.AgentSchema())
+func cmdSchema(c *cobra.Command) action {
+	c.ValidArgs = []string{"pipeline", "agent"}
+	return func(_ context.Context, e env, args []string) int {
+		if len(args) == 1 && args[0] == "agent" {
+			_, _ = e.stdout.Write(compiler.AgentSchema())
+			return exitOK
+		}
+		_, _ = e.stdout.Write(compiler.Schema())
 		return exitOK
 	}
-	_, _ = e.stdout.Write(compiler.Schema())
-	return exitOK
 }
+
+// schemaArgs: at most one argument, pipeline or agent.
+var schemaArgs = cobra.MatchAll(cobra.MaximumNArgs(1), cobra.OnlyValidArgs)

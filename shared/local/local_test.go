@@ -295,6 +295,29 @@ func TestScenarios(t *testing.T) {
 			steps:     map[string]string{"f": "failed 0"},
 		},
 		{
+			// max_items is the most a fan-out takes: exactly that many run.
+			name:      "fan-out over exactly max_items items",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted}\n  - fan_out: {name: f, over: steps.a.items, max_items: 2, executor: scripted}\n",
+			responses: "a: [" + reply(0.9, "list", `, "items": [1, 2]`) + "]\nf/0: [" + reply(0.8, "1", "") + "]\nf/1: [" + reply(0.9, "2", "") + "]\n",
+			status:    store.RunCompleted,
+			steps:     map[string]string{"f/0": "completed 0.8", "f/1": "completed 0.9", "f": "completed 0.8"},
+		},
+		{
+			name:      "fan-out over an empty list with on_empty abort",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted}\n  - fan_out: {name: f, over: steps.a.items, on_empty: abort, executor: scripted}\n  - {name: b, executor: scripted}\n",
+			responses: "a: [" + reply(0.9, "none", `, "items": []`) + "]\n",
+			status:    store.RunFailed,
+			reason:    "on_empty: abort",
+			steps:     map[string]string{"f": "failed 0"},
+		},
+		{
+			name:      "fan-out over an empty list completes by default",
+			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted}\n  - fan_out: {name: f, over: steps.a.items, executor: scripted}\n  - {name: b, executor: scripted}\n",
+			responses: "a: [" + reply(0.9, "none", `, "items": []`) + "]\nb: [" + reply(0.9, "after", "") + "]\n",
+			status:    store.RunCompleted,
+			steps:     map[string]string{"f": "completed 1", "b": "completed 0.9"},
+		},
+		{
 			name:      "fan-out over an empty list with on_empty skip",
 			pipeline:  "name: p\nsteps:\n  - {name: a, executor: scripted}\n  - fan_out: {name: f, over: steps.a.items, on_empty: skip, executor: scripted}\n",
 			responses: "a: [" + reply(0.9, "none", `, "items": []`) + "]\n",

@@ -1,8 +1,11 @@
 package steprun
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -239,5 +242,101 @@ func TestCombineTrustRules(t *testing.T) {
 	}
 	if c := CombineTrust(Signals{SAfterV: 0.8, G: f(justBelow(0.8)), GEnforced: true}).Cause; !strings.HasPrefix(c, "grounding ") {
 		t.Errorf("G below the trust is not named as the cause: %q", c)
+	}
+}
+
+// TestLoopUntilBoundary: a loop converges when the effective confidence
+// reaches loop_until.confidence (equal converges, just below does not)
+// and makes at most max_iterations model calls (at least one).
+func TestLoopUntilBoundary(t *testing.T) {
+	const target = 0.9
+	reply := func(cs ...float64) string {
+		var b strings.Builder
+		b.WriteString("triage: [")
+		for i, c := range cs {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(`{confidence: ` + strconv.FormatFloat(c, 'g', -1, 64) + `, summary: s, next_step_context: ""}`)
+		}
+		b.WriteString("]")
+		return b.String()
+	}
+	tests := []struct {
+		name    string
+		replies []float64
+		max     int
+		calls   int
+		flag    string
+	}{
+		{"just below the target goes on", []float64{justBelow(target), 0.95}, 3, 2, FlagLoopConverged + ":2"},
+		{"at the target converges", []float64{target, 0.95}, 3, 1, FlagLoopConverged + ":1"},
+		{"just above converges", []float64{justAbove(target), 0.95}, 3, 1, FlagLoopConverged + ":1"},
+		{"converges on the last iteration", []float64{0.5, 0.5, target}, 3, 3, FlagLoopConverged + ":3"},
+		{"stops at max_iterations", []float64{0.5, 0.5, 0.5, 0.95}, 3, 3, FlagLoopExhausted + ":3"},
+		{"max_iterations 1 is one call", []float64{0.5, 0.95}, 1, 1, FlagLoopExhausted + ":1"},
+		{"max_iterations 0 is one call", []float64{0.5, 0.95}, 0, 1, FlagLoopExhausted + ":1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, reply(tt.replies...))
+			st := seqStep("triage", "go {{ loop.iteration }}")
+			st.Gate.OnLowConfidence = pipeline.LowProceed
+			st.LoopUntil = &pipeline.LoopUntil{Confidence: target, MaxIterations: tt.max}
+			resp, err := e.h.Handle(context.Background(), newRequest(t, task.ModeStep, st))
+			if err != nil {
+				t.Fatalf("Handle: %v", err)
+			}
+			if n := len(e.prov.reqs); n != tt.calls {
+				t.Errorf("%d model calls, want %d", n, tt.calls)
+			}
+			recs := stepRecords(t, e.st, "triage")
+			if len(recs) != 1 || !slices.Contains(recs[0].Flags, tt.flag) {
+				t.Fatalf("records %+v, want one with flag %q", recs, tt.flag)
+			}
+			if want := tt.replies[tt.calls-1]; *recs[0].EffectiveConfidence != want {
+				t.Errorf("confidence %v, want the last iteration's %v", *recs[0].EffectiveConfidence, want)
+			}
+			if resp.Status != task.StatusCompleted {
+				t.Errorf("status %s, want completed", resp.Status)
+			}
+		})
+	}
+}
+
+// TestRedeliveredStepCountedOnce is a property: a step Task delivered
+// again with the same attempt (Step Functions' at-least-once delivery, a
+// Lambda retried after a timeout) adds its usage to the run once, keeps
+// one record, and answers the same status; a new attempt counts anew.
+func TestRedeliveredStepCountedOnce(t *testing.T) {
+	const reply = `{confidence: 0.9, summary: ok, next_step_context: ""}`
+	for deliveries := 1; deliveries <= 3; deliveries++ {
+		t.Run(strconv.Itoa(deliveries), func(t *testing.T) {
+			e := newEnv(t, "triage: ["+strings.Repeat(reply+", ", deliveries)+reply+"]")
+			e.prov.usage = llmoutput.Usage{InputTokens: 1000, OutputTokens: 200}
+			req := newRequest(t, task.ModeStep, seqStep("triage", "go"))
+			for d := range deliveries {
+				resp, err := e.h.Handle(context.Background(), req)
+				if err != nil || resp.Status != task.StatusCompleted {
+					t.Fatalf("delivery %d: %s %v", d+1, resp.Status, err)
+				}
+				if resp.Usage.InputTokens != 1000 || resp.Usage.OutputTokens != 200 {
+					t.Errorf("delivery %d: answered usage %+v, want the step's once", d+1, resp.Usage)
+				}
+			}
+			if u := getRun(t, e.st).Usage; u.InputTokens != 1000 || u.OutputTokens != 200 {
+				t.Errorf("run usage after %d deliveries = %+v, want 1000/200", deliveries, u)
+			}
+			if n := len(stepRecords(t, e.st, "triage")); n != 1 {
+				t.Errorf("%d records after %d deliveries, want 1", n, deliveries)
+			}
+			req.Attempt = 2
+			if _, err := e.h.Handle(context.Background(), req); err != nil {
+				t.Fatalf("attempt 2: %v", err)
+			}
+			if u := getRun(t, e.st).Usage; u.InputTokens != 2000 || u.OutputTokens != 400 {
+				t.Errorf("run usage after a second attempt = %+v, want 2000/400", u)
+			}
+		})
 	}
 }

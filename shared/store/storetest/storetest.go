@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"AddUsage/totals", testAddUsage},
 		{"AddUsage/errors", testAddUsageErrors},
 		{"AddUsage/concurrent", testAddUsageConcurrent},
+		{"AddUsage/any order, redelivered", testAddUsageAnyOrder},
 		{"Approval/round trip", testApprovalRoundTrip},
 		{"Approval/create errors", testApprovalCreateErrors},
 		{"DecideApproval/single use", testDecideSingleUse},
