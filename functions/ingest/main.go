@@ -68,10 +68,12 @@ import (
 	"github.com/stepline/stepline/functions/internal/boot"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/secret"
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 func main() {
 	f := boot.Start()
+	tp := telemetry.SetupFunction(context.Background(), os.Getenv, "ingest", f.Log) // OTEL_* variables; off when none
 	st := f.Store()
 	machines, err := parseMachines(os.Getenv("STATE_MACHINES"))
 	f.Check(err, "STATE_MACHINES")
@@ -109,5 +111,5 @@ func main() {
 	dep, err := newDeployed(dir, ps)
 	f.Check(err, "pipelines")
 	h := &handler{webhooks: webhooks, events: trigger, runs: st, start: start, deployed: dep, log: f.Log}
-	lambda.Start(h.Handle)
+	lambda.Start(telemetry.Lambda(tp, "ingest", h.Handle))
 }

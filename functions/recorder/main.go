@@ -39,16 +39,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/stepline/stepline/functions/internal/boot"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/secret"
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 // DefaultMetricNamespace is the namespace of the Runs metric when
@@ -57,6 +60,7 @@ const DefaultMetricNamespace = "Stepline"
 
 func main() {
 	f := boot.Start()
+	tp := telemetry.SetupFunction(context.Background(), os.Getenv, "recorder", f.Log) // OTEL_* variables; off when none
 	st := f.Store()
 	machines := map[string]string{}
 	if s := os.Getenv("STATE_MACHINES"); s != "" {
@@ -89,5 +93,7 @@ func main() {
 		Metrics:  &Metrics{W: os.Stdout, Namespace: namespace},
 		Log:      f.Log,
 	}
-	lambda.Start(r.Handle)
+	lambda.Start(telemetry.Lambda(tp, "recorder", func(ctx context.Context, ev events.CloudWatchEvent) (any, error) {
+		return nil, r.Handle(ctx, ev)
+	}))
 }

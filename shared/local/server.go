@@ -494,6 +494,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if allow(w, r, http.MethodGet) {
 			s.getRun(w, r, c, strings.TrimPrefix(path, "/runs/"))
 		}
+	case path == "/metrics":
+		if allow(w, r, http.MethodGet, http.MethodHead) {
+			s.serveMetrics(w, r, c)
+		}
 	case path == "/health":
 		allow(w, r, http.MethodGet, http.MethodHead)
 	default:
