@@ -52,6 +52,7 @@ import (
 //	POST /telegram/{bot}                         a Telegram bot's webhook (ChatConfig)
 //	POST /slack/{app}                            a Slack app's request URL (ChatConfig)
 //	GET  /health                                 liveness, version, active runs, limits
+//	GET  /metrics                                Prometheus metrics (the admin token when tokens are set)
 //	GET  /ui/…, POST /ui/…                       the web UI (package webui): its own login, same tokens
 //
 // Pipelines with a schedule: fire from the server once StartSchedules is
