@@ -104,7 +104,8 @@ test: tools
 ## test run on one CPU, timeouts ten times the measured test time (on a
 ## 2-core machine the defaults time most mutants out). Prints per package
 ## the mutants killed, lived, not covered and timed out, with efficacy
-## and mutant coverage. Not part of make test (it takes minutes per
+## and mutant coverage. -count=1: the coverage run that sets the timeouts
+## must not be a cached test result. Not part of make test (it takes minutes per
 ## package). MUTATE_PKGS narrows it, e.g. make mutate MUTATE_PKGS=./compiler/when
 GREMLINS_VERSION := v0.6.0
 MUTATE_PKGS ?= ./compiler/when ./shared/steprun ./shared/llmoutput ./shared/engine ./compiler ./shared/store/sqlite
@@ -113,7 +114,7 @@ MUTATE_ARGS ?= --workers 2 --test-cpu 1 --timeout-coefficient 10
 mutate:
 	@for p in $(MUTATE_PKGS); do \
 		echo "== $$p"; \
-		$(GO) run github.com/go-gremlins/gremlins/cmd/gremlins@$(GREMLINS_VERSION) unleash $(MUTATE_ARGS) -S ltc $$p || exit 1; \
+		GOFLAGS="$$GOFLAGS -count=1" $(GO) run github.com/go-gremlins/gremlins/cmd/gremlins@$(GREMLINS_VERSION) unleash $(MUTATE_ARGS) -S ltc $$p || exit 1; \
 	done
 
 ## lint: formatting, vet and staticcheck
