@@ -1,7 +1,10 @@
 package otlpjson
 
 import (
+	"encoding/pem"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,5 +137,30 @@ func TestTLSFiles(t *testing.T) {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v) took it", cfg)
 		}
+	}
+}
+
+// TestTLSCertificate: OTEL_EXPORTER_OTLP_CERTIFICATE makes the exporter
+// trust a collector whose certificate the system does not.
+func TestTLSCertificate(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, "{}")
+	}))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	without := newExporter(t, Config{URL: srv.URL + "/v1/traces", MaxAttempts: 1})
+	if err := without.ExportSpans(t.Context(), spans(t, 1)); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("without the CA file: %v", err)
+	}
+	c, err := FromEnv(env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_CERTIFICATE": ca}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := newExporter(t, c).ExportSpans(t.Context(), spans(t, 1)); err != nil {
+		t.Errorf("with the CA file: %v", err)
 	}
 }
