@@ -13,12 +13,28 @@
 // "none". Off, Setup installs OpenTelemetry's no-op provider: no
 // exporter, no goroutine, and the spans the packages start are no-op
 // spans that cost about 170 ns and three small allocations each (see
-// BenchmarkSpan; attributes are only built for a recording span). On, it installs a tracer
-// provider exporting over OTLP/HTTP (protobuf) in batches and the W3C
+// BenchmarkSpan; attributes are only built for a recording span). On, it
+// installs a tracer provider exporting in batches over OTLP/HTTP with the
+// JSON encoding (package otlpjson, hand-written to keep protobuf and gRPC
+// out of the Lambda bootstraps; its doc has the figures), and the W3C
 // trace-context and baggage propagators as the global ones. The exporter
-// reads its own OTEL_EXPORTER_OTLP_* variables (headers, timeout,
-// compression, certificates) and the SDK its OTEL_TRACES_SAMPLER* and
-// OTEL_BSP_* ones, as the OpenTelemetry specification says.
+// takes its OTEL_EXPORTER_OTLP_* variables (endpoint, headers, timeout,
+// compression, certificates) through FromEnv, and the SDK reads its
+// OTEL_TRACES_SAMPLER* and OTEL_BSP_* ones, as the OpenTelemetry
+// specification says.
+//
+// # Protocol
+//
+// Stepline sends OTLP/HTTP JSON only. OTEL_EXPORTER_OTLP_PROTOCOL (or
+// its _TRACES_ variant) may be unset or "http/json"; "http/protobuf" and
+// "grpc" are refused: Setup returns an error wrapping ErrUnsupported and
+// tracing stays off, rather than sending another encoding than the one
+// asked for. A collector's OTLP/HTTP port (4318) takes JSON and protobuf
+// alike, so unsetting the variable is the fix; a gRPC-only endpoint
+// (4317) needs a collector in front of it. Malformed values of the other
+// OTEL_EXPORTER_OTLP_* variables are left out (their defaults used) and
+// Setup returns them as an error beside the Provider, which the callers
+// log as a warning; a malformed endpoint turns tracing off.
 //
 // # Why the global provider
 //

@@ -17,11 +17,14 @@ import (
 // service "stepline") and returns stop followed by the provider's Shutdown,
 // which exports the spans left: the command calls it once, before it exits.
 // A configuration Setup refuses is reported on warn and tracing stays off;
-// the command goes on.
+// the command goes on. Settings Setup left out are reported there too.
 func SetupCLI(ctx context.Context, getenv func(string) string, warn io.Writer, stop func()) func() {
 	p, err := Setup(ctx, FromEnv(getenv, "stepline"))
-	if err != nil {
+	switch {
+	case err != nil && p == nil:
 		fmt.Fprintf(warn, "stepline: tracing is off: %v\n", err)
+	case err != nil:
+		fmt.Fprintf(warn, "stepline: tracing: %v\n", err)
 	}
 	if p == nil {
 		return stop
@@ -110,16 +113,20 @@ func TraceParent(ctx context.Context) string {
 // SetupFunction sets up tracing for a Lambda function from its
 // environment (FromEnv): its service name is OTEL_SERVICE_NAME, else the
 // function's name (AWS_LAMBDA_FUNCTION_NAME), else "stepline-"+name. A
-// configuration Setup refuses is logged and tracing stays off. Wrap the
-// handler with Lambda.
+// configuration Setup refuses is logged and tracing stays off; settings
+// it left out are logged too. Wrap the handler with Lambda.
 func SetupFunction(ctx context.Context, getenv func(string) string, name string, log *slog.Logger) *Provider {
 	service := getenv("AWS_LAMBDA_FUNCTION_NAME")
 	if service == "" {
 		service = "stepline-" + name
 	}
 	p, err := Setup(ctx, FromEnv(getenv, service))
-	if err != nil && log != nil {
+	switch {
+	case err == nil || log == nil:
+	case p == nil:
 		log.Warn("tracing is off", "err", err)
+	default:
+		log.Warn("tracing settings left out", "err", err)
 	}
 	return p
 }

@@ -12,12 +12,13 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/stepline/stepline/shared/telemetry/otlpjson"
 )
 
 // Instrumentation is the name of Stepline's tracer.
@@ -127,16 +128,22 @@ type Config struct {
 	// set), "otlp" or "none".
 	Exporter string
 	// Endpoint is OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else
-	// OTEL_EXPORTER_OTLP_ENDPOINT (the exporter reads them itself; Setup
-	// only asks whether one is set).
+	// OTEL_EXPORTER_OTLP_ENDPOINT, as written (OTLP.URL is where spans
+	// go); Setup asks whether one is set.
 	Endpoint string
 	// Protocol is OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else
-	// OTEL_EXPORTER_OTLP_PROTOCOL; only "http/protobuf" (the default) is
+	// OTEL_EXPORTER_OTLP_PROTOCOL; only "http/json" (the default here) is
 	// supported.
 	Protocol string
 	// ServiceName is the service.name when OTEL_SERVICE_NAME and
 	// OTEL_RESOURCE_ATTRIBUTES name none (resource.WithFromEnv reads them).
 	ServiceName string
+	// OTLP is the exporter's configuration from the
+	// OTEL_EXPORTER_OTLP_* variables (otlpjson.FromEnv).
+	OTLP otlpjson.Config
+	// OTLPErr names the OTEL_EXPORTER_OTLP_* values FromEnv found
+	// malformed and left out; Setup returns it.
+	OTLPErr error
 }
 
 // FromEnv reads the OTEL_* variables Setup decides on.
@@ -149,13 +156,15 @@ func FromEnv(getenv func(string) string, serviceName string) Config {
 		}
 		return ""
 	}
-	return Config{
+	c := Config{
 		Disabled:    strings.EqualFold(first("OTEL_SDK_DISABLED"), "true"),
 		Exporter:    strings.ToLower(first("OTEL_TRACES_EXPORTER")),
 		Endpoint:    first("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"),
 		Protocol:    strings.ToLower(first("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")),
 		ServiceName: serviceName,
 	}
+	c.OTLP, c.OTLPErr = otlpjson.FromEnv(getenv)
+	return c
 }
 
 // Enabled reports whether c asks for traces to be exported.
@@ -187,7 +196,10 @@ type Provider struct {
 // provider (no exporter, no goroutine; its spans cost less than those of
 // the default global provider) and returns a nil Provider and no error.
 // An exporter or protocol it does not have is an error wrapping
-// ErrUnsupported, and tracing stays off the same way.
+// ErrUnsupported, and tracing stays off the same way; so does an
+// endpoint it cannot use. When tracing is on and some OTEL_EXPORTER_OTLP_*
+// values were malformed (left out, their defaults used), Setup returns
+// the Provider and an error naming them, for the caller to warn about.
 func Setup(ctx context.Context, c Config) (*Provider, error) {
 	off := func(err error) (*Provider, error) {
 		otel.SetTracerProvider(noop.NewTracerProvider())
@@ -202,16 +214,22 @@ func Setup(ctx context.Context, c Config) (*Provider, error) {
 	if !c.Enabled() {
 		return off(nil)
 	}
-	if c.Protocol != "" && c.Protocol != "http/protobuf" {
-		return off(fmt.Errorf("OTLP protocol %q: %w (http/protobuf)", c.Protocol, ErrUnsupported))
+	if c.Protocol != "" && c.Protocol != "http/json" {
+		return off(fmt.Errorf("OTLP protocol %q: %w: Stepline sends OTLP/HTTP JSON only; set OTEL_EXPORTER_OTLP_PROTOCOL=http/json or leave it unset (a collector's OTLP/HTTP port, 4318, takes both)", c.Protocol, ErrUnsupported))
 	}
-	exp, err := otlptracehttp.New(ctx)
+	if c.OTLP.URL == "" && c.OTLPErr != nil {
+		return off(fmt.Errorf("OTLP exporter: %w", c.OTLPErr))
+	}
+	exp, err := otlpjson.New(c.OTLP)
 	if err != nil {
-		return nil, fmt.Errorf("OTLP trace exporter: %w", err)
+		return off(fmt.Errorf("OTLP exporter: %w", err))
 	}
 	p := NewProvider(c.ServiceName, sdktrace.WithBatcher(exp))
 	otel.SetTracerProvider(p.tp)
 	otel.SetTextMapPropagator(Propagator())
+	if c.OTLPErr != nil {
+		return p, fmt.Errorf("OTLP exporter settings left out: %w", c.OTLPErr)
+	}
 	return p, nil
 }
 

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -31,8 +32,10 @@ func TestFromEnvEnabled(t *testing.T) {
 		{"sdk disabled wins", map[string]string{"OTEL_SDK_DISABLED": "TRUE", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, false, false},
 		{"unknown exporter", map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, false, true},
 		{"grpc protocol", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, true, true},
+		{"http/protobuf protocol", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, true, true},
 		{"traces protocol overrides", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
-			"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"}, true, false},
+			"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"}, true, false},
+		{"malformed endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, true, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,8 +47,11 @@ func TestFromEnvEnabled(t *testing.T) {
 				return
 			}
 			p, err := Setup(context.Background(), c)
-			if !errors.Is(err, ErrUnsupported) || p != nil {
-				t.Errorf("Setup: %v, %v; want ErrUnsupported and no provider", p, err)
+			if err == nil || p != nil {
+				t.Errorf("Setup: %v, %v; want an error and no provider", p, err)
+			}
+			if _, ok := otel.GetTracerProvider().(noop.TracerProvider); !ok {
+				t.Errorf("global provider %T after a refused configuration, want the no-op one", otel.GetTracerProvider())
 			}
 		})
 	}
@@ -82,9 +88,8 @@ func TestSetupOffIsNoop(t *testing.T) {
 
 // TestSetupOnExports: an endpoint set, spans go to it over OTLP/HTTP.
 func TestSetupOnExports(t *testing.T) {
-	got := make(chan *http.Request, 4)
+	got := make(chan request, 4)
 	srv := newCollector(t, got)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
 	t.Setenv("OTEL_SERVICE_NAME", "stepline-test")
 	p, err := Setup(context.Background(), FromEnv(env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL}), "svc"))
 	if err != nil || p == nil {
@@ -98,11 +103,80 @@ func TestSetupOnExports(t *testing.T) {
 	}
 	select {
 	case r := <-got:
-		if r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" {
-			t.Errorf("export %s %s", r.URL.Path, r.Header.Get("Content-Type"))
+		if r.path != "/v1/traces" || r.contentType != "application/json" {
+			t.Errorf("export %s %s", r.path, r.contentType)
+		}
+		var req struct {
+			ResourceSpans []struct {
+				Resource struct {
+					Attributes []struct {
+						Key   string
+						Value struct{ StringValue string }
+					}
+				}
+				ScopeSpans []struct {
+					Scope struct{ Name string }
+					Spans []struct{ Name string }
+				}
+			}
+		}
+		if err := json.Unmarshal(r.body, &req); err != nil || len(req.ResourceSpans) != 1 || len(req.ResourceSpans[0].ScopeSpans) != 1 {
+			t.Fatalf("body %s: %v", r.body, err)
+		}
+		ss := req.ResourceSpans[0].ScopeSpans[0]
+		if ss.Scope.Name != Instrumentation || len(ss.Spans) != 1 || ss.Spans[0].Name != "step triage" {
+			t.Errorf("scope spans %+v", ss)
+		}
+		service := ""
+		for _, a := range req.ResourceSpans[0].Resource.Attributes {
+			if a.Key == "service.name" {
+				service = a.Value.StringValue
+			}
+		}
+		if service != "stepline-test" {
+			t.Errorf("service.name %q, want OTEL_SERVICE_NAME's", service)
 		}
 	default:
 		t.Fatal("nothing exported")
+	}
+}
+
+// TestSetupLeftOut: malformed exporter settings beside a good endpoint
+// leave tracing on, and Setup names them (never a header's value);
+// SetupCLI warns without saying tracing is off.
+func TestSetupLeftOut(t *testing.T) {
+	got := make(chan request, 4)
+	srv := newCollector(t, got)
+	vars := map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL,
+		"OTEL_EXPORTER_OTLP_HEADERS":  "x-key=good,sk-leaked-value",
+		"OTEL_EXPORTER_OTLP_TIMEOUT":  "soon",
+	}
+	p, err := Setup(context.Background(), FromEnv(env(vars), "svc"))
+	defer otel.SetTracerProvider(noop.NewTracerProvider())
+	if p == nil || err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_HEADERS: entry 2") ||
+		!strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_TIMEOUT") || strings.Contains(err.Error(), "sk-leaked") {
+		t.Fatalf("Setup: %v, %v", p, err)
+	}
+	_, span := Start(context.Background(), "step triage", trace.SpanKindInternal)
+	span.End()
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-got; r.key != "good" {
+		t.Errorf("x-key %q sent", r.key)
+	}
+
+	var warn strings.Builder
+	stop := SetupCLI(context.Background(), env(vars), &warn, func() {})
+	stop()
+	if w := warn.String(); !strings.HasPrefix(w, "stepline: tracing: OTLP exporter settings left out") || strings.Contains(w, "sk-leaked") {
+		t.Errorf("warning %q", w)
+	}
+	warn.Reset()
+	SetupCLI(context.Background(), env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}), &warn, func() {})()
+	if w := warn.String(); !strings.Contains(w, "tracing is off") || !strings.Contains(w, "http/json") {
+		t.Errorf("warning %q", w)
 	}
 }
 
