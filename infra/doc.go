@@ -7,7 +7,7 @@
 //
 // The pipelines compile in their project, the stepline.yaml the CLI uses
 // (package shared/project): the stepline:config context
-// (StackProps.Config) names it, else it is the first stepline.yaml found
+// (Props.Config) names it, else it is the first stepline.yaml found
 // walking up from the pipeline directory, as stepline validate finds it
 // walking up from a pipeline file. The project holds what a pipeline
 // means wherever it runs: agents, MCP servers, the tool policy, model
@@ -74,7 +74,7 @@
 //     state machine cannot catch it is still recorded and notified.
 //   - Secrets: the approval signing key and the webhook token are generated
 //     by Secrets Manager; the pipelines' ${NAME} references are mapped in
-//     StackProps.Secrets and the functions that resolve them (step,
+//     Props.Secrets and the functions that resolve them (step,
 //     approval, recorder) may read exactly those secrets and parameters.
 //     No secret value is in the template.
 //   - Chat approvals, when the project's stepline.yaml has human_approval
@@ -84,7 +84,7 @@
 //     approvals and POST /slack/{app} when a Slack app does, both on the
 //     callback function, which authenticates them (Telegram's secret
 //     token, Slack's signature). Every ${NAME} of the routes must be
-//     mapped in StackProps.Secrets; the approval function may read the
+//     mapped in Props.Secrets; the approval function may read the
 //     ones it sends with (bot tokens, a Teams webhook URL), the callback
 //     function only the ones it takes answers with (bot tokens, webhook
 //     and signing secrets). A Telegram channel without webhook_secret is
@@ -104,9 +104,9 @@
 // HUMAN_APPROVAL (approval, callback, with chat approvals);
 // WEBHOOK_TOKEN_SECRET_ARN (ingest); STATE_MACHINES (ingest, recorder:
 // {"<pipeline>": "<state machine ARN>"}); OPENAI_BASE_URL (step, from
-// StackProps.OpenAIBaseURL, the stepline:openaiBaseUrl context, when set:
+// Props.OpenAIBaseURL, the stepline:openaiBaseUrl context, when set:
 // the base URL of gateway steps without one). A gateway step without
-// api_key sends the secret OPENAI_API_KEY: mapped in StackProps.Secrets,
+// api_key sends the secret OPENAI_API_KEY: mapped in Props.Secrets,
 // the step function may read it; unmapped, such steps send no key.
 //
 // Events: the ingest function receives API Gateway HTTP API requests
@@ -135,7 +135,7 @@
 // NewStack packages <AssetDir>/<function>/ for each function and fails if
 // a bootstrap is missing; `make lambdas` builds them (GOOS=linux GOARCH=arm64
 // CGO_ENABLED=0, -tags lambda.norpc). To synthesize without building, point
-// the stepline:assets context (StackProps.AssetDir) at a directory holding
+// the stepline:assets context (Props.AssetDir) at a directory holding
 // a placeholder bootstrap per function, as the tests do; such a stack must
 // not be deployed.
 //
