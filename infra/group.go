@@ -105,17 +105,16 @@ func (g *group) grant(fn string, st awsiam.PolicyStatement, rules ...nagRule) {
 }
 
 // grantRuns lets the core functions act on exactly the group's state
-// machines: ingest starts them, the recorder reads them and their
-// executions, the callback function decides the approvals of those with
-// human steps.
+// machines: ingest starts them, the recorder reads their definitions (its
+// only Step Functions call: the status-change event carries the rest),
+// the callback function decides the approvals of those with human steps.
 func (g *group) grantRuns() {
-	var approvals, arns, executions []*string
+	var approvals, arns []*string
 	for _, m := range g.machines {
 		if m.p.Approvals() {
 			approvals = append(approvals, m.arn)
 		}
 		arns = append(arns, m.arn)
-		executions = append(executions, executionARN(g.stack, m.name))
 	}
 	if len(approvals) > 0 {
 		g.grant(FunctionCallback, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -134,13 +133,6 @@ func (g *group) grantRuns() {
 		Actions:   jsii.Strings("states:DescribeStateMachine"),
 		Resources: &arns,
 	}))
-	g.grant(FunctionRecorder, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("ReadRuns"),
-		Actions:   jsii.Strings("states:DescribeExecution", "states:GetExecutionHistory"),
-		Resources: &executions,
-	}), nagRule{"AwsSolutions-IAM5",
-		"Execution ARNs end in the run id, unknown until a run starts; the recorder reads executions of this deployment's state machines only (arn:...:execution:<state machine>:*).",
-		[]string{`/^Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:.+:\*$/g`}})
 }
 
 func (g *group) addOutputs() {

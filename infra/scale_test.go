@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsssm"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
@@ -166,6 +167,7 @@ func checkDeployment(t *testing.T, dep *deployment, n int, stacks int, prefix st
 	if len(machines) != n {
 		t.Errorf("%d state machines, want %d", len(machines), n)
 	}
+	checkSplitGrants(t, dep, prefix)
 	for i := range n {
 		p, _ := genPipeline(i)
 		want := stackOf(prefix, p, stacks)
@@ -182,6 +184,79 @@ func checkDeployment(t *testing.T, dep *deployment, n int, stacks int, prefix st
 		}
 	}
 	cfnLint(t, dep)
+}
+
+// checkSplitGrants asserts that each pipeline stack grants the core
+// functions exactly its own state machines, through one managed policy
+// per function attached to the core role by name, and that the core roles
+// themselves are granted no state machine.
+func checkSplitGrants(t *testing.T, dep *deployment, prefix string) {
+	t.Helper()
+	arn := func(kind, name string) string {
+		return "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:" + kind + ":" + name
+	}
+	for stack, raw := range dep.templates {
+		var doc struct {
+			Resources map[string]resource `json:"Resources"`
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			t.Fatal(err)
+		}
+		var machines, approvals []string
+		for _, r := range doc.Resources {
+			if r.Type != "AWS::StepFunctions::StateMachine" {
+				continue
+			}
+			name := str(r.Properties["StateMachineName"])
+			machines = append(machines, arn("stateMachine", name))
+			if strings.Contains(text(r.Properties["DefinitionString"]), "waitForTaskToken") {
+				approvals = append(approvals, arn("stateMachine", name))
+			}
+		}
+		sort.Strings(machines)
+		sort.Strings(approvals)
+		want := map[string]map[string][]string{ // role → Sid → resources
+			prefix + "-ingest-role":   {"StartRuns": machines},
+			prefix + "-recorder-role": {"ReadPipelines": machines},
+		}
+		if len(approvals) > 0 {
+			want[prefix+"-callback-role"] = map[string][]string{"DecideApprovals": approvals}
+		}
+		got := map[string]map[string][]string{}
+		for id, r := range doc.Resources {
+			if r.Type == "AWS::IAM::Policy" {
+				for _, st := range list(r.Properties["PolicyDocument"].(map[string]any)["Statement"]) {
+					if sid := str(st.(map[string]any)["Sid"]); sid == "StartRuns" || sid == "ReadPipelines" || sid == "ReadRuns" || sid == "DecideApprovals" {
+						t.Errorf("%s: inline policy %s grants %s", stack, id, sid)
+					}
+				}
+			}
+			if r.Type != "AWS::IAM::ManagedPolicy" {
+				continue
+			}
+			roles := strs(list(r.Properties["Roles"]))
+			if len(roles) != 1 {
+				t.Errorf("%s: managed policy %s attached to %v, want one role", stack, id, roles)
+				continue
+			}
+			for _, raw := range list(r.Properties["PolicyDocument"].(map[string]any)["Statement"]) {
+				st := raw.(map[string]any)
+				if got[roles[0]] == nil {
+					got[roles[0]] = map[string][]string{}
+				}
+				got[roles[0]][str(st["Sid"])] = texts(list(st["Resource"]))
+			}
+		}
+		if len(machines) == 0 {
+			if len(got) > 0 {
+				t.Errorf("%s has no state machine but grants %v", stack, got)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s grants\n%v\nwant\n%v", stack, got, want)
+		}
+	}
 }
 
 // cfnLint runs cfn-lint, as make lint-template does, on the deployment's
@@ -263,42 +338,39 @@ func checkAddOne(t *testing.T, before *deployment, props infra.Props, n, stacks 
 	}
 }
 
-// TestScale synthesizes 40 generated pipelines over the default 8 stacks
-// of a staged deployment, built inside a user's own app, and checks the
-// limits, the placement, the stacks' independence, cdk-nag and cfn-lint;
-// then adds a pipeline and checks that only its stack changes.
-// STEPLINE_SCALE=1 (make test-scale) runs TestScaleLarge: 10, 100 and 200.
+// TestScale synthesizes 200 generated pipelines over the default 10
+// pipeline stacks of a staged deployment, built inside a user's own app,
+// and checks the limits, the placement, the grants, the stacks'
+// independence, cdk-nag and cfn-lint; then adds a pipeline and checks that
+// only its stack changes (about 1.5 minutes on 2 cores).
 func TestScale(t *testing.T) {
-	const n = 40
-	props := infra.Props{PipelineDir: genPipelines(t, n), Stage: infra.StageDev}
+	const n = 200
+	props := infra.Props{PipelineDir: genPipelines(t, n), Stage: infra.StageProd}
 	dep := synthDeployment(t, props)
-	t.Logf("%d pipelines: synthesized in %v", n, dep.took.Round(time.Millisecond))
-	if len(dep.d.Pipelines) < 2 {
-		t.Fatalf("%d pipeline stacks, want several", len(dep.d.Pipelines))
+	t.Logf("%d pipelines over %d stacks: synthesized in %v", n, len(dep.d.Pipelines), dep.took.Round(time.Millisecond))
+	if len(dep.d.Pipelines) != infra.DefaultPipelineStacks {
+		t.Fatalf("%d pipeline stacks, want %d", len(dep.d.Pipelines), infra.DefaultPipelineStacks)
 	}
-	if got := *dep.d.Core.StackName(); got != "Stepline-dev-Core" {
-		t.Errorf("core stack %q, want Stepline-dev-Core", got)
+	if got := *dep.d.Core.StackName(); got != "Stepline-prod-Core" {
+		t.Errorf("core stack %q, want Stepline-prod-Core", got)
 	}
-	checkDeployment(t, dep, n, infra.DefaultPipelineStacks, "Stepline-dev")
-	checkAddOne(t, dep, props, n, infra.DefaultPipelineStacks, "Stepline-dev")
+	checkDeployment(t, dep, n, infra.DefaultPipelineStacks, "Stepline-prod")
+	checkAddOne(t, dep, props, n, infra.DefaultPipelineStacks, "Stepline-prod")
 }
 
-// TestScaleLarge is TestScale at 10, 100 and 200 pipelines (the 200 with
-// 16 stacks of pipelines, and the added one), reporting synth times and
-// template sizes. It takes minutes: STEPLINE_SCALE=1 runs it.
-func TestScaleLarge(t *testing.T) {
+// TestScaleSizes is TestScale at 10 and 100 pipelines, in stage dev, for
+// the synth times and template sizes it logs: STEPLINE_SCALE=1 (make
+// test-scale) runs it.
+func TestScaleSizes(t *testing.T) {
 	if os.Getenv("STEPLINE_SCALE") == "" {
 		t.Skip("STEPLINE_SCALE=1 runs it (make test-scale)")
 	}
-	for _, tc := range []struct{ n, stacks int }{{10, 8}, {100, 8}, {200, 16}} {
-		t.Run(fmt.Sprint(tc.n), func(t *testing.T) {
-			props := infra.Props{PipelineDir: genPipelines(t, tc.n), Stage: infra.StageProd, PipelineStacks: tc.stacks}
+	for _, n := range []int{10, 100} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			props := infra.Props{PipelineDir: genPipelines(t, n), Stage: infra.StageDev}
 			dep := synthDeployment(t, props)
-			t.Logf("%d pipelines over %d stacks: synthesized in %v", tc.n, len(dep.d.Pipelines), dep.took.Round(time.Millisecond))
-			checkDeployment(t, dep, tc.n, tc.stacks, "Stepline-prod")
-			if tc.n == 200 {
-				checkAddOne(t, dep, props, tc.n, tc.stacks, "Stepline-prod")
-			}
+			t.Logf("%d pipelines over %d stacks: synthesized in %v", n, len(dep.d.Pipelines), dep.took.Round(time.Millisecond))
+			checkDeployment(t, dep, n, infra.DefaultPipelineStacks, "Stepline-dev")
 		})
 	}
 }
@@ -358,5 +430,72 @@ func TestStages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestNewSteplineErrors(t *testing.T) {
+	dir := genPipelines(t, 2)
+	tests := []struct {
+		name  string
+		props infra.Props
+		want  string
+	}{
+		{"unknown stage", infra.Props{PipelineDir: dir, Stage: "qa"}, `stage "qa": want one of dev, staging, prod, or none`},
+		{"too many pipeline stacks", infra.Props{PipelineDir: dir, PipelineStacks: 25}, "pipeline stacks 25: want 1 to 19, or -1"},
+		{"bad name", infra.Props{PipelineDir: dir, Name: "my app"}, `name "my app": want a letter`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			app := awscdk.NewApp(nil)
+			tc.props.AssetDir = assetDir
+			d, err := infra.NewStepline(app, "Stepline", &tc.props)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("NewStepline = %v, %v; want an error with %q", d, err, tc.want)
+			}
+			if n := len(*app.Node().Children()); n != 0 {
+				t.Errorf("the failed NewStepline added %d constructs to the app", n)
+			}
+		})
+	}
+}
+
+// TestVpc runs the functions in a VPC of the user's own stack.
+func TestVpc(t *testing.T) {
+	ctx := featureFlags(t)
+	out, err := os.MkdirTemp(tmpRoot, "cdk.out-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(out)})
+	network := awscdk.NewStack(app, jsii.String("Network"), nil)
+	vpc := awsec2.NewVpc(network, jsii.String("Vpc"), &awsec2.VpcProps{MaxAzs: jsii.Number(2), NatGateways: jsii.Number(1)})
+	d, err := infra.NewStepline(app, "Stepline", &infra.Props{PipelineDir: genPipelines(t, 3), AssetDir: assetDir, Vpc: vpc, Stage: infra.StageStaging, PipelineStacks: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The user's network is theirs to check; Stepline's stacks are nagged.
+	for _, s := range append([]awscdk.Stack{d.Core}, d.Pipelines...) {
+		awscdk.Aspects_Of(s).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Reports: jsii.Bool(false)}), nil)
+	}
+	tmpl, err := templateOf(d.Core, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fns := tmpl.FindResources(jsii.String("AWS::Lambda::Function"), nil)
+	if len(*fns) != len(infra.Functions) {
+		t.Fatalf("%d functions, want %d", len(*fns), len(infra.Functions))
+	}
+	for id, fn := range *fns {
+		props := (*fn)["Properties"].(map[string]any)
+		cfg, _ := props["VpcConfig"].(map[string]any)
+		if len(list(cfg["SubnetIds"])) != 2 || len(list(cfg["SecurityGroupIds"])) != 1 {
+			t.Errorf("%s VpcConfig = %s, want the VPC's two private subnets and a security group", id, text(cfg))
+		}
+	}
+	nag := assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))
+	ann := assertions.Annotations_FromStack(d.Core)
+	for _, m := range append(*ann.FindError(jsii.String("*"), nag), *ann.FindWarning(jsii.String("*"), nag)...) {
+		b, _ := json.Marshal(m)
+		t.Errorf("cdk-nag: %s", b)
 	}
 }

@@ -84,7 +84,8 @@ type Props struct {
 	// PipelineStacks is how many pipeline stacks the pipelines are spread
 	// over, each pipeline in stack (SHA-256 of its name) mod
 	// PipelineStacks; -1 keeps them in the core stack. 0 takes the
-	// default: DefaultPipelineStacks with a Stage, -1 without one.
+	// default: DefaultPipelineStacks with a Stage (one less with a Vpc),
+	// -1 without one.
 	PipelineStacks int
 	// PipelineMonitoring adds each pipeline's own alarms (failed runs,
 	// timed-out executions) and dashboard: three resources per pipeline.
@@ -182,6 +183,9 @@ func newConfig(props *Props) (*config, error) {
 		p.PipelineStacks = -1
 		if p.Stage != "" {
 			p.PipelineStacks = DefaultPipelineStacks
+			if p.Vpc != nil {
+				p.PipelineStacks-- // the VPC access policy takes one of IAM's 10 per role
+			}
 		}
 	}
 	if p.PipelineStacks < -1 || p.PipelineStacks > MaxPipelineStacks {

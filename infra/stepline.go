@@ -27,8 +27,9 @@ const (
 // spreads its pipelines over when Props.PipelineStacks is 0. Each pipeline
 // stack attaches one managed policy to the ingest, recorder and callback
 // roles, and IAM allows 10 managed policies per role by default (20 when
-// raised): 8 leaves room for the VPC access policy.
-const DefaultPipelineStacks = 8
+// raised). With a Vpc, CDK attaches the VPC access policy to every
+// function role, and the default is one less.
+const DefaultPipelineStacks = 10
 
 // MaxPipelineStacks is the most pipeline stacks Props.PipelineStacks may
 // ask for: IAM's raised quota of 20 managed policies per role, less one.
