@@ -216,4 +216,3 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 		}
 	})
 }
-
