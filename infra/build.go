@@ -45,9 +45,6 @@ type machine struct {
 	sm   awsstepfunctions.StateMachine
 }
 
-// Step Functions limits a state machine's name to 80 characters.
-const maxStateMachineName = 80
-
 // newGroups places the pipelines: all in the core stack, or each in the
 // pipeline stack of its bucket (one stack per non-empty bucket, created in
 // scope and deployed after the core).
@@ -121,15 +118,6 @@ func (b *builder) build() {
 	b.addRoutes()
 	b.addMonitoring()
 	b.addOutputs()
-}
-
-// ordered returns the machines in pipeline file order.
-func (b *builder) ordered() []*machine {
-	out := make([]*machine, 0, len(b.cfg.pipelines))
-	for _, p := range b.cfg.pipelines {
-		out = append(out, b.machines[p.Name])
-	}
-	return out
 }
 
 // constructID turns a pipeline name into a construct id part:
