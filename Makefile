@@ -9,7 +9,7 @@ STATICCHECK_VERSION := v0.8.2
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: all build cli lambdas test tools node-tools dynamodb-local rie python-tools lint lint-template run run-agent synth diff deploy destroy test-scale e2e mutate clean
+.PHONY: all build cli lambdas test tools chromium node-tools dynamodb-local rie python-tools lint lint-template run run-agent synth diff deploy destroy test-scale e2e mutate clean
 
 all: build
 
@@ -67,8 +67,18 @@ test-scale: python-tools
 
 ## tools: everything the tests need (node tools pinned in package-lock.json,
 ## DynamoDB Local for the DynamoDB store's tests, moto and cfn-lint for the
-## offline AWS tier)
-tools: node-tools dynamodb-local rie python-tools
+## offline AWS tier, Chromium for the web UI's browser test)
+tools: node-tools dynamodb-local rie python-tools chromium
+
+## chromium: a headless browser for shared/webui's browser test (Debian's
+## chromium package). One found on PATH, or named by STEPLINE_CHROMIUM, is
+## used as it is; otherwise apt-get installs it (with sudo when not root),
+## and where it cannot the target fails saying so.
+chromium:
+	@if [ -n "$$STEPLINE_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1; then exit 0; fi; \
+	SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	{ $$SUDO apt-get install -y chromium || { $$SUDO apt-get update && $$SUDO apt-get install -y chromium; }; } >/dev/null && command -v chromium >/dev/null || \
+		{ echo "make: no Chromium, and apt-get could not install Debian's chromium package; the web UI's browser test needs it (or set STEPLINE_CHROMIUM)" >&2; exit 1; }
 
 ## python-tools: moto[server] (the offline AWS box of make e2e), pinned
 ## exactly, and cfn-lint (make lint-template). A $(PYTHON) that has them is
@@ -111,7 +121,8 @@ test: tools
 ## test run on one CPU, timeouts ten times the measured test time (on a
 ## 2-core machine the defaults time most mutants out). Prints per package
 ## the mutants killed, lived, not covered and timed out, with efficacy
-## and mutant coverage. Not part of make test (it takes minutes per
+## and mutant coverage. -count=1: the coverage run that sets the timeouts
+## must not be a cached test result. Not part of make test (it takes minutes per
 ## package). MUTATE_PKGS narrows it, e.g. make mutate MUTATE_PKGS=./compiler/when
 GREMLINS_VERSION := v0.6.0
 MUTATE_PKGS ?= ./compiler/when ./shared/steprun ./shared/llmoutput ./shared/engine ./compiler ./shared/store/sqlite
@@ -120,7 +131,7 @@ MUTATE_ARGS ?= --workers 2 --test-cpu 1 --timeout-coefficient 10
 mutate:
 	@for p in $(MUTATE_PKGS); do \
 		echo "== $$p"; \
-		$(GO) run github.com/go-gremlins/gremlins/cmd/gremlins@$(GREMLINS_VERSION) unleash $(MUTATE_ARGS) -S ltc $$p || exit 1; \
+		GOFLAGS="$$GOFLAGS -count=1" $(GO) run github.com/go-gremlins/gremlins/cmd/gremlins@$(GREMLINS_VERSION) unleash $(MUTATE_ARGS) -S ltc $$p || exit 1; \
 	done
 
 ## lint: formatting, vet and staticcheck

@@ -21,6 +21,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 // env is what a subcommand may touch of the process.
@@ -132,6 +134,7 @@ func commands() []command {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stop = telemetry.SetupCLI(ctx, os.Getenv, os.Stderr, stop) // traces over OTLP when OTEL_* ask for them; stop() then exports the last
 	code := dispatch(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
 	stop()
 	os.Exit(code)

@@ -198,7 +198,7 @@ func serve(ctx context.Context, e env, fs *pflag.FlagSet, sf stateFlags, f serve
 	sweep(ctx, e, r)
 	srv.StartSchedules() // after the sweep, which would take the runs it starts for a dead process's
 	hs := srv.HTTPServer()
-	fmt.Fprintf(e.stdout, "serving on %s (pipelines from %s, state in %s)\n", base, *dir, stateDir)
+	fmt.Fprintf(e.stdout, "serving on %s (pipelines from %s, state in %s)\nweb UI: %s/ui/\n", base, *dir, stateDir, base)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	hup := make(chan os.Signal, 1)

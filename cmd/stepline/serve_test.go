@@ -102,6 +102,15 @@ steps:
 	if base == "" {
 		t.Fatalf("serve did not start:\n%s\n%s", out.String(), errOut.String())
 	}
+	// serve prints where its web UI is, and the UI answers there.
+	if !strings.Contains(out.String(), "web UI: "+base+"/ui/") {
+		t.Errorf("serve's start message does not name the web UI: %q", out.String())
+	}
+	if resp, err := http.Get(base + "/ui/"); err != nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("GET /ui/: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	post := func(path, body string) (int, map[string]any) {
 		t.Helper()
 		resp, err := http.Post(base+path, "application/json", strings.NewReader(body))

@@ -42,10 +42,12 @@ import (
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/steprun"
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 func main() {
 	f := boot.Start()
+	tp := telemetry.SetupFunction(context.Background(), os.Getenv, "approval", f.Log) // OTEL_* variables; off when none
 	st := f.Store()
 	baseURL := os.Getenv("API_BASE_URL")
 	if baseURL == "" {
@@ -88,5 +90,5 @@ func main() {
 		Secrets: secrets,
 		Logger:  f.Log,
 	}
-	lambda.Start(approvalTasks(h.Lambda()))
+	lambda.Start(telemetry.Lambda(tp, "approval", approvalTasks(h.Lambda())))
 }

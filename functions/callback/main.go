@@ -41,10 +41,12 @@ import (
 	"github.com/stepline/stepline/functions/internal/boot"
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/secret"
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 func main() {
 	f := boot.Start()
+	tp := telemetry.SetupFunction(context.Background(), os.Getenv, "callback", f.Log) // OTEL_* variables; off when none
 	st := f.Store()
 	secrets, sm, err := secret.ForFunction(f.AWS, os.Getenv)
 	f.Check(err, "secrets")
@@ -67,7 +69,7 @@ func main() {
 		BaseURL: os.Getenv("API_BASE_URL"), Logger: f.Log,
 	}
 	h := routes(svc, chat)
-	lambda.Start(func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	lambda.Start(telemetry.Lambda(tp, "callback", func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return apigw.Serve(ctx, h, ev, maxRequestBody), nil
-	})
+	}))
 }

@@ -72,10 +72,12 @@ import (
 	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/secret"
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 func main() {
 	f := boot.Start()
+	tp := telemetry.SetupFunction(context.Background(), os.Getenv, "ingest", f.Log) // OTEL_* variables; off when none
 	st := f.Store()
 	names, err := awsenv.StateMachinesFromEnv(os.Environ())
 	f.Check(err, "state machines")
@@ -113,5 +115,5 @@ func main() {
 	dep, err := newDeployed(dir, ps)
 	f.Check(err, "pipelines")
 	h := &handler{webhooks: webhooks, events: trigger, runs: st, start: start, deployed: dep, log: f.Log}
-	lambda.Start(h.Handle)
+	lambda.Start(telemetry.Lambda(tp, "ingest", h.Handle))
 }

@@ -41,9 +41,11 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"os"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
@@ -51,6 +53,7 @@ import (
 	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/secret"
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 // DefaultMetricNamespace is the namespace of the Runs metric when
@@ -59,6 +62,7 @@ const DefaultMetricNamespace = "Stepline"
 
 func main() {
 	f := boot.Start()
+	tp := telemetry.SetupFunction(context.Background(), os.Getenv, "recorder", f.Log) // OTEL_* variables; off when none
 	st := f.Store()
 	machines, err := awsenv.StateMachinesFromEnv(os.Environ())
 	f.Check(err, "state machines")
@@ -83,5 +87,7 @@ func main() {
 		Metrics:  &Metrics{W: os.Stdout, Namespace: namespace},
 		Log:      f.Log,
 	}
-	lambda.Start(r.Handle)
+	lambda.Start(telemetry.Lambda(tp, "recorder", func(ctx context.Context, ev events.CloudWatchEvent) (any, error) {
+		return nil, r.Handle(ctx, ev)
+	}))
 }

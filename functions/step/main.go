@@ -16,6 +16,9 @@
 //	                  duration in (0, 15m] (default 800s, see package
 //	                  steprun); the offline AWS tier sets 1ns, one model
 //	                  call per Task
+//	OTEL_*            OpenTelemetry traces over OTLP/HTTP (package
+//	                  shared/telemetry): OTEL_EXPORTER_OTLP_ENDPOINT turns them
+//	                  on; none are exported when unset
 //
 // Secrets not listed in SECRET_REFS are read from the environment (a
 // gateway step without api_key sends OPENAI_API_KEY when it is set).
@@ -26,8 +29,9 @@
 // the device identity in the secrets OPENCLAW_DEVICE and
 // OPENCLAW_DEVICE_AUTH (device.json and device-auth.json, each whole,
 // mapped in SECRET_REFS like any secret), a remote agent gateway step
-// sends the token its project names. Each agent request carries the
-// invocation's X-Ray trace as a W3C traceparent.
+// sends the token its project names. Each agent request carries a W3C
+// traceparent: the model call's span when tracing is on, else the
+// invocation's X-Ray trace.
 //
 // Agent steps reach their MCP servers over streamable HTTP only (stdio
 // servers are refused: the compiler keeps them off AWS). Sessions are
@@ -64,10 +68,12 @@ import (
 	"github.com/stepline/stepline/shared/pricing"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/steprun"
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 func main() {
 	f := boot.Start()
+	tp := telemetry.SetupFunction(context.Background(), os.Getenv, "step", f.Log) // OTEL_* variables; off when none
 	st := f.Store()
 	secrets, _, err := secret.ForFunction(f.AWS, os.Getenv)
 	f.Check(err, "secrets")
@@ -97,7 +103,7 @@ func main() {
 		h.Artifacts = steprun.S3{Client: objects, Bucket: bucket}
 	}
 	// The MCP sessions of agent steps close when the container stops.
-	lambda.StartWithOptions(h.Lambda(), lambda.WithEnableSIGTERM(func() { _ = registry.Close() }))
+	lambda.StartWithOptions(telemetry.Lambda(tp, "step", h.Lambda()), lambda.WithEnableSIGTERM(func() { _ = registry.Close() }))
 }
 
 // xrayTraceParent is the invocation's X-Ray trace (the runtime puts its

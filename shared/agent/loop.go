@@ -10,8 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 // Bounds of one agent step's loop. Each is checked where the value
@@ -350,6 +353,14 @@ func (l *Loop) deadlineErr(c *Conversation, doing string) error {
 // invalid or is refused, the model's and the toolbox's typed faults, and
 // ctx's error.
 func (l *Loop) Turn(ctx context.Context, c *Conversation) error {
+	ctx, span := telemetry.Start(ctx, "agent_iteration", trace.SpanKindInternal)
+	err := l.turn(ctx, c)
+	endIteration(span, c)
+	telemetry.End(span, err)
+	return err
+}
+
+func (l *Loop) turn(ctx context.Context, c *Conversation) error {
 	if err := l.check(); err != nil {
 		return err
 	}
@@ -373,10 +384,12 @@ func (l *Loop) Turn(ctx context.Context, c *Conversation) error {
 	p := l.Agent.Profile
 	spec := l.Schema.Spec()
 	c.Iterations++
-	reply, err := l.Model.Turn(tctx, ModelRequest{
+	mctx, span := telemetry.Start(tctx, telemetry.OpChat, trace.SpanKindClient)
+	reply, err := l.Model.Turn(mctx, ModelRequest{
 		System: c.System, Messages: c.Messages[:len(c.Messages):len(c.Messages)], Tools: c.Tools, Schema: &spec,
 		MaxTokens: p.MaxTokens, Temperature: p.Temperature, ThinkingLevel: l.Agent.ThinkingLevel,
 	})
+	endModelCall(span, l.Agent, reply, err)
 	if err != nil {
 		if deadlineHit(ctx, tctx) {
 			return l.deadlineErr(c, "waiting for the model")
@@ -563,7 +576,9 @@ func (l *Loop) runCall(ctx, tctx context.Context, c *Conversation, call ToolCall
 		srv.Name = n.Server
 	}
 	cctx, cancel := context.WithTimeout(tctx, lim.ToolTimeout)
+	cctx, span := telemetry.Start(cctx, telemetry.OpExecuteTool, trace.SpanKindInternal)
 	out, err := l.Tools.Call(cctx, srv, n.Tool, args)
+	endToolCall(span, n, call.ID, out, err)
 	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded)
 	cancel()
 	switch {

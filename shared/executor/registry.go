@@ -204,6 +204,14 @@ func sleep(ctx context.Context, d time.Duration) error {
 // *fault.ConfigError, as are an unknown executor and one with no Provider
 // (human, pipeline; openclaw, whose steps run an agent through Agent).
 func (r *Registry) Provider(call Call) (llmoutput.Provider, error) {
+	p, err := r.provider(call)
+	if err != nil {
+		return nil, err
+	}
+	return traced{p: p, call: call}, nil
+}
+
+func (r *Registry) provider(call Call) (llmoutput.Provider, error) {
 	if !Known(call.Executor) {
 		return nil, fault.Errorf[fault.ConfigError]("unknown executor %q (known: %v)", call.Executor, Names())
 	}

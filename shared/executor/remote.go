@@ -18,6 +18,7 @@ import (
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 	"github.com/stepline/stepline/shared/secret"
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 // Bounds and defaults of the remote agent runtimes (openclaw, a remote
@@ -205,7 +206,10 @@ func (m *remoteModel) request(ctx context.Context, req agent.ModelRequest, set r
 	if strings.TrimSpace(rq.message) == "" {
 		return rq, fault.Errorf[fault.ConfigError]("step %q: the prompt rendered empty: an agent needs a message", m.call.Step)
 	}
-	if f := m.reg.deps.TraceParent; f != nil {
+	// The model call's span when tracing is on, else the caller's trace
+	// (the step Lambda's X-Ray trace), else a new one.
+	rq.traceParent = telemetry.TraceParent(ctx)
+	if f := m.reg.deps.TraceParent; f != nil && rq.traceParent == "" {
 		rq.traceParent = f(ctx)
 	}
 	if rq.traceParent == "" {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/secret"
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 // exchange is one HTTP request an executor sends.
@@ -92,6 +93,7 @@ func (r *Registry) roundTrip(ctx context.Context, x exchange) (reply, error) {
 	for k, vs := range x.header {
 		req.Header[k] = append([]string(nil), vs...)
 	}
+	telemetry.Inject(ctx, req.Header)
 	resp, err := r.deps.HTTP.Do(req)
 	if err != nil {
 		return reply{}, transportError(ctx, x, err)

@@ -72,9 +72,11 @@ import (
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/project"
+	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/sqlite"
 	"github.com/stepline/stepline/shared/task"
+	"github.com/stepline/stepline/shared/telemetry/prom"
 )
 
 // DefaultDir is where runs are kept when no directory is given.
@@ -107,6 +109,8 @@ type Runner struct {
 
 	expireMu sync.Mutex
 	stuck    map[string]bool // waiting runs whose expiry could not be applied
+
+	metrics *prom.Metrics // served by Server at GET /metrics
 }
 
 // Config wires a Runner.
@@ -160,6 +164,7 @@ func Open(ctx context.Context, cfg Config) (*Runner, error) {
 	if r.lease <= 0 {
 		r.lease = DefaultLease
 	}
+	r.metrics = prom.New(r.driving, st)
 	r.handler = cfg.Handler(st)
 	r.engine = engine.New(engine.Config{
 		Journal: st,
@@ -196,7 +201,7 @@ func (r *Runner) invoke(ctx context.Context, payload json.RawMessage) (json.RawM
 		h = s.handler
 		defer s.save(ctx, r)
 	}
-	resp, err := h.Handle(ctx, req)
+	resp, err := h.Handle(steprun.WithObserver(ctx, r.metrics), req)
 	if err != nil {
 		return nil, err
 	}
@@ -321,10 +326,12 @@ func (r *Runner) Run(ctx context.Context, path string, trigger json.RawMessage, 
 
 // Start runs a compiled state machine, saved under name by Compile. The
 // run is claimed for this Runner while it is driven (see Resume).
-func (r *Runner) Start(ctx context.Context, sm *asl.StateMachine, name string, trigger json.RawMessage, runID string, opts ...RunOption) (Outcome, error) {
+func (r *Runner) Start(ctx context.Context, sm *asl.StateMachine, name string, trigger json.RawMessage, runID string, opts ...RunOption) (o Outcome, err error) {
 	if runID == "" {
 		runID = NewRunID()
 	}
+	ctx, span := startRunSpan(ctx, "run", name, runID)
+	defer func() { endRunSpan(span, o, err) }()
 	if len(trigger) == 0 {
 		trigger = json.RawMessage(`{}`)
 	}
@@ -405,11 +412,13 @@ func (s *startFacts) record(o Outcome, now time.Time) store.Run {
 // when its lease lapses). A scripted run answers from the replies recorded
 // with it, or from WithResponses; replies that cannot be read are a
 // *RepliesError, and the run is left as it was.
-func (r *Runner) Resume(ctx context.Context, runID string, opts ...RunOption) (Outcome, error) {
+func (r *Runner) Resume(ctx context.Context, runID string, opts ...RunOption) (o Outcome, err error) {
 	run, err := r.Store.GetRun(ctx, runID)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("resume %s: %w", runID, err)
 	}
+	ctx, span := startRunSpan(ctx, "resume", run.Pipeline, runID)
+	defer func() { endRunSpan(span, o, err) }()
 	sm, err := definitions{filepath.Join(r.dir, "definitions")}.Definition(ctx, run.Pipeline)
 	if err != nil {
 		return Outcome{}, err
@@ -436,11 +445,13 @@ var ErrNoApproval = errors.New("no pending approval")
 // run on. The run is claimed and its replies checked (see Resume) before
 // the decision is recorded, so a refused decision leaves the approval
 // pending.
-func (r *Runner) Decide(ctx context.Context, runID, step, decision, by string, opts ...RunOption) (Outcome, error) {
+func (r *Runner) Decide(ctx context.Context, runID, step, decision, by string, opts ...RunOption) (o Outcome, err error) {
 	run, err := r.Store.GetRun(ctx, runID)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("decide: %w", err)
 	}
+	ctx, span := startRunSpan(ctx, "resume", run.Pipeline, runID)
+	defer func() { endRunSpan(span, o, err) }()
 	dctx, release, err := r.hold(ctx, runID)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("decide step %q: %w", step, err)
@@ -464,6 +475,7 @@ func (r *Runner) Decide(ctx context.Context, runID, step, decision, by string, o
 		if _, err := r.Store.DecideApproval(ctx, a.ID, d, by, r.now()); err != nil {
 			return Outcome{}, fmt.Errorf("decide step %q of run %s: %w", step, runID, err)
 		}
+		r.metrics.ApprovalDecided(run.Pipeline, string(d))
 		out, _ := json.Marshal(task.Decision{Decision: decision, By: by})
 		res, err := r.engine.SendTaskSuccess(dctx, a.TaskToken, out)
 		if err != nil {
@@ -539,6 +551,7 @@ func (r *Runner) settle(ctx context.Context, pipelineName string, res engine.Res
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return o, fmt.Errorf("record run status: %w", err)
 	}
+	r.metrics.RunEnded(pipelineName, o.Status)
 	return o, nil
 }
 
@@ -550,12 +563,14 @@ func (r *Runner) History(ctx context.Context, runID string) ([]store.HistoryEven
 // Complete completes a waiting task with a human decision (its approval is
 // already decided in the store) and drives the run on, claimed as Resume
 // claims it.
-func (r *Runner) Complete(ctx context.Context, taskToken string, d task.Decision) (Outcome, error) {
+func (r *Runner) Complete(ctx context.Context, taskToken string, d task.Decision) (o Outcome, err error) {
 	out, _ := json.Marshal(d)
 	a, err := r.Store.ApprovalByTaskToken(ctx, taskToken)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("complete task: %w", err)
 	}
+	ctx, span := startRunSpan(ctx, "resume", a.Pipeline, a.RunID)
+	defer func() { endRunSpan(span, o, err) }()
 	dctx, release, err := r.hold(ctx, a.RunID)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("complete task: %w", err)
@@ -568,6 +583,7 @@ func (r *Runner) Complete(ctx context.Context, taskToken string, d task.Decision
 	if err != nil {
 		return Outcome{}, fmt.Errorf("complete task: %w", lostClaim(dctx, a.RunID, err))
 	}
+	r.metrics.ApprovalDecided(a.Pipeline, decided(d.Decision))
 	run, err := r.Store.GetRun(ctx, res.RunID)
 	if err != nil {
 		return Outcome{}, err

@@ -17,14 +17,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/compiler/gate"
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/engine"
+	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/schedule"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/task"
+	"github.com/stepline/stepline/shared/webui"
 )
 
 // Server is the local HTTP front door over a Runner: webhook intake,
@@ -48,6 +52,8 @@ import (
 //	POST /telegram/{bot}                         a Telegram bot's webhook (ChatConfig)
 //	POST /slack/{app}                            a Slack app's request URL (ChatConfig)
 //	GET  /health                                 liveness, version, active runs, limits
+//	GET  /metrics                                Prometheus metrics (the admin token when tokens are set)
+//	GET  /ui/…, POST /ui/…                       the web UI (package webui): its own login, same tokens
 //
 // Pipelines with a schedule: fire from the server once StartSchedules is
 // called (package schedule): the
@@ -103,6 +109,7 @@ type Server struct {
 	reloadMu sync.Mutex // one reload at a time
 
 	chat map[string]http.Handler // "/telegram/{bot}", "/slack/{app}"
+	ui   *webui.Handler          // the web UI, under /ui/
 
 	mu     sync.Mutex
 	loaded *loaded         // the pipelines in force
@@ -112,10 +119,11 @@ type Server struct {
 
 // Bounds of the HTTP server. A request's headers must arrive within
 // ReadHeaderTimeout and the whole request within ReadTimeout; its answer
-// must be written within WriteTimeout of the headers' end. No handler
+// must be written within WriteTimeout of the headers' end. No API handler
 // streams or waits on a run (runs and approved runs go on in the
 // background), so WriteTimeout only has to cover reading the body and one
-// store query.
+// store query; the web UI's live view of a run, which streams, moves its
+// own write deadline before each event (webui.MaxStreamTime bounds it).
 const (
 	// ReadHeaderTimeout bounds reading a request's headers.
 	ReadHeaderTimeout = 10 * time.Second
@@ -282,6 +290,9 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if err := s.startChat(ctx, cfg.Chat, cfg.Signer); err != nil {
 		return nil, err
 	}
+	if s.ui, err = s.newUI(); err != nil {
+		return nil, err
+	}
 	poll := cfg.ApprovalPoll
 	if poll <= 0 {
 		poll = DefaultApprovalPoll
@@ -413,6 +424,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(r.URL.Path, "/approvals/"):
 		s.approval(w, r)
 		return
+	case path == webui.DefaultPrefix || strings.HasPrefix(path, webui.DefaultPrefix+"/"):
+		// The web UI authenticates its own way: a login form and a
+		// session cookie, with the same tokens.
+		s.ui.ServeHTTP(w, r)
+		return
 	case strings.HasPrefix(path, "/telegram/") || strings.HasPrefix(path, "/slack/"):
 		// Authenticated by the handler: Telegram's secret token, Slack's
 		// signature.
@@ -478,6 +494,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(path, "/runs/"):
 		if allow(w, r, http.MethodGet) {
 			s.getRun(w, r, c, strings.TrimPrefix(path, "/runs/"))
+		}
+	case path == "/metrics":
+		if allow(w, r, http.MethodGet, http.MethodHead) {
+			s.serveMetrics(w, r, c)
 		}
 	case path == "/health":
 		allow(w, r, http.MethodGet, http.MethodHead)
@@ -583,4 +603,85 @@ func LoadOrCreateKey(dir string) ([]byte, error) {
 		return nil, fmt.Errorf("save approval key: %w", err)
 	}
 	return key, nil
+}
+
+// newUI builds the web UI over the server's store, pipelines, project and
+// approvals (package webui).
+func (s *Server) newUI() (*webui.Handler, error) {
+	return webui.New(webui.Config{
+		Store: s.runner.Store, History: s.runner.History, Approvals: s.approvals, Tokens: s.tokens, Logger: s.log,
+		Pipelines: func() []webui.Pipeline {
+			l := s.current()
+			out := make([]webui.Pipeline, 0, len(l.order))
+			for _, name := range l.order {
+				p := l.pipelines[name]
+				wp := webui.Pipeline{Name: name, Description: p.Description, Stage: string(p.Stage), Tags: p.Tags,
+					File: l.files[name], Machine: l.machines[name]}
+				if p.Version != 0 {
+					wp.Version = fmt.Sprint(p.Version)
+				}
+				if p.Schedule != nil {
+					wp.Schedule = p.Schedule.Cron
+				}
+				out = append(out, wp)
+			}
+			return out
+		},
+		Source: func(name string) ([]byte, string, error) {
+			file, ok := s.current().files[name]
+			if !ok {
+				return nil, "", fmt.Errorf("no pipeline %q", name)
+			}
+			src, err := os.ReadFile(file)
+			if err != nil {
+				return nil, "", fmt.Errorf("read pipeline file: %w", err)
+			}
+			// The file as it is now, checked without writing the definition
+			// that runs resume with (Runner.Compile would).
+			var diags compiler.Diagnostics
+			if s.project != nil {
+				_, _, diags, err = gate.CompileFileIn(file, s.project, executor.Defaults{})
+			} else {
+				_, _, diags, err = gate.CompileFile(file, executor.Defaults{})
+			}
+			var problems []string
+			for _, d := range diags {
+				problems = append(problems, d.String())
+			}
+			if err != nil && len(diags) == 0 {
+				problems = append(problems, err.Error())
+			}
+			return src, strings.Join(problems, "\n"), nil
+		},
+		Agents: func() ([]webui.Agent, string) {
+			p := s.project
+			if p == nil {
+				var err error
+				if p, err = project.ForFile(filepath.Join(s.dir, "pipeline.yaml")); err != nil {
+					return nil, err.Error()
+				}
+			}
+			if p == nil {
+				return nil, ""
+			}
+			var out []webui.Agent
+			for _, name := range p.AgentNames() {
+				l := p.Profiles[name]
+				a := webui.Agent{Name: name, Description: l.Profile.Description, Version: l.Profile.Version, Model: l.Profile.Model,
+					Fallbacks: l.Profile.ModelFallbacks, ThinkingLevel: l.Profile.ThinkingLevel, Path: l.Path}
+				for _, g := range l.Profile.Tools {
+					a.Tools = append(a.Tools, webui.Tool{Server: g.Server, Tools: g.Tools})
+				}
+				out = append(out, a)
+			}
+			return out, p.Diagnostics.String()
+		},
+		Start: func(ctx context.Context, name, bearer string, event []byte) (string, error) {
+			d, err := s.intake.Accept(ctx, intake.Request{Source: "generic", Manual: true, PipelineName: name, Body: event, Bearer: bearer})
+			if err != nil {
+				return "", err
+			}
+			return d.RunID, nil
+		},
+	})
 }

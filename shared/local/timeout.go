@@ -81,6 +81,7 @@ func (r *Runner) Expire(ctx context.Context, runID string) (o Outcome, fired boo
 func (r *Runner) expire(ctx context.Context, a store.Approval) (Outcome, bool, error) {
 	o, err := r.Resume(ctx, a.RunID)
 	if err == nil {
+		r.metrics.ApprovalDecided(a.Pipeline, "expired")
 		return o, true, nil
 	}
 	var driven *DrivenError

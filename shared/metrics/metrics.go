@@ -6,6 +6,7 @@ package metrics
 import (
 	"encoding/json"
 	"io"
+	"sort"
 	"sync"
 	"time"
 )
@@ -18,6 +19,10 @@ const (
 	InputTokens    = "InputTokens"    // Pipeline
 	OutputTokens   = "OutputTokens"   // Pipeline
 	CostUSD        = "CostUSD"        // Pipeline
+	Steps          = "Steps"          // Pipeline: a step attempt was recorded
+	StepDuration   = "StepDuration"   // Pipeline: a recorded attempt's duration (Milliseconds)
+	// InputTokens, OutputTokens, CostUSD, Steps and StepDuration are also
+	// under Pipeline, Executor, Model for the attempts of a model step.
 )
 
 // EMF writes embedded-metric-format lines. Safe for concurrent use.
@@ -38,6 +43,18 @@ type Metric struct {
 
 // Put writes one line holding the metrics under one set of dimensions.
 func (e *EMF) Put(dims map[string]string, ms ...Metric) error {
+	keys := make([]string, 0, len(dims))
+	for k := range dims {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return e.PutSets(dims, [][]string{keys}, ms...)
+}
+
+// PutSets writes one line holding the metrics under each of sets, lists of
+// names of dims: CloudWatch keeps one metric per set, so a line can add
+// finer dimensions to a metric and leave the coarser one as it was.
+func (e *EMF) PutSets(dims map[string]string, sets [][]string, ms ...Metric) error {
 	if len(ms) == 0 {
 		return nil
 	}
@@ -49,10 +66,8 @@ func (e *EMF) Put(dims map[string]string, ms ...Metric) error {
 	if ns == "" {
 		ns = Namespace
 	}
-	keys := make([]string, 0, len(dims))
 	doc := map[string]any{}
 	for k, v := range dims {
-		keys = append(keys, k)
 		doc[k] = v
 	}
 	defs := make([]map[string]string, len(ms))
@@ -64,7 +79,7 @@ func (e *EMF) Put(dims map[string]string, ms ...Metric) error {
 		"Timestamp": now().UnixMilli(),
 		"CloudWatchMetrics": []any{map[string]any{
 			"Namespace":  ns,
-			"Dimensions": [][]string{keys},
+			"Dimensions": sets,
 			"Metrics":    defs,
 		}},
 	}

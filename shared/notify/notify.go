@@ -20,6 +20,7 @@ import (
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/task"
 	"github.com/stepline/stepline/shared/telegram"
+	"github.com/stepline/stepline/shared/telemetry"
 	"github.com/stepline/stepline/shared/template"
 )
 
@@ -429,6 +430,7 @@ func (d *Dispatcher) post(ctx context.Context, red *secret.Redactor, cfg map[str
 	}
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("User-Agent", "stepline-notify")
+	telemetry.Inject(ctx, req.Header)
 	headers := map[string]string{}
 	switch hs := cfg["headers"].(type) {
 	case map[string]string:

@@ -17,6 +17,7 @@ import (
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 // CheckReplies answers deterministic checks in scripted runs (satisfied
@@ -209,6 +210,7 @@ func (t *taskRun) sendCheck(ctx context.Context, red *secret.Redactor, step stri
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	telemetry.Inject(ctx, req.Header)
 	for k, v := range c.Headers {
 		hv, err := t.h.render.renderSecretSafe(ctx, step, field+".headers."+k, v, b)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 // failure records a step whose Task failed after its retries, sends its
@@ -128,6 +129,7 @@ func (t *taskRun) postFailureWebhook(ctx context.Context, red *secret.Redactor, 
 		return fmt.Errorf("on_failure.webhook: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	telemetry.Inject(ctx, req.Header)
 	for k, v := range wh.Headers {
 		hv, err := t.h.render.renderSecretSafe(ctx, step, "on_failure.webhook.headers."+k, v, b)
 		if err != nil {

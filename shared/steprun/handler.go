@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
@@ -24,6 +26,7 @@ import (
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 // Store is the part of store.Store the handler writes to.
@@ -164,6 +167,14 @@ func (h *Handler) Handle(ctx context.Context, req task.Request) (task.Response, 
 	if len(req.Step) == 0 {
 		return task.Response{}, fault.Errorf[fault.ConfigError]("step handler: request has no step")
 	}
+	ctx, span := telemetry.Start(ctx, req.Mode, trace.SpanKindInternal)
+	resp, err := h.handle(ctx, req)
+	endTask(span, req, resp, err)
+	return resp, err
+}
+
+// handle runs one Task of a valid request.
+func (h *Handler) handle(ctx context.Context, req task.Request) (task.Response, error) {
 	trig := decodeTrigger(req.Trigger)
 	if err := h.ensureRun(ctx, &req, trig); err != nil {
 		return task.Response{}, err
@@ -286,6 +297,7 @@ func (t *taskRun) putStep(ctx context.Context, rec store.StepRecord) error {
 	}
 	if rec.Status != store.StepWaiting { // its finished record emits once
 		t.emit(rec)
+		observe(ctx, t.req.Pipeline.Name, rec)
 	}
 	return nil
 }
@@ -303,11 +315,18 @@ func (t *taskRun) emit(rec store.StepRecord) {
 	ms := []metrics.Metric{
 		{Name: metrics.InputTokens, Unit: "Count", Value: float64(rec.InputTokens)},
 		{Name: metrics.OutputTokens, Unit: "Count", Value: float64(rec.OutputTokens)},
+		{Name: metrics.Steps, Unit: "Count", Value: 1},
+		{Name: metrics.StepDuration, Unit: "Milliseconds", Value: float64(rec.DurationMS)},
 	}
 	if rec.CostUSD != nil {
 		ms = append(ms, metrics.Metric{Name: metrics.CostUSD, Unit: "None", Value: *rec.CostUSD})
 	}
-	_ = m.Put(map[string]string{"Pipeline": p}, ms...)
+	dims, sets := map[string]string{"Pipeline": p}, [][]string{{"Pipeline"}}
+	if rec.Executor != "" && rec.Model != "" { // a model step: also by executor and model
+		dims["Executor"], dims["Model"] = rec.Executor, rec.Model
+		sets = append(sets, []string{"Pipeline", "Executor", "Model"})
+	}
+	_ = m.PutSets(dims, sets, ms...)
 }
 
 // addUsage adds a step's usage to the run's stored totals, once per key.

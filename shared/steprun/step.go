@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/fault"
@@ -19,6 +21,7 @@ import (
 	"github.com/stepline/stepline/shared/pricing"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 // Record flags the handler adds.
@@ -278,6 +281,8 @@ func (t *taskRun) verify(ctx context.Context, u unit, b map[string]any, res *res
 		answer, _ := compact(res.out, res.primary)
 		prompt = criticPrompt(res.prompt, string(answer))
 	}
+	ctx, span := telemetry.Start(ctx, "verify "+u.record, trace.SpanKindInternal)
+	defer func() { endVerify(span, t.req, u.record, res) }()
 	fail := func(err error) {
 		t.h.log.Warn("verifier failed", "run", t.req.Run.ID, "step", u.record, "error", err.Error())
 		res.flags = append(res.flags, FlagVerifierFailed)
