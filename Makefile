@@ -9,7 +9,7 @@ STATICCHECK_VERSION := v0.8.2
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: all build cli lambdas test tools chromium node-tools dynamodb-local rie python-tools lint lint-template run run-agent synth diff deploy e2e mutate clean
+.PHONY: all build cli lambdas test tools chromium node-tools dynamodb-local rie python-tools lint lint-template run run-agent synth diff deploy destroy test-scale e2e mutate clean
 
 all: build
 
@@ -32,21 +32,38 @@ lambdas:
 		GOOS=linux GOARCH=amd64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/lambda-amd64/$$fn/bootstrap ./functions/$$fn || exit 1; \
 	done
 
-## synth: the CloudFormation template (cdk.out/), offline, no AWS credentials
-## needed; diff and deploy: cdk diff / cdk deploy with your credentials.
-## CDK_ARGS passes arguments to cdk, e.g.
-##   make deploy CDK_ARGS="-c stepline:alarmEmail=ops@example.com"
+## synth: the CloudFormation templates (cdk.out/), offline, no AWS
+## credentials needed; the app checks each against CloudFormation's limits
+## with 20% headroom. diff, deploy and destroy: cdk diff / deploy / destroy
+## of that synthesized assembly, with your credentials.
+## CDK_ARGS passes arguments to cdk (context with -c, options); STACKS
+## chooses the stacks (default --all: the core and every pipeline stack).
+##   make deploy CDK_ARGS="-c stage=prod -c stepline:alarmEmail=ops@example.com"
+##   make diff CDK_ARGS="-c stage=dev" STACKS=Stepline-dev-Pipelines-03
+## Give diff, deploy and destroy the CDK_ARGS you synthesized with: they
+## act on the stacks of cdk.out.
 CDK_ARGS ?=
+STACKS   ?= --all
 
 synth: lambdas node-tools
 	$(GO) build -o $(BIN)/cdk-app ./infra/app
 	$(NODE_BIN)/cdk synth --app $(BIN)/cdk-app --quiet --no-notices $(CDK_ARGS)
 
 diff: synth
-	$(NODE_BIN)/cdk diff --app $(BIN)/cdk-app $(CDK_ARGS)
+	$(NODE_BIN)/cdk diff --app cdk.out --no-notices $(CDK_ARGS) $(STACKS)
 
 deploy: synth
-	$(NODE_BIN)/cdk deploy --app $(BIN)/cdk-app $(CDK_ARGS)
+	$(NODE_BIN)/cdk deploy --app cdk.out --no-notices $(CDK_ARGS) $(STACKS)
+
+destroy: synth
+	$(NODE_BIN)/cdk destroy --app cdk.out --no-notices $(CDK_ARGS) $(STACKS)
+
+## test-scale: the scale tests with their figures: 10, 100 and 200
+## generated pipelines synthesized over pipeline stacks, every stack within
+## the limits, cdk-nag and cfn-lint clean, adding a pipeline changes its
+## own stack only (make test runs the 200 alone)
+test-scale: python-tools
+	STEPLINE_SCALE=1 STEPLINE_PYTHON=$(PYTHON) $(GO) test -count=1 -timeout 30m -run 'TestScale' -v ./infra/
 
 ## tools: everything the tests need (node tools pinned in package-lock.json,
 ## DynamoDB Local for the DynamoDB store's tests, moto and cfn-lint for the

@@ -11,14 +11,15 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/stepline/stepline/infra/plan"
 )
 
-// builder adds the stack's resources; each method adds one part.
+// builder adds the deployment's resources; each method adds one part.
 type builder struct {
-	stack awscdk.Stack
+	stack awscdk.Stack // the core stack
 	cfg   *config
 
 	table        awsdynamodb.Table
@@ -31,35 +32,72 @@ type builder struct {
 	functions    map[string]awslambda.Function
 	roles        map[string]awsiam.Role
 	machines     map[string]*machine // by pipeline name
+	groups       []*group            // in stack order
 }
 
 // machine is one pipeline's state machine.
 type machine struct {
 	p    *plan.Pipeline
+	g    *group  // the stack it is in
 	id   string  // construct id part: the pipeline name without hyphens
 	name string  // the state machine's physical name
-	arn  *string // its ARN, formatted from the name
+	arn  *string // its ARN, formatted from the name in its group's stack
 	sm   awsstepfunctions.StateMachine
 }
 
-// Step Functions limits a state machine's name to 80 characters.
-const maxStateMachineName = 80
-
-func (b *builder) build() {
+// newGroups places the pipelines: all in the core stack, or each in the
+// pipeline stack of its bucket (one stack per non-empty bucket, created in
+// scope and deployed after the core).
+func (b *builder) newGroups(scope constructs.Construct) []*group {
+	n := b.cfg.props.PipelineStacks
+	byBucket := map[int]*group{}
+	var groups []*group
 	for _, p := range b.cfg.pipelines {
-		name := physicalName(*b.stack.StackName(), p.Name, maxStateMachineName)
-		b.machines[p.Name] = &machine{
-			p:    p,
-			id:   constructID(p.Name),
-			name: name,
-			arn: b.stack.FormatArn(&awscdk.ArnComponents{
+		i := -1
+		if n > 0 {
+			i = bucket(p.Name, n)
+		}
+		g := byBucket[i]
+		if g == nil {
+			g = &group{b: b, index: i, stack: b.stack}
+			byBucket[i] = g
+		}
+		m := &machine{p: p, g: g, id: constructID(p.Name), name: b.cfg.names.machine(p.Name)}
+		g.machines = append(g.machines, m)
+		b.machines[p.Name] = m
+	}
+	for i := -1; i < max(n, 0); i++ {
+		g := byBucket[i]
+		if g == nil {
+			continue
+		}
+		if i >= 0 {
+			sp := b.cfg.props.StackProps
+			name := b.cfg.names.pipelines(i)
+			sp.StackName = jsii.String(name)
+			sp.Description = jsii.String("Stepline: the state machines, triggers and schedules of pipeline bucket " + name)
+			g.stack = awscdk.NewStack(scope, jsii.String(name), &sp)
+			// Deployed after the core: its policies attach to the core's
+			// roles and its rules invoke the core's functions, by name.
+			g.stack.AddStackDependency(b.stack, jsii.String("the pipelines' policies, rules and state machines name the core's roles and functions"))
+		}
+		for _, m := range g.machines {
+			m.arn = g.stack.FormatArn(&awscdk.ArnComponents{
 				Service:      jsii.String("states"),
 				Resource:     jsii.String("stateMachine"),
-				ResourceName: jsii.String(name),
+				ResourceName: jsii.String(m.name),
 				ArnFormat:    awscdk.ArnFormat_COLON_RESOURCE_NAME,
-			}),
+			})
 		}
+		groups = append(groups, g)
 	}
+	return groups
+}
+
+// split reports whether the pipelines have stacks of their own.
+func (b *builder) split() bool { return b.cfg.props.PipelineStacks > 0 }
+
+func (b *builder) build() {
 	b.addData()
 	b.addShared()
 	b.api = awsapigatewayv2.NewHttpApi(b.stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
@@ -67,21 +105,19 @@ func (b *builder) build() {
 		CreateDefaultStage: jsii.Bool(false),
 	})
 	b.addFunctions()
-	b.addStateMachines()
-	b.addTriggers()
-	b.addStatusRule()
+	for _, g := range b.groups {
+		g.link()
+		g.addStateMachines()
+		g.grantRuns()
+		g.addTriggers()
+		g.addStatusRules()
+		g.addMonitoring()
+		g.addOutputs()
+	}
+	b.addExplicitRule()
 	b.addRoutes()
 	b.addMonitoring()
 	b.addOutputs()
-}
-
-// ordered returns the machines in pipeline file order.
-func (b *builder) ordered() []*machine {
-	out := make([]*machine, 0, len(b.cfg.pipelines))
-	for _, p := range b.cfg.pipelines {
-		out = append(out, b.machines[p.Name])
-	}
-	return out
 }
 
 // constructID turns a pipeline name into a construct id part:
@@ -104,16 +140,14 @@ func constructID(name string) string {
 	return string(out)
 }
 
+func output(stack awscdk.Stack, id string, value *string, desc string) {
+	awscdk.NewCfnOutput(stack, jsii.String(id), &awscdk.CfnOutputProps{Value: value, Description: jsii.String(desc)})
+}
+
 func (b *builder) addOutputs() {
-	out := func(id string, value *string, desc string) {
-		awscdk.NewCfnOutput(b.stack, jsii.String(id), &awscdk.CfnOutputProps{Value: value, Description: jsii.String(desc)})
-	}
-	out("ApiEndpoint", b.api.ApiEndpoint(), "Base URL of the HTTP API (POST /webhook, POST /pipelines/{name}/runs, /approvals/{token})")
-	out("TableName", b.table.TableName(), "The run store's DynamoDB table")
-	out("ArtifactBucketName", b.artifacts.BucketName(), "The artifact bucket")
-	out("AlarmTopicArn", b.alarmTopic.TopicArn(), "Alarms are sent here")
-	out("WebhookTokenSecretArn", b.webhookToken.SecretArn(), "Holds the bearer token POST /webhook requires")
-	for _, m := range b.ordered() {
-		out("StateMachine"+m.id, m.sm.StateMachineArn(), "State machine of pipeline "+m.p.Name)
-	}
+	output(b.stack, "ApiEndpoint", b.api.ApiEndpoint(), "Base URL of the HTTP API (POST /webhook, POST /pipelines/{name}/runs, /approvals/{token})")
+	output(b.stack, "TableName", b.table.TableName(), "The run store's DynamoDB table")
+	output(b.stack, "ArtifactBucketName", b.artifacts.BucketName(), "The artifact bucket")
+	output(b.stack, "AlarmTopicArn", b.alarmTopic.TopicArn(), "Alarms are sent here")
+	output(b.stack, "WebhookTokenSecretArn", b.webhookToken.SecretArn(), "Holds the bearer token POST /webhook requires")
 }

@@ -39,8 +39,8 @@ var chatSecrets = map[string]string{
 	"SEARCH_TEAMS_HOOK": "ssm:/stepline/search-teams-hook",
 }
 
-var chatStack = &lazy{props: func(t *testing.T) infra.StackProps {
-	return infra.StackProps{
+var chatStack = &lazy{props: func(t *testing.T) infra.Props {
+	return infra.Props{
 		PipelineDir: writeFiles(t, map[string]string{"child.yaml": fixturePipelines["child.yaml"], "parent.yaml": fixturePipelines["parent.yaml"]}),
 		Config:      filepath.Join(writeTree(t, chatProject), "stepline.yaml"),
 		Secrets:     chatSecrets,
@@ -147,7 +147,7 @@ func TestChatStackErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			app := awscdk.NewApp(nil)
-			_, err := infra.NewStack(app, "Stepline", &infra.StackProps{PipelineDir: good, AssetDir: assetDir,
+			_, err := infra.NewStack(app, "Stepline", &infra.Props{PipelineDir: good, AssetDir: assetDir,
 				Config: filepath.Join(writeTree(t, map[string]string{"stepline.yaml": tt.project}), "stepline.yaml"), Secrets: map[string]string{"HOOK_TOKEN": "ssm:/h"}})
 			if err == nil {
 				t.Fatal("NewStack succeeded")
@@ -165,7 +165,7 @@ func TestChatStackErrors(t *testing.T) {
 // deploys: its chat is the approvals' default, sent with links only (no
 // webhook, so no route and nothing for the callback function to read).
 func TestChatFromNotifications(t *testing.T) {
-	s, err := synth(t, infra.StackProps{
+	s, err := synth(t, infra.Props{
 		PipelineDir: writeFiles(t, map[string]string{"parent.yaml": fixturePipelines["parent.yaml"], "child.yaml": fixturePipelines["child.yaml"]}),
 		Config:      filepath.Join(writeTree(t, map[string]string{"stepline.yaml": "notifications:\n  telegram: {bot_token: '${NB}', chat_id: 1}\n"}), "stepline.yaml"),
 		Secrets:     map[string]string{"HOOK_TOKEN": "ssm:/hook", "NB": "secretsmanager:stepline/nb"},

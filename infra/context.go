@@ -13,26 +13,30 @@ import (
 // Context keys the CDK app reads: cdk.json's "context", or -c key=value on
 // the command line.
 const (
-	ContextStackName             = "stepline:stackName"             // default DefaultStackName
-	ContextPipelines             = "stepline:pipelines"             // StackProps.PipelineDir
-	ContextConfig                = "stepline:config"                // StackProps.Config
-	ContextAssets                = "stepline:assets"                // StackProps.AssetDir
-	ContextSecrets               = "stepline:secrets"               // StackProps.Secrets: a JSON object
-	ContextAlarmEmail            = "stepline:alarmEmail"            // StackProps.AlarmEmail
-	ContextLogLevel              = "stepline:logLevel"              // StackProps.LogLevel
-	ContextArtifactRetentionDays = "stepline:artifactRetentionDays" // StackProps.ArtifactRetentionDays
-	ContextLogRetentionDays      = "stepline:logRetentionDays"      // StackProps.LogRetentionDays
+	ContextStackName             = "stepline:stackName"             // Props.Name: default DefaultStackName
+	ContextStage                 = "stage"                          // Props.Stage: dev, staging or prod
+	ContextPipelineStacks        = "stepline:pipelineStacks"        // Props.PipelineStacks
+	ContextPipelineMonitoring    = "stepline:pipelineMonitoring"    // Props.PipelineMonitoring
+	ContextPipelines             = "stepline:pipelines"             // Props.PipelineDir
+	ContextConfig                = "stepline:config"                // Props.Config
+	ContextAssets                = "stepline:assets"                // Props.AssetDir
+	ContextSecrets               = "stepline:secrets"               // Props.Secrets: a JSON object
+	ContextAlarmEmail            = "stepline:alarmEmail"            // Props.AlarmEmail
+	ContextLogLevel              = "stepline:logLevel"              // Props.LogLevel
+	ContextArtifactRetentionDays = "stepline:artifactRetentionDays" // Props.ArtifactRetentionDays
+	ContextLogRetentionDays      = "stepline:logRetentionDays"      // Props.LogRetentionDays
 	ContextNag                   = "stepline:nag"                   // true: run the cdk-nag AwsSolutions checks at synth
-	ContextOpenAIBaseURL         = "stepline:openaiBaseUrl"         // StackProps.OpenAIBaseURL
+	ContextOpenAIBaseURL         = "stepline:openaiBaseUrl"         // Props.OpenAIBaseURL
 )
 
-// DefaultStackName is the stack's name when the context does not set one.
+// DefaultStackName is the deployment's name (Props.Name) when the context
+// does not set one: the core stack's name without a stage.
 const DefaultStackName = "Stepline"
 
 // AppConfig is what the app reads from the context.
 type AppConfig struct {
 	StackName string
-	Props     StackProps
+	Props     Props
 	Nag       bool
 }
 
@@ -77,20 +81,26 @@ func ConfigFromContext(node constructs.Node) (*AppConfig, error) {
 	str(ContextOpenAIBaseURL, &c.Props.OpenAIBaseURL)
 	num(ContextArtifactRetentionDays, &c.Props.ArtifactRetentionDays)
 	num(ContextLogRetentionDays, &c.Props.LogRetentionDays)
-
-	switch v := get(ContextNag).(type) {
-	case nil:
-	case bool:
-		c.Nag = v
-	case string:
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("context %s: %q is not true or false", ContextNag, v))
+	str(ContextStage, &c.Props.Stage)
+	num(ContextPipelineStacks, &c.Props.PipelineStacks)
+	boolean := func(key string, dst *bool) {
+		switch v := get(key).(type) {
+		case nil:
+		case bool:
+			*dst = v
+		case string:
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("context %s: %q is not true or false", key, v))
+			}
+			*dst = b
+		default:
+			errs = append(errs, fmt.Errorf("context %s: want true or false, got %v", key, v))
 		}
-		c.Nag = b
-	default:
-		errs = append(errs, fmt.Errorf("context %s: want true or false, got %v", ContextNag, v))
 	}
+	boolean(ContextNag, &c.Nag)
+	boolean(ContextPipelineMonitoring, &c.Props.PipelineMonitoring)
+	c.Props.Name = c.StackName
 
 	raw := get(ContextSecrets)
 	if s, ok := raw.(string); ok {

@@ -22,18 +22,22 @@ func (b *builder) addData() {
 	key := func(name string) *awsdynamodb.Attribute {
 		return &awsdynamodb.Attribute{Name: jsii.String(name), Type: awsdynamodb.AttributeType_STRING}
 	}
+	stage := b.cfg.props.Stage
 	b.table = awsdynamodb.NewTable(b.stack, jsii.String("Table"), &awsdynamodb.TableProps{
 		PartitionKey: key(def.PartitionKey),
 		SortKey:      key(def.SortKey),
 		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
-			PointInTimeRecoveryEnabled: jsii.Bool(true),
+			PointInTimeRecoveryEnabled: jsii.Bool(stage != StageDev),
 		},
 		TimeToLiveAttribute: jsii.String(def.TTLAttribute),
 		Encryption:          awsdynamodb.TableEncryption_AWS_MANAGED,
-		DeletionProtection:  jsii.Bool(true),
-		RemovalPolicy:       awscdk.RemovalPolicy_RETAIN,
+		DeletionProtection:  jsii.Bool(stage == "" || stage == StageProd),
+		RemovalPolicy:       b.cfg.removal(),
 	})
+	if stage == StageDev {
+		suppress(b.table, nagRule{id: "AwsSolutions-DDB3", reason: "A dev deployment is torn down with its data: point-in-time recovery is on in staging and prod."})
+	}
 	for _, g := range def.Indexes {
 		b.table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
 			IndexName:        jsii.String(g.Name),
@@ -53,7 +57,8 @@ func (b *builder) addData() {
 			Id:         jsii.String("expire-access-logs"),
 			Expiration: awscdk.Duration_Days(jsii.Number(90)),
 		}},
-		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+		RemovalPolicy:     b.cfg.removal(),
+		AutoDeleteObjects: jsii.Bool(stage == StageDev),
 	})
 
 	b.artifacts = awss3.NewBucket(b.stack, jsii.String("Artifacts"), &awss3.BucketProps{
@@ -68,8 +73,16 @@ func (b *builder) addData() {
 			Expiration:                          awscdk.Duration_Days(jsii.Number(float64(b.cfg.props.ArtifactRetentionDays))),
 			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
 		}},
-		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+		RemovalPolicy:     b.cfg.removal(),
+		AutoDeleteObjects: jsii.Bool(stage == StageDev),
 	})
+	// The buckets empty themselves in stage dev through CDK's custom
+	// resource, whose handler repeats its role's dependency like ours.
+	if p := b.stack.Node().TryFindChild(jsii.String("Custom::S3AutoDeleteObjectsCustomResourceProvider")); p != nil {
+		if h, ok := p.Node().TryFindChild(jsii.String("Handler")).(awscdk.CfnResource); ok {
+			lintExemptResource(h, redundantDependsOn)
+		}
+	}
 }
 
 // addShared adds what several parts use: the approval signing key, the
@@ -108,7 +121,12 @@ func (b *builder) addShared() {
 		Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
 		Resources:  jsii.Strings("*"),
 	}), nil)
+	var topicName *string
+	if b.split() {
+		topicName = jsii.String(b.cfg.names.alarmTopic()) // the pipeline stacks' alarms find it by name
+	}
 	b.alarmTopic = awssns.NewTopic(b.stack, jsii.String("Alarms"), &awssns.TopicProps{
+		TopicName:   topicName,
 		DisplayName: jsii.String("Stepline alarms"),
 		MasterKey:   key,
 		EnforceSSL:  jsii.Bool(true),
@@ -132,4 +150,13 @@ func (b *builder) tableAccess() awsiam.PolicyStatement {
 		Actions:   jsii.Strings("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"),
 		Resources: jsii.Strings(resources...),
 	})
+}
+
+// removal is what happens to data and logs when the stack deletes them:
+// destroyed in stage dev, retained otherwise.
+func (c *config) removal() awscdk.RemovalPolicy {
+	if c.props.Stage == StageDev {
+		return awscdk.RemovalPolicy_DESTROY
+	}
+	return awscdk.RemovalPolicy_RETAIN
 }

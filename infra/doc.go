@@ -1,19 +1,112 @@
-// Package infra is Stepline's CDK stack: NewStack compiles every pipeline
-// in a directory (package plan) and deploys them with what their runs need.
-// The app in infra/app reads the stepline:* context of cdk.json and calls
-// it; `npx cdk synth` needs no AWS credentials.
+// Package infra is Stepline's CDK construct: NewStepline compiles every
+// pipeline in a directory (package plan) and adds a deployment of them,
+// with what their runs need, to a CDK app: a core stack and stacks of
+// pipelines. A CDK user adds Stepline to an app of their own in a few
+// lines:
+//
+//	app := awscdk.NewApp(nil)
+//	_, err := infra.NewStepline(app, "Stepline", &infra.Props{
+//		PipelineDir: "pipelines",
+//		Secrets:     map[string]string{"OPENAI_API_KEY": "secretsmanager:stepline/openai#api_key"},
+//		AlarmEmail:  "oncall@example.com",
+//		Stage:       infra.StageProd,
+//		Vpc:         vpc, // optional
+//	})
+//
+// NewStack is the same deployment in one stack. The app in infra/app reads
+// the stepline:* context of cdk.json (and -c stage=…) and calls
+// NewStepline, then CheckLimits on what it synthesized; `npx cdk synth`
+// needs no AWS credentials.
+//
+// # Stacks, names and limits
+//
+// The core stack holds the table, the buckets, the secrets, the five
+// functions, the HTTP API, the alarm topic and the core alarms. Each
+// pipeline is in pipeline stack bucket(name) = (first four bytes of
+// SHA-256(name)) mod Props.PipelineStacks, a stack named
+// <prefix>-Pipelines-NN holding its state machine, log group, role,
+// rules, schedule and outputs, and for the stack: one managed policy per
+// core function that acts on its pipelines (ingest starts them, the
+// recorder reads their definitions, the callback function decides their
+// approvals), attached to the core role by name, the status-change
+// rules to the recorder, and a dead-letter queue with its alarm. The
+// bucket depends on the name alone: adding a pipeline changes its stack
+// and, in the core, the ingest function's bundle of pipeline files (a
+// pipeline that brings a new secret, Bedrock model or SNS topic, or a
+// longer step timeout, also changes the step function's grants or
+// settings); no other pipeline stack. Changing PipelineStacks moves most
+// pipelines: deploy the stacks they leave before the stacks they join.
+//
+// The stacks share no export, output or Fn::ImportValue. Names are
+// derived from the prefix, Props.Name (the id given to NewStepline,
+// stepline:stackName in the app, "Stepline" by default) and the stage:
+// <name>-<stage>, or <name> without a stage. State machines are
+// <prefix>-<pipeline> (shared/awsenv.StateMachineName: cut to 80
+// characters with a hash), and the functions find them by that rule from
+// STATE_MACHINE_PREFIX and STATE_MACHINE_ACCOUNT: no function environment
+// grows with the pipelines. With pipeline stacks the functions, their
+// roles and the alarm topic are named too (<prefix>-<function>,
+// <prefix>-<function>-role, <prefix>-alarms): deploying needs
+// CAPABILITY_NAMED_IAM, which cdk deploy grants.
+//
+// Without a stage the pipelines stay in the core stack, named <name>
+// (PipelineStacks -1: the offline synth, the e2e tier and small
+// deployments); with one they are spread over DefaultPipelineStacks (10)
+// stacks unless PipelineStacks says otherwise, at most MaxPipelineStacks
+// (19): each pipeline stack attaches a managed policy to three core roles,
+// and IAM allows 10 per role (20 when raised; with a Vpc the default is 9,
+// CDK attaching the VPC access policy to every function role). A pipeline
+// takes about 100 characters of the ingest and recorder policies (IAM's
+// limit: 6,144) and about 20 KB of template (a three-step pipeline; the
+// definition is most of it), so a stack holds 30 to 40 pipelines within
+// the headroom: 10 stacks hold 200 spread by the hash. CheckLimits, which the app
+// runs after synthesis, fails when a template uses more than 80% of
+// CloudFormation's limits (500 resources, 1 MB of template, 200 outputs,
+// 200 parameters) or of IAM's (6,144 characters per managed policy, 10,240
+// for a role's inline policies), or when a function's environment reaches
+// Lambda's 4 KB, counting what CloudFormation resolves at its longest. A
+// status-change rule's event pattern is kept within 80% of EventBridge's
+// 2,048 characters by spreading a stack's state machines over several
+// rules.
+//
+// # Stages
+//
+// Props.Stage (-c stage=dev|staging|prod) names the stacks
+// (Stepline-prod-Core, Stepline-prod-Pipelines-03) and what is kept: in
+// dev the table, buckets and log groups are destroyed with the stack (the
+// buckets emptied first by CDK's auto-delete custom resource) and the
+// table has no point-in-time recovery; staging keeps them, with
+// point-in-time recovery; prod keeps them too and protects the table from
+// deletion, as a deployment without a stage does. A pipeline's own stage
+// keeps its meaning in every deployment stage: the rules of a testing
+// pipeline are created disabled.
+//
+// # Monitoring
+//
+// The core alarms on failed runs of any pipeline (the recorder's Runs
+// metric by Status alone), each function's errors and undelivered events;
+// each pipeline stack on its own undelivered events. Per-pipeline alarms
+// (failed runs, timed-out executions) and a dashboard per pipeline are
+// opt-in (Props.PipelineMonitoring, stepline:pipelineMonitoring): three
+// more resources per pipeline.
 //
 // # cdk.json and stepline.yaml
 //
 // The pipelines compile in their project, the stepline.yaml the CLI uses
 // (package shared/project): the stepline:config context
-// (StackProps.Config) names it, else it is the first stepline.yaml found
+// (Props.Config) names it, else it is the first stepline.yaml found
 // walking up from the pipeline directory, as stepline validate finds it
 // walking up from a pipeline file. The project holds what a pipeline
 // means wherever it runs: agents, MCP servers, the tool policy, model
 // providers, executor defaults. cdk.json holds what one deployment
-// needs: the stack's name, the secret mappings (stepline:secrets), alarm
-// e-mail, log levels and retentions, the assets. The two meet in two
+// needs: the deployment's name (stepline:stackName), its stage (stage),
+// stepline:pipelineStacks, stepline:pipelineMonitoring, the secret
+// mappings (stepline:secrets), alarm e-mail (stepline:alarmEmail), log
+// level and retentions (stepline:logLevel, stepline:logRetentionDays,
+// stepline:artifactRetentionDays), the assets (stepline:assets), cdk-nag
+// (stepline:nag) and stepline:openaiBaseUrl; the other keys are CDK's
+// feature flags. Each Context* constant names one, and -c key=value sets
+// it for one command (make synth CDK_ARGS="-c stage=dev"). The two meet in two
 // places. The pipeline directory is stepline:pipelines when cdk.json (or
 // -c) sets it, else the project's pipelines directory, else pipelines/:
 // drop stepline:pipelines from cdk.json to take it from stepline.yaml.
@@ -39,8 +132,8 @@
 //
 //   - DynamoDB table: the run store of shared/store/dynamo, mirrored from
 //     dynamo.Schema (keys PK/SK, indexes GSI1 and GSI2 with their
-//     INCLUDE projection), on demand, point-in-time recovery, TTL on "ttl",
-//     deletion protection, retained.
+//     INCLUDE projection), on demand, TTL on "ttl", point-in-time
+//     recovery, deletion protection and retention as the stage says.
 //   - S3 bucket for artifacts: SSE-S3, public access blocked, TLS only,
 //     objects expire after ArtifactRetentionDays; its server access logs go
 //     to a second bucket kept 90 days.
@@ -51,7 +144,7 @@
 //     constants). The step function's timeout is the longest TimeoutSeconds
 //     of the step Tasks of any pipeline (at most 900 s); the others have
 //     fixed timeouts.
-//   - One Standard state machine per pipeline, named <stack>-<pipeline>,
+//   - One Standard state machine per pipeline, named <prefix>-<pipeline>,
 //     from the compiled definition (DefinitionBody_FromString) with the
 //     substitutions ${StepFunctionArn}, ${ApprovalFunctionArn} and
 //     ${Pipeline<Name>Arn}; logging level ALL (without execution data) to
@@ -74,7 +167,7 @@
 //     state machine cannot catch it is still recorded and notified.
 //   - Secrets: the approval signing key and the webhook token are generated
 //     by Secrets Manager; the pipelines' ${NAME} references are mapped in
-//     StackProps.Secrets and the functions that resolve them (step,
+//     Props.Secrets and the functions that resolve them (step,
 //     approval, recorder) may read exactly those secrets and parameters.
 //     No secret value is in the template.
 //   - Chat approvals, when the project's stepline.yaml has human_approval
@@ -84,15 +177,15 @@
 //     approvals and POST /slack/{app} when a Slack app does, both on the
 //     callback function, which authenticates them (Telegram's secret
 //     token, Slack's signature). Every ${NAME} of the routes must be
-//     mapped in StackProps.Secrets; the approval function may read the
+//     mapped in Props.Secrets; the approval function may read the
 //     ones it sends with (bot tokens, a Teams webhook URL), the callback
 //     function only the ones it takes answers with (bot tokens, webhook
 //     and signing secrets). A Telegram channel without webhook_secret is
 //     an error: a Lambda cannot long-poll.
 //   - A dead-letter queue for every EventBridge target and schedule;
-//     alarms on failed runs, timed-out executions, function errors and
-//     undelivered events, sent to an SNS topic encrypted with a KMS key;
-//     a CloudWatch dashboard per pipeline.
+//     alarms on failed runs, function errors and undelivered events, sent
+//     to an SNS topic encrypted with a KMS key; per-pipeline alarms and
+//     dashboards on request (see Monitoring).
 //
 // # What the functions read
 //
@@ -102,11 +195,12 @@
 // secret.ParseRefs reads them); APPROVAL_KEY_SECRET_ARN (approval,
 // callback); API_BASE_URL (approval, and callback with chat approvals);
 // HUMAN_APPROVAL (approval, callback, with chat approvals);
-// WEBHOOK_TOKEN_SECRET_ARN (ingest); STATE_MACHINES (ingest, recorder:
-// {"<pipeline>": "<state machine ARN>"}); OPENAI_BASE_URL (step, from
-// StackProps.OpenAIBaseURL, the stepline:openaiBaseUrl context, when set:
+// WEBHOOK_TOKEN_SECRET_ARN (ingest); STATE_MACHINE_PREFIX and
+// STATE_MACHINE_ACCOUNT (ingest, recorder: the naming rule, see Stacks,
+// names and limits); OPENAI_BASE_URL (step, from
+// Props.OpenAIBaseURL, the stepline:openaiBaseUrl context, when set:
 // the base URL of gateway steps without one). A gateway step without
-// api_key sends the secret OPENAI_API_KEY: mapped in StackProps.Secrets,
+// api_key sends the secret OPENAI_API_KEY: mapped in Props.Secrets,
 // the step function may read it; unmapped, such steps send no key.
 //
 // Events: the ingest function receives API Gateway HTTP API requests
@@ -135,16 +229,17 @@
 // NewStack packages <AssetDir>/<function>/ for each function and fails if
 // a bootstrap is missing; `make lambdas` builds them (GOOS=linux GOARCH=arm64
 // CGO_ENABLED=0, -tags lambda.norpc). To synthesize without building, point
-// the stepline:assets context (StackProps.AssetDir) at a directory holding
+// the stepline:assets context (Props.AssetDir) at a directory holding
 // a placeholder bootstrap per function, as the tests do; such a stack must
 // not be deployed.
 //
 // # cfn-lint
 //
-// make lint-template runs cfn-lint on the synthesized template in CI: no
+// make lint-template runs cfn-lint on the synthesized templates in CI: no
 // errors, no warnings. A resource exempt from a rule carries it in its
 // Metadata (cfn-lint.config.ignore_checks), set by lintExempt with the
 // reason beside it (lint.go): the functions and state machines are exempt
 // from W3005, since CDK's DependsOn on their role repeats the Role
-// property's Fn::GetAtt.
+// property's Fn::GetAtt (in stage dev so is the handler of CDK's
+// auto-delete custom resource).
 package infra

@@ -95,8 +95,8 @@ var fixtureProject = map[string]string{
 	"agents/local/soul.md":     "",
 }
 
-var fixtures = &lazy{props: func(t *testing.T) infra.StackProps {
-	return infra.StackProps{
+var fixtures = &lazy{props: func(t *testing.T) infra.Props {
+	return infra.Props{
 		PipelineDir: writeFiles(t, fixturePipelines),
 		Config:      filepath.Join(writeTree(t, fixtureProject), "stepline.yaml"),
 		Secrets: map[string]string{
@@ -285,28 +285,28 @@ func TestNewStackErrors(t *testing.T) {
 	good := writeFiles(t, map[string]string{"a.yaml": fixturePipelines["child.yaml"]})
 	tests := []struct {
 		name  string
-		props infra.StackProps
+		props infra.Props
 		want  []string
 	}{
-		{name: "unmapped secret", props: infra.StackProps{PipelineDir: good, AssetDir: assetDir},
+		{name: "unmapped secret", props: infra.Props{PipelineDir: good, AssetDir: assetDir},
 			want: []string{`secret "HOOK_TOKEN" (used by child-one) has no mapping`}},
-		{name: "bad secret reference", props: infra.StackProps{PipelineDir: good, AssetDir: assetDir, Secrets: map[string]string{"HOOK_TOKEN": "vault:x"}},
+		{name: "bad secret reference", props: infra.Props{PipelineDir: good, AssetDir: assetDir, Secrets: map[string]string{"HOOK_TOKEN": "vault:x"}},
 			want: []string{`secret "HOOK_TOKEN" (used by child-one)`, "unknown store"}},
-		{name: "missing bootstraps", props: infra.StackProps{PipelineDir: good, AssetDir: t.TempDir(), Secrets: map[string]string{"HOOK_TOKEN": "ssm:/h"}},
+		{name: "missing bootstraps", props: infra.Props{PipelineDir: good, AssetDir: t.TempDir(), Secrets: map[string]string{"HOOK_TOKEN": "ssm:/h"}},
 			want: []string{`function "step":`, "bootstrap not found", `function "recorder":`}},
-		{name: "pipeline errors", props: infra.StackProps{PipelineDir: writeFiles(t, map[string]string{"bad.yaml": "name: bad\nsteps: []\n"}), AssetDir: assetDir},
+		{name: "pipeline errors", props: infra.Props{PipelineDir: writeFiles(t, map[string]string{"bad.yaml": "name: bad\nsteps: []\n"}), AssetDir: assetDir},
 			want: []string{"bad.yaml:"}},
-		{name: "agent with a stdio server", props: infra.StackProps{PipelineDir: writeFiles(t, map[string]string{"local.yaml": "name: local\nsteps:\n  - name: triage\n    executor: anthropic\n    executor_config: {agent: local}\n"}),
+		{name: "agent with a stdio server", props: infra.Props{PipelineDir: writeFiles(t, map[string]string{"local.yaml": "name: local\nsteps:\n  - name: triage\n    executor: anthropic\n    executor_config: {agent: local}\n"}),
 			Config: filepath.Join(writeTree(t, fixtureProject), "stepline.yaml"), AssetDir: assetDir},
 			want: []string{`local.yaml:5:22: step "triage": agent "local" needs MCP server "files", a stdio server (command "npx") that only local runs can start`}},
-		{name: "unmapped MCP header secret", props: infra.StackProps{PipelineDir: writeFiles(t, map[string]string{"agent.yaml": fixturePipelines["agent.yaml"]}),
+		{name: "unmapped MCP header secret", props: infra.Props{PipelineDir: writeFiles(t, map[string]string{"agent.yaml": fixturePipelines["agent.yaml"]}),
 			Config: filepath.Join(writeTree(t, fixtureProject), "stepline.yaml"), AssetDir: assetDir},
 			want: []string{`secret "MCP_TOKEN" (used by agent-dig) has no mapping`}},
-		{name: "project file missing", props: infra.StackProps{PipelineDir: good, Config: filepath.Join(t.TempDir(), "stepline.yaml"), AssetDir: assetDir, Secrets: map[string]string{"HOOK_TOKEN": "ssm:/h"}},
+		{name: "project file missing", props: infra.Props{PipelineDir: good, Config: filepath.Join(t.TempDir(), "stepline.yaml"), AssetDir: assetDir, Secrets: map[string]string{"HOOK_TOKEN": "ssm:/h"}},
 			want: []string{"load project: read project: "}},
-		{name: "OpenAI base URL not a URL", props: infra.StackProps{PipelineDir: good, AssetDir: assetDir, Secrets: map[string]string{"HOOK_TOKEN": "ssm:/h"}, OpenAIBaseURL: "api.openai.com/v1"},
+		{name: "OpenAI base URL not a URL", props: infra.Props{PipelineDir: good, AssetDir: assetDir, Secrets: map[string]string{"HOOK_TOKEN": "ssm:/h"}, OpenAIBaseURL: "api.openai.com/v1"},
 			want: []string{`OpenAI base URL "api.openai.com/v1": want an absolute http or https URL`}},
-		{name: "out of range", props: infra.StackProps{PipelineDir: good, AssetDir: assetDir, Secrets: map[string]string{"HOOK_TOKEN": "ssm:/h"},
+		{name: "out of range", props: infra.Props{PipelineDir: good, AssetDir: assetDir, Secrets: map[string]string{"HOOK_TOKEN": "ssm:/h"},
 			LogLevel: "loud", LogRetentionDays: 3, ArtifactRetentionDays: -1},
 			want: []string{`log level "LOUD"`, "log retention 3 days", "artifact retention -1 days"}},
 	}
@@ -336,7 +336,7 @@ func TestConfigFromContext(t *testing.T) {
 		want    infra.AppConfig
 		wantErr string
 	}{
-		{name: "defaults", context: map[string]any{}, want: infra.AppConfig{StackName: infra.DefaultStackName}},
+		{name: "defaults", context: map[string]any{}, want: infra.AppConfig{StackName: infra.DefaultStackName, Props: infra.Props{Name: infra.DefaultStackName}}},
 		{name: "cdk.json types", context: map[string]any{
 			infra.ContextStackName:             "Staging",
 			infra.ContextPipelines:             "p",
@@ -349,7 +349,11 @@ func TestConfigFromContext(t *testing.T) {
 			infra.ContextNag:                   true,
 			infra.ContextSecrets:               map[string]any{"A": "ssm:/a"},
 			infra.ContextOpenAIBaseURL:         "https://gateway.example.com/v1",
-		}, want: infra.AppConfig{StackName: "Staging", Nag: true, Props: infra.StackProps{
+			infra.ContextStage:                 "prod",
+			infra.ContextPipelineStacks:        4.0,
+			infra.ContextPipelineMonitoring:    true,
+		}, want: infra.AppConfig{StackName: "Staging", Nag: true, Props: infra.Props{
+			Name: "Staging", Stage: "prod", PipelineStacks: 4, PipelineMonitoring: true,
 			PipelineDir: "p", Config: "conf/stepline.yaml", AssetDir: "a", AlarmEmail: "x@example.com", LogLevel: "WARN",
 			ArtifactRetentionDays: 7, LogRetentionDays: 90, Secrets: map[string]string{"A": "ssm:/a"},
 			OpenAIBaseURL: "https://gateway.example.com/v1",
@@ -358,7 +362,11 @@ func TestConfigFromContext(t *testing.T) {
 			infra.ContextArtifactRetentionDays: "14",
 			infra.ContextNag:                   "false",
 			infra.ContextSecrets:               `{"B": "secretsmanager:b#k"}`,
-		}, want: infra.AppConfig{StackName: infra.DefaultStackName, Props: infra.StackProps{
+			infra.ContextStage:                 "dev",
+			infra.ContextPipelineStacks:        "-1",
+			infra.ContextPipelineMonitoring:    "true",
+		}, want: infra.AppConfig{StackName: infra.DefaultStackName, Props: infra.Props{
+			Name: infra.DefaultStackName, Stage: "dev", PipelineStacks: -1, PipelineMonitoring: true,
 			ArtifactRetentionDays: 14, Secrets: map[string]string{"B": "secretsmanager:b#k"},
 		}}},
 		{name: "bad values", context: map[string]any{

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -100,53 +101,15 @@ func (b *builder) addFunctions() {
 	}
 	b.functions[FunctionApproval].AddEnvironment(jsii.String(EnvAPIBaseURL), b.api.ApiEndpoint(), nil)
 
-	var approvals []*string
-	for _, m := range b.ordered() {
-		if m.p.Approvals() {
-			approvals = append(approvals, m.arn)
-		}
-	}
-	if len(approvals) > 0 {
-		b.roles[FunctionCallback].AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Sid:       jsii.String("DecideApprovals"),
-			Actions:   jsii.Strings("states:SendTaskSuccess", "states:SendTaskFailure"),
-			Resources: &approvals,
-		}))
-	}
-
-	machines := map[string]*string{}
-	var arns, executions []*string
-	for _, m := range b.ordered() {
-		machines[m.p.Name] = m.arn
-		arns = append(arns, m.arn)
-		executions = append(executions, b.executionARN(m.name))
-	}
-	machinesJSON := b.stack.ToJsonString(machines, nil)
-	ingest := b.functions[FunctionIngest]
-	ingest.AddEnvironment(jsii.String(EnvStateMachines), machinesJSON, nil)
-	ingest.AddEnvironment(jsii.String(EnvWebhookTokenSecretARN), b.webhookToken.SecretArn(), nil)
 	b.webhookToken.GrantRead(b.roles[FunctionIngest], nil)
-	b.roles[FunctionIngest].AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("StartRuns"),
-		Actions:   jsii.Strings("states:StartExecution"),
-		Resources: &arns,
-	}))
-
-	recorder := b.functions[FunctionRecorder]
-	recorder.AddEnvironment(jsii.String(EnvStateMachines), machinesJSON, nil)
-	b.roles[FunctionRecorder].AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("ReadPipelines"),
-		Actions:   jsii.Strings("states:DescribeStateMachine"),
-		Resources: &arns,
-	}))
-	b.roles[FunctionRecorder].AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("ReadRuns"),
-		Actions:   jsii.Strings("states:DescribeExecution", "states:GetExecutionHistory"),
-		Resources: &executions,
-	}))
-	suppress(b.roles[FunctionRecorder], nagRule{"AwsSolutions-IAM5",
-		"Execution ARNs end in the run id, unknown until a run starts; the recorder reads executions of this stack's state machines only (arn:...:execution:<state machine>:*).",
-		[]string{`/^Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:.+:\*$/g`}})
+	b.functions[FunctionIngest].AddEnvironment(jsii.String(EnvWebhookTokenSecretARN), b.webhookToken.SecretArn(), nil)
+	// The functions find the state machines by their names (package
+	// shared/awsenv): the environment does not grow with the pipelines.
+	// Their grants are added per stack of pipelines (group.grantRuns).
+	for _, name := range []string{FunctionIngest, FunctionRecorder} {
+		b.functions[name].AddEnvironment(jsii.String(EnvStateMachinePrefix), jsii.String(b.cfg.names.prefix), nil)
+		b.functions[name].AddEnvironment(jsii.String(EnvStateMachineAccount), b.stack.Account(), nil)
+	}
 }
 
 // addFunction adds one function with its own role and log group. The
@@ -154,16 +117,30 @@ func (b *builder) addFunctions() {
 // the callers.
 func (b *builder) addFunction(spec function) {
 	id := constructID(spec.name)
+	var roleName, functionName *string
+	if b.split() {
+		// The pipeline stacks find them by name.
+		roleName = jsii.String(b.cfg.names.role(spec.name))
+		functionName = jsii.String(b.cfg.names.function(spec.name))
+	}
 	role := awsiam.NewRole(b.stack, jsii.String(id+"Role"), &awsiam.RoleProps{
+		RoleName:    roleName,
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 		Description: jsii.String("Stepline " + spec.name + " function"),
 	})
 	logGroup := awslogs.NewLogGroup(b.stack, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
 		Retention:     b.cfg.logRetention,
-		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+		RemovalPolicy: b.cfg.removal(),
 	})
 	logGroup.GrantWrite(role)
+	var subnets *awsec2.SubnetSelection
+	if b.cfg.props.Vpc != nil {
+		subnets = &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}
+	}
 	fn := awslambda.NewFunction(b.stack, jsii.String(id+"Function"), &awslambda.FunctionProps{
+		FunctionName:          functionName,
+		Vpc:                   b.cfg.props.Vpc,
+		VpcSubnets:            subnets,
 		Description:           jsii.String(spec.description),
 		Runtime:               awslambda.Runtime_PROVIDED_AL2023(),
 		Architecture:          awslambda.Architecture_ARM_64(),
@@ -181,19 +158,14 @@ func (b *builder) addFunction(spec function) {
 	suppress(role, nagRule{"AwsSolutions-IAM5",
 		"X-Ray's PutTraceSegments and PutTelemetryRecords have no resource-level permissions: active tracing needs Resource *.",
 		[]string{"Resource::*"}})
+	if b.cfg.props.Vpc != nil {
+		suppress(role, nagRule{"AwsSolutions-IAM4",
+			"A function in a VPC needs AWSLambdaVPCAccessExecutionRole to create and delete its network interfaces; CDK attaches it, and it grants nothing else.",
+			[]string{"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole"}})
+	}
 	lintExempt(fn, redundantDependsOn)
 	b.functions[spec.name] = fn
 	b.roles[spec.name] = role
-}
-
-// executionARN is the ARN pattern of a state machine's executions.
-func (b *builder) executionARN(machineName string) *string {
-	return b.stack.FormatArn(&awscdk.ArnComponents{
-		Service:      jsii.String("states"),
-		Resource:     jsii.String("execution"),
-		ResourceName: jsii.String(machineName + ":*"),
-		ArnFormat:    awscdk.ArnFormat_COLON_RESOURCE_NAME,
-	})
 }
 
 // grantSecretRefs lets role read exactly the secrets of refs:

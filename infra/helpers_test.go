@@ -91,7 +91,7 @@ type resource struct {
 
 // synth builds and synthesizes a stack over props with the AwsSolutions
 // checks applied to the app.
-func synth(t *testing.T, props infra.StackProps) (*synthesized, error) {
+func synth(t *testing.T, props infra.Props) (*synthesized, error) {
 	t.Helper()
 	ctx := featureFlags(t)
 	out, err := os.MkdirTemp(tmpRoot, "cdk.out-")
@@ -150,7 +150,7 @@ func templateOf(stack awscdk.Stack, outdir string) (tmpl assertions.Template, er
 // lazy synthesizes a stack once for every test that needs it.
 type lazy struct {
 	once  sync.Once
-	props func(t *testing.T) infra.StackProps
+	props func(t *testing.T) infra.Props
 	s     *synthesized
 	err   error
 }
@@ -180,8 +180,8 @@ var exampleSecrets = map[string]string{
 }
 
 // examples is the stack of the repository's pipelines/.
-var examples = &lazy{props: func(t *testing.T) infra.StackProps {
-	return infra.StackProps{PipelineDir: "../pipelines", Secrets: exampleSecrets, AlarmEmail: "oncall@example.com"}
+var examples = &lazy{props: func(t *testing.T) infra.Props {
+	return infra.Props{PipelineDir: "../pipelines", Secrets: exampleSecrets, AlarmEmail: "oncall@example.com", PipelineMonitoring: true}
 }}
 
 // of returns the resources of one type, by logical id.

@@ -27,10 +27,14 @@ var redundantDependsOn = lintRule{"W3005", "CDK's DependsOn on the role duplicat
 // cfn-lint runs on the synthesized template in CI (make lint-template);
 // every exemption is named here with its reason.
 func lintExempt(c constructs.IConstruct, rules ...lintRule) {
-	res, ok := c.Node().DefaultChild().(awscdk.CfnResource)
-	if !ok {
-		return
+	if res, ok := c.Node().DefaultChild().(awscdk.CfnResource); ok {
+		lintExemptResource(res, rules...)
 	}
+}
+
+// lintExemptResource records cfn-lint exemptions on a CloudFormation
+// resource.
+func lintExemptResource(res awscdk.CfnResource, rules ...lintRule) {
 	ids := make([]string, len(rules))
 	for i, r := range rules {
 		ids[i] = r.id

@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/stepline/stepline/shared/task"
@@ -60,49 +61,64 @@ func metric(name, stat string, dims map[string]string) awscloudwatch.Metric {
 	})
 }
 
-// addMonitoring adds the alarms (failed runs per pipeline, function
-// errors, undelivered events), all sent to the alarm topic, and one
-// dashboard per pipeline.
+// alarm adds an alarm on m to stack, sent to topic.
+func alarm(stack awscdk.Stack, topic awssns.ITopic, id string, m awscloudwatch.IMetric, threshold float64, desc string) {
+	a := awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
+		Metric:             m,
+		AlarmDescription:   jsii.String(desc),
+		Threshold:          jsii.Number(threshold),
+		EvaluationPeriods:  jsii.Number(1),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
+	a.AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
+}
+
+// addMonitoring adds the core's alarms, all sent to the alarm topic:
+// failed runs of any pipeline (the recorder's Runs metric by Status
+// alone), function errors and undelivered events.
 func (b *builder) addMonitoring() {
-	action := awscloudwatchactions.NewSnsAction(b.alarmTopic)
-	alarm := func(id string, m awscloudwatch.Metric, threshold float64, desc string) {
-		a := m.CreateAlarm(b.stack, jsii.String(id), &awscloudwatch.CreateAlarmOptions{
-			AlarmDescription:   jsii.String(desc),
-			Threshold:          jsii.Number(threshold),
-			EvaluationPeriods:  jsii.Number(1),
-			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		})
-		a.AddAlarmAction(action)
-	}
-	for _, m := range b.ordered() {
-		alarm("Pipeline"+m.id+"RunsFailed",
-			metric(MetricRuns, "Sum", map[string]string{DimPipeline: m.p.Name, DimStatus: task.StatusFailed}), 1,
-			fmt.Sprintf("Stepline: a run of %s failed (an executor failure, or an error the state machine could not catch)", m.p.Name))
-		alarm("Pipeline"+m.id+"ExecutionsTimedOut", m.sm.MetricTimedOut(&awscloudwatch.MetricOptions{Period: fiveMinutes, Statistic: jsii.String("Sum")}), 1,
-			fmt.Sprintf("Stepline: an execution of %s timed out", m.p.Name))
-	}
+	alarm(b.stack, b.alarmTopic, "RunsFailed", metric(MetricRuns, "Sum", map[string]string{DimStatus: task.StatusFailed}), 1,
+		"Stepline: a run failed (an executor failure, or an error the state machine could not catch); the Runs metric by Pipeline says which")
 	for _, name := range Functions {
 		threshold := 1.0
 		if name == FunctionStep {
 			threshold = stepErrorThreshold
 		}
-		alarm(constructID(name)+"Errors",
+		alarm(b.stack, b.alarmTopic, constructID(name)+"Errors",
 			b.functions[name].MetricErrors(&awscloudwatch.MetricOptions{Period: fiveMinutes, Statistic: jsii.String("Sum")}), threshold,
 			fmt.Sprintf("Stepline: the %s function returned errors", name))
 	}
-	alarm("UndeliveredEvents", b.deadLetters.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+	alarm(b.stack, b.alarmTopic, "UndeliveredEvents", b.deadLetters.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 		Period: fiveMinutes, Statistic: jsii.String("Maximum"),
 	}), 1, "Stepline: a trigger, schedule or status change could not be delivered (see the DeadLetters queue)")
+}
 
-	for _, m := range b.ordered() {
-		b.addDashboard(m)
+// addMonitoring adds a pipeline stack's alarm on its dead-letter queue
+// and, with Props.PipelineMonitoring, each pipeline's alarms (failed runs,
+// timed-out executions) and dashboard.
+func (g *group) addMonitoring() {
+	if !g.inCore() {
+		alarm(g.stack, g.alarmTopic, "UndeliveredEvents", g.deadLetters.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+			Period: fiveMinutes, Statistic: jsii.String("Maximum"),
+		}), 1, "Stepline: a trigger, schedule or status change of this stack's pipelines could not be delivered (see its DeadLetters queue)")
+	}
+	if !g.b.cfg.props.PipelineMonitoring {
+		return
+	}
+	for _, m := range g.machines {
+		alarm(g.stack, g.alarmTopic, "Pipeline"+m.id+"RunsFailed",
+			metric(MetricRuns, "Sum", map[string]string{DimPipeline: m.p.Name, DimStatus: task.StatusFailed}), 1,
+			fmt.Sprintf("Stepline: a run of %s failed (an executor failure, or an error the state machine could not catch)", m.p.Name))
+		alarm(g.stack, g.alarmTopic, "Pipeline"+m.id+"ExecutionsTimedOut", m.sm.MetricTimedOut(&awscloudwatch.MetricOptions{Period: fiveMinutes, Statistic: jsii.String("Sum")}), 1,
+			fmt.Sprintf("Stepline: an execution of %s timed out", m.p.Name))
+		g.addDashboard(m)
 	}
 }
 
 // addDashboard adds a pipeline's dashboard: runs by status, executions,
 // step confidence, tokens and cost.
-func (b *builder) addDashboard(m *machine) {
+func (g *group) addDashboard(m *machine) {
 	pipelineDim := map[string]string{DimPipeline: m.p.Name}
 	var runs []awscloudwatch.IMetric
 	for _, s := range runStatuses {
@@ -127,8 +143,8 @@ func (b *builder) addDashboard(m *machine) {
 			Height:  jsii.Number(6),
 		})
 	}
-	awscloudwatch.NewDashboard(b.stack, jsii.String("Pipeline"+m.id+"Dashboard"), &awscloudwatch.DashboardProps{
-		DashboardName: jsii.String(physicalName(*b.stack.StackName(), m.p.Name, 255)),
+	awscloudwatch.NewDashboard(g.stack, jsii.String("Pipeline"+m.id+"Dashboard"), &awscloudwatch.DashboardProps{
+		DashboardName: jsii.String(physicalName(g.b.cfg.names.prefix, m.p.Name, 255)),
 		Widgets: &[]*[]awscloudwatch.IWidget{
 			{graph("Runs by status", runs, true), graph("Executions", executions, false)},
 			{graph("Step confidence (average)", confidence, false), graph("Tokens", []awscloudwatch.IMetric{

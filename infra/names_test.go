@@ -62,12 +62,20 @@ func TestCheckEnvironmentSize(t *testing.T) {
 		}
 		return out
 	}
-	secrets := map[string]secret.Ref{"API_KEY": {Source: secret.SourceSecretsManager, ID: "stepline/api"}}
-	if err := (&config{pipelines: pipelines(10), secrets: secrets}).checkEnvironmentSize("Stepline"); err != nil {
-		t.Errorf("10 pipelines: %v", err)
+	secrets := func(n int) map[string]secret.Ref {
+		out := map[string]secret.Ref{}
+		for i := range n {
+			out[fmt.Sprintf("API_KEY_%03d", i)] = secret.Ref{Source: secret.SourceSecretsManager, ID: fmt.Sprintf("stepline/team-%03d/api", i)}
+		}
+		return out
 	}
-	err := (&config{pipelines: pipelines(40), secrets: secrets}).checkEnvironmentSize("Stepline")
-	if err == nil || !strings.Contains(err.Error(), "40 pipelines and 1 secret mappings") {
-		t.Errorf("40 pipelines: error = %v, want the environment to be too large", err)
+	// The pipelines no longer count: the functions find their state
+	// machines by name.
+	if err := (&config{pipelines: pipelines(500), secrets: secrets(1)}).checkEnvironmentSize(); err != nil {
+		t.Errorf("500 pipelines: %v", err)
+	}
+	err := (&config{pipelines: pipelines(1), secrets: secrets(200)}).checkEnvironmentSize()
+	if err == nil || !strings.Contains(err.Error(), "200 secret mappings need about") {
+		t.Errorf("200 secrets: error = %v, want the environment to be too large", err)
 	}
 }

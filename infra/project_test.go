@@ -41,7 +41,7 @@ func TestIngestCarriesTheProject(t *testing.T) {
 	assets := newAssets(t)
 	proj := writeTree(t, fixtureProject)
 	pipes := writeFiles(t, map[string]string{"agent.yaml": fixturePipelines["agent.yaml"]})
-	props := &infra.StackProps{PipelineDir: pipes, Config: filepath.Join(proj, "stepline.yaml"), AssetDir: assets,
+	props := &infra.Props{PipelineDir: pipes, Config: filepath.Join(proj, "stepline.yaml"), AssetDir: assets,
 		Secrets: map[string]string{"MCP_TOKEN": "ssm:/mcp"}}
 	if _, err := infra.NewStack(awscdk.NewApp(nil), "Stepline", props); err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestIngestCarriesTheProject(t *testing.T) {
 
 	// Without a project, the project file staged before is gone.
 	plain := writeFiles(t, map[string]string{"a.yaml": "name: a\nsteps:\n  - {name: s, executor: webhook, executor_config: {url: 'https://example.com'}, timeout_seconds: 5}\n"})
-	if _, err := infra.NewStack(awscdk.NewApp(nil), "Stepline", &infra.StackProps{PipelineDir: plain, AssetDir: assets}); err != nil {
+	if _, err := infra.NewStack(awscdk.NewApp(nil), "Stepline", &infra.Props{PipelineDir: plain, AssetDir: assets}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(ingest, "stepline.yaml")); !errors.Is(err, fs.ErrNotExist) {
@@ -73,7 +73,7 @@ func TestIngestCarriesTheProject(t *testing.T) {
 		"shared-agents/a/agent.yaml": "name: a\nmodel: anthropic/x\n",
 		"shared-agents/a/soul.md":    "",
 	})
-	_, err := infra.NewStack(awscdk.NewApp(nil), "Stepline", &infra.StackProps{PipelineDir: plain, Config: filepath.Join(outside, "proj", "stepline.yaml"), AssetDir: assets})
+	_, err := infra.NewStack(awscdk.NewApp(nil), "Stepline", &infra.Props{PipelineDir: plain, Config: filepath.Join(outside, "proj", "stepline.yaml"), AssetDir: assets})
 	if err == nil || !strings.Contains(err.Error(), "stage project for ingest: the agents directory "+filepath.Join(outside, "shared-agents")+" must be a directory inside") {
 		t.Errorf("agents outside the project: %v", err)
 	}
@@ -93,7 +93,7 @@ func TestIngestCarriesTheStepLibrary(t *testing.T) {
 		"library/_draft.yaml":   "not read",
 		"pipelines/checks.yaml": "name: checks\nsteps:\n  - {use: check, name: first}\n",
 	})
-	props := &infra.StackProps{PipelineDir: filepath.Join(proj, "pipelines"), AssetDir: assets}
+	props := &infra.Props{PipelineDir: filepath.Join(proj, "pipelines"), AssetDir: assets}
 	if _, err := infra.NewStack(awscdk.NewApp(nil), "Stepline", props); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestIngestCarriesTheStepLibrary(t *testing.T) {
 		"proj/pipelines/a.yaml":   "name: a\nsteps:\n  - {use: check}\n",
 		"shared-steps/check.yaml": check,
 	})
-	_, err = infra.NewStack(awscdk.NewApp(nil), "Stepline", &infra.StackProps{PipelineDir: filepath.Join(outside, "proj", "pipelines"), AssetDir: assets})
+	_, err = infra.NewStack(awscdk.NewApp(nil), "Stepline", &infra.Props{PipelineDir: filepath.Join(outside, "proj", "pipelines"), AssetDir: assets})
 	if err == nil || !strings.Contains(err.Error(), "stage project for ingest: the steps directory "+filepath.Join(outside, "shared-steps")+" must be a directory inside") {
 		t.Errorf("steps outside the project: %v", err)
 	}

@@ -1,8 +1,6 @@
 package infra
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,17 +11,17 @@ import (
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
-	"github.com/aws/constructs-go/constructs/v10"
-	"github.com/aws/jsii-runtime-go"
 
 	"github.com/stepline/stepline/infra/plan"
+	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/secret"
 )
 
-// Defaults of StackProps.
+// Defaults of Props.
 const (
 	DefaultPipelineDir           = "pipelines"
 	DefaultAssetDir              = "bin/lambda"
@@ -50,21 +48,52 @@ var Functions = []string{FunctionStep, FunctionApproval, FunctionCallback, Funct
 
 // Environment variables the functions read.
 const (
-	EnvTableName             = "TABLE_NAME"               // every function
-	EnvLogLevel              = "LOG_LEVEL"                // every function: DEBUG, INFO, WARN or ERROR
-	EnvMetricNamespace       = "METRIC_NAMESPACE"         // every function
-	EnvArtifactBucket        = "ARTIFACT_BUCKET"          // step
-	EnvSecretRefs            = "SECRET_REFS"              // step, approval, recorder, callback (chat): secret.ParseRefs format
-	EnvApprovalKeySecretARN  = "APPROVAL_KEY_SECRET_ARN"  // approval, callback: the link signing key
-	EnvAPIBaseURL            = "API_BASE_URL"             // approval, callback: where the links point
-	EnvWebhookTokenSecretARN = "WEBHOOK_TOKEN_SECRET_ARN" // ingest: the bearer token of POST /webhook
-	EnvStateMachines         = "STATE_MACHINES"           // ingest, recorder: {"<pipeline>": "<state machine ARN>"}
-	EnvOpenAIBaseURL         = executor.EnvOpenAIBaseURL  // step, when StackProps.OpenAIBaseURL is set
+	EnvTableName             = "TABLE_NAME"                  // every function
+	EnvLogLevel              = "LOG_LEVEL"                   // every function: DEBUG, INFO, WARN or ERROR
+	EnvMetricNamespace       = "METRIC_NAMESPACE"            // every function
+	EnvArtifactBucket        = "ARTIFACT_BUCKET"             // step
+	EnvSecretRefs            = "SECRET_REFS"                 // step, approval, recorder, callback (chat): secret.ParseRefs format
+	EnvApprovalKeySecretARN  = "APPROVAL_KEY_SECRET_ARN"     // approval, callback: the link signing key
+	EnvAPIBaseURL            = "API_BASE_URL"                // approval, callback: where the links point
+	EnvWebhookTokenSecretARN = "WEBHOOK_TOKEN_SECRET_ARN"    // ingest: the bearer token of POST /webhook
+	EnvStateMachinePrefix    = awsenv.EnvStateMachinePrefix  // ingest, recorder: state machines are <prefix>-<pipeline>
+	EnvStateMachineAccount   = awsenv.EnvStateMachineAccount // ingest, recorder: the account they live in
+	EnvOpenAIBaseURL         = executor.EnvOpenAIBaseURL     // step, when Props.OpenAIBaseURL is set
 )
 
-// StackProps configures the Stepline stack.
-type StackProps struct {
+// Props configures a Stepline deployment. The embedded StackProps apply
+// to every stack (Env, Tags, Synthesizer, TerminationProtection); NewStack
+// also takes its StackName, NewStepline names its stacks itself (see Name
+// and Stage).
+type Props struct {
 	awscdk.StackProps
+	// Name prefixes the stacks and the physical names (state machines,
+	// and the functions, roles and alarm topic when the pipelines have
+	// stacks of their own): the id given to NewStepline or NewStack when
+	// empty.
+	Name string
+	// Stage is the deployment's stage: "" (none), dev, staging or prod.
+	// It joins Name in every name (Stepline-prod-Core,
+	// Stepline-prod-<pipeline>) and chooses what is kept: dev destroys the
+	// table, buckets and logs with the stack (objects deleted first);
+	// staging and prod keep them, and prod (like no stage) protects the
+	// table from deletion. Point-in-time recovery is on but in dev. A
+	// pipeline's own stage (testing, production) keeps its meaning in
+	// every deployment stage.
+	Stage string
+	// PipelineStacks is how many pipeline stacks the pipelines are spread
+	// over, each pipeline in stack (SHA-256 of its name) mod
+	// PipelineStacks; -1 keeps them in the core stack. 0 takes the
+	// default: DefaultPipelineStacks with a Stage (one less with a Vpc),
+	// -1 without one.
+	PipelineStacks int
+	// PipelineMonitoring adds each pipeline's own alarms (failed runs,
+	// timed-out executions) and dashboard: three resources per pipeline.
+	// Without it the deployment-wide failed-runs alarm covers them.
+	PipelineMonitoring bool
+	// Vpc, when set, runs the functions in its private subnets (with
+	// egress: they call model APIs and AWS).
+	Vpc awsec2.IVpc
 	// PipelineDir holds the pipeline files. When empty: the project's
 	// pipelines directory when there is a project, else
 	// DefaultPipelineDir.
@@ -109,9 +138,10 @@ var retentions = map[int]awslogs.RetentionDays{
 
 var logLevels = []string{"DEBUG", "INFO", "WARN", "ERROR"}
 
-// config is StackProps with defaults applied and the pipelines loaded.
+// config is Props with defaults applied and the pipelines loaded.
 type config struct {
-	props        StackProps
+	props        Props
+	names        naming
 	pipelines    []*plan.Pipeline
 	secrets      map[string]secret.Ref
 	chat         chatConfig // the project's human_approval
@@ -120,7 +150,7 @@ type config struct {
 
 // newConfig applies the defaults, checks the props, loads the pipelines and
 // checks that every function's bootstrap exists.
-func newConfig(props *StackProps) (*config, error) {
+func newConfig(props *Props) (*config, error) {
 	c := &config{}
 	if props != nil {
 		c.props = *props
@@ -149,6 +179,25 @@ func newConfig(props *StackProps) (*config, error) {
 	if p.LogRetentionDays == 0 {
 		p.LogRetentionDays = DefaultLogRetentionDays
 	}
+	if p.PipelineStacks == 0 {
+		p.PipelineStacks = -1
+		if p.Stage != "" {
+			p.PipelineStacks = DefaultPipelineStacks
+			if p.Vpc != nil {
+				p.PipelineStacks-- // the VPC access policy takes one of IAM's 10 per role
+			}
+		}
+	}
+	if p.PipelineStacks < -1 || p.PipelineStacks > MaxPipelineStacks {
+		errs = append(errs, fmt.Errorf("pipeline stacks %d: want 1 to %d, or -1 for none (the pipelines in the core stack)", p.PipelineStacks, MaxPipelineStacks))
+	}
+	if !slices.Contains(Stages, p.Stage) {
+		errs = append(errs, fmt.Errorf("stage %q: want one of %s, or none", p.Stage, strings.Join(Stages[1:], ", ")))
+	}
+	if err := checkName(p.Name); err != nil {
+		errs = append(errs, err)
+	}
+	c.names = newNaming(p.Name, p.Stage)
 	p.LogLevel = strings.ToUpper(p.LogLevel)
 	if !slices.Contains(logLevels, p.LogLevel) {
 		errs = append(errs, fmt.Errorf("log level %q: want one of %s", p.LogLevel, strings.Join(logLevels, ", ")))
@@ -318,50 +367,21 @@ func stageSteps(p *project.Project, to string) error {
 	return nil
 }
 
-// NewStack builds the Stepline stack for the pipelines in
-// props.PipelineDir. It fails, before adding anything to scope, when a
-// pipeline does not compile, a secret a pipeline uses has no mapping, a
-// function's bootstrap is missing, or a prop is out of range.
-func NewStack(scope constructs.Construct, id string, props *StackProps) (awscdk.Stack, error) {
-	c, err := newConfig(props)
-	if err != nil {
-		return nil, fmt.Errorf("stepline stack: %w", err)
-	}
-	stackName := id
-	if c.props.StackName != nil {
-		stackName = *c.props.StackName
-	}
-	if err := c.checkEnvironmentSize(stackName); err != nil {
-		return nil, fmt.Errorf("stepline stack: %w", err)
-	}
-	stack := awscdk.NewStack(scope, jsii.String(id), &c.props.StackProps)
-	// Server access logs are delivered under a bucket policy, not an ACL:
-	// the log bucket enforces bucket-owner object ownership.
-	stack.Node().SetContext(jsii.String("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"), true)
-	b := &builder{stack: stack, cfg: c, machines: map[string]*machine{}}
-	b.build()
-	return stack, nil
-}
-
 // maxEnvironmentBytes is Lambda's limit on a function's environment
 // variables, names and values together.
 const maxEnvironmentBytes = 4096
 
-// checkEnvironmentSize estimates the recorder's environment, the largest
-// (SECRET_REFS and STATE_MACHINES), with the longest partition, region and
-// account an ARN can hold, and fails when Lambda would refuse it.
-func (c *config) checkEnvironmentSize(stackName string) error {
-	const (
-		arnOverhead = len("arn:aws-us-gov:states:ap-southeast-1:123456789012:stateMachine:")
-		fixedVars   = 200 // TABLE_NAME, LOG_LEVEL, METRIC_NAMESPACE with their values
-	)
-	size := fixedVars + len(EnvSecretRefs) + len(plan.RefsEnv(c.secrets)) + len(EnvStateMachines) + 2
-	for _, p := range c.pipelines {
-		size += len(p.Name) + arnOverhead + len(physicalName(stackName, p.Name, maxStateMachineName)) + 6
-	}
+// checkEnvironmentSize estimates the largest environments, SECRET_REFS
+// with the function's fixed variables, and the approval function's with
+// HUMAN_APPROVAL, and fails when Lambda would refuse one. No variable
+// grows with the pipelines: the functions find the state machines by
+// their names (package shared/awsenv).
+func (c *config) checkEnvironmentSize() error {
+	const fixedVars = 400 // TABLE_NAME, LOG_LEVEL, METRIC_NAMESPACE, STATE_MACHINE_* with their values
+	size := fixedVars + len(EnvSecretRefs) + len(plan.RefsEnv(c.secrets)) + 2
 	if size > maxEnvironmentBytes {
-		return fmt.Errorf("%d pipelines and %d secret mappings need about %d bytes of function environment (SECRET_REFS, STATE_MACHINES), over Lambda's %d: split the pipelines over two stacks (stepline:stackName, stepline:pipelines)",
-			len(c.pipelines), len(c.secrets), size, maxEnvironmentBytes)
+		return fmt.Errorf("%d secret mappings need about %d bytes of function environment (SECRET_REFS), over Lambda's %d: map fewer secrets",
+			len(c.secrets), size, maxEnvironmentBytes)
 	}
 	if !c.chat.routes.Empty() {
 		// The approval function: its fixed variables, the key's ARN and
@@ -369,22 +389,16 @@ func (c *config) checkEnvironmentSize(stackName string) error {
 		const approvalFixed = fixedVars + 250
 		size := approvalFixed + len(EnvSecretRefs) + len(plan.RefsEnv(merge(c.secrets, c.chat.send))) + len(EnvHumanApproval) + len(c.chat.routesJSON())
 		if size > maxEnvironmentBytes {
-			return fmt.Errorf("human_approval and %d secret mappings need about %d bytes of the approval function's environment (SECRET_REFS, HUMAN_APPROVAL), over Lambda's %d: route fewer teams, or split the pipelines over two stacks",
+			return fmt.Errorf("human_approval and %d secret mappings need about %d bytes of the approval function's environment (SECRET_REFS, HUMAN_APPROVAL), over Lambda's %d: route fewer teams, or map fewer secrets",
 				len(c.secrets), size, maxEnvironmentBytes)
 		}
 	}
 	return nil
 }
 
-// physicalName derives a resource name from the stack's name and a
-// pipeline's, within limit characters: a name that would be longer is cut
-// and ends in a hash of the whole.
-func physicalName(stackName, name string, limit int) string {
-	full := stackName + "-" + name
-	if len(full) <= limit {
-		return full
-	}
-	sum := sha256.Sum256([]byte(full))
-	suffix := "-" + hex.EncodeToString(sum[:4])
-	return full[:limit-len(suffix)] + suffix
+// physicalName derives a resource name from a prefix and a name within
+// limit characters (awsenv.ResourceName: the functions find state
+// machines by the same rule).
+func physicalName(prefix, name string, limit int) string {
+	return awsenv.ResourceName(prefix, name, limit)
 }

@@ -139,8 +139,8 @@ func TestFunctions(t *testing.T) {
 		"Step":     {infra.EnvArtifactBucket, infra.EnvLogLevel, infra.EnvMetricNamespace, infra.EnvSecretRefs, infra.EnvTableName},
 		"Approval": {infra.EnvAPIBaseURL, infra.EnvApprovalKeySecretARN, infra.EnvLogLevel, infra.EnvMetricNamespace, infra.EnvSecretRefs, infra.EnvTableName},
 		"Callback": {infra.EnvApprovalKeySecretARN, infra.EnvLogLevel, infra.EnvMetricNamespace, infra.EnvTableName},
-		"Ingest":   {infra.EnvLogLevel, infra.EnvMetricNamespace, infra.EnvStateMachines, infra.EnvTableName, infra.EnvWebhookTokenSecretARN},
-		"Recorder": {infra.EnvLogLevel, infra.EnvMetricNamespace, infra.EnvSecretRefs, infra.EnvStateMachines, infra.EnvTableName},
+		"Ingest":   {infra.EnvLogLevel, infra.EnvMetricNamespace, infra.EnvStateMachineAccount, infra.EnvStateMachinePrefix, infra.EnvTableName, infra.EnvWebhookTokenSecretARN},
+		"Recorder": {infra.EnvLogLevel, infra.EnvMetricNamespace, infra.EnvSecretRefs, infra.EnvStateMachineAccount, infra.EnvStateMachinePrefix, infra.EnvTableName},
 	}
 	refs, err := plan.Secrets(s.pipelines, exampleSecrets)
 	if err != nil {
@@ -182,12 +182,16 @@ func TestFunctions(t *testing.T) {
 	if longest != 900 {
 		t.Errorf("the examples' longest step timeout is %d, want 900 (order-intake has steps without one)", longest)
 	}
-	_, ingest := s.one(t, "AWS::Lambda::Function", "IngestFunction")
-	machines := text(ingest.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)[infra.EnvStateMachines])
-	for _, p := range s.pipelines {
-		want := `"` + p.Name + `":"arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:Stepline-` + p.Name + `"`
-		if !strings.Contains(machines, want) {
-			t.Errorf("%s lacks %s: %s", infra.EnvStateMachines, want, machines)
+	// No list of state machines: the naming rule's prefix and account,
+	// whatever the number of pipelines.
+	for _, fn := range []string{"IngestFunction", "RecorderFunction"} {
+		_, f := s.one(t, "AWS::Lambda::Function", fn)
+		vars := f.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if got := text(vars[infra.EnvStateMachinePrefix]); got != "Stepline" {
+			t.Errorf("%s: %s = %s, want Stepline", fn, infra.EnvStateMachinePrefix, got)
+		}
+		if got := text(vars[infra.EnvStateMachineAccount]); got != "${AWS::AccountId}" {
+			t.Errorf("%s: %s = %s, want the stack's account", fn, infra.EnvStateMachineAccount, got)
 		}
 	}
 }
@@ -343,13 +347,11 @@ func TestFunctionGrants(t *testing.T) {
 	machine := func(name string) string {
 		return "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:Stepline-" + name
 	}
-	var allMachines, allExecutions []string
+	var allMachines []string
 	for _, p := range s.pipelines {
 		allMachines = append(allMachines, machine(p.Name))
-		allExecutions = append(allExecutions, "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:Stepline-"+p.Name+":*")
 	}
 	sort.Strings(allMachines)
-	sort.Strings(allExecutions)
 	type grant struct {
 		actions   []string
 		resources []string
@@ -377,9 +379,10 @@ func TestFunctionGrants(t *testing.T) {
 		}, without: []string{"PipelineSecrets", "PipelineParameters", "Artifacts", "DecideApprovals"}},
 		{role: "RecorderRole", want: map[string]grant{
 			"ReadPipelines":   {[]string{"states:DescribeStateMachine"}, allMachines},
-			"ReadRuns":        {[]string{"states:DescribeExecution", "states:GetExecutionHistory"}, allExecutions},
 			"PipelineSecrets": {[]string{"secretsmanager:GetSecretValue"}, wantSecrets},
-		}, without: []string{"StartRuns", "Artifacts"}},
+			// The recorder reads definitions only: the status-change
+			// event carries what it needs of an execution.
+		}, without: []string{"StartRuns", "Artifacts", "ReadRuns"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.role, func(t *testing.T) {
@@ -577,8 +580,12 @@ func TestMonitoring(t *testing.T) {
 			}
 		}
 	}
-	if runsFailed != len(s.pipelines) {
-		t.Errorf("%d failed-run alarms, want one per pipeline", runsFailed)
+	if runsFailed != len(s.pipelines)+1 {
+		t.Errorf("%d failed-run alarms, want one per pipeline and the deployment's", runsFailed)
+	}
+	_, all := s.one(t, "AWS::CloudWatch::Alarm", "RunsFailed")
+	if got := text(all.Properties["Dimensions"]); got != `[{"Name":"Status","Value":"failed"}]` {
+		t.Errorf("the deployment's failed-runs alarm has dimensions %s, want Status alone", got)
 	}
 	for _, fn := range []string{"Step", "Approval", "Callback", "Ingest", "Recorder"} {
 		s.one(t, "AWS::CloudWatch::Alarm", fn+"Errors")

@@ -16,14 +16,15 @@ import (
 // compiled definition: the function and sub-pipeline placeholders are
 // definition substitutions, and the role may invoke exactly the functions
 // the definition calls and start exactly the sub-pipelines it names.
-func (b *builder) addStateMachines() {
-	for _, m := range b.ordered() {
-		logGroup := awslogs.NewLogGroup(b.stack, jsii.String("Pipeline"+m.id+"Logs"), &awslogs.LogGroupProps{
+func (g *group) addStateMachines() {
+	b := g.b
+	for _, m := range g.machines {
+		logGroup := awslogs.NewLogGroup(g.stack, jsii.String("Pipeline"+m.id+"Logs"), &awslogs.LogGroupProps{
 			// Step Functions' recommended prefix keeps the log resource
 			// policy small.
 			LogGroupName:  jsii.String("/aws/vendedlogs/states/" + m.name),
 			Retention:     b.cfg.logRetention,
-			RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+			RemovalPolicy: b.cfg.removal(),
 		})
 		subs := map[string]*string{}
 		var invoke []*string
@@ -31,16 +32,17 @@ func (b *builder) addStateMachines() {
 			key := strings.TrimSuffix(strings.TrimPrefix(ph, "${"), "}")
 			switch ph {
 			case task.StepFunctionPlaceholder:
-				subs[key] = b.functions[FunctionStep].FunctionArn()
+				subs[key] = g.stepARN
 				invoke = append(invoke, subs[key])
 			case task.ApprovalFunctionPlaceholder:
-				subs[key] = b.functions[FunctionApproval].FunctionArn()
+				subs[key] = g.approvalARN
 				invoke = append(invoke, subs[key])
 			default:
-				subs[key] = b.machines[m.p.Children[ph]].arn
+				// Formatted here: the child may be in another stack.
+				subs[key] = g.machineARN(b.machines[m.p.Children[ph]])
 			}
 		}
-		sm := awsstepfunctions.NewStateMachine(b.stack, jsii.String("Pipeline"+m.id), &awsstepfunctions.StateMachineProps{
+		sm := awsstepfunctions.NewStateMachine(g.stack, jsii.String("Pipeline"+m.id), &awsstepfunctions.StateMachineProps{
 			StateMachineName:        jsii.String(m.name),
 			StateMachineType:        awsstepfunctions.StateMachineType_STANDARD,
 			DefinitionBody:          awsstepfunctions.DefinitionBody_FromString(jsii.String(m.p.Definition)),
@@ -62,7 +64,7 @@ func (b *builder) addStateMachines() {
 				Resources: &invoke,
 			}))
 		}
-		b.grantChildren(m)
+		g.grantChildren(m)
 		rules := []nagRule{{"AwsSolutions-IAM5",
 			"Step Functions log delivery (logs:CreateLogDelivery and related) and X-Ray tracing (xray:PutTraceSegments and related) have no resource-level permissions: they need Resource *.",
 			[]string{"Resource::*"}}}
@@ -79,7 +81,7 @@ func (b *builder) addStateMachines() {
 // grantChildren lets a pipeline start its sub-pipelines and wait for them
 // (the permissions startExecution.sync:2 needs: start, describe and stop
 // the child's executions, and the managed rule that reports their end).
-func (b *builder) grantChildren(m *machine) {
+func (g *group) grantChildren(m *machine) {
 	if len(m.p.Children) == 0 {
 		return
 	}
@@ -89,9 +91,9 @@ func (b *builder) grantChildren(m *machine) {
 		if !ok {
 			continue
 		}
-		child := b.machines[name]
-		starts = append(starts, child.arn)
-		executions = append(executions, b.executionARN(child.name))
+		child := g.b.machines[name]
+		starts = append(starts, g.machineARN(child))
+		executions = append(executions, executionARN(g.stack, child.name))
 	}
 	m.sm.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("StartChildren"),
@@ -106,11 +108,36 @@ func (b *builder) grantChildren(m *machine) {
 	m.sm.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:     jsii.String("ChildCompletionEvents"),
 		Actions: jsii.Strings("events:PutTargets", "events:PutRule", "events:DescribeRule"),
-		Resources: jsii.Strings(*b.stack.FormatArn(&awscdk.ArnComponents{
+		Resources: jsii.Strings(*g.stack.FormatArn(&awscdk.ArnComponents{
 			Service:      jsii.String("events"),
 			Resource:     jsii.String("rule"),
 			ResourceName: jsii.String("StepFunctionsGetEventsForStepFunctionsExecutionRule"),
 			ArnFormat:    awscdk.ArnFormat_SLASH_RESOURCE_NAME,
 		})),
 	}))
+}
+
+// machineARN is the ARN of m's state machine formatted in the group's
+// stack, whichever stack m is in.
+func (g *group) machineARN(m *machine) *string {
+	if m.g == g {
+		return m.arn
+	}
+	return g.stack.FormatArn(&awscdk.ArnComponents{
+		Service:      jsii.String("states"),
+		Resource:     jsii.String("stateMachine"),
+		ResourceName: jsii.String(m.name),
+		ArnFormat:    awscdk.ArnFormat_COLON_RESOURCE_NAME,
+	})
+}
+
+// executionARN is the ARN pattern of a state machine's executions,
+// formatted in stack.
+func executionARN(stack awscdk.Stack, machineName string) *string {
+	return stack.FormatArn(&awscdk.ArnComponents{
+		Service:      jsii.String("states"),
+		Resource:     jsii.String("execution"),
+		ResourceName: jsii.String(machineName + ":*"),
+		ArnFormat:    awscdk.ArnFormat_COLON_RESOURCE_NAME,
+	})
 }

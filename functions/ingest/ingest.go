@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -19,73 +18,25 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/stepline/stepline/functions/internal/apigw"
+	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/pipeline"
 )
 
-// parseMachines reads STATE_MACHINES: a JSON object from pipeline name to
-// the ARN of its state machine.
-func parseMachines(s string) (map[string]string, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, errors.New("state machines: none given")
-	}
-	var m map[string]string
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		return nil, fmt.Errorf("state machines: want a JSON object {\"<pipeline>\": \"<state machine ARN>\"}: %w", err)
-	}
-	for name, arn := range m {
-		if name == "" || !strings.HasPrefix(arn, "arn:") || !strings.Contains(arn, ":stateMachine:") {
-			return nil, fmt.Errorf("state machines: pipeline %q: %q is not a state machine ARN", name, arn)
-		}
-	}
-	if len(m) == 0 {
-		return nil, errors.New("state machines: none given")
-	}
-	return m, nil
-}
-
 // loadPipelines reads the pipeline files in dir (routing order: file
-// names) and checks them against the deployed state machines: every file
-// must compile, and the pipelines must be exactly those machines holds, so
-// that routing here is the routing the stack was built from.
-func loadPipelines(dir string, machines map[string]string) ([]*pipeline.Pipeline, error) {
+// names) and finds each one's state machine by the naming rule of package
+// shared/awsenv: every file must compile. The stack bundles exactly the
+// files it compiled into state machines, so each file has its machine.
+func loadPipelines(dir string, names awsenv.StateMachines) ([]*pipeline.Pipeline, map[string]string, error) {
 	ps, err := intake.LoadPipelines(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var extra, missing []string
-	seen := map[string]bool{}
+	machines := make(map[string]string, len(ps))
 	for _, p := range ps {
-		seen[p.Name] = true
-		if _, ok := machines[p.Name]; !ok {
-			extra = append(extra, p.Name)
-		}
+		machines[p.Name] = names.ARN(p.Name)
 	}
-	for name := range machines {
-		if !seen[name] {
-			missing = append(missing, name)
-		}
-	}
-	sort.Strings(missing)
-	var errs []error
-	if len(missing) > 0 {
-		errs = append(errs, fmt.Errorf("no pipeline file in %s for the deployed pipelines %s", dir, strings.Join(quoted(missing), ", ")))
-	}
-	if len(extra) > 0 {
-		errs = append(errs, fmt.Errorf("pipelines %s in %s have no state machine in this stack", strings.Join(quoted(extra), ", "), dir))
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("load pipelines: %w: bundle the files the stack was built from", errors.Join(errs...))
-	}
-	return ps, nil
-}
-
-func quoted(names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = fmt.Sprintf("%q", n)
-	}
-	return out
+	return ps, machines, nil
 }
 
 // ExecutionStarter is the Step Functions call that starts a run

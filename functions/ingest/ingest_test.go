@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -17,12 +18,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
+	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/sqlite"
 )
 
 const testToken = "rie-webhook-token-7f3a9c"
+
+// testNames is the naming rule of the test deployment: testMachines are
+// its state machines.
+var testNames = awsenv.StateMachines{Partition: "aws", Region: "us-east-1", Account: "123456789012", Prefix: "stepline"}
 
 var testMachines = map[string]string{
 	"rie-orders": "arn:aws:states:us-east-1:123456789012:stateMachine:stepline-rie-orders",
@@ -61,7 +67,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ps, err := loadPipelines(filepath.Join("testdata", "pipelines"), testMachines)
+	ps, _, err := loadPipelines(filepath.Join("testdata", "pipelines"), testNames)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,65 +123,24 @@ func apiRequest(t *testing.T, name string, edit func(*events.APIGatewayV2HTTPReq
 	return b
 }
 
-func TestParseMachines(t *testing.T) {
-	tests := []struct {
-		name, in, wantErr string
-	}{
-		{name: "ok", in: `{"a": "arn:aws:states:us-east-1:1:stateMachine:s-a"}`},
-		{name: "empty", in: ``, wantErr: "none given"},
-		{name: "empty object", in: `{}`, wantErr: "none given"},
-		{name: "not JSON", in: `a=arn`, wantErr: "JSON object"},
-		{name: "not an ARN", in: `{"a": "s-a"}`, wantErr: "not a state machine ARN"},
-		{name: "an execution ARN", in: `{"a": "arn:aws:states:us-east-1:1:execution:s-a:r"}`, wantErr: "not a state machine ARN"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			m, err := parseMachines(tc.in)
-			if tc.wantErr == "" {
-				if err != nil || len(m) != 1 {
-					t.Fatalf("got %v, %v", m, err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("err = %v, want %q", err, tc.wantErr)
-			}
-		})
-	}
-}
-
 func TestLoadPipelines(t *testing.T) {
-	with := func(extra map[string]string, drop ...string) map[string]string {
-		m := map[string]string{}
-		for k, v := range testMachines {
-			m[k] = v
-		}
-		for k, v := range extra {
-			m[k] = v
-		}
-		for _, k := range drop {
-			delete(m, k)
-		}
-		return m
-	}
 	tests := []struct {
-		name     string
-		dir      string
-		machines map[string]string
-		wantErr  []string
+		name    string
+		dir     string
+		wantErr []string
 	}{
-		{name: "the bundle matches the stack", dir: "testdata/pipelines", machines: testMachines},
-		{name: "a deployed pipeline has no file", dir: "testdata/pipelines",
-			machines: with(map[string]string{"sre-triage": "arn:aws:states:us-east-1:1:stateMachine:x"}), wantErr: []string{`deployed pipelines "sre-triage"`}},
-		{name: "a file has no state machine", dir: "testdata/pipelines", machines: with(nil, "rie-drafts"), wantErr: []string{`"rie-drafts" in testdata/pipelines have no state machine`}},
-		{name: "no directory", dir: "testdata/none", machines: testMachines, wantErr: []string{"testdata/none"}},
+		{name: "the bundle", dir: "testdata/pipelines"},
+		{name: "no directory", dir: "testdata/none", wantErr: []string{"testdata/none"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ps, err := loadPipelines(tc.dir, tc.machines)
+			ps, machines, err := loadPipelines(tc.dir, testNames)
 			if len(tc.wantErr) == 0 {
 				if err != nil || len(ps) != 3 || ps[0].Name != "rie-orders" || ps[2].Name != "rie-drafts" {
 					t.Fatalf("got %d pipelines, %v", len(ps), err)
+				}
+				if !reflect.DeepEqual(machines, testMachines) {
+					t.Errorf("machines = %v, want %v", machines, testMachines)
 				}
 				return
 			}

@@ -38,14 +38,17 @@
 // stack was built from in the directory "pipelines" next to its bootstrap
 // (/var/task/pipelines on Lambda: <AssetDir>/ingest/pipelines/*.yaml in
 // the code asset), or in PIPELINE_DIR when set, in file-name order (the
-// routing order). The pipelines found must be exactly those of
-// STATE_MACHINES, or the function does not start: a bundle that differs
-// from the stack would route events differently than the stack's rules.
+// routing order). Each one's state machine is found by the naming rule of
+// package shared/awsenv, <STATE_MACHINE_PREFIX>-<pipeline> in
+// STATE_MACHINE_ACCOUNT and the function's region: the stack bundles
+// exactly the files it deployed, and the environment does not grow with
+// the pipelines.
 //
 // Environment:
 //
 //	TABLE_NAME                DynamoDB table of runs and dedup claims (required)
-//	STATE_MACHINES            {"<pipeline>": "<state machine ARN>"} (required)
+//	STATE_MACHINE_PREFIX      the deployment's name prefix: state machines are <prefix>-<pipeline> (required)
+//	STATE_MACHINE_ACCOUNT     the account of the state machines (required)
 //	WEBHOOK_TOKEN_SECRET_ARN  Secrets Manager secret holding the webhook bearer tokens, in
 //	                          intake.ParseTokenList form: a token, team=token pairs or a JSON
 //	                          object team → token (required; read once, when the container starts)
@@ -66,6 +69,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/stepline/stepline/functions/internal/boot"
+	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/telemetry"
@@ -75,15 +79,15 @@ func main() {
 	f := boot.Start()
 	tp := telemetry.SetupFunction(context.Background(), os.Getenv, "ingest", f.Log) // OTEL_* variables; off when none
 	st := f.Store()
-	machines, err := parseMachines(os.Getenv("STATE_MACHINES"))
-	f.Check(err, "STATE_MACHINES")
+	names, err := awsenv.StateMachinesFromEnv(os.Environ())
+	f.Check(err, "state machines")
 	dir := os.Getenv("PIPELINE_DIR")
 	if dir == "" {
 		exe, err := os.Executable()
 		f.Check(err, "find the bootstrap's directory")
 		dir = filepath.Join(filepath.Dir(exe), "pipelines")
 	}
-	ps, err := loadPipelines(dir, machines)
+	ps, machines, err := loadPipelines(dir, names)
 	f.Check(err, "pipelines")
 	router, err := intake.NewRouter(ps)
 	f.Check(err, "pipelines")

@@ -126,10 +126,6 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 	table := dynamotest.NewTable(t)
 	sm := rietest.FakeSecretsManager(t, map[string]string{tokenARN: testToken})
 	sf := newFakeStepFunctions(t)
-	machines, err := json.Marshal(testMachines)
-	if err != nil {
-		t.Fatal(err)
-	}
 	bin := rietest.Build(t, ".")
 	bundle(t, bin)
 	env := []string{
@@ -140,7 +136,7 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
 		"WEBHOOK_TOKEN_SECRET_ARN=" + tokenARN,
 	}
-	e := rietest.Start(t, bin, append(env, "STATE_MACHINES="+string(machines))...)
+	e := rietest.Start(t, bin, append(env, "STATE_MACHINE_PREFIX="+testNames.Prefix, "STATE_MACHINE_ACCOUNT="+testNames.Account)...)
 	st := dynamo.New(client, table)
 	ctx := context.Background()
 
@@ -202,23 +198,19 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 		t.Error("the webhook token appears in the function's logs")
 	}
 
-	// A bundle that lacks a deployed pipeline: the function does not start.
-	t.Run("a pipeline file missing", func(t *testing.T) {
-		more := map[string]string{"sre-triage": "arn:aws:states:us-east-1:123456789012:stateMachine:stepline-sre-triage"}
-		for k, v := range testMachines {
-			more[k] = v
-		}
-		b, _ := json.Marshal(more)
-		e := rietest.Start(t, bin, append(env, "STATE_MACHINES="+string(b))...)
+	// Without the naming rule the function cannot find its state
+	// machines: it does not start, and says what is missing.
+	t.Run("no state machine prefix", func(t *testing.T) {
+		e := rietest.Start(t, bin, append(env, "STATE_MACHINE_ACCOUNT="+testNames.Account)...)
 		res := e.Invoke(t, webhook)
 		var resp events.APIGatewayV2HTTPResponse
 		if json.Unmarshal(res.Body, &resp) == nil && resp.StatusCode != 0 {
-			t.Fatalf("answered %d without its pipelines", resp.StatusCode)
+			t.Fatalf("answered %d without its state machines", resp.StatusCode)
 		}
 		deadline := time.Now().Add(5 * time.Second)
-		for !strings.Contains(e.Output(), `deployed pipelines \"sre-triage\"`) {
+		for !strings.Contains(e.Output(), `STATE_MACHINE_PREFIX is unset`) {
 			if time.Now().After(deadline) {
-				t.Fatalf("the log does not say which pipeline is missing:\n%s", e.Output())
+				t.Fatalf("the log does not say what is missing:\n%s", e.Output())
 			}
 			time.Sleep(20 * time.Millisecond)
 		}

@@ -24,7 +24,9 @@
 // Environment:
 //
 //	TABLE_NAME        DynamoDB table of runs (required)
-//	STATE_MACHINES    {"<pipeline>": "<state machine ARN>"}: names the pipeline of an event
+//	STATE_MACHINE_PREFIX   the deployment's name prefix, and STATE_MACHINE_ACCOUNT its
+//	STATE_MACHINE_ACCOUNT  account: a state machine <prefix>-<pipeline> names the pipeline
+//	                       of an event (package shared/awsenv's naming rule)
 //	METRIC_NAMESPACE  CloudWatch namespace of the Runs metric (default "Stepline")
 //	SECRET_REFS       where ${NAME} secrets of notification configs live:
 //	                  NAME=secretsmanager:id[#key],NAME=ssm:/param
@@ -40,7 +42,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"os"
 
@@ -49,6 +50,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/stepline/stepline/functions/internal/boot"
+	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/telemetry"
@@ -62,16 +64,8 @@ func main() {
 	f := boot.Start()
 	tp := telemetry.SetupFunction(context.Background(), os.Getenv, "recorder", f.Log) // OTEL_* variables; off when none
 	st := f.Store()
-	machines := map[string]string{}
-	if s := os.Getenv("STATE_MACHINES"); s != "" {
-		var byName map[string]string
-		if err := json.Unmarshal([]byte(s), &byName); err != nil {
-			f.Fail("STATE_MACHINES: want a JSON object {\"<pipeline>\": \"<state machine ARN>\"}", "err", err)
-		}
-		for name, arn := range byName {
-			machines[arn] = name
-		}
-	}
+	machines, err := awsenv.StateMachinesFromEnv(os.Environ())
+	f.Check(err, "state machines")
 	namespace := os.Getenv("METRIC_NAMESPACE")
 	if namespace == "" {
 		namespace = DefaultMetricNamespace

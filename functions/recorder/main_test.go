@@ -144,7 +144,7 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 		"AWS_ENDPOINT_URL_DYNAMODB="+endpoint,
 		"AWS_ENDPOINT_URL_SFN="+sf.srv.URL,
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
-		`STATE_MACHINES={"rie-recorder": "`+testMachineARN+`"}`,
+		"STATE_MACHINE_PREFIX=stepline", "STATE_MACHINE_ACCOUNT=123456789012",
 		"METRIC_NAMESPACE=SteplineTest",
 	)
 

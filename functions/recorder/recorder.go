@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
@@ -157,15 +158,32 @@ type Notifications interface {
 
 var _ Notifications = (*notify.Dispatcher)(nil)
 
+// PipelineNames names the pipeline of a state machine (satisfied by
+// awsenv.StateMachines, the deployment's naming rule).
+type PipelineNames interface {
+	Pipeline(stateMachineARN string) (string, bool)
+}
+
+var _ PipelineNames = awsenv.StateMachines{}
+
+// pipelineOf names the pipeline of a state machine, "" when unknown.
+func (r *Recorder) pipelineOf(arn string) string {
+	if r.Machines == nil {
+		return ""
+	}
+	name, _ := r.Machines.Pipeline(arn)
+	return name
+}
+
 // Recorder closes the run of an execution that ended and, when it is the
 // one that closed it, sends the notifications the outcome fires. Set the
 // fields, then call Handle from any number of goroutines.
 type Recorder struct {
 	Store         RunStore
 	Pipelines     Pipelines
-	Notifications Notifications     // nil: none are sent
-	Machines      map[string]string // state machine ARN → pipeline name (STATE_MACHINES inverted)
-	Metrics       *Metrics          // nil: none are written
+	Notifications Notifications // nil: none are sent
+	Machines      PipelineNames // names the pipeline of a state machine; nil: none
+	Metrics       *Metrics      // nil: none are written
 	Log           *slog.Logger
 }
 
@@ -198,7 +216,7 @@ func (r *Recorder) Handle(ctx context.Context, ev events.CloudWatchEvent) error 
 	}
 	name := run.Pipeline
 	if name == "" {
-		name = r.Machines[d.StateMachineARN]
+		name = r.pipelineOf(d.StateMachineARN)
 	}
 	r.Log.InfoContext(ctx, "run recorded", "run", d.Name, "pipeline", name, "execution_status", d.Status,
 		"status", string(run.Status), "closed_here", closed, "reason", run.Reason)
@@ -291,7 +309,7 @@ func cut(s string) string {
 // what the execution's input (the trigger) and the pipeline say.
 func (r *Recorder) newRun(d statusChange, o outcome, p task.Pipeline, stopped time.Time) store.Run {
 	run := store.Run{
-		ID: d.Name, Pipeline: r.Machines[d.StateMachineARN], Status: o.status, Reason: cut(o.reason),
+		ID: d.Name, Pipeline: r.pipelineOf(d.StateMachineARN), Status: o.status, Reason: cut(o.reason),
 		Stage: store.StageTesting, StartedAt: time.UnixMilli(d.StartDate).UTC(), CompletedAt: &stopped, FinalOutput: o.final,
 	}
 	if run.Pipeline == "" {
@@ -387,7 +405,8 @@ type Metrics struct {
 }
 
 // Run counts one run that ended: metric Runs (Count), dimensions Pipeline
-// and Status. A nil Metrics writes nothing.
+// and Status, and again with Status alone (the deployment-wide count the
+// failed-runs alarm reads). A nil Metrics writes nothing.
 func (m *Metrics) Run(pipeline, status string) {
 	if m == nil || m.W == nil {
 		return
@@ -401,7 +420,7 @@ func (m *Metrics) Run(pipeline, status string) {
 			"Timestamp": now().UnixMilli(),
 			"CloudWatchMetrics": []any{map[string]any{
 				"Namespace":  m.Namespace,
-				"Dimensions": [][]string{{"Pipeline", "Status"}},
+				"Dimensions": [][]string{{"Pipeline", "Status"}, {"Status"}},
 				"Metrics":    []any{map[string]string{"Name": "Runs", "Unit": "Count"}},
 			}},
 		},

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/store"
@@ -253,7 +254,7 @@ func TestRecorder(t *testing.T) {
 	var metrics bytes.Buffer
 	r := &Recorder{
 		Store: st, Pipelines: pipelines, Notifications: notes,
-		Machines: map[string]string{testMachineARN: "rie-recorder"},
+		Machines: awsenv.StateMachines{Partition: "aws", Region: "us-east-1", Account: "123456789012", Prefix: "stepline"},
 		Metrics:  &Metrics{W: &metrics, Namespace: "Stepline"},
 		Log:      slog.New(slog.DiscardHandler),
 	}

@@ -1,5 +1,7 @@
 // Command app is the Stepline CDK app (cdk.json runs it): it reads the
-// stepline:* context, compiles the pipelines and synthesizes the stack.
+// stepline:* context (and -c stage=dev|staging|prod), compiles the
+// pipelines, adds the deployment with infra.NewStepline, synthesizes it
+// and checks every template against CloudFormation's limits.
 package main
 
 import (
@@ -28,12 +30,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if _, err := infra.NewStack(app, cfg.StackName, &cfg.Props); err != nil {
+	if _, err := infra.NewStepline(app, cfg.StackName, &cfg.Props); err != nil {
 		return err
 	}
 	if cfg.Nag {
 		awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	}
-	app.Synth(nil)
-	return nil
+	asm := app.Synth(nil)
+	return infra.CheckLimits(*asm.Directory())
 }
