@@ -6,7 +6,10 @@
 // The state lives in a directory (by default .stepline/ in the working
 // directory): stepline.db, and definitions/, the compiled state machines
 // of the pipelines run there (each written whole, by rename), so that
-// another process can resume a run or decide its approval.
+// another process can resume a run or decide its approval. With
+// Config.BuildID, definitions/cache/ keeps each compile by a hash of the
+// files it read and of the build (package defcache), and a pipeline whose
+// files did not change is not compiled again.
 //
 // # One driver per run
 //
