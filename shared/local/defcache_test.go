@@ -76,6 +76,13 @@ func TestDefinitionCacheHit(t *testing.T) {
 	if first != second {
 		t.Errorf("cached definition differs from the compiled one")
 	}
+	// In one process, every run of the unchanged pipeline gets the same
+	// state machine, so that the engine compiles it once.
+	a, _, _, errA := r.Compile(path)
+	b, _, _, errB := r.Compile(path)
+	if errA != nil || errB != nil || a != b {
+		t.Errorf("two compiles of an unchanged pipeline: %p %p (%v %v), want one state machine", a, b, errA, errB)
+	}
 	// Another process (another Runner on the same state) hits too.
 	r2 := openBenchBuild(t, state, "build-1")
 	if _, n := compileCounted(t, r2, path); n != 0 {
@@ -120,14 +127,20 @@ func TestDefinitionCacheMiss(t *testing.T) {
 			writeTree(t, dir, cacheProject)
 			path := filepath.Join(dir, "pipelines", "main.yaml")
 			state := filepath.Join(dir, ".stepline")
-			before, _ := compileCounted(t, openBenchBuild(t, state, "build-1"), path)
-			writeTree(t, dir, c.files)
-			build := "build-1"
-			if c.build != "" {
-				build = c.build
+			r := openBenchBuild(t, state, "build-1")
+			before, _ := compileCounted(t, r, path)
+			kept, _, _, err := r.Compile(path) // the compile this process keeps
+			if err != nil {
+				t.Fatal(err)
 			}
-			r := openBenchBuild(t, state, build)
+			writeTree(t, dir, c.files)
+			if c.build != "" {
+				r = openBenchBuild(t, state, c.build) // another build is another process
+			}
 			after, n := compileCounted(t, r, path)
+			if again, _, _, _ := r.Compile(path); (again == kept) != (c.wantN == 0) {
+				t.Errorf("the state machine kept before: returned %v, want %v", again == kept, c.wantN == 0)
+			}
 			if n != c.wantN {
 				t.Errorf("compiled %d files after the change, want %d", n, c.wantN)
 			}
@@ -178,6 +191,8 @@ func TestDefinitionCacheCorrupt(t *testing.T) {
 			if err := os.WriteFile(entries[0], spoil.do(bytes.Clone(raw)), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			// Another process, which has not the compile in memory.
+			r = openBenchBuild(t, state, "build-1")
 			got, n := compileCounted(t, r, path)
 			if n != 2 || got != want {
 				t.Errorf("after the spoiling: compiled %d files (want 2), same definition %v", n, got == want)
@@ -222,7 +237,18 @@ func TestDefinitionCacheRestoresDefinitions(t *testing.T) {
 	}
 	got, err := os.ReadFile(defPath)
 	if err != nil || !bytes.Equal(got, want) {
-		t.Errorf("the child's definition was not restored (%v)", err)
+		t.Errorf("the child's definition was not restored from memory (%v)", err)
+	}
+	// The same from the cache file, in another process.
+	if _, _, _, err := r.Compile(other); err != nil {
+		t.Fatal(err)
+	}
+	if _, n := compileCounted(t, openBenchBuild(t, state, "build-1"), path); n != 0 {
+		t.Fatalf("compiled %d files, want a hit", n)
+	}
+	got, err = os.ReadFile(defPath)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("the child's definition was not restored from the cache file (%v)", err)
 	}
 	var sm asl.StateMachine
 	if err := json.Unmarshal(got, &sm); err != nil || !bytes.Contains(got, []byte("inner")) {

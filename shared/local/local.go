@@ -113,6 +113,8 @@ type Runner struct {
 	// compiles counts the pipeline files compiled (cache hits compile
 	// none): what the tests observe.
 	compiles atomic.Int64
+	defMu    sync.Mutex
+	defs     map[defcache.Key]*compiled // this process's compiles, by key
 
 	sessMu   sync.Mutex
 	sessions map[string]*session // nil: a run known not to be scripted
@@ -270,7 +272,14 @@ func (r *Runner) Compile(path string) (*asl.StateMachine, string, compiler.Diagn
 	cache := defcache.Cache{Dir: filepath.Join(r.dir, "definitions", "cache")}
 	key, kerr := in.Key()
 	if kerr == nil {
+		if c := r.remembered(key); c != nil {
+			if err := r.restore(c.entry); err != nil {
+				return nil, "", nil, err
+			}
+			return c.sm, c.entry.Name, c.entry.Diagnostics, nil
+		}
 		if sm, e, err := r.cached(cache, key); err == nil {
+			r.remember(key, &compiled{sm: sm, entry: e})
 			return sm, e.Name, e.Diagnostics, nil
 		} else if !errors.Is(err, defcache.ErrMiss) {
 			r.log.Warn("compile again", "pipeline", path, "cache", err)
@@ -283,11 +292,57 @@ func (r *Runner) Compile(path string) (*asl.StateMachine, string, compiler.Diagn
 	}
 	// Keep it only when no input changed while it compiled.
 	if again, err := in.Key(); err == nil && again == key {
-		if err := cache.Put(key, defcache.Entry{Name: name, Files: files, Diagnostics: ds}); err != nil {
+		e := defcache.Entry{Name: name, Files: files, Diagnostics: ds}
+		if err := cache.Put(key, e); err != nil {
 			r.log.Warn("keep compiled definition", "pipeline", path, "error", err)
 		}
+		r.remember(key, &compiled{sm: sm, entry: e})
 	}
 	return sm, name, ds, nil
+}
+
+// compiled is a compile this Runner made or loaded: the state machine it
+// returned, and the files and warnings of its cache entry.
+type compiled struct {
+	sm    *asl.StateMachine
+	entry defcache.Entry
+}
+
+// maxRemembered bounds the compiles a Runner keeps in memory.
+const maxRemembered = 16
+
+// remembered returns the compile kept under key, nil when there is none.
+// Returning the same state machine to every run of an unchanged pipeline
+// lets the engine reuse what it compiled of it (engine programs are kept
+// by definition): a definition is never changed once returned.
+func (r *Runner) remembered(key defcache.Key) *compiled {
+	r.defMu.Lock()
+	defer r.defMu.Unlock()
+	return r.defs[key]
+}
+
+func (r *Runner) remember(key defcache.Key, c *compiled) {
+	r.defMu.Lock()
+	defer r.defMu.Unlock()
+	if r.defs == nil || len(r.defs) >= maxRemembered {
+		r.defs = map[defcache.Key]*compiled{}
+	}
+	r.defs[key] = c
+}
+
+// restore saves e's files in the definitions directory again unless they
+// hold the same bytes (another compile of a pipeline of the same name
+// replaced them), so that resumes and child runs load what this run runs.
+func (r *Runner) restore(e defcache.Entry) error {
+	for _, f := range e.Files {
+		path := filepath.Join(r.dir, "definitions", f.Name)
+		if old, err := os.ReadFile(path); err != nil || !bytes.Equal(old, f.Data) {
+			if err := writeFile(path, f.Data); err != nil {
+				return fmt.Errorf("save definition: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // cached loads the compile cached under key: its files are saved in the
@@ -300,14 +355,11 @@ func (r *Runner) cached(cache defcache.Cache, key defcache.Key) (*asl.StateMachi
 	if err != nil {
 		return nil, e, err
 	}
+	if err := r.restore(e); err != nil {
+		return nil, e, err
+	}
 	var def []byte
 	for _, f := range e.Files {
-		path := filepath.Join(r.dir, "definitions", f.Name)
-		if old, err := os.ReadFile(path); err != nil || !bytes.Equal(old, f.Data) {
-			if err := writeFile(path, f.Data); err != nil {
-				return nil, e, fmt.Errorf("save definition: %w", err)
-			}
-		}
 		if f.Name == e.Name+".asl.json" {
 			def = f.Data
 		}
