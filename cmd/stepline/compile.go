@@ -101,3 +101,23 @@ func compileIn(e env, path, config string) (*compiler.File, *asl.StateMachine, c
 	}
 	return gate.CompileFileIn(path, p, executor.DefaultsFromEnv(e.getenv))
 }
+
+// compilerBuild identifies this program to the definition cache
+// (local.Config.BuildID), so that a pipeline compiled by another build is
+// compiled again: the module version and VCS facts, which alone do not
+// tell two builds of one modified work tree apart, and the executable's
+// path, size and modification time, which do. "" (no cache) when the
+// executable cannot be found.
+func compilerBuild() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	fi, err := os.Stat(exe)
+	if err != nil {
+		return ""
+	}
+	b := readBuildInfo()
+	return fmt.Sprintf("%s %s %s %t %s %s %d %d", b.version, b.revision, b.time, b.modified, b.goVersion,
+		exe, fi.Size(), fi.ModTime().UnixNano())
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/xeipuuv/gojsonschema"
 )
@@ -26,7 +27,15 @@ type OutputSchema[T any] struct {
 
 	schema json.RawMessage
 	check  func(raw string, opts ParseOptions) (T, Result)
+	// instr is the last Instruction rendered, with the name and
+	// description it was rendered for: a runner asks for it on every
+	// call, and rendering it (the schema indented) costs more than the
+	// rest of judging a short reply.
+	instr atomic.Pointer[instruction]
 }
+
+// instruction is an OutputSchema's rendered Instruction.
+type instruction struct{ name, description, text string }
 
 // NewOutputSchema builds the schema of T from its Go type (DeriveSchema),
 // strict, with DefaultMaxRetries.
@@ -96,7 +105,14 @@ func (s *OutputSchema[T]) Spec() SchemaSpec {
 }
 
 // Instruction renders the system-prompt text asking for this answer.
-func (s *OutputSchema[T]) Instruction() string { return Instruction(s.Spec()) }
+func (s *OutputSchema[T]) Instruction() string {
+	if in := s.instr.Load(); in != nil && in.name == s.Name && in.description == s.Description {
+		return in.text
+	}
+	text := Instruction(SchemaSpec{Name: s.Name, Description: s.Description, JSON: s.schema})
+	s.instr.Store(&instruction{name: s.Name, description: s.Description, text: text})
+	return text
+}
 
 // Check judges one raw reply against the schema, as the runner does.
 func (s *OutputSchema[T]) Check(raw string, opts ParseOptions) (T, Result) {

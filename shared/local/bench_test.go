@@ -24,20 +24,8 @@ import (
 // one before it, and the replies for `runs` runs of it.
 func benchPipeline(b testing.TB, dir string, n, runs int) (*asl.StateMachine, *executor.Responses) {
 	b.Helper()
-	var p, r strings.Builder
-	p.WriteString("name: bench\nsteps:\n")
-	for i := 0; i < n; i++ {
-		if i == 0 {
-			fmt.Fprintf(&p, "  - {name: s%d, executor: scripted, prompt_template: start}\n", i)
-		} else {
-			fmt.Fprintf(&p, "  - {name: s%d, executor: scripted, prompt_template: '{{ steps.s%d.summary }}'}\n", i, i-1)
-		}
-		fmt.Fprintf(&r, "s%d:\n", i)
-		for j := 0; j < runs; j++ {
-			fmt.Fprintf(&r, "  - '{\"confidence\": 0.9, \"summary\": \"step %d of run %d\", \"next_step_context\": \"\"}'\n", i, j)
-		}
-	}
-	f, ds := compiler.Load("bench.yaml", []byte(p.String()))
+	p, r := benchSource(n, runs)
+	f, ds := compiler.Load("bench.yaml", []byte(p))
 	if ds.HasErrors() {
 		b.Fatal(ds)
 	}
@@ -58,11 +46,30 @@ func benchPipeline(b testing.TB, dir string, n, runs int) (*asl.StateMachine, *e
 	if err := json.Unmarshal(def, &parsed); err != nil {
 		b.Fatal(err)
 	}
-	responses, err := executor.ParseResponses("bench.yaml", []byte(r.String()))
+	responses, err := executor.ParseResponses("bench.yaml", []byte(r))
 	if err != nil {
 		b.Fatal(err)
 	}
 	return &parsed, responses
+}
+
+// benchSource is the source of a pipeline of n scripted steps, each
+// reading the one before it, and replies for `runs` runs of it.
+func benchSource(n, runs int) (pipeline, replies string) {
+	var p, r strings.Builder
+	p.WriteString("name: bench\nsteps:\n")
+	for i := 0; i < n; i++ {
+		if i == 0 {
+			fmt.Fprintf(&p, "  - {name: s%d, executor: scripted, prompt_template: start}\n", i)
+		} else {
+			fmt.Fprintf(&p, "  - {name: s%d, executor: scripted, prompt_template: '{{ steps.s%d.summary }}'}\n", i, i-1)
+		}
+		fmt.Fprintf(&r, "s%d:\n", i)
+		for j := 0; j < runs; j++ {
+			fmt.Fprintf(&r, "  - '{\"confidence\": 0.9, \"summary\": \"step %d of run %d\", \"next_step_context\": \"\"}'\n", i, j)
+		}
+	}
+	return p.String(), r.String()
 }
 
 // benchDefinitionBytes lets the benchmarks compile and run machines over
@@ -84,6 +91,17 @@ func (answer) Complete(context.Context, llmoutput.Request) (llmoutput.Completion
 
 func openBench(b testing.TB, dir string, responses *executor.Responses) *Runner {
 	b.Helper()
+	return openBenchWith(b, dir, responses, "")
+}
+
+// openBenchBuild is openBench with the definition cache of build.
+func openBenchBuild(b testing.TB, dir, build string) *Runner {
+	b.Helper()
+	return openBenchWith(b, dir, nil, build)
+}
+
+func openBenchWith(b testing.TB, dir string, responses *executor.Responses, build string) *Runner {
+	b.Helper()
 	var providers steprun.Providers = executor.NewRegistry(executor.Deps{Responses: responses})
 	if responses == nil {
 		providers = answer{}
@@ -91,6 +109,7 @@ func openBench(b testing.TB, dir string, responses *executor.Responses) *Runner 
 	r, err := Open(context.Background(), Config{
 		Dir:                dir,
 		MaxDefinitionBytes: benchDefinitionBytes,
+		BuildID:            build,
 		Handler: func(st *sqlite.Store) StepHandler {
 			return &steprun.Handler{Store: st, Executors: providers}
 		},

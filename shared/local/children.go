@@ -10,6 +10,7 @@ import (
 
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/shared/engine"
+	"github.com/stepline/stepline/shared/local/defcache"
 	"github.com/stepline/stepline/shared/pipeline"
 )
 
@@ -62,7 +63,7 @@ func (r *Runner) childName(placeholder string) (string, error) {
 // compileChildren compiles the pipelines p runs as sub-pipelines (from
 // sequential steps, parallel branches and fan-outs), found among the
 // pipeline files in dir, so that their runs can start.
-func (r *Runner) compileChildren(dir string, p *pipeline.Pipeline, seen map[string]bool) error {
+func (r *Runner) compileChildren(dir string, p *pipeline.Pipeline, seen map[string]bool, saved *[]defcache.File) error {
 	for _, c := range childSteps(p) {
 		child, _ := c.config["pipeline"].(string)
 		if child == "" || seen[child] {
@@ -73,7 +74,7 @@ func (r *Runner) compileChildren(dir string, p *pipeline.Pipeline, seen map[stri
 		if err != nil {
 			return fmt.Errorf("step %q: %w", c.name, err)
 		}
-		if _, _, _, err := r.compile(path, seen); err != nil {
+		if _, _, _, err := r.compile(path, seen, saved); err != nil {
 			return fmt.Errorf("sub-pipeline %q: %w", child, err)
 		}
 	}

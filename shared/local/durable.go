@@ -29,12 +29,13 @@ func (r *Runner) metaPath(name string) string {
 	return filepath.Join(r.dir, "definitions", name+".meta.json")
 }
 
-func (r *Runner) saveMeta(m meta) error {
+// saveMeta saves m and returns what it wrote.
+func (r *Runner) saveMeta(m meta) ([]byte, error) {
 	b, err := json.Marshal(m)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return writeFile(r.metaPath(m.Name), b)
+	return b, writeFile(r.metaPath(m.Name), b)
 }
 
 func (r *Runner) loadMeta(name string) (meta, error) {

@@ -6,7 +6,10 @@
 // The state lives in a directory (by default .stepline/ in the working
 // directory): stepline.db, and definitions/, the compiled state machines
 // of the pipelines run there (each written whole, by rename), so that
-// another process can resume a run or decide its approval.
+// another process can resume a run or decide its approval. With
+// Config.BuildID, definitions/cache/ keeps each compile by a hash of the
+// files it read and of the build (package defcache), and a pipeline whose
+// files did not change is not compiled again.
 //
 // # One driver per run
 //
@@ -52,6 +55,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -63,6 +67,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stepline/stepline/compiler"
@@ -71,6 +76,7 @@ import (
 	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/fault"
+	"github.com/stepline/stepline/shared/local/defcache"
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store"
@@ -103,6 +109,12 @@ type Runner struct {
 	claims  map[string]*claim
 
 	project *project.Project // nil: each file's own
+	build   string           // Config.BuildID
+	// compiles counts the pipeline files compiled (cache hits compile
+	// none): what the tests observe.
+	compiles atomic.Int64
+	defMu    sync.Mutex
+	defs     map[defcache.Key]*compiled // this process's compiles, by key
 
 	sessMu   sync.Mutex
 	sessions map[string]*session // nil: a run known not to be scripted
@@ -136,6 +148,12 @@ type Config struct {
 	// Project is the project the pipelines compile in (stepline --config);
 	// nil: each file's, the stepline.yaml found walking up from it.
 	Project *project.Project
+	// BuildID identifies the program that compiles (its version and
+	// build). When it is set, Compile keeps what it compiled in
+	// definitions/cache/, by a hash of every file the compile reads and
+	// of BuildID (package defcache), and reuses it while none of them
+	// changes. "": every Compile compiles.
+	BuildID string
 }
 
 // Open opens (creating if needed) the state directory and the store.
@@ -155,7 +173,7 @@ func Open(ctx context.Context, cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	r := &Runner{dir: dir, Store: st, now: time.Now, log: cfg.Logger, scripted: cfg.Scripted, project: cfg.Project,
+	r := &Runner{dir: dir, Store: st, now: time.Now, log: cfg.Logger, scripted: cfg.Scripted, project: cfg.Project, build: cfg.BuildID,
 		driver: newDriver(), lease: cfg.Lease, claims: map[string]*claim{}, sessions: map[string]*session{},
 		stuck: map[string]bool{}}
 	if r.log == nil {
@@ -242,20 +260,128 @@ func NewRunID() string {
 }
 
 // Compile compiles a pipeline file and saves its definition for later
-// resumes. Diagnostics with errors are returned as an error.
+// resumes. Diagnostics with errors are returned as an error. With
+// Config.BuildID, a pipeline compiled before from the same files is not
+// compiled again: its definitions are taken from the cache (and saved
+// again where another compile replaced them).
 func (r *Runner) Compile(path string) (*asl.StateMachine, string, compiler.Diagnostics, error) {
-	return r.compile(path, map[string]bool{})
+	if r.build == "" {
+		return r.compile(path, map[string]bool{}, nil)
+	}
+	in := defcache.Inputs{Build: r.build, Pipeline: path, Project: r.project}
+	cache := defcache.Cache{Dir: filepath.Join(r.dir, "definitions", "cache")}
+	key, kerr := in.Key()
+	if kerr == nil {
+		if c := r.remembered(key); c != nil {
+			if err := r.restore(c.entry); err != nil {
+				return nil, "", nil, err
+			}
+			return c.sm, c.entry.Name, c.entry.Diagnostics, nil
+		}
+		if sm, e, err := r.cached(cache, key); err == nil {
+			r.remember(key, &compiled{sm: sm, entry: e})
+			return sm, e.Name, e.Diagnostics, nil
+		} else if !errors.Is(err, defcache.ErrMiss) {
+			r.log.Warn("compile again", "pipeline", path, "cache", err)
+		}
+	}
+	var files []defcache.File
+	sm, name, ds, err := r.compile(path, map[string]bool{}, &files)
+	if err != nil || kerr != nil {
+		return sm, name, ds, err
+	}
+	// Keep it only when no input changed while it compiled.
+	if again, err := in.Key(); err == nil && again == key {
+		e := defcache.Entry{Name: name, Files: files, Diagnostics: ds}
+		if err := cache.Put(key, e); err != nil {
+			r.log.Warn("keep compiled definition", "pipeline", path, "error", err)
+		}
+		r.remember(key, &compiled{sm: sm, entry: e})
+	}
+	return sm, name, ds, nil
+}
+
+// compiled is a compile this Runner made or loaded: the state machine it
+// returned, and the files and warnings of its cache entry.
+type compiled struct {
+	sm    *asl.StateMachine
+	entry defcache.Entry
+}
+
+// maxRemembered bounds the compiles a Runner keeps in memory.
+const maxRemembered = 16
+
+// remembered returns the compile kept under key, nil when there is none.
+// Returning the same state machine to every run of an unchanged pipeline
+// lets the engine reuse what it compiled of it (engine programs are kept
+// by definition): a definition is never changed once returned.
+func (r *Runner) remembered(key defcache.Key) *compiled {
+	r.defMu.Lock()
+	defer r.defMu.Unlock()
+	return r.defs[key]
+}
+
+func (r *Runner) remember(key defcache.Key, c *compiled) {
+	r.defMu.Lock()
+	defer r.defMu.Unlock()
+	if r.defs == nil || len(r.defs) >= maxRemembered {
+		r.defs = map[defcache.Key]*compiled{}
+	}
+	r.defs[key] = c
+}
+
+// restore saves e's files in the definitions directory again unless they
+// hold the same bytes (another compile of a pipeline of the same name
+// replaced them), so that resumes and child runs load what this run runs.
+func (r *Runner) restore(e defcache.Entry) error {
+	for _, f := range e.Files {
+		path := filepath.Join(r.dir, "definitions", f.Name)
+		if old, err := os.ReadFile(path); err != nil || !bytes.Equal(old, f.Data) {
+			if err := writeFile(path, f.Data); err != nil {
+				return fmt.Errorf("save definition: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// cached loads the compile cached under key: its files are saved in the
+// definitions directory again unless they hold the same bytes, and the
+// pipeline's definition is decoded as a resume decodes it (definitions):
+// it was parsed and checked when it was compiled, its bytes are those the
+// cache verified, and the engine validates what it runs.
+func (r *Runner) cached(cache defcache.Cache, key defcache.Key) (*asl.StateMachine, defcache.Entry, error) {
+	e, err := cache.Get(key)
+	if err != nil {
+		return nil, e, err
+	}
+	if err := r.restore(e); err != nil {
+		return nil, e, err
+	}
+	var def []byte
+	for _, f := range e.Files {
+		if f.Name == e.Name+".asl.json" {
+			def = f.Data
+		}
+	}
+	var sm asl.StateMachine
+	if err := json.Unmarshal(def, &sm); err != nil {
+		return nil, e, fmt.Errorf("%w: %v", defcache.ErrCorrupt, err)
+	}
+	return &sm, e, nil
 }
 
 // compile compiles a pipeline and, from the same directory, the
-// sub-pipelines it runs (seen stops cycles).
-func (r *Runner) compile(path string, seen map[string]bool) (*asl.StateMachine, string, compiler.Diagnostics, error) {
+// sub-pipelines it runs (seen stops cycles). The files it saves are
+// appended to saved when it is not nil.
+func (r *Runner) compile(path string, seen map[string]bool, saved *[]defcache.File) (*asl.StateMachine, string, compiler.Diagnostics, error) {
 	var (
 		f   *compiler.File
 		sm  *asl.StateMachine
 		ds  compiler.Diagnostics
 		err error
 	)
+	r.compiles.Add(1)
 	if r.project != nil {
 		f, sm, ds, err = gate.CompileFileIn(path, r.project, executor.Defaults{})
 	} else {
@@ -273,14 +399,18 @@ func (r *Runner) compile(path string, seen map[string]bool) (*asl.StateMachine, 
 	}
 	name := f.Pipeline.Name
 	seen[name] = true
-	if err := r.compileChildren(filepath.Dir(path), f.Pipeline, seen); err != nil {
+	if err := r.compileChildren(filepath.Dir(path), f.Pipeline, seen, saved); err != nil {
 		return nil, "", ds, err
 	}
 	if err := writeFile(filepath.Join(r.dir, "definitions", name+".asl.json"), def); err != nil {
 		return nil, "", ds, fmt.Errorf("save definition: %w", err)
 	}
-	if err := r.saveMeta(meta{Name: name, Durable: f.Pipeline.Durable}); err != nil {
+	m, err := r.saveMeta(meta{Name: name, Durable: f.Pipeline.Durable})
+	if err != nil {
 		return nil, "", ds, fmt.Errorf("save definition: %w", err)
+	}
+	if saved != nil {
+		*saved = append(*saved, defcache.File{Name: name + ".asl.json", Data: def}, defcache.File{Name: name + ".meta.json", Data: m})
 	}
 	// Run the parsed copy: exactly what another process will load.
 	parsed, err := asl.Parse(def)

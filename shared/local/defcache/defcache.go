@@ -1,0 +1,417 @@
+// Package defcache keeps compiled pipeline definitions by a hash of
+// everything that determines them, so that a process running a pipeline
+// whose files did not change since the last compile loads its definitions
+// instead of compiling it again.
+//
+// # The key
+//
+// Inputs names what a compile reads: the pipeline file, the other
+// pipeline files of its directory (its sub-pipelines, and the files the
+// compiler looks for them in), the project file that governs it, its
+// agents directory (every profile's files) and its step library, and the
+// identity of the build that compiles (Inputs.Build). Key hashes the
+// bytes of every one of those files, with their names and the paths as
+// given, and which of them are absent: any change to any of them is a
+// different key, so a cached entry is never stale, only unused. What is
+// hashed is bounded (MaxFiles, MaxInputBytes); past that, Key refuses
+// (ErrTooLarge) and the caller compiles.
+//
+// # The entries
+//
+// An entry is one file, <dir>/<key>.def, written whole by rename: a
+// header with the length and SHA-256 of its body, and the body (JSON).
+// Get verifies both, and the key inside the body, before it trusts an
+// entry: a file cut short, changed or misnamed is a miss (ErrCorrupt),
+// and the caller's next Put replaces it. At most MaxEntries entries are
+// kept; Put removes the oldest past that.
+package defcache
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/shared/project"
+)
+
+// Bounds on what Key hashes and on what Get reads.
+const (
+	MaxFiles      = 4096     // input files hashed for one key
+	MaxInputBytes = 64 << 20 // their bytes together
+	MaxEntryBytes = 64 << 20 // one entry's body
+	MaxEntries    = 64       // entries kept in a cache directory
+)
+
+// Errors Key and Get return.
+var (
+	// ErrTooLarge: the inputs are past MaxFiles or MaxInputBytes; compile
+	// without the cache.
+	ErrTooLarge = errors.New("compile inputs too large to cache")
+	// ErrMiss: no entry for the key.
+	ErrMiss = errors.New("no cached definition")
+	// ErrCorrupt: an entry whose length, hash or key does not check.
+	ErrCorrupt = errors.New("corrupt cached definition")
+)
+
+// Inputs is what a compile of one pipeline file reads.
+type Inputs struct {
+	// Build identifies the compiler: a change of binary must change it
+	// (its version, commit and the executable's size and time, say).
+	Build string
+	// Pipeline is the pipeline file, as the compile is given it.
+	Pipeline string
+	// Project is the project the pipeline compiles in; nil: the one
+	// project.Find finds walking up from Pipeline, read here (its file
+	// only) for the directories it names.
+	Project *project.Project
+}
+
+// Key is the hash of a compile's inputs.
+type Key [sha256.Size]byte
+
+func (k Key) String() string { return hex.EncodeToString(k[:]) }
+
+// keyer writes the inputs into the hash, counting what it read.
+type keyer struct {
+	h     hash.Hash
+	files int
+	bytes int64
+}
+
+func (k *keyer) field(tag string, vals ...string) {
+	k.h.Write([]byte(tag))
+	for _, v := range vals {
+		k.h.Write([]byte{0})
+		k.h.Write([]byte(strconv.Itoa(len(v))))
+		k.h.Write([]byte{':'})
+		k.h.Write([]byte(v))
+	}
+	k.h.Write([]byte{'\n'})
+}
+
+// file hashes the file at path, or that it is absent.
+func (k *keyer) file(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		k.field("absent", path)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		k.field("dir", path)
+		return nil
+	}
+	if k.files++; k.files > MaxFiles {
+		return ErrTooLarge
+	}
+	if k.bytes += fi.Size(); k.bytes > MaxInputBytes {
+		return ErrTooLarge
+	}
+	k.field("file", path, strconv.FormatInt(fi.Size(), 10))
+	// Read at most the size stated: a file that grows meanwhile is
+	// still hashed within the bound, and its next key differs.
+	n, err := io.Copy(k.h, io.LimitReader(f, fi.Size()))
+	if err != nil {
+		return err
+	}
+	k.field("read", strconv.FormatInt(n, 10))
+	return nil
+}
+
+// dir hashes the files of dir whose names keep says to, sorted, down to
+// depth levels of subdirectories (0: the files of dir only).
+func (k *keyer) dir(dir string, depth int, keep func(name string) bool) error {
+	entries, err := os.ReadDir(dir) // sorted by name
+	if errors.Is(err, fs.ErrNotExist) {
+		k.field("absent", dir)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	k.field("list", dir, strconv.Itoa(len(entries)))
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		fi, err := os.Stat(path) // through a link, as the compile reads it
+		switch {
+		case err != nil:
+			k.field("unreadable", path)
+		case fi.IsDir() && depth > 0:
+			if err := k.dir(path, depth-1, keep); err != nil {
+				return err
+			}
+		case fi.IsDir():
+			k.field("dir", path)
+		case keep(e.Name()):
+			if err := k.file(path); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func pipelineFileName(name string) bool {
+	ext := strings.ToLower(filepath.Ext(name))
+	return ext == ".yaml" || ext == ".yml"
+}
+
+func anyName(string) bool { return true }
+
+// Key hashes in's inputs. Errors are a file that exists but cannot be
+// read, and ErrTooLarge: either way, compile without the cache.
+func (in Inputs) Key() (Key, error) {
+	k := &keyer{h: sha256.New()}
+	abs, err := filepath.Abs(in.Pipeline)
+	if err != nil {
+		return Key{}, err
+	}
+	k.field("defcache 1")
+	k.field("build", in.Build)
+	k.field("pipeline", in.Pipeline, abs)
+	// The pipeline, and every pipeline file beside it: its sub-pipelines
+	// and the files the compiler looks for them in.
+	if err := k.file(in.Pipeline); err != nil {
+		return Key{}, err
+	}
+	if err := k.dir(filepath.Dir(in.Pipeline), 0, pipelineFileName); err != nil {
+		return Key{}, err
+	}
+	p := in.Project
+	if p == nil {
+		cfg, err := project.Find(in.Pipeline)
+		if err != nil {
+			return Key{}, err
+		}
+		if cfg == "" {
+			k.field("no project")
+			return k.sum(), nil
+		}
+		src, err := os.ReadFile(cfg)
+		if err != nil {
+			return Key{}, err
+		}
+		if len(src) > project.MaxFileBytes {
+			return Key{}, ErrTooLarge
+		}
+		p = project.Parse(cfg, src)
+	}
+	k.field("project", p.Path)
+	if err := k.file(p.Path); err != nil {
+		return Key{}, err
+	}
+	// Every file of every profile (agent.yaml, soul.md and what else lies
+	// beside them), and the step library.
+	if err := k.dir(p.Agents, 1, anyName); err != nil {
+		return Key{}, err
+	}
+	if err := k.dir(p.Steps, 0, anyName); err != nil {
+		return Key{}, err
+	}
+	return k.sum(), nil
+}
+
+func (k *keyer) sum() Key {
+	var key Key
+	k.h.Sum(key[:0])
+	return key
+}
+
+// Entry is what one compile produced.
+type Entry struct {
+	// Name is the pipeline's name.
+	Name string `json:"name"`
+	// Files are the files the compile wrote in the definitions directory
+	// (the pipeline's and its sub-pipelines' definitions and their
+	// facts), by name, with their content.
+	Files []File `json:"files"`
+	// Diagnostics are the compile's warnings.
+	Diagnostics compiler.Diagnostics `json:"diagnostics,omitempty"`
+}
+
+// File is one file of an Entry.
+type File struct {
+	Name string `json:"name"`
+	Data []byte `json:"data"`
+}
+
+// body is an entry's JSON, with the key it was stored under.
+type body struct {
+	Key   string `json:"key"`
+	Entry Entry  `json:"entry"`
+}
+
+// Cache is a directory of entries.
+type Cache struct {
+	Dir string
+}
+
+const magic = "stepline definition cache 1"
+
+func (c Cache) path(k Key) string { return filepath.Join(c.Dir, k.String()+".def") }
+
+// Get returns the entry stored under k: ErrMiss when there is none,
+// ErrCorrupt when the file does not check (its header, length, hash or
+// key), or the error reading it.
+func (c Cache) Get(k Key) (Entry, error) {
+	f, err := os.Open(c.path(k))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Entry{}, ErrMiss
+	}
+	if err != nil {
+		return Entry{}, fmt.Errorf("read cached definition: %w", err)
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, MaxEntryBytes+1024))
+	if err != nil {
+		return Entry{}, fmt.Errorf("read cached definition: %w", err)
+	}
+	b, err := unseal(raw)
+	if err != nil {
+		return Entry{}, err
+	}
+	var v body
+	if err := json.Unmarshal(b, &v); err != nil || v.Key != k.String() || v.Entry.Name == "" {
+		return Entry{}, ErrCorrupt
+	}
+	for _, f := range v.Entry.Files {
+		if !fileName(f.Name) {
+			return Entry{}, ErrCorrupt
+		}
+	}
+	return v.Entry, nil
+}
+
+// fileName reports whether name is a plain file name: an entry never
+// names a file outside the definitions directory.
+func fileName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, `/\`) && filepath.Base(name) == name
+}
+
+// unseal checks the header of a stored entry and returns its body.
+func unseal(raw []byte) ([]byte, error) {
+	head, b, ok := bytes.Cut(raw, []byte{'\n'})
+	if !ok {
+		return nil, ErrCorrupt
+	}
+	fields := strings.Fields(string(head))
+	if len(fields) != 6 || strings.Join(fields[:4], " ") != magic {
+		return nil, ErrCorrupt
+	}
+	n, err := strconv.Atoi(fields[4])
+	if err != nil || n != len(b) || n > MaxEntryBytes {
+		return nil, ErrCorrupt
+	}
+	sum := sha256.Sum256(b)
+	if fields[5] != hex.EncodeToString(sum[:]) {
+		return nil, ErrCorrupt
+	}
+	return b, nil
+}
+
+// Put stores e under k, replacing what was there, and removes the oldest
+// entries past MaxEntries.
+func (c Cache) Put(k Key, e Entry) error {
+	if !fileNames(e.Files) {
+		return fmt.Errorf("cache definition: a file name that is not a plain name")
+	}
+	b, err := json.Marshal(body{Key: k.String(), Entry: e})
+	if err != nil {
+		return fmt.Errorf("cache definition: %w", err)
+	}
+	if len(b) > MaxEntryBytes {
+		return fmt.Errorf("cache definition: %w", ErrTooLarge)
+	}
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return fmt.Errorf("cache definition: %w", err)
+	}
+	if err := writeFile(c.path(k), append([]byte(header(b)), b...)); err != nil {
+		return fmt.Errorf("cache definition: %w", err)
+	}
+	c.prune()
+	return nil
+}
+
+// header is the first line of an entry whose body is b: what Get checks
+// it against.
+func header(b []byte) string {
+	sum := sha256.Sum256(b)
+	return fmt.Sprintf("%s %d %s\n", magic, len(b), hex.EncodeToString(sum[:]))
+}
+
+func fileNames(fs []File) bool {
+	return !slices.ContainsFunc(fs, func(f File) bool { return !fileName(f.Name) })
+}
+
+// prune removes the oldest entries past MaxEntries; failures only leave
+// more entries.
+func (c Cache) prune() {
+	entries, err := os.ReadDir(c.Dir)
+	if err != nil {
+		return
+	}
+	type aged struct {
+		name string
+		mod  int64
+	}
+	var all []aged
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".def") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil {
+			all = append(all, aged{e.Name(), fi.ModTime().UnixNano()})
+		}
+	}
+	if len(all) <= MaxEntries {
+		return
+	}
+	slices.SortFunc(all, func(a, b aged) int { return cmp.Compare(a.mod, b.mod) })
+	for _, a := range all[:len(all)-MaxEntries] {
+		os.Remove(filepath.Join(c.Dir, a.name))
+	}
+}
+
+// writeFile replaces path's content with data in one step (a temporary
+// file renamed over it), so that a process reading it while another
+// writes it sees the old content or the new one, never a part.
+func writeFile(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
