@@ -33,20 +33,7 @@ func endModelCall(span trace.Span, a *Resolved, reply ModelReply, err error) {
 		if a != nil && a.Remote != nil && provider == "" {
 			provider = a.Remote.Runtime
 		}
-		if model != "" {
-			span.SetName(telemetry.OpChat + " " + model)
-		}
-		span.SetAttributes(
-			telemetry.GenAIOperation.String(telemetry.OpChat),
-			telemetry.GenAISystem.String(provider),
-			telemetry.GenAIProvider.String(provider),
-			telemetry.GenAIRequestModel.String(model),
-			telemetry.GenAIInputTokens.Int64(int64(reply.Usage.InputTokens)),
-			telemetry.GenAIOutputTokens.Int64(int64(reply.Usage.OutputTokens)),
-		)
-		if reply.Model != "" {
-			span.SetAttributes(telemetry.GenAIResponseModel.String(reply.Model))
-		}
+		telemetry.Chat(span, provider, model, reply.Model, int64(reply.Usage.InputTokens), int64(reply.Usage.OutputTokens))
 		if a != nil {
 			span.SetAttributes(telemetry.GenAIAgentName.String(a.Profile.Name))
 		}

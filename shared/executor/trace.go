@@ -53,22 +53,7 @@ func (t traced) describe(span trace.Span, c llmoutput.Completion) {
 	if provider == "" {
 		provider = t.call.Executor
 	}
-	if model != "" {
-		span.SetName(telemetry.OpChat + " " + model)
-	} else {
-		span.SetName(telemetry.OpChat)
-	}
-	span.SetAttributes(
-		telemetry.GenAIOperation.String(telemetry.OpChat),
-		telemetry.GenAISystem.String(provider),
-		telemetry.GenAIProvider.String(provider),
-		telemetry.GenAIRequestModel.String(model),
-		telemetry.GenAIInputTokens.Int64(int64(c.Usage.InputTokens)),
-		telemetry.GenAIOutputTokens.Int64(int64(c.Usage.OutputTokens)),
-	)
-	if c.Model != "" {
-		span.SetAttributes(telemetry.GenAIResponseModel.String(c.Model))
-	}
+	telemetry.Chat(span, provider, model, c.Model, int64(c.Usage.InputTokens), int64(c.Usage.OutputTokens))
 	if c.FinishReason != "" {
 		span.SetAttributes(telemetry.GenAIFinish.StringSlice([]string{c.FinishReason}))
 	}

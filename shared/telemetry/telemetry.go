@@ -61,6 +61,29 @@ const (
 	OpInvokeAgent = "invoke_agent"
 )
 
+// Chat names a model call's span "chat <model>" ("chat" without a
+// model) and sets its GenAI attributes: the operation, the provider
+// (under both its names), the requested model, the token usage, and the
+// answering model when it says one.
+func Chat(span trace.Span, provider, model, answered string, in, out int64) {
+	if model != "" {
+		span.SetName(OpChat + " " + model)
+	} else {
+		span.SetName(OpChat)
+	}
+	span.SetAttributes(
+		GenAIOperation.String(OpChat),
+		GenAISystem.String(provider),
+		GenAIProvider.String(provider),
+		GenAIRequestModel.String(model),
+		GenAIInputTokens.Int64(in),
+		GenAIOutputTokens.Int64(out),
+	)
+	if answered != "" {
+		span.SetAttributes(GenAIResponseModel.String(answered))
+	}
+}
+
 // cachedTracer is Stepline's tracer of one global provider.
 type cachedTracer struct {
 	tp trace.TracerProvider
