@@ -125,8 +125,13 @@ func (h *Harness) deploy(ctx context.Context, secrets []string) error {
 			Env: with("SECRET_REFS", secretRefs, "APPROVAL_KEY_SECRET_ARN", keyARN, "API_BASE_URL", APIBaseURL)},
 		{Name: FnCallback, Bootstrap: h.Tools.bootstrap("callback"), Timeout: 10,
 			Env: with("APPROVAL_KEY_SECRET_ARN", keyARN)},
+		// The recorder reads the deployment's naming rule at start; the
+		// box's state machines are named per scenario (machineName), so
+		// the rule names none of them and the recorder takes each
+		// pipeline's name from its definition, as it does for a state
+		// machine of another deployment.
 		{Name: FnRecorder, Bootstrap: h.Tools.bootstrap("recorder"), Timeout: 60,
-			Env: with("SECRET_REFS", secretRefs)},
+			Env: with("SECRET_REFS", secretRefs, "STATE_MACHINE_PREFIX", "stepline-e2e", "STATE_MACHINE_ACCOUNT", Account)},
 	} {
 		fn.Role = role
 		if _, err := h.AWS.CreateFunction(ctx, fn); err != nil {
