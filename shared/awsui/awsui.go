@@ -39,6 +39,13 @@ const (
 	// CallTimeout bounds the AWS calls made without a request's context
 	// (the console link's run lookup).
 	CallTimeout = 10 * time.Second
+	// LivePoll is how often a live run view reads the run and its
+	// execution history (the UI's local default is 500 ms; Step Functions
+	// throttles GetExecutionHistory sooner than SQLite).
+	LivePoll = 2 * time.Second
+	// maxPipelinesCached bounds the run → pipeline cache (a run's
+	// pipeline never changes); it is emptied when full.
+	maxPipelinesCached = 10000
 )
 
 // SFN is the Step Functions API the UI calls (satisfied by *sfn.Client).
@@ -75,9 +82,10 @@ type Browser struct {
 	cfg Config
 	log *slog.Logger
 
-	mu       sync.Mutex
-	machines map[string]machine // by state machine name
-	listed   time.Time
+	mu        sync.Mutex
+	machines  map[string]machine // by state machine name
+	listed    time.Time
+	pipelines map[string]string // run ID → pipeline
 }
 
 type machine struct {
@@ -182,15 +190,36 @@ func (b *Browser) machineOf(ctx context.Context, pipeline string) (machine, bool
 // ExecutionARN returns the ARN of a run's execution: the execution named
 // by the run's ID on its pipeline's state machine.
 func (b *Browser) ExecutionARN(ctx context.Context, runID string) (string, error) {
+	pipeline, err := b.pipelineOf(ctx, runID)
+	if err != nil {
+		return "", err
+	}
+	m, ok := b.machineOf(ctx, pipeline)
+	if !ok {
+		return "", fmt.Errorf("no state machine %q for pipeline %q", awsenv.StateMachineName(b.cfg.Prefix, pipeline), pipeline)
+	}
+	return executionARN(m.arn, runID)
+}
+
+// pipelineOf returns a run's pipeline, read once.
+func (b *Browser) pipelineOf(ctx context.Context, runID string) (string, error) {
+	b.mu.Lock()
+	p, ok := b.pipelines[runID]
+	b.mu.Unlock()
+	if ok {
+		return p, nil
+	}
 	run, err := b.cfg.Store.GetRun(ctx, runID)
 	if err != nil {
 		return "", err
 	}
-	m, ok := b.machineOf(ctx, run.Pipeline)
-	if !ok {
-		return "", fmt.Errorf("no state machine %q for pipeline %q", awsenv.StateMachineName(b.cfg.Prefix, run.Pipeline), run.Pipeline)
+	b.mu.Lock()
+	if b.pipelines == nil || len(b.pipelines) >= maxPipelinesCached {
+		b.pipelines = map[string]string{}
 	}
-	return executionARN(m.arn, runID)
+	b.pipelines[runID] = run.Pipeline
+	b.mu.Unlock()
+	return run.Pipeline, nil
 }
 
 // executionARN turns a state machine's ARN
@@ -334,6 +363,7 @@ func (b *Browser) WebUI() (webui.Config, error) {
 			}
 			return ConsoleURL(b.cfg.Region, arn)
 		},
-		Now: b.cfg.Now,
+		Poll: LivePoll,
+		Now:  b.cfg.Now,
 	}, nil
 }

@@ -74,10 +74,12 @@ func (f *fakeSFN) SendTaskSuccess(_ context.Context, in *sfn.SendTaskSuccessInpu
 // interface is not called by these tests.
 type runStore struct {
 	Store
-	runs map[string]store.Run
+	runs  map[string]store.Run
+	reads map[string]int
 }
 
 func (s runStore) GetRun(_ context.Context, id string) (store.Run, error) {
+	s.reads[id]++
 	r, ok := s.runs[id]
 	if !ok {
 		return store.Run{}, store.ErrNotFound
@@ -101,7 +103,7 @@ func TestHistoryAndConsole(t *testing.T) {
 		{Id: 5, Type: sfntypes.HistoryEventTypeTaskStateExited, Timestamp: aws.Time(t0.Add(time.Second)), StateExitedEventDetails: &sfntypes.StateExitedEventDetails{Name: aws.String("triage")}},
 	}}}
 	clk := &clock{t: t0}
-	st := runStore{runs: map[string]store.Run{
+	st := runStore{reads: map[string]int{}, runs: map[string]store.Run{
 		"run-1": {ID: "run-1", Pipeline: "triage"},
 		"run-2": {ID: "run-2", Pipeline: "new-pipeline"},
 	}}
@@ -139,6 +141,9 @@ func TestHistoryAndConsole(t *testing.T) {
 	wantURL := "https://eu-west-1.console.aws.amazon.com/states/home?region=eu-west-1#/v2/executions/details/" + exec
 	if got := cfg.ConsoleURL("run-1"); got != wantURL {
 		t.Errorf("console %q\nwant %q", got, wantURL)
+	}
+	if st.reads["run-1"] != 1 || cfg.Poll != LivePoll {
+		t.Errorf("run-1 read %d times, want once (its pipeline is kept); poll %s", st.reads["run-1"], cfg.Poll)
 	}
 
 	// A pipeline deployed after the listing is found by listing again,
