@@ -147,6 +147,7 @@ func output(stack awscdk.Stack, id string, value *string, desc string) {
 func (b *builder) addOutputs() {
 	output(b.stack, "ApiEndpoint", b.api.ApiEndpoint(), "Base URL of the HTTP API (POST /webhook, POST /pipelines/{name}/runs, /approvals/{token})")
 	output(b.stack, "TableName", b.table.TableName(), "The run store's DynamoDB table")
+	output(b.stack, "StateMachinePrefix", jsii.String(b.cfg.names.prefix), "State machines are named <prefix>-<pipeline> (stepline serve --aws reads it)")
 	output(b.stack, "ArtifactBucketName", b.artifacts.BucketName(), "The artifact bucket")
 	output(b.stack, "AlarmTopicArn", b.alarmTopic.TopicArn(), "Alarms are sent here")
 	output(b.stack, "WebhookTokenSecretArn", b.webhookToken.SecretArn(), "Holds the bearer token POST /webhook requires")

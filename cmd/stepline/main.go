@@ -117,7 +117,7 @@ func commands() []command {
 		{use: "validate [flags] FILE...", summary: "check pipeline files and report every problem with its position", setup: cmdValidate,
 			long: "With --config and no FILE: every pipeline and library step of the project."},
 		{use: "graph [flags] FILE", summary: "draw a pipeline's state machine (Mermaid or Graphviz)", args: cobra.ExactArgs(1), setup: cmdGraph},
-		{use: "serve [flags]", summary: "serve webhooks, manual runs, run queries and approval links over HTTP (local)", args: cobra.NoArgs, setup: cmdServe},
+		{use: "serve [flags]", summary: "serve webhooks, manual runs, run queries and approval links over HTTP (local); --aws: the web UI over a deployed stack", args: cobra.NoArgs, setup: cmdServe},
 		{use: "schema [pipeline|agent]", summary: "print the JSON Schema of the pipeline format, or of an agent profile (schema agent)", args: schemaArgs, setup: cmdSchema},
 		{use: "agents [flags]", summary: "list the project's agent profiles: version, model and tools", args: cobra.NoArgs, setup: cmdAgents},
 		{use: "steps [flags]", summary: "list the project's step library: the steps pipelines name with use:, and where", args: cobra.NoArgs, setup: cmdSteps},

@@ -97,7 +97,18 @@ func cmdServe(c *cobra.Command) action {
 	f.publicURL = fs.String("url", "", "public base URL of approval links (default http://ADDR)")
 	f.grace = fs.Duration("schedule-grace", schedule.DefaultGrace, "how old a missed schedule tick may be and still fire once when serve starts")
 	f.config = fs.String("config", "", "the project file (stepline.yaml): pipelines compile in it, and --pipelines defaults to its pipelines directory; default: the stepline.yaml above each pipeline file")
-	return func(ctx context.Context, e env, _ []string) int { return serve(ctx, e, fs, sf, f) }
+	var a awsFlags
+	a.register(fs)
+	return func(ctx context.Context, e env, _ []string) int {
+		if err := checkAWSFlags(fs, a); err != nil {
+			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+			return exitUsage
+		}
+		if *a.on {
+			return serveAWS(ctx, e, f, a)
+		}
+		return serve(ctx, e, fs, sf, f)
+	}
 }
 
 // serveFlags are serve's flags but the state's.

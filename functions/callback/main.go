@@ -41,6 +41,7 @@ import (
 	"github.com/stepline/stepline/functions/internal/boot"
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/secret"
+	"github.com/stepline/stepline/shared/tasktoken"
 	"github.com/stepline/stepline/shared/telemetry"
 )
 
@@ -59,7 +60,7 @@ func main() {
 	svc := &approval.Service{
 		Store:    st,
 		Signer:   &approval.Signer{Key: key},
-		Complete: resumeWith(sfn.NewFromConfig(f.AWS)),
+		Complete: tasktoken.Resume(sfn.NewFromConfig(f.AWS)),
 		Feedback: st,
 		Logger:   f.Log,
 	}

@@ -12,11 +12,15 @@ import (
 // Approval IDs are bearer handles, so errors name the run and step, never
 // the ID.
 
-// CreateApproval implements store.Store: one conditional PutItem.
+// CreateApproval implements store.Store: the approval's pointer in its
+// run's partition (see RunApprovals), then one conditional PutItem.
 func (s *Store) CreateApproval(ctx context.Context, a store.Approval) error {
 	a, err := store.NormalizeApproval(a)
 	if err != nil {
 		return fmt.Errorf("create approval: %w", err)
+	}
+	if err := s.putRunApproval(ctx, a); err != nil {
+		return fmt.Errorf("create approval for run %q step %q: %w", a.RunID, a.Step, err)
 	}
 	_, err = s.db.PutItem(ctx, &PutItemInput{
 		TableName:                s.table,

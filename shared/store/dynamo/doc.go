@@ -31,6 +31,8 @@
 //	approval  PK=APPROVAL#<id>                   SK=APPROVAL   ttl = expiresAt + ApprovalRetention
 //	          id runId step pipeline message taskToken createdAt expiresAt
 //	          decision decidedBy decidedAt
+//	run's     PK=RUN#<runId>                     SK=APPROVAL#<createdAt>#<id>  ttl as the approval's
+//	approval  id (a pointer: RunApprovals finds a run's approvals with it)
 //	dedup     PK=DEDUP#<pipeline>#<fingerprint>  SK=DEDUP      ttl = claimedAt + window + DedupRetention
 //	          pipeline fingerprint runId claimedAt
 //	run claim PK=DRIVER#<runId>                  SK=DRIVER     ttl = expiresAt + ClaimRetention
@@ -67,6 +69,9 @@
 //	                          dropping the first Offset (store.MaxRunOffset
 //	                          bounds the cost; every page is a fresh query)
 //	an approval               GetItem APPROVAL#id
+//	a run's approvals         Query PK=RUN#id, SK begins_with APPROVAL#, then GetItem of each
+//	pending approvals         the waiting runs (GSI2, at most MaxWaitingRuns), then each
+//	                          one's approvals as above, undecided ones kept
 //	a bucket's samples        one Query on PK=BUCKET#key, newest first (labels included:
 //	                          feedback writes copy their outcome onto the samples)
 //	a pipeline's buckets      Query PK=BUCKETS#pipeline [SK begins_with step#]
@@ -84,7 +89,7 @@
 //	PutStep         PutItem if attribute_not_exists(PK) OR digest = :digest
 //	AddUsage        UpdateItem ADD the counters and the key to usageKeys
 //	                if the run exists and usageKeys does not contain the key
-//	CreateApproval  PutItem if attribute_not_exists(PK)
+//	CreateApproval  PutItem of the run's pointer, then PutItem if attribute_not_exists(PK)
 //	DecideApproval  UpdateItem if it exists, decision is absent and expiresAt > now
 //	ClaimDedup      PutItem if absent; else GetItem of the holder's run status and,
 //	                when the claim lapsed, PutItem if runId and claimedAt are

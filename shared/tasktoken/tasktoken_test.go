@@ -1,4 +1,4 @@
-package main
+package tasktoken
 
 import (
 	"context"
@@ -23,9 +23,9 @@ func (f *fakeSender) SendTaskSuccess(_ context.Context, in *sfn.SendTaskSuccessI
 	return &sfn.SendTaskSuccessOutput{}, f.err
 }
 
-func TestResumeWith(t *testing.T) {
+func TestResume(t *testing.T) {
 	f := &fakeSender{}
-	err := resumeWith(f)(context.Background(), "token-1", task.Decision{Decision: task.Approve, By: "Alice"})
+	err := Resume(f)(context.Background(), "token-1", task.Decision{Decision: task.Approve, By: "Alice"})
 	if err != nil || len(f.got) != 1 {
 		t.Fatalf("err %v, %d calls", err, len(f.got))
 	}
@@ -34,7 +34,7 @@ func TestResumeWith(t *testing.T) {
 		t.Errorf("sent %q %q", aws.ToString(f.got[0].TaskToken), aws.ToString(f.got[0].Output))
 	}
 	f.err = errors.New("TaskTimedOut")
-	if err := resumeWith(f)(context.Background(), "token-2", task.Decision{Decision: task.Reject}); err == nil || !strings.Contains(err.Error(), "TaskTimedOut") {
+	if err := Resume(f)(context.Background(), "token-2", task.Decision{Decision: task.Reject}); err == nil || !strings.Contains(err.Error(), "TaskTimedOut") {
 		t.Errorf("err = %v", err)
 	}
 }
