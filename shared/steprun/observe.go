@@ -70,7 +70,7 @@ func endTask(span trace.Span, req task.Request, resp task.Response, err error) {
 		if req.Attempt > 0 {
 			attrs = append(attrs, telemetry.Attempt.Int(req.Attempt))
 		}
-		if req.Total > 0 { // a fan-out item
+		if req.Total > 0 && req.Mode != task.ModeJoin { // a fan-out item
 			attrs = append(attrs, telemetry.Item.Int(req.Index))
 		}
 		var out struct {
