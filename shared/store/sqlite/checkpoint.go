@@ -17,12 +17,15 @@ import (
 // many rows.
 const batchRows = 16
 
-// checkpointStmts are the statements of SaveCheckpoint, prepared once on
-// the writer connection: a checkpoint is the engine's most frequent write.
-// insertEvents[n-1], setValues[n-1] and deleteValues[n-1] write n rows.
+// checkpointStmts are the statements of SaveCheckpoint, and PutStep's
+// insert, prepared once on the writer connection: a checkpoint and a step
+// record are the most frequent writes, one each per step (SQLite parsing
+// the step insert every time was half of PutStep's cost in BenchmarkRun's
+// profile). insertEvents[n-1], setValues[n-1] and deleteValues[n-1] write
+// n rows.
 type checkpointStmts struct {
-	seq, snapshot, event, putCheckpoint, value *sql.Stmt
-	insertEvents, setValues, deleteValues      [batchRows]*sql.Stmt
+	seq, snapshot, event, putCheckpoint, value, putStep *sql.Stmt
+	insertEvents, setValues, deleteValues               [batchRows]*sql.Stmt
 }
 
 func (s *Store) prepareCheckpoints(ctx context.Context) error {
@@ -37,6 +40,7 @@ func (s *Store) prepareCheckpoints(ctx context.Context) error {
 		{&s.cp.putCheckpoint, `INSERT INTO checkpoints (run_id, seq, snapshot, updated_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, snapshot = excluded.snapshot, updated_at = excluded.updated_at`},
 		{&s.cp.value, `SELECT value FROM checkpoint_values WHERE run_id = ? AND key = ?`},
+		{&s.cp.putStep, putStepSQL},
 	}
 	for n := 1; n <= batchRows; n++ {
 		queries = append(queries,
@@ -63,7 +67,7 @@ func rows(n int, row string) string {
 
 func (c *checkpointStmts) close() error {
 	var errs []error
-	all := append([]*sql.Stmt{c.seq, c.snapshot, c.event, c.putCheckpoint, c.value}, c.insertEvents[:]...)
+	all := append([]*sql.Stmt{c.seq, c.snapshot, c.event, c.putCheckpoint, c.value, c.putStep}, c.insertEvents[:]...)
 	all = append(append(all, c.setValues[:]...), c.deleteValues[:]...)
 	for _, st := range all {
 		if st != nil {

@@ -42,10 +42,7 @@ func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 	if err != nil {
 		return fmt.Errorf("put step %q: %w", rec.Name, err)
 	}
-	res, err := s.w.ExecContext(ctx, `INSERT INTO steps (`+stepColumns+`, digest)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (run_id, name, attempt) DO UPDATE SET `+replaceWaiting+`
-		WHERE steps.status = 'waiting'`,
+	res, err := s.cp.putStep.ExecContext(ctx,
 		rec.RunID, rec.Name, rec.Attempt, rec.Index, rec.Executor, string(rec.Status), rec.Error,
 		nullFloat(rec.PrimaryConfidence), nullFloat(rec.VerifierConfidence), nullFloat(rec.EffectiveConfidence),
 		jsonText(rec.Output), jsonText(rec.VerifierOutput), rec.RawResponse, rec.Prompt, rec.Model, rec.Provider,
@@ -73,6 +70,13 @@ func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 	}
 	return nil
 }
+
+// putStepSQL inserts a step record, or replaces a stored waiting record
+// of the same run, name and attempt (prepared at Open).
+var putStepSQL = `INSERT INTO steps (` + stepColumns + `, digest)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (run_id, name, attempt) DO UPDATE SET ` + replaceWaiting + `
+	WHERE steps.status = 'waiting'`
 
 // replaceWaiting sets every column of a stored waiting record to the
 // new record's.
