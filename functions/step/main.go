@@ -110,7 +110,7 @@ func main() {
 // header in the context) as a W3C traceparent, for remote agent requests.
 func xrayTraceParent(ctx context.Context) string {
 	h, _ := ctx.Value("x-amzn-trace-id").(string)
-	return executor.TraceParentFromXRay(h)
+	return telemetry.TraceParentFromXRay(h)
 }
 
 // maxAgentBudget is the longest AGENT_INVOCATION_BUDGET: what one Lambda

@@ -301,43 +301,6 @@ func newTraceParent() string {
 	return "00-" + hex.EncodeToString(b[:16]) + "-" + hex.EncodeToString(b[16:]) + "-01"
 }
 
-// TraceParentFromXRay turns an X-Ray trace header (the Lambda
-// invocation's "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
-// into a W3C traceparent of the same trace; "" when it holds no root.
-func TraceParentFromXRay(header string) string {
-	var root, parent, sampled string
-	for _, part := range strings.Split(header, ";") {
-		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
-		switch k {
-		case "Root":
-			root = v
-		case "Parent":
-			parent = v
-		case "Sampled":
-			sampled = v
-		}
-	}
-	f := strings.Split(root, "-")
-	if len(f) != 3 || f[0] != "1" || len(f[1]) != 8 || len(f[2]) != 24 || !isHex(f[1]+f[2]) {
-		return ""
-	}
-	if len(parent) != 16 || !isHex(parent) {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		parent = hex.EncodeToString(b[:])
-	}
-	flags := "00"
-	if sampled == "1" {
-		flags = "01"
-	}
-	return "00-" + strings.ToLower(f[1]+f[2]) + "-" + strings.ToLower(parent) + "-" + flags
-}
-
-func isHex(s string) bool {
-	_, err := hex.DecodeString(s)
-	return err == nil
-}
-
 // newUUID is a random (version 4) UUID.
 func newUUID() string {
 	var b [16]byte

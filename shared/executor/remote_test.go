@@ -529,23 +529,6 @@ func TestIdentityFileBound(t *testing.T) {
 	}
 }
 
-func TestTraceParentFromXRay(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1", "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01"},
-		{"Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=0", "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-00"},
-		{"Root=2-5759e988-bd862e3fe1be46a994272793", ""},
-		{"Root=1-5759e988-bd862e3fe1be46a99427279", ""},
-		{"", ""},
-	} {
-		if got := TraceParentFromXRay(tc.in); got != tc.want {
-			t.Errorf("TraceParentFromXRay(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-	if got := TraceParentFromXRay("Root=1-5759e988-bd862e3fe1be46a994272793"); !regexp.MustCompile(`^00-5759e988bd862e3fe1be46a994272793-[0-9a-f]{16}-00$`).MatchString(got) {
-		t.Errorf("without a parent: %q", got)
-	}
-}
-
 // TestOpenClawSignaturePayload pins the signed text, as OpenClaw's
 // buildDeviceAuthPayloadV3 writes it.
 func TestOpenClawSignaturePayload(t *testing.T) {

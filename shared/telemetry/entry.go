@@ -46,7 +46,7 @@ func Lambda[In, Out any](p *Provider, name string, h func(context.Context, In) (
 		return h
 	}
 	return func(ctx context.Context, in In) (Out, error) {
-		if tp := TraceParentFromXRay(lambdaTraceHeader(ctx)); tp != "" && !trace.SpanContextFromContext(ctx).IsValid() {
+		if tp := sampledParent(lambdaTraceHeader(ctx)); tp != "" && !trace.SpanContextFromContext(ctx).IsValid() {
 			ctx = Propagator().Extract(ctx, propagation.MapCarrier{"traceparent": tp})
 		}
 		ctx, span := Start(ctx, name, trace.SpanKindServer)
@@ -64,15 +64,14 @@ func lambdaTraceHeader(ctx context.Context) string {
 	return h
 }
 
-// TraceParentFromXRay turns an X-Ray trace header
-// ("Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
-// into a sampled W3C traceparent on the same trace (X-Ray accepts W3C
-// trace IDs): the root's two parts as the trace ID, Parent (a random one
-// when missing) as the parent span. The flags are always "sampled": a
-// Lambda without active tracing gets Sampled=0, and exporting was asked
-// for by configuring it. A malformed header gives "".
+// TraceParentFromXRay turns an X-Ray trace header (a Lambda invocation's
+// "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
+// into a W3C traceparent on the same trace (X-Ray accepts W3C trace IDs):
+// the root's two parts as the trace ID, Parent (a random one when missing)
+// as the parent span, the sampled flag as Sampled says. A malformed header
+// gives "".
 func TraceParentFromXRay(header string) string {
-	var root, parent string
+	var root, parent, sampled string
 	for _, part := range strings.Split(header, ";") {
 		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
 		switch k {
@@ -80,6 +79,8 @@ func TraceParentFromXRay(header string) string {
 			root = v
 		case "Parent":
 			parent = v
+		case "Sampled":
+			sampled = v
 		}
 	}
 	f := strings.Split(root, "-")
@@ -91,7 +92,22 @@ func TraceParentFromXRay(header string) string {
 		_, _ = rand.Read(b[:])
 		parent = hex.EncodeToString(b[:])
 	}
-	return "00-" + strings.ToLower(f[1]+f[2]) + "-" + strings.ToLower(parent) + "-01"
+	flags := "00"
+	if sampled == "1" {
+		flags = "01"
+	}
+	return "00-" + strings.ToLower(f[1]+f[2]) + "-" + strings.ToLower(parent) + "-" + flags
+}
+
+// sampledParent is the invocation's X-Ray parent as a traceparent whose
+// flags say "sampled" whatever Sampled said: a Lambda without active
+// tracing gets Sampled=0, and exporting was asked for by configuring it.
+func sampledParent(header string) string {
+	tp := TraceParentFromXRay(header)
+	if tp == "" {
+		return ""
+	}
+	return tp[:len(tp)-2] + "01"
 }
 
 func isHex(s string) bool {

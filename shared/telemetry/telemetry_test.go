@@ -183,7 +183,7 @@ func TestSetupLeftOut(t *testing.T) {
 func TestTraceParentFromXRay(t *testing.T) {
 	cases := []struct{ header, want string }{
 		{"Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1", "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01"},
-		{"Root=1-5759E988-BD862E3FE1BE46A994272793;Parent=53995C3F42CD8AD8;Sampled=0", "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01"},
+		{"Root=1-5759E988-BD862E3FE1BE46A994272793;Parent=53995C3F42CD8AD8;Sampled=0", "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-00"},
 		{"Root=1-5759e988-bd862e3fe1be46a99427279;Parent=53995c3f42cd8ad8", ""}, // short root
 		{"Root=2-5759e988-bd862e3fe1be46a994272793", ""},
 		{"", ""},
@@ -194,8 +194,15 @@ func TestTraceParentFromXRay(t *testing.T) {
 		}
 	}
 	got := TraceParentFromXRay("Root=1-5759e988-bd862e3fe1be46a994272793")
-	if !strings.HasPrefix(got, "00-5759e988bd862e3fe1be46a994272793-") || len(got) != 55 {
-		t.Errorf("no Parent: %q, want the trace with a random parent", got)
+	if !strings.HasPrefix(got, "00-5759e988bd862e3fe1be46a994272793-") || !strings.HasSuffix(got, "-00") || len(got) != 55 {
+		t.Errorf("no Parent: %q, want the trace with a random parent, not sampled", got)
+	}
+	// A Lambda's own span is exported whatever Sampled says.
+	if got := sampledParent("Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=0"); got != "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01" {
+		t.Errorf("sampledParent = %q", got)
+	}
+	if got := sampledParent("Root=2-x"); got != "" {
+		t.Errorf("sampledParent of a bad header = %q", got)
 	}
 }
 
