@@ -14,6 +14,7 @@ import (
 
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/shared/engine"
+	"github.com/stepline/stepline/shared/internal/atomicfile"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/store"
 )
@@ -35,7 +36,7 @@ func (r *Runner) saveMeta(m meta) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b, writeFile(r.metaPath(m.Name), b)
+	return b, atomicfile.Write(r.metaPath(m.Name), b)
 }
 
 func (r *Runner) loadMeta(name string) (meta, error) {

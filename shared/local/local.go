@@ -76,6 +76,7 @@ import (
 	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/fault"
+	"github.com/stepline/stepline/shared/internal/atomicfile"
 	"github.com/stepline/stepline/shared/local/defcache"
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/steprun"
@@ -337,7 +338,7 @@ func (r *Runner) restore(e defcache.Entry) error {
 	for _, f := range e.Files {
 		path := filepath.Join(r.dir, "definitions", f.Name)
 		if old, err := os.ReadFile(path); err != nil || !bytes.Equal(old, f.Data) {
-			if err := writeFile(path, f.Data); err != nil {
+			if err := atomicfile.Write(path, f.Data); err != nil {
 				return fmt.Errorf("save definition: %w", err)
 			}
 		}
@@ -402,7 +403,7 @@ func (r *Runner) compile(path string, seen map[string]bool, saved *[]defcache.Fi
 	if err := r.compileChildren(filepath.Dir(path), f.Pipeline, seen, saved); err != nil {
 		return nil, "", ds, err
 	}
-	if err := writeFile(filepath.Join(r.dir, "definitions", name+".asl.json"), def); err != nil {
+	if err := atomicfile.Write(filepath.Join(r.dir, "definitions", name+".asl.json"), def); err != nil {
 		return nil, "", ds, fmt.Errorf("save definition: %w", err)
 	}
 	m, err := r.saveMeta(meta{Name: name, Durable: f.Pipeline.Durable})
@@ -418,30 +419,6 @@ func (r *Runner) compile(path string, seen map[string]bool, saved *[]defcache.Fi
 		return nil, "", ds, fmt.Errorf("reload definition: %w", err)
 	}
 	return parsed, name, ds, nil
-}
-
-// writeFile replaces path's content with data in one step (a temporary
-// file renamed over it), so that a process reading it while another writes
-// it sees the old content or the new one, never a part.
-func writeFile(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
 }
 
 // Run starts a run of the pipeline in path with trigger as its event and

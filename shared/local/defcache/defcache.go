@@ -44,6 +44,7 @@ import (
 	"strings"
 
 	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/shared/internal/atomicfile"
 	"github.com/stepline/stepline/shared/project"
 )
 
@@ -345,7 +346,7 @@ func (c Cache) Put(k Key, e Entry) error {
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 		return fmt.Errorf("cache definition: %w", err)
 	}
-	if err := writeFile(c.path(k), append([]byte(header(b)), b...)); err != nil {
+	if err := atomicfile.Write(c.path(k), append([]byte(header(b)), b...)); err != nil {
 		return fmt.Errorf("cache definition: %w", err)
 	}
 	c.prune()
@@ -390,28 +391,4 @@ func (c Cache) prune() {
 	for _, a := range all[:len(all)-MaxEntries] {
 		os.Remove(filepath.Join(c.Dir, a.name))
 	}
-}
-
-// writeFile replaces path's content with data in one step (a temporary
-// file renamed over it), so that a process reading it while another
-// writes it sees the old content or the new one, never a part.
-func writeFile(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
 }
