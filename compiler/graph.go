@@ -56,43 +56,25 @@ func collect(states asl.States, g *graph) ([]gnode, []edge) {
 	var edges []edge
 	for name, st := range states.All() {
 		nodes = append(nodes, gnode{name, st.Type()})
-		next := func(to, label string) {
-			if to != "" {
-				edges = append(edges, edge{from: name, to: to, label: label})
+		for _, t := range asl.Transitions(st) {
+			e := edge{from: name, to: t.To}
+			switch t.Kind {
+			case asl.KindChoice:
+				e.label = conditionLabel(t.Condition)
+			case asl.KindDefault:
+				e.label = "otherwise"
+			case asl.KindCatch:
+				e.label, e.dashed = strings.Join(t.Errors, ", "), true
+			case asl.KindBranch:
+				gn, ge := collect(st.(*asl.Parallel).Branches[t.Branch].States, g)
+				g.groups = append(g.groups, ggroup{name: fmt.Sprintf("%s (branch %d)", name, t.Branch+1), nodes: gn, edges: ge})
+				e.label = "branch"
+			case asl.KindItem:
+				gn, ge := collect(st.(*asl.Map).ItemProcessor.States, g)
+				g.groups = append(g.groups, ggroup{name: name + " (each item)", nodes: gn, edges: ge})
+				e.label = "each item"
 			}
-		}
-		catches := func(cs []asl.Catcher) {
-			for _, c := range cs {
-				edges = append(edges, edge{from: name, to: c.Next, label: strings.Join(c.ErrorEquals, ", "), dashed: true})
-			}
-		}
-		switch st := st.(type) {
-		case *asl.Pass:
-			next(st.Next, "")
-		case *asl.Task:
-			next(st.Next, "")
-			catches(st.Catch)
-		case *asl.Choice:
-			for _, r := range st.Choices {
-				next(r.Next, conditionLabel(r.Condition))
-			}
-			next(st.Default, "otherwise")
-		case *asl.Wait:
-			next(st.Next, "")
-		case *asl.Parallel:
-			for i, b := range st.Branches {
-				gn, ge := collect(b.States, g)
-				g.groups = append(g.groups, ggroup{name: fmt.Sprintf("%s (branch %d)", name, i+1), nodes: gn, edges: ge})
-				edges = append(edges, edge{from: name, to: b.StartAt, label: "branch"})
-			}
-			next(st.Next, "")
-			catches(st.Catch)
-		case *asl.Map:
-			gn, ge := collect(st.ItemProcessor.States, g)
-			g.groups = append(g.groups, ggroup{name: name + " (each item)", nodes: gn, edges: ge})
-			edges = append(edges, edge{from: name, to: st.ItemProcessor.StartAt, label: "each item"})
-			next(st.Next, "")
-			catches(st.Catch)
+			edges = append(edges, e)
 		}
 	}
 	return nodes, edges

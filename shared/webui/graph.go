@@ -118,41 +118,23 @@ func drawGraph(sm *asl.StateMachine, facts *runFacts) template.HTML {
 				continue // the rerun machinery, drawn only in a rerun
 			}
 			add(name, st.Type())
-			next := func(to, label string) {
-				if to != "" {
-					links = append(links, pending{name, to, label, false})
+			for _, t := range asl.Transitions(st) {
+				l := pending{from: name, to: t.To}
+				switch t.Kind {
+				case asl.KindChoice:
+					l.label = conditionText(t.Condition)
+				case asl.KindDefault:
+					l.label = "otherwise"
+				case asl.KindCatch:
+					l.label, l.dashed = strings.Join(t.Errors, ", "), true
+				case asl.KindBranch:
+					collect(st.(*asl.Parallel).Branches[t.Branch].States)
+					l.label = fmt.Sprintf("branch %d", t.Branch+1)
+				case asl.KindItem:
+					collect(st.(*asl.Map).ItemProcessor.States)
+					l.label = "each item"
 				}
-			}
-			catches := func(cs []asl.Catcher) {
-				for _, c := range cs {
-					links = append(links, pending{name, c.Next, strings.Join(c.ErrorEquals, ", "), true})
-				}
-			}
-			switch st := st.(type) {
-			case *asl.Pass:
-				next(st.Next, "")
-			case *asl.Task:
-				next(st.Next, "")
-				catches(st.Catch)
-			case *asl.Choice:
-				for _, c := range st.Choices {
-					next(c.Next, conditionText(c.Condition))
-				}
-				next(st.Default, "otherwise")
-			case *asl.Wait:
-				next(st.Next, "")
-			case *asl.Parallel:
-				for i, b := range st.Branches {
-					collect(b.States)
-					links = append(links, pending{name, b.StartAt, fmt.Sprintf("branch %d", i+1), false})
-				}
-				next(st.Next, "")
-				catches(st.Catch)
-			case *asl.Map:
-				collect(st.ItemProcessor.States)
-				links = append(links, pending{name, st.ItemProcessor.StartAt, "each item", false})
-				next(st.Next, "")
-				catches(st.Catch)
+				links = append(links, l)
 			}
 		}
 	}
