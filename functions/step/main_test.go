@@ -129,6 +129,31 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 	}
 }
 
+// TestSIGTERMOnlyWhenAsked checks through the emulator that the function
+// registers the extension that makes the Lambda service send SIGTERM (for
+// closing MCP sessions) only with MCP_CLOSE_ON_SHUTDOWN=true: the
+// registration costs every cold start.
+func TestSIGTERMOnlyWhenAsked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the bootstrap and runs the emulator")
+	}
+	bin := rietest.Build(t, ".")
+	env := []string{"TABLE_NAME=unused", "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:9", "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local"}
+	for _, c := range []struct {
+		value      string
+		registered bool
+	}{{"", false}, {"false", false}, {"true", true}} {
+		e := rietest.Start(t, bin, append(env, "MCP_CLOSE_ON_SHUTDOWN="+c.value)...)
+		if res := e.Invoke(t, []byte(`{"mode": "nothing"}`)); res.ErrorType != "ConfigError" {
+			t.Fatalf("MCP_CLOSE_ON_SHUTDOWN=%q: errorType %q (%s), want ConfigError", c.value, res.ErrorType, res.Message)
+		}
+		e.Stop()
+		if got := strings.Contains(e.Output(), "GoLangEnableSIGTERM"); got != c.registered {
+			t.Errorf("MCP_CLOSE_ON_SHUTDOWN=%q: SIGTERM extension registered %v, want %v\n%s", c.value, got, c.registered, e.Output())
+		}
+	}
+}
+
 // BenchmarkColdStart compares the step bootstrap's cold start with a
 // hello-world bootstrap's (see rietest.ColdStart). An invalid event: the
 // step function answers at once, so the figure is the start-up, not the
