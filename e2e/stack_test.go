@@ -246,7 +246,7 @@ func deployStack(t *testing.T, ctx context.Context, h *Harness, raw []byte, cdkO
 		t.Fatal(err)
 	}
 	for _, a := range assets {
-		if err := h.AWS.PutObject(ctx, bucket, a.Key, a.Zip); err != nil {
+		if err := h.AWS.PutObject(ctx, bucket, a.Key, a.Body); err != nil {
 			t.Fatal(err)
 		}
 	}
