@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stepline/stepline/shared/harness"
+	"github.com/stepline/stepline/internal/testenv"
 )
 
 const smallTemplate = `{
@@ -96,7 +96,7 @@ func TestTransformNeedsSecretsFirst(t *testing.T) {
 // template when there is one: nothing unsupported is left, and nothing
 // refers to a resource that is gone.
 func TestTransformSynthesizedTemplate(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "cdk.out", StackName+".template.json"))
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "cdk.out", StackName+".template.json"))
 	if err != nil {
 		t.Skip("no synthesized template (make synth)")
 	}

@@ -2,7 +2,7 @@
 // (functions/rietest for the Lambda Runtime Interface Emulator,
 // shared/store/dynamo/dynamotest for DynamoDB Local): where the repository
 // is, whether the tools are required, and free loopback ports.
-package harness
+package testenv
 
 import (
 	"net"
