@@ -14,18 +14,15 @@ import (
 // contractPart is the contract's part of a built-in answer.
 const contractPart = `"confidence": 0.8, "summary": "Analysed", "next_step_context": ""`
 
-// builtins lists each built-in schema with its field list and an empty
-// value of its Go type.
-func builtins() []struct {
+// builtin is a built-in schema with its field list and its Go type.
+type builtin struct {
 	schema *OutputSchema[Output]
 	fields []extraField
 	typ    reflect.Type
-} {
-	return []struct {
-		schema *OutputSchema[Output]
-		fields []extraField
-		typ    reflect.Type
-	}{
+}
+
+func builtins() []builtin {
+	return []builtin{
 		{TaskAnalysisSchema(), taskAnalysisFields(), reflect.TypeFor[TaskAnalysis]()},
 		{ErrorAnalysisSchema(), errorAnalysisFields(), reflect.TypeFor[ErrorAnalysis]()},
 		{ConversationSummarySchema(), conversationSummaryFields(), reflect.TypeFor[ConversationSummary]()},
