@@ -23,7 +23,7 @@ import (
 func newAssets(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, fn := range infra.Functions {
+	for _, fn := range infra.Functions() {
 		if err := os.MkdirAll(filepath.Join(dir, fn), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -577,8 +577,8 @@ func TestVpc(t *testing.T) {
 		t.Fatal(err)
 	}
 	fns := tmpl.FindResources(jsii.String("AWS::Lambda::Function"), nil)
-	if len(*fns) != len(infra.Functions) {
-		t.Fatalf("%d functions, want %d", len(*fns), len(infra.Functions))
+	if len(*fns) != len(infra.Functions()) {
+		t.Fatalf("%d functions, want %d", len(*fns), len(infra.Functions()))
 	}
 	for id, fn := range *fns {
 		props := (*fn)["Properties"].(map[string]any)

@@ -44,8 +44,11 @@ const (
 	FunctionRecorder = "recorder" // execution status changes: run records, notifications
 )
 
-// Functions lists every function the stack deploys.
-var Functions = []string{FunctionStep, FunctionApproval, FunctionCallback, FunctionIngest, FunctionRecorder}
+// Functions returns every function the stack deploys, in a new slice the
+// caller may change.
+func Functions() []string {
+	return []string{FunctionStep, FunctionApproval, FunctionCallback, FunctionIngest, FunctionRecorder}
+}
 
 // Environment variables the functions read.
 const (
@@ -211,7 +214,7 @@ func newConfig(props *Props) (*config, error) {
 	if c.logRetention, ok = retentions[p.LogRetentionDays]; !ok {
 		errs = append(errs, fmt.Errorf("log retention %d days: want one of 7, 14, 30, 60, 90, 180, 365", p.LogRetentionDays))
 	}
-	for _, fn := range Functions {
+	for _, fn := range Functions() {
 		path := filepath.Join(p.AssetDir, fn, "bootstrap")
 		if _, err := os.Stat(path); err != nil {
 			errs = append(errs, fmt.Errorf("function %q: %s not found: build the functions first (make lambdas) or point the stepline:assets context at them", fn, path))
