@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stepline/stepline/shared/harness"
+	"github.com/stepline/stepline/internal/testenv"
 )
 
 // MaxColdStartRatio is the cold start a function may have, as a multiple
@@ -79,7 +79,7 @@ func ColdStart(b *testing.B, bootstrap string, event []byte, env ...string) {
 // the repository's root so that every function's package can build it.
 func helloPackage(t testing.TB) string {
 	t.Helper()
-	root := harness.RepoRoot()
+	root := testenv.RepoRoot()
 	if root == "" {
 		t.Fatal("the repository's root (go.mod) is not above the working directory")
 	}
