@@ -43,7 +43,7 @@
 // closes them (an HTTP DELETE to each server) when the Lambda service
 // stops the container: the function then registers an internal extension
 // so that the service sends it SIGTERM, which adds about 1.4 ms to every
-// cold start (a third of a hello-world bootstrap's, through the emulator).
+// cold start (a quarter of a hello-world bootstrap's, through the emulator).
 // Unset or false, a stopped container's sessions are left to the servers'
 // own expiry, as after any container the service kills without notice.
 //
