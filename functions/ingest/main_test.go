@@ -78,7 +78,7 @@ func (f *fakeStepFunctions) started() []execution {
 // shared/catalog): two bundles in a fake S3, named by parameters of a
 // fake Parameter Store, and returns the environment that points the
 // function at them.
-func publish(t *testing.T) []string {
+func publish(t testing.TB) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join("testdata", "pipelines", "*.yaml"))
 	if err != nil || len(files) < 2 {
@@ -249,4 +249,20 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	})
+}
+
+// BenchmarkColdStart compares the ingest bootstrap's cold start with a
+// hello-world bootstrap's (see rietest.ColdStart). As on AWS, the start-up
+// reads the deployment's pipeline bundles (a fake Parameter Store and S3)
+// and the webhook tokens (a fake Secrets Manager); the event is neither a
+// request nor a trigger, answered at once.
+//
+//	go test -run '^$' -bench ColdStart -benchtime 20x ./functions/ingest
+func BenchmarkColdStart(b *testing.B) {
+	sm := rietest.FakeSecretsManager(b, map[string]string{tokenARN: testToken})
+	env := append(publish(b),
+		"TABLE_NAME=unused", "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:9", "AWS_ENDPOINT_URL_SECRETS_MANAGER="+sm.URL,
+		"AWS_ENDPOINT_URL_SFN=http://127.0.0.1:9", "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+		"WEBHOOK_TOKEN_SECRET_ARN="+tokenARN, "STATE_MACHINE_PREFIX="+testNames.Prefix, "STATE_MACHINE_ACCOUNT="+testNames.Account)
+	rietest.ColdStart(b, rietest.Build(b, "."), []byte(`{}`), env...)
 }
