@@ -209,7 +209,9 @@
 // HUMAN_APPROVAL (approval, callback, with chat approvals);
 // WEBHOOK_TOKEN_SECRET_ARN (ingest); STATE_MACHINE_PREFIX and
 // STATE_MACHINE_ACCOUNT (ingest, recorder: the naming rule, see Stacks,
-// names and limits); OPENAI_BASE_URL (step, from
+// names and limits); MCP_CLOSE_ON_SHUTDOWN=true (step, when an agent of
+// the pipelines uses MCP servers: the function then closes their sessions
+// when its container stops); OPENAI_BASE_URL (step, from
 // Props.OpenAIBaseURL, the stepline:openaiBaseUrl context, when set:
 // the base URL of gateway steps without one). A gateway step without
 // api_key sends the secret OPENAI_API_KEY: mapped in Props.Secrets,

@@ -395,3 +395,29 @@ func TestConfigFromContext(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPCloseOnShutdown: the step function is asked to close its agents'
+// MCP sessions when its container stops only when an agent of the
+// pipelines uses MCP servers (listening for the stop costs every cold
+// start), and no other function is.
+func TestMCPCloseOnShutdown(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stack *lazy
+		want  bool
+	}{
+		{"an agent with an MCP server", fixtures, true},
+		{"no agent", chatStack, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.stack.get(t)
+			for _, name := range []string{"Step", "Approval", "Callback", "Ingest", "Recorder"} {
+				_, fn := s.one(t, "AWS::Lambda::Function", name+"Function")
+				got, ok := fn.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)[infra.EnvMCPCloseOnShutdown]
+				if want := tc.want && name == "Step"; ok != want || (ok && got != "true") {
+					t.Errorf("%s function: %s = %v (set %v), want set %v to true", name, infra.EnvMCPCloseOnShutdown, got, ok, want)
+				}
+			}
+		})
+	}
+}

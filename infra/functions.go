@@ -71,6 +71,11 @@ func (b *builder) addFunctions() {
 	if u := b.cfg.props.OpenAIBaseURL; u != "" {
 		step.AddEnvironment(jsii.String(EnvOpenAIBaseURL), jsii.String(u), nil)
 	}
+	// The step function closes its agents' MCP sessions when its container
+	// stops only when asked: listening for that costs every cold start.
+	if slices.ContainsFunc(b.cfg.pipelines, func(p *plan.Pipeline) bool { return p.MCP }) {
+		step.AddEnvironment(jsii.String(EnvMCPCloseOnShutdown), jsii.String("true"), nil)
+	}
 	b.roles[FunctionStep].AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("Artifacts"),
 		Actions:   jsii.Strings("s3:GetObject", "s3:PutObject"),

@@ -63,6 +63,7 @@ const (
 	EnvStateMachinePrefix    = awsenv.EnvStateMachinePrefix  // ingest, recorder: state machines are <prefix>-<pipeline>
 	EnvStateMachineAccount   = awsenv.EnvStateMachineAccount // ingest, recorder: the account they live in
 	EnvOpenAIBaseURL         = executor.EnvOpenAIBaseURL     // step, when Props.OpenAIBaseURL is set
+	EnvMCPCloseOnShutdown    = "MCP_CLOSE_ON_SHUTDOWN"       // step, "true" when an agent of the pipelines uses MCP servers
 )
 
 // Props configures a Stepline deployment. The embedded StackProps apply

@@ -48,6 +48,8 @@ type Pipeline struct {
 	Models []string
 	// Agents are the agents its steps run, sorted.
 	Agents []string
+	// MCP reports whether one of those agents calls tools on MCP servers.
+	MCP bool
 	// StepTimeout is the longest TimeoutSeconds of a Task that invokes the
 	// step function; MaxLambdaTimeout when one has none or computes it.
 	StepTimeout int
@@ -152,6 +154,7 @@ func compile(path string, proj *project.Project, d executor.Defaults) (*Pipeline
 		DefaultSecrets: defaultSecrets(m),
 		Models:         bedrockModels(m),
 		Agents:         agentNames(m),
+		MCP:            usesMCP(m),
 		StepTimeout:    stepTimeout(sm),
 		Steps:          stepNames(m),
 	}
@@ -458,6 +461,15 @@ func agentNames(m *pipeline.Pipeline) []string {
 	seen := map[string]bool{}
 	agents(m, func(_ string, _ pipeline.Pos, r *agent.Resolved) { seen[r.Profile.Name] = true })
 	return slices.Sorted(maps.Keys(seen))
+}
+
+// usesMCP reports whether an agent of the pipeline names MCP servers.
+func usesMCP(m *pipeline.Pipeline) bool {
+	uses := false
+	agents(m, func(_ string, _ pipeline.Pos, r *agent.Resolved) {
+		uses = uses || len(r.Servers) > 0
+	})
+	return uses
 }
 
 // stdioAgents reports each step whose agent needs a stdio MCP server:
