@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/functions/rietest"
+	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/store/dynamo"
 	"github.com/stepline/stepline/shared/store/dynamo/dynamotest"
 	"github.com/stepline/stepline/shared/task"
@@ -78,8 +79,8 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 		errorType string
 	}{
 		{"step-completed.json", task.StatusCompleted, ""},
-		{"step-low-confidence.json", task.StatusEscalated, ""},
-		{"step-stop.json", task.StatusStopped, ""},
+		{"step-low-confidence.json", task.StatusEscalated, fault.NameRunEnded},
+		{"step-stop.json", task.StatusStopped, fault.NameRunEnded},
 		{"step-executor-failure.json", "", "ExecutorUnavailable"},
 	}
 	store := dynamo.New(client, table)
@@ -102,16 +103,13 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 		if err != nil || len(steps) != 1 {
 			t.Fatalf("%s: %d records, %v", c.event, len(steps), err)
 		}
-		if c.errorType != "" {
+		if c.errorType != "" && c.status == "" {
 			if steps[0].Status != "failed" || !strings.Contains(steps[0].Error, "503") {
 				t.Errorf("%s: record %+v", c.event, steps[0])
 			}
 			continue
 		}
-		var resp task.Response
-		if err := json.Unmarshal(res.Body, &resp); err != nil {
-			t.Fatalf("%s: %v: %s", c.event, err, res.Body)
-		}
+		resp := answer(t, e, res)
 		if resp.Status != c.status || string(steps[0].Status) != c.status {
 			t.Errorf("%s: response %q, record %q, want %q", c.event, resp.Status, steps[0].Status, c.status)
 		}

@@ -60,6 +60,20 @@ type AgentIterationsExhausted struct{ Msg string }
 // reason above.
 type AgentDeadlineExceeded struct{ Msg string }
 
+// RunEnded is not a failure: a step's deciding Task (a step, a human
+// step's or a sub-pipeline's decision, a group's join, a human check)
+// decided that the run ends there — stopped, escalated, aborted, or failed
+// by its gate, budget or policy. Msg is the Task's answer (a task.Response
+// as JSON, bounded by package steprun). The state machine's Catch of
+// NameRunEnded reads it from the error's Cause and ends the run in the
+// terminal state its status names, so that a step that completes goes
+// straight to the next Task without an outcome Choice. No retrier matches
+// it. Its ASL name is NameRunEnded, not its Go type name: a name with a
+// dot, which no Go type can have, so no other error is ever caught as one
+// (the step function's Lambda adapter reports it under that name).
+type RunEnded struct{ Msg string }
+
+func (e *RunEnded) Error() string                 { return e.Msg }
 func (e *ExecutorTimeout) Error() string          { return e.Msg }
 func (e *ExecutorUnavailable) Error() string      { return e.Msg }
 func (e *RateLimited) Error() string              { return e.Msg }
@@ -84,6 +98,8 @@ const (
 
 	NameAgentIterationsExhausted = "AgentIterationsExhausted"
 	NameAgentDeadlineExceeded    = "AgentDeadlineExceeded"
+
+	NameRunEnded = "Stepline.RunEnded"
 )
 
 // Retryable lists the error names a step's retry: policy retries. Low
@@ -160,6 +176,8 @@ func Surface(err error) error {
 		return &AgentIterationsExhausted{Msg: msg}
 	case *AgentDeadlineExceeded:
 		return &AgentDeadlineExceeded{Msg: msg}
+	case *RunEnded:
+		return f // its message is the answer the state machine parses
 	}
 	return err
 }
@@ -186,6 +204,8 @@ func typeName(err error) string {
 		return NameAgentIterationsExhausted
 	case *AgentDeadlineExceeded:
 		return NameAgentDeadlineExceeded
+	case *RunEnded:
+		return NameRunEnded
 	}
 	return ""
 }
@@ -222,6 +242,8 @@ func setMsg(err error, msg string) {
 	case *AgentIterationsExhausted:
 		e.Msg = msg
 	case *AgentDeadlineExceeded:
+		e.Msg = msg
+	case *RunEnded:
 		e.Msg = msg
 	}
 }

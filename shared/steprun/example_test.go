@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store/sqlite"
@@ -39,13 +40,18 @@ func ExampleHandler_Handle() {
 		Trigger:  json.RawMessage(`{"severity": "critical"}`),
 		Attempt:  1,
 	})
-	if err != nil {
-		fmt.Println(err)
+	// The gate ends the run: the Task fails with Stepline.RunEnded, which
+	// the state machine catches and sends to its "Run escalated" state.
+	ended, ok := steprun.EndedAnswer(err)
+	if !ok {
+		fmt.Println(resp.Status, err)
 		return
 	}
-	fmt.Println(resp.Status)
-	fmt.Println(resp.Reason)
+	fmt.Println(fault.Name(err))
+	fmt.Println(ended.Status)
+	fmt.Println(ended.Reason)
 	// Output:
+	// Stepline.RunEnded
 	// escalated
 	// step "triage" escalated: confidence 0.6 is below the threshold 0.75: disk almost full
 }
