@@ -510,12 +510,11 @@ func (l *lowerer) addTerminal(name string) {
 	l.add(&l.sm.States, name, st)
 }
 
-// outcome emits the Choice that follows a node's deciding Task: completed
+// outcomeWith emits the Choice that follows a deciding Task whose answer
+// may also be neither completed nor run-ending (decided): first are its
+// first rules (an agent step's continue, a human check's wait); completed
 // goes on (checking the next steps' when:); any other status goes to the
 // shared Choice that ends the run in the matching terminal state.
-func (l *lowerer) outcome(i int, name string) string { return l.outcomeWith(i, name) }
-
-// outcomeWith is outcome with first as the Choice's first rules.
 func (l *lowerer) outcomeWith(i int, name string, first ...asl.ChoiceRule) string {
 	state := name + ": outcome"
 	ch := &asl.Choice{}
@@ -876,7 +875,7 @@ func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
 	if s.Grounding != nil || len(s.Checks) > 0 {
 		comment = fmt.Sprintf("%s step: execute, verify, ground and check, decide, record.", s.Executor)
 	}
-	l.add(&l.sm.States, s.Name, &asl.Task{
+	t := &asl.Task{
 		Comment:        comment,
 		Resource:       asl.ResourceLambdaInvoke,
 		Arguments:      args,
@@ -885,9 +884,46 @@ func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
 		Catch:          failed,
 		Assign:         assignResult(s.Name, s),
 		Output:         "{% $states.result.Payload %}",
-		Next:           s.Name + ": outcome",
-	})
-	l.outcomeWith(i, s.Name, l.lowerHumanChecks(s, refs, failed)...)
+	}
+	l.add(&l.sm.States, s.Name, t)
+	l.decided(i, s.Name, t, l.lowerHumanChecks(s, refs, l.endedCatch(failed))...)
+}
+
+// decided sets the ways on of a deciding Task of node i (a step, a
+// decision, a join, a check): a Catch of fault.NameRunEnded before its
+// own, which takes an answer that ends the run to "Run ended" with the
+// answer as the input and the run's usage updated from it; and, when the
+// node needs no outcome Choice (first is empty: no human check, no agent
+// turns), the next node itself (through its when: router when it has
+// one), the output kept as $last. Otherwise the Task goes to the node's
+// outcome Choice, first its first rules.
+func (l *lowerer) decided(i int, node string, t *asl.Task, first ...asl.ChoiceRule) {
+	t.Catch = l.endedCatch(t.Catch)
+	if len(first) == 0 {
+		t.Assign["last"] = "{% $states.result.Payload.output %}"
+		t.Next = l.routeTo(i + 1)
+		return
+	}
+	t.Next = node + ": outcome"
+	l.outcomeWith(i, node, first...)
+}
+
+// endedAnswer reads a run-ending answer from a Catch's error output: the
+// Cause is the function's error response as JSON text, whose errorMessage
+// is the answer as JSON text (bounded by the step function,
+// steprun.MaxEndedAnswerBytes).
+const endedAnswer = "$parse($parse($states.errorOutput.Cause).errorMessage)"
+
+// endedCatch returns catch after the Catch of a run-ending answer
+// (fault.RunEnded): the answer goes to "Run ended", which picks the
+// terminal state by its status, and its usage is the run's.
+func (l *lowerer) endedCatch(catch []asl.Catcher) []asl.Catcher {
+	return append([]asl.Catcher{{
+		ErrorEquals: []string{fault.NameRunEnded},
+		Assign:      map[string]any{"usage": "{% " + endedAnswer + ".usage %}"},
+		Output:      "{% " + endedAnswer + " %}",
+		Next:        l.terminal(StateEnded),
+	}}, catch...)
 }
 
 // outlivesInvocation reports whether a sequential step is an agent step
@@ -917,7 +953,7 @@ func (l *lowerer) lowerAgentTurns(i int, s *pipeline.Step, refs []string, failed
 	p["agent_loop"] = "{% $exists($" + v + ") ? $" + v + " : null %}"
 	args := invoke(task.StepFunctionPlaceholder, p)
 	l.checkPayload(s.Name, args)
-	l.add(&l.sm.States, s.Name, &asl.Task{
+	t := &asl.Task{
 		Comment:        fmt.Sprintf("%s agent step past one invocation: call the model and its tools for up to one invocation's budget, keep the conversation, then continue, or verify, decide and record.", s.Executor),
 		Resource:       asl.ResourceLambdaInvoke,
 		Arguments:      args,
@@ -926,13 +962,13 @@ func (l *lowerer) lowerAgentTurns(i int, s *pipeline.Step, refs []string, failed
 		Catch:          failed,
 		Assign:         assignResult(s.Name, s),
 		Output:         "{% $states.result.Payload %}",
-		Next:           s.Name + ": outcome",
-	})
-	l.outcomeWith(i, s.Name, append([]asl.ChoiceRule{{
+	}
+	l.add(&l.sm.States, s.Name, t)
+	l.decided(i, s.Name, t, append([]asl.ChoiceRule{{
 		Condition: "{% $states.input.status = '" + task.StatusContinue + "' %}",
 		Assign:    map[string]any{v: "{% $states.input.agent_loop %}"},
 		Next:      s.Name,
-	}}, l.lowerHumanChecks(s, refs, failed)...)...)
+	}}, l.lowerHumanChecks(s, refs, l.endedCatch(failed))...)...)
 }
 
 func (l *lowerer) lowerHuman(i int, s *pipeline.Step, refs []string, failed []asl.Catcher) {
@@ -1001,7 +1037,7 @@ func (l *lowerer) testingApproves(decision string, wrap func(map[string]any) map
 // function, which turns it into the node's output, decides and records;
 // then the node's outcome.
 func (l *lowerer) addDecision(i int, node string, cfg any, state, comment string, payload map[string]any, catch []asl.Catcher) {
-	l.add(&l.sm.States, state, &asl.Task{
+	t := &asl.Task{
 		Comment:        comment,
 		Resource:       asl.ResourceLambdaInvoke,
 		Arguments:      invoke(task.StepFunctionPlaceholder, payload),
@@ -1010,9 +1046,9 @@ func (l *lowerer) addDecision(i int, node string, cfg any, state, comment string
 		Catch:          catch,
 		Assign:         assignResult(node, cfg),
 		Output:         "{% $states.result.Payload %}",
-		Next:           node + ": outcome",
-	})
-	l.outcome(i, node)
+	}
+	l.add(&l.sm.States, state, t)
+	l.decided(i, node, t)
 }
 
 func (l *lowerer) lowerChild(i int, s *pipeline.Step, refs []string, failed []asl.Catcher) {

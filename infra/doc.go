@@ -221,8 +221,10 @@
 // namespace MetricNamespace ("Stepline"): Runs (Count; Pipeline, Status)
 // from the recorder when a run ends; StepConfidence (None; Pipeline, Step),
 // InputTokens and OutputTokens (Count; Pipeline) and CostUSD (None;
-// Pipeline) from the step function per recorded step. The dashboards and
-// the failed-run alarms read them.
+// Pipeline) from the step function per recorded step; TaskErrors (Count;
+// Pipeline, and Function alone) from the step function per failed Task
+// (not a step's run-ending answer). The dashboards, the failed-run alarms
+// and the step function's error alarm read them.
 //
 // # Assets
 //
