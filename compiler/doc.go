@@ -338,6 +338,42 @@
 // and line breaks, checks each definition with asl-validator and reads
 // each string back through jsonata 2.0.6 and the engine's evaluator.
 //
+// # Workflow type
+//
+// workflow: auto (the default), standard or express picks the Step
+// Functions workflow type on AWS; WorkflowOf is the one rule that
+// validate (Check), compile (Lower), BuildFile and the CDK app follow. A
+// pipeline can run as an Express workflow when nothing in it waits — no
+// human step, branch, fan-out or check (Express cannot wait for a task
+// token), no sub-pipeline (nor startExecution.sync) — and its longest run
+// is bounded within ExpressBudgetSeconds (270 s: Express's 300 s less 30
+// s for the states between Tasks and the Lambda service's own retries):
+// each step's Task TimeoutSeconds (as lowered: timeout_seconds × 3 calls
+// + 15 s, doubled by a verifier, times loop_until's iterations, plus its
+// grounding and checks; 900 s without timeout_seconds) times retry:
+// attempts plus the backoff waits, a parallel group's longest branch, a
+// fan-out's waves of 40 items, 60 s per join and per failure Task. auto
+// takes Express when the pipeline can, else Standard; express on a
+// pipeline that cannot is an error at each reason (a run's bound at the
+// workflow: key). A sub-pipeline must be Standard (its parent waits for
+// it with startExecution.sync:2 and describes it by its execution ARN):
+// BuildFile refuses a sub-pipeline step whose child would be Express,
+// auto or not, at the step.
+//
+// An Express workflow emits no execution status change event, so the
+// recorder function never closes its runs: its definition routes a
+// completed run through "Record run" (a Task, mode finish, that closes
+// the run's record with $last and $usage and counts it) before "Run
+// completed", and $pipeline.workflow is "express" so that the step
+// function counts in Runs the ends it records (steps that stop,
+// escalate, abort or fail the run). What no Task sees — a run that times
+// out (Express's 5 minutes) or fails with an error no Catch takes —
+// stays running in the table; the CDK app alarms on the state machine's
+// timed-out executions. An Express workflow has no execution history in
+// the Step Functions API (only its log group), no redrive, and runs at
+// least once when started asynchronously; the local engine runs both
+// types alike (the same definition).
+//
 // # Agent steps that outlive one invocation
 //
 // A sequential agent step whose timeout_seconds is over

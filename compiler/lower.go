@@ -54,6 +54,9 @@ const (
 	StateEnded     = "Run ended"
 	StateRecord    = "Record failure"
 	StateCompleted = "Run completed"
+	// StateRecordRun closes the record of a completed run in an Express
+	// workflow, before "Run completed".
+	StateRecordRun = "Record run"
 	StateStopped   = "Run stopped"
 	StateEscalated = "Run escalated"
 	StateAborted   = "Run aborted"
@@ -137,7 +140,8 @@ func LowerOptions(f *File, opts Options) (*asl.StateMachine, Diagnostics) {
 
 type lowerer struct {
 	f      *File
-	info   task.Pipeline // the run's $pipeline
+	wf     WorkflowDecision // the state machine's workflow type
+	info   task.Pipeline    // the run's $pipeline
 	p      *pipeline.Pipeline
 	sm     *asl.StateMachine
 	ds     Diagnostics
@@ -170,6 +174,7 @@ func (l *lowerer) build() {
 		l.sm.Comment += ": " + l.p.Description
 	}
 	l.sm.StartAt = StateStart
+	l.wf = WorkflowOf(l.p)
 	info := l.pipelineInfo()
 	l.info = info
 	if b, _ := json.Marshal(info); len(b) > payloadBudget {
@@ -256,6 +261,9 @@ func ConfigOf(sm *asl.StateMachine) string {
 
 func (l *lowerer) pipelineInfo() task.Pipeline {
 	info := task.Pipeline{Name: l.p.Name, Stage: l.p.Stage, Budget: l.p.Budget, Notifications: l.p.Notifications}
+	if l.wf.Type == pipeline.WorkflowExpress {
+		info.Workflow = string(pipeline.WorkflowExpress)
+	}
 	if len(l.p.Vars) > 0 {
 		info.Vars = map[string]string{}
 		for _, v := range l.p.Vars {
@@ -466,16 +474,24 @@ func (l *lowerer) stepRoots(e when.Expr) {
 	})
 }
 
-// terminal returns the name of a terminal state; addTerminals emits the
-// ones used once every node is lowered.
+// terminal returns the name of a terminal state (in an Express workflow,
+// the state that records a completed run before "Run completed");
+// addTerminals emits the ones used once every node is lowered.
 func (l *lowerer) terminal(name string) string {
 	l.added[name] = true
+	if name == StateCompleted && l.wf.Type == pipeline.WorkflowExpress {
+		l.added[StateRecordRun] = true
+		return StateRecordRun
+	}
 	return name
 }
 
 func (l *lowerer) addTerminals() {
 	if l.added[StateRecord] {
 		l.addRecordFailure()
+	}
+	if l.added[StateRecordRun] {
+		l.addRecordRun()
 	}
 	if l.added[StateEnded] {
 		l.addEnded()
@@ -821,6 +837,25 @@ func (l *lowerer) addRecordFailure() {
 	})
 }
 
+// addRecordRun emits the Task an Express workflow ends a completed run
+// with: Express emits no execution status change event, so the step
+// function closes the run's record (mode finish: completed, the output,
+// the usage) and counts it, as the recorder function does for a Standard
+// workflow. A run whose record cannot be closed still completes.
+func (l *lowerer) addRecordRun() {
+	p := l.payload(task.ModeFinish, nil, []string{})
+	p["final"] = "{% $last %}"
+	l.add(&l.sm.States, StateRecordRun, &asl.Task{
+		Comment:        "Express workflow: close the completed run's record and count it (no status change event reaches the recorder).",
+		Resource:       asl.ResourceLambdaInvoke,
+		Arguments:      invoke(task.StepFunctionPlaceholder, p),
+		TimeoutSeconds: bookkeepingTimeoutSeconds,
+		Retry:          []asl.Retrier{lambdaRetrier()},
+		Catch:          []asl.Catcher{{ErrorEquals: []string{asl.StatesALL}, Next: StateCompleted}},
+		Next:           StateCompleted,
+	})
+}
+
 // failureConfig keeps of a node's config what recording its failure
 // needs: the name, the executor and the failure webhook.
 func failureConfig(cfg any) any {
@@ -860,13 +895,6 @@ func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
 		l.lowerAgentTurns(i, s, refs, failed)
 		return
 	}
-	calls := reasks
-	if s.Verifier != nil {
-		calls *= 2
-	}
-	if s.LoopUntil != nil {
-		calls *= s.LoopUntil.MaxIterations
-	}
 	p := l.payload(task.ModeStep, s, refs)
 	p["attempt"] = "{% $states.context.State.RetryCount + 1 %}"
 	args := invoke(task.StepFunctionPlaceholder, p)
@@ -879,7 +907,7 @@ func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
 		Comment:        comment,
 		Resource:       asl.ResourceLambdaInvoke,
 		Arguments:      args,
-		TimeoutSeconds: min(MaxSyncTimeoutSeconds, taskTimeout(s.TimeoutSeconds, calls)+settleSeconds(s)),
+		TimeoutSeconds: stepTaskTimeout(s),
 		Retry:          stepRetry(s.Retry),
 		Catch:          failed,
 		Assign:         assignResult(s.Name, s),
@@ -1382,15 +1410,7 @@ func (l *lowerer) lowerParallel(i int, g *pipeline.Parallel) {
 		p := l.payload(task.ModeBranch, b, refs)
 		p["group"] = g.Name
 		l.checkPayload(b.Name, p)
-		calls := reasks
-		if b.Verifier != nil {
-			calls *= 2
-		}
-		timeout := taskTimeout(b.TimeoutSeconds, calls)
-		if g.TimeoutSeconds > 0 {
-			timeout = min(timeout, g.TimeoutSeconds)
-		}
-		l.branchStates(&br.States, state, b.Name, p, timeout)
+		l.branchStates(&br.States, state, b.Name, p, branchTaskTimeout(b, g))
 		par.Branches = append(par.Branches, br)
 	}
 	l.add(&l.sm.States, g.Name, par)
@@ -1480,10 +1500,6 @@ func (l *lowerer) lowerFanOut(i int, g *pipeline.FanOut) {
 	for k, v := range extra {
 		p[k] = v
 	}
-	calls := reasks
-	if g.Verifier != nil {
-		calls *= 2
-	}
 	m := &asl.Map{
 		Comment: fmt.Sprintf("One branch per item, up to %d; join: %s.", g.MaxItems, g.Join),
 		Items:   "{% " + items + " %}",
@@ -1511,7 +1527,7 @@ func (l *lowerer) lowerFanOut(i int, g *pipeline.FanOut) {
 		}
 	default:
 		l.checkPayload(g.Name, p)
-		l.branchStates(&m.ItemProcessor.States, state, g.Name, p, taskTimeout(g.TimeoutSeconds, calls))
+		l.branchStates(&m.ItemProcessor.States, state, g.Name, p, itemTaskTimeout(g))
 	}
 	l.add(&l.sm.States, g.Name, m)
 	l.join(i, g.Name, g, "{% $exists($states.input.results) ? $states.input.results : [] %}")

@@ -144,13 +144,19 @@
 //     constants). The step function's timeout is the longest TimeoutSeconds
 //     of the step Tasks of any pipeline (at most 900 s); the others have
 //     fixed timeouts.
-//   - One Standard state machine per pipeline, named <prefix>-<pipeline>,
-//     from the compiled definition (DefinitionBody_FromString) with the
+//   - One state machine per pipeline, named <prefix>-<pipeline>, of the
+//     type the compiler decides (compiler.WorkflowOf: Express when the
+//     pipeline's workflow: auto or express allows it, else Standard), from
+//     the compiled definition (DefinitionBody_FromString) with the
 //     substitutions ${StepFunctionArn}, ${ApprovalFunctionArn} and
 //     ${Pipeline<Name>Arn}; logging level ALL (without execution data) to
-//     /aws/vendedlogs/states/<name>, X-Ray tracing. Its role may invoke
-//     exactly the functions the definition calls and start, describe and
-//     stop exactly the sub-pipelines it names.
+//     /aws/vendedlogs/states/<name> (an Express workflow's only execution
+//     history), X-Ray tracing. Its role may invoke exactly the functions
+//     the definition calls and start, describe and stop exactly the
+//     sub-pipelines it names. An Express workflow emits no execution
+//     status change event: its definition closes a completed run's record
+//     itself (compiler: "Record run"), the step function counts its ends
+//     in Runs, and an alarm watches its timed-out executions.
 //   - Triggers: the EventBridge rules package plan compiles from
 //     trigger.match (disabled for stage testing); an EventBridge Scheduler
 //     schedule for schedule.cron (in schedule.timezone, UTC by default);

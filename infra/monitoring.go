@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/stepline/stepline/shared/metrics"
@@ -118,6 +119,16 @@ func (g *group) addMonitoring() {
 		alarm(g.stack, g.alarmTopic, "UndeliveredEvents", g.deadLetters.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 			Period: fiveMinutes, Statistic: jsii.String("Maximum"),
 		}), 1, "Stepline: a trigger, schedule or status change of this stack's pipelines could not be delivered (see its DeadLetters queue)")
+	}
+	for _, m := range g.machines {
+		if machineType(m) != awsstepfunctions.StateMachineType_EXPRESS {
+			continue
+		}
+		// An Express workflow's end reaches no recorder: a run that times
+		// out (Express's 5 minutes) stays running in the table, and only
+		// the state machine's own metric tells.
+		alarm(g.stack, g.alarmTopic, "Pipeline"+m.id+"ExpressTimedOut", m.sm.MetricTimedOut(&awscloudwatch.MetricOptions{Period: fiveMinutes, Statistic: jsii.String("Sum")}), 1,
+			fmt.Sprintf("Stepline: an execution of %s (an Express workflow) timed out; its run record stays running", m.p.Name))
 	}
 	if !g.b.cfg.props.PipelineMonitoring {
 		return

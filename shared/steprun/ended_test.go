@@ -193,3 +193,53 @@ func TestTaskErrorsMetric(t *testing.T) {
 		t.Errorf("Handle's error was not counted: %s", b.String())
 	}
 }
+
+// TestFinishClosesAnExpressRun: an Express workflow's finish Task closes
+// the run completed with its output and usage and counts it in Runs; it
+// answers no status (no progress line). A run a step ended
+// keeps its status; a Standard run's ends are never counted here (the
+// recorder counts them).
+func TestFinishClosesAnExpressRun(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, "")
+	var b bytes.Buffer
+	e.h.Metrics = &metrics.EMF{W: &b}
+	req := newRequest(t, task.ModeFinish, nil)
+	req.Pipeline.Workflow = WorkflowExpress
+	req.Final = json.RawMessage(`{"confidence":0.9,"summary":"done"}`)
+	req.Usage = task.Usage{InputTokens: 7, OutputTokens: 3, CostUSD: 0.5}
+	resp, err := e.h.Handle(ctx, req)
+	if err != nil || resp.Status != "" || resp.Usage != req.Usage {
+		t.Fatalf("finish: %+v, %v", resp, err)
+	}
+	run := getRun(t, e.st)
+	if run.Status != "completed" || string(run.FinalOutput) != string(req.Final) || run.Usage.InputTokens != 7 || run.CompletedAt == nil {
+		t.Errorf("run %+v", run)
+	}
+	if !strings.Contains(b.String(), `"Runs":1`) || !strings.Contains(b.String(), `"Status":"completed"`) ||
+		!strings.Contains(b.String(), `"Dimensions":[["Pipeline","Status"],["Status"]]`) {
+		t.Errorf("metrics: %s", b.String())
+	}
+	// Again (a retried Task): the record stays as it is (metrics, like
+	// every step metric, are at least once).
+	if _, err := e.h.Handle(ctx, req); err != nil || getRun(t, e.st).Status != "completed" {
+		t.Errorf("second finish: %v", err)
+	}
+
+	// A step that ends an Express run counts it; a Standard run's end is
+	// left to the recorder.
+	for _, wf := range []string{WorkflowExpress, ""} {
+		e := newEnv(t, "triage: ['{\"confidence\": 0.2, \"summary\": \"unsure\", \"next_step_context\": \"\"}']\n")
+		var b bytes.Buffer
+		e.h.Metrics = &metrics.EMF{W: &b}
+		req := newRequest(t, task.ModeStep, seqStep("triage", "look"))
+		req.Pipeline.Workflow = wf
+		if _, err := e.h.Handle(ctx, req); fault.Name(err) != fault.NameRunEnded {
+			t.Fatalf("%q: %v", wf, err)
+		}
+		counted := strings.Contains(b.String(), `"Runs":1`) && strings.Contains(b.String(), `"Status":"escalated"`)
+		if counted != (wf == WorkflowExpress) {
+			t.Errorf("workflow %q: Runs counted %v: %s", wf, counted, b.String())
+		}
+	}
+}

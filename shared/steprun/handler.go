@@ -221,6 +221,8 @@ func (h *Handler) handle(ctx context.Context, req task.Request) (task.Response, 
 		return t.agentTurns(ctx)
 	case task.ModeCheck:
 		return t.check(ctx)
+	case task.ModeFinish:
+		return t.finishRun(ctx)
 	}
 	return task.Response{}, fault.Errorf[fault.ConfigError]("step handler: unknown mode %q", req.Mode)
 }
@@ -397,6 +399,7 @@ func (t *taskRun) endRun(ctx context.Context, status, reason string, totals task
 	if err != nil {
 		return fmt.Errorf("end run %q: %w", t.req.Run.ID, err)
 	}
+	t.countRun(rs)
 	if !notified {
 		t.notify(ctx, status, reason, final)
 	}
