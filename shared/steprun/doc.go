@@ -44,7 +44,12 @@
 //     that outlives one invocation, and, once the agent has answered,
 //     verifies, decides and records it as step does (below);
 //   - check: goes on with a step that paused for a human check (see The
-//     trust vector).
+//     trust vector);
+//   - finish: closes the record of a run that completed (its output and
+//     usage) and counts it in Runs: the last Task of an Express workflow,
+//     whose end no status change event reports to the recorder function.
+//     A step that ends an Express run (task.Pipeline.Workflow "express")
+//     counts it in Runs too.
 //
 // # The trust vector
 //
