@@ -229,7 +229,11 @@
 // Task), and the name has a dot, which no Go type name has, so no other
 // error can be caught as one. The local engine derives the same error
 // name and Cause from the handler (engine.ErrorName, fault.Name), so both
-// engines take the same path. A step whose Task may also answer continue
+// engines take the same path. $pipeline.run_ended_error (true) tells the
+// step function that the definition catches the error: a definition
+// compiled before (an execution started before an upgrade, a local run
+// resumed on its saved definition) gets every answer as the Task's
+// result, for the outcome Choice it has. A step whose Task may also answer continue
 // (an agent step past one invocation) or check (a human check) keeps its
 // outcome Choice, "<step>: outcome", whose first rules take those answers
 // and whose completed rules go on (checking the next step's when: in the

@@ -260,7 +260,7 @@ func ConfigOf(sm *asl.StateMachine) string {
 }
 
 func (l *lowerer) pipelineInfo() task.Pipeline {
-	info := task.Pipeline{Name: l.p.Name, Stage: l.p.Stage, Budget: l.p.Budget, Notifications: l.p.Notifications}
+	info := task.Pipeline{Name: l.p.Name, Stage: l.p.Stage, Budget: l.p.Budget, Notifications: l.p.Notifications, RunEndedError: true}
 	if l.wf.Type == pipeline.WorkflowExpress {
 		info.Workflow = string(pipeline.WorkflowExpress)
 	}

@@ -28,3 +28,25 @@ func answer(t testing.TB, e *rietest.Emulator, res rietest.Result) task.Response
 	}
 	return resp
 }
+
+// currentEvent is a sample step event as a definition compiled now sends
+// it ($pipeline.run_ended_error), under a run of its own ("-current").
+func currentEvent(t testing.TB, event []byte) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(event, &m); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := m["pipeline"].(map[string]any)
+	r, _ := m["run"].(map[string]any)
+	if p == nil || r == nil {
+		t.Fatalf("event without pipeline or run: %s", event)
+	}
+	p["run_ended_error"] = true
+	r["id"] = r["id"].(string) + "-current"
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

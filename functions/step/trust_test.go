@@ -108,7 +108,7 @@ func trustEvent(t *testing.T, mode, runID, prompt string, withAgent bool, modelU
 	}
 	ev := map[string]any{
 		"mode":     mode,
-		"pipeline": map[string]any{"name": "rie-trust", "stage": "production"},
+		"pipeline": map[string]any{"name": "rie-trust", "stage": "production", "run_ended_error": true},
 		"trigger":  map[string]any{"source": "alertmanager", "labels": map[string]any{"service": "checkout-api"}},
 		"usage":    map[string]any{},
 		"attempt":  1,

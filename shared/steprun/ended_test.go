@@ -38,7 +38,7 @@ func TestHandleEndsRunWithAnError(t *testing.T) {
 				t.Fatalf("Respond: %s, %v", want.Status, err)
 			}
 			e := newEnv(t, replies)
-			got, err := e.h.Handle(context.Background(), newRequest(t, task.ModeStep, seqStep("triage", "look")))
+			got, err := e.h.Handle(context.Background(), endingRequest(t, task.ModeStep, seqStep("triage", "look")))
 			if recs := stepRecords(t, e.st, "triage"); len(recs) != 1 || string(recs[0].Status) != c.status {
 				t.Errorf("records: %+v", recs)
 			}
@@ -57,6 +57,27 @@ func TestHandleEndsRunWithAnError(t *testing.T) {
 				t.Errorf("answer\n%+v\nwant\n%+v", ended, want)
 			}
 		})
+	}
+}
+
+// endingRequest is newRequest in a definition that catches
+// Stepline.RunEnded (task.Pipeline.RunEndedError), as Lower compiles.
+func endingRequest(t *testing.T, mode string, step any) task.Request {
+	t.Helper()
+	req := newRequest(t, mode, step)
+	req.Pipeline.RunEndedError = true
+	return req
+}
+
+// TestOlderDefinitionsGetTheAnswer: a definition compiled before
+// Stepline.RunEnded (no run_ended_error in $pipeline) gets a run-ending
+// answer as the Task's result, for its outcome Choice: an execution
+// started before an upgrade ends as it would have.
+func TestOlderDefinitionsGetTheAnswer(t *testing.T) {
+	e := newEnv(t, "triage: ['{\"confidence\": 0.2, \"summary\": \"unsure\", \"next_step_context\": \"\"}']\n")
+	resp, err := e.h.Handle(context.Background(), newRequest(t, task.ModeStep, seqStep("triage", "look")))
+	if err != nil || resp.Status != task.StatusEscalated || len(resp.Steps) == 0 {
+		t.Errorf("Handle: %s (steps %d), %v; want the escalated answer as the result", resp.Status, len(resp.Steps), err)
 	}
 }
 
@@ -141,7 +162,7 @@ func TestEndedAnswerIsBounded(t *testing.T) {
 // answer as its message; other errors keep their fault's type.
 func TestLambdaReportsRunEndedByName(t *testing.T) {
 	e := newEnv(t, "triage: ['{\"confidence\": 0.2, \"summary\": \"unsure\", \"next_step_context\": \"\"}']\n")
-	_, err := e.h.Lambda()(context.Background(), newRequest(t, task.ModeStep, seqStep("triage", "look")))
+	_, err := e.h.Lambda()(context.Background(), endingRequest(t, task.ModeStep, seqStep("triage", "look")))
 	var ive messages.InvokeResponse_Error
 	if !errors.As(err, &ive) || ive.Type != fault.NameRunEnded {
 		t.Fatalf("error %T %v, want an InvokeResponse_Error of type %s", err, err, fault.NameRunEnded)
@@ -152,7 +173,7 @@ func TestLambdaReportsRunEndedByName(t *testing.T) {
 	}
 	// The local engine names Handle's error the same.
 	e = newEnv(t, "triage: ['{\"confidence\": 0.2, \"summary\": \"unsure\", \"next_step_context\": \"\"}']\n")
-	_, err = e.h.Handle(context.Background(), newRequest(t, task.ModeStep, seqStep("triage", "look")))
+	_, err = e.h.Handle(context.Background(), endingRequest(t, task.ModeStep, seqStep("triage", "look")))
 	if got := engine.ErrorName(err); got != fault.NameRunEnded {
 		t.Errorf("engine.ErrorName = %q, want %q", got, fault.NameRunEnded)
 	}
@@ -232,7 +253,7 @@ func TestFinishClosesAnExpressRun(t *testing.T) {
 		e := newEnv(t, "triage: ['{\"confidence\": 0.2, \"summary\": \"unsure\", \"next_step_context\": \"\"}']\n")
 		var b bytes.Buffer
 		e.h.Metrics = &metrics.EMF{W: &b}
-		req := newRequest(t, task.ModeStep, seqStep("triage", "look"))
+		req := endingRequest(t, task.ModeStep, seqStep("triage", "look"))
 		req.Pipeline.Workflow = wf
 		if _, err := e.h.Handle(ctx, req); fault.Name(err) != fault.NameRunEnded {
 			t.Fatalf("%q: %v", wf, err)

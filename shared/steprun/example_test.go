@@ -35,7 +35,7 @@ func ExampleHandler_Handle() {
 	resp, err := h.Handle(ctx, task.Request{
 		Mode:     task.ModeStep,
 		Step:     step,
-		Pipeline: task.Pipeline{Name: "alerts", Stage: pipeline.StageTesting, Include: []string{"severity"}},
+		Pipeline: task.Pipeline{Name: "alerts", Stage: pipeline.StageTesting, Include: []string{"severity"}, RunEndedError: true},
 		Run:      task.Run{ID: "run-42"},
 		Trigger:  json.RawMessage(`{"severity": "critical"}`),
 		Attempt:  1,

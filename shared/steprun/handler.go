@@ -157,18 +157,20 @@ func (h *Handler) now() time.Time {
 }
 
 // Handle runs one Task and answers what the Task gets: Respond's answer,
-// except that a deciding Task's answer that ends the run (see Ends) is
-// returned as a *fault.RunEnded error holding it (EndedAnswer reads it
-// back), which the state machine catches by its name and sends to the
-// terminal state; a completed step goes straight on. An error that is a
-// failure (not a *fault.RunEnded) is counted in the TaskErrors metric.
+// except that, in a definition that catches it
+// (task.Pipeline.RunEndedError), a deciding Task's answer that ends the
+// run (see Ends) is returned as a *fault.RunEnded error holding it
+// (EndedAnswer reads it back), which the state machine catches by its
+// name and sends to the terminal state; a completed step goes straight
+// on. An error that is a failure (not a *fault.RunEnded) is counted in
+// the TaskErrors metric.
 func (h *Handler) Handle(ctx context.Context, req task.Request) (task.Response, error) {
 	resp, err := h.Respond(ctx, req)
 	if err != nil {
 		h.countError(req, err)
 		return resp, err
 	}
-	if Ends(req.Mode, resp.Status) {
+	if req.Pipeline.RunEndedError && Ends(req.Mode, resp.Status) {
 		return task.Response{}, &fault.RunEnded{Msg: string(endedAnswer(resp))}
 	}
 	return resp, nil

@@ -196,6 +196,14 @@ type Pipeline struct {
 	// records it (store.Run.ConfigFingerprint): readiness tiers with
 	// require_current_config count only runs of the current one.
 	Config string `json:"config,omitempty"`
+	// RunEndedError is true in a definition that catches
+	// Stepline.RunEnded (fault.RunEnded): a deciding Task's answer that
+	// ends the run is returned as that error, so that the Task goes
+	// straight on when it completes. A definition compiled before (false)
+	// gets every answer as the Task's result, for its outcome Choices: an
+	// execution started before an upgrade, or a local run resumed on its
+	// saved definition, ends as it would have.
+	RunEndedError bool `json:"run_ended_error,omitempty"`
 	// Workflow is "express" in an Express workflow (whose ends the step
 	// function records and counts itself: no status change event reaches
 	// the recorder function), "" in a Standard one.
