@@ -219,9 +219,10 @@
 // deciding Task (a step, a human step's or a sub-pipeline's decision, a
 // group's join, a human check's check Task) catches Stepline.RunEnded
 // first: the Catch parses the answer
-// ($parse($parse($states.errorOutput.Cause).errorMessage)), takes its
-// usage as the run's, and goes to "Run ended", a Choice on its status,
-// which ends the run in "Run stopped" (Succeed), "Run escalated", "Run
+// ($parse($parse($states.errorOutput.Cause).errorMessage)) and goes to
+// "Run ended", a Choice that takes the answer's usage as the run's (the
+// Task's Assign does not run when it fails) and, by its status, ends the
+// run in "Run stopped" (Succeed), "Run escalated", "Run
 // aborted" or "Run failed" (Fail states with the errors
 // Stepline.Escalated, Stepline.Aborted and Stepline.Failed; the cause
 // names the step and the reason). No retrier matches Stepline.RunEnded

@@ -551,10 +551,17 @@ func (l *lowerer) outcomeWith(i int, name string, first ...asl.ChoiceRule) strin
 	return state
 }
 
-// addEnded emits the Choice every outcome shares for a run that does not go
-// on: the status picks the terminal state.
+// addEnded emits the Choice every run-ending answer goes to (from a
+// deciding Task's Catch of Stepline.RunEnded, or an outcome Choice): the
+// answer's usage is the run's (a Task's Assign does not run when it
+// fails), and its status picks the terminal state. Each rule assigns the
+// usage, and the state's own Assign does for its Default: a Choice takes
+// the Assign of the rule it follows, or its own for the Default.
 func (l *lowerer) addEnded() {
-	ch := &asl.Choice{Comment: "A step did not complete: end the run with its status."}
+	usage := func() map[string]any {
+		return map[string]any{"usage": "{% $exists($states.input.usage) ? $states.input.usage : $usage %}"}
+	}
+	ch := &asl.Choice{Comment: "A step did not complete: end the run with its status.", Assign: usage()}
 	for _, t := range []struct{ status, state string }{
 		{task.StatusStopped, StateStopped},
 		{task.StatusEscalated, StateEscalated},
@@ -562,6 +569,7 @@ func (l *lowerer) addEnded() {
 	} {
 		ch.Choices = append(ch.Choices, asl.ChoiceRule{
 			Condition: "{% $states.input.status = '" + t.status + "' %}",
+			Assign:    usage(),
 			Next:      t.state,
 		})
 		l.added[t.state] = true
@@ -943,12 +951,11 @@ func (l *lowerer) decided(i int, node string, t *asl.Task, first ...asl.ChoiceRu
 const endedAnswer = "$parse($parse($states.errorOutput.Cause).errorMessage)"
 
 // endedCatch returns catch after the Catch of a run-ending answer
-// (fault.RunEnded): the answer goes to "Run ended", which picks the
-// terminal state by its status, and its usage is the run's.
+// (fault.RunEnded): the answer goes to "Run ended", which takes its usage
+// as the run's and picks the terminal state by its status.
 func (l *lowerer) endedCatch(catch []asl.Catcher) []asl.Catcher {
 	return append([]asl.Catcher{{
 		ErrorEquals: []string{fault.NameRunEnded},
-		Assign:      map[string]any{"usage": "{% " + endedAnswer + ".usage %}"},
 		Output:      "{% " + endedAnswer + " %}",
 		Next:        l.terminal(StateEnded),
 	}}, catch...)

@@ -305,8 +305,21 @@ steps:
 	if eq := catch[0]["ErrorEquals"].([]any); len(eq) != 1 || eq[0] != fault.NameRunEnded {
 		t.Errorf("a: first catch matches %v", eq)
 	}
-	if catch[0]["Output"] != "{% "+endedAnswer+" %}" || catch[0]["Assign"].(map[string]any)["usage"] != "{% "+endedAnswer+".usage %}" {
+	if catch[0]["Output"] != "{% "+endedAnswer+" %}" || catch[0]["Assign"] != nil {
 		t.Errorf("a: run-ended catch = %v", catch[0])
+	}
+	// Run ended takes the answer's usage (a failed Task's Assign does not
+	// run) on every way out: each rule's Assign, and its own for the
+	// Default.
+	ended := states[StateEnded].(map[string]any)
+	assigns := []any{ended["Assign"]}
+	for _, r := range asMaps(ended["Choices"]) {
+		assigns = append(assigns, r["Assign"])
+	}
+	for i, a := range assigns {
+		if m, _ := a.(map[string]any); m["usage"] != "{% $exists($states.input.usage) ? $states.input.usage : $usage %}" {
+			t.Errorf("Run ended's way out %d assigns %v", i, a)
+		}
 	}
 }
 
