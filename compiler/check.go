@@ -339,7 +339,7 @@ func (c *checker) checkExecutor(where, exec string, cfg map[string]any, fs pipel
 		}
 	}
 	c.checkSecretRefs(where, cfg, at)
-	if c.execCheck == nil || exec == pipeline.ExecPipeline || !slices.Contains(pipeline.Executors, exec) {
+	if c.execCheck == nil || exec == pipeline.ExecPipeline || !slices.Contains(pipeline.Executors(), exec) {
 		return nil
 	}
 	for _, err := range c.execCheck(exec, cfg) {

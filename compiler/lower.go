@@ -660,7 +660,7 @@ func assignResult(name string, cfg any) map[string]any {
 
 func lambdaRetrier() asl.Retrier {
 	return asl.Retrier{
-		ErrorEquals:     slices.Clone(fault.LambdaServiceErrors),
+		ErrorEquals:     fault.LambdaServiceErrors(),
 		IntervalSeconds: 1,
 		MaxAttempts:     asl.Attempts(3),
 		BackoffRate:     2,
@@ -680,7 +680,7 @@ func stepRetry(r *pipeline.Retry) []asl.Retrier {
 		rate = 1
 	}
 	return append(rs, asl.Retrier{
-		ErrorEquals:     append(slices.Clone(fault.Retryable), asl.StatesTimeout),
+		ErrorEquals:     append(fault.Retryable(), asl.StatesTimeout),
 		IntervalSeconds: retryInterval(r.DelaySeconds),
 		MaxAttempts:     asl.Attempts(r.Attempts - 1),
 		BackoffRate:     rate,

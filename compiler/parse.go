@@ -673,9 +673,8 @@ func (d *decoder) pipeline(root *yaml.Node) *pipeline.Pipeline {
 					if resolve(it).Kind != yaml.MappingNode {
 						continue
 					}
-					nfs, nps := d.fields(it)
+					_, nps := d.fields(it)
 					n := pipeline.Notification{Pos: d.f.pos(resolve(it))}
-					_ = nfs
 					for _, np := range nps {
 						switch np[0].Value {
 						case "channel":

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/store"
 )
 
@@ -152,5 +151,4 @@ func TestReadinessLeavesDefinition(t *testing.T) {
 	if maxReadinessRuns != store.MaxRunLimit {
 		t.Errorf("readiness ranges end at %d, but ListRuns reads %d", maxReadinessRuns, store.MaxRunLimit)
 	}
-	_ = pipeline.DefaultCalibrationNMin
 }

@@ -192,7 +192,7 @@ func schemaDiag(f *File, root *yaml.Node, path []string, e gojsonschema.ResultEr
 	case "number_one_of":
 		msg = fmt.Sprintf("%s%s has the wrong shape", prefix, fieldName(field))
 	case "array_max_properties", "array_min_properties":
-		msg = fmt.Sprintf("%s%s: an operator block takes exactly one of %s", prefix, fieldName(field), strings.Join(pipeline.MatchOps, ", "))
+		msg = fmt.Sprintf("%s%s: an operator block takes exactly one of %s", prefix, fieldName(field), strings.Join(pipeline.MatchOps(), ", "))
 	case "invalid_property_name", "number_not":
 	}
 	if msg == "" {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stepline/stepline/shared/harness"
+	"github.com/stepline/stepline/internal/testenv"
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/store"
 )
@@ -70,12 +70,12 @@ var agentTasks = map[string]map[string]int{
 	"agent-turns": {"investigate": 5},
 }
 
-func scenarioDir() string { return filepath.Join(harness.RepoRoot(), "e2e", "testdata", "scenarios") }
+func scenarioDir() string { return filepath.Join(testenv.RepoRoot(), "e2e", "testdata", "scenarios") }
 
 // allScenarios lists the examples and the scenarios.
 func allScenarios(t *testing.T) []Scenario {
 	t.Helper()
-	root := harness.RepoRoot()
+	root := testenv.RepoRoot()
 	var out []Scenario
 	for _, ex := range examples {
 		out = append(out, Scenario{
@@ -113,7 +113,7 @@ func TestExamplesCovered(t *testing.T) {
 	if os.Getenv(EnvRun) == "" {
 		t.Skip("part of the offline AWS tier (make e2e, " + EnvRun + "=1)")
 	}
-	files, err := filepath.Glob(filepath.Join(harness.RepoRoot(), "pipelines", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "pipelines", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no example pipelines: %v", err)
 	}

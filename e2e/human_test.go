@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
+	"github.com/stepline/stepline/internal/testenv"
 	"github.com/stepline/stepline/shared/approval"
-	"github.com/stepline/stepline/shared/harness"
 	"github.com/stepline/stepline/shared/store"
 )
 
@@ -28,7 +28,7 @@ func TestHumanSteps(t *testing.T) {
 	h := box(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	dir := filepath.Join(harnessRoot(), "e2e", "testdata", "human")
+	dir := filepath.Join(testenv.RepoRoot(), "e2e", "testdata", "human")
 	p, err := h.Prepare(Scenario{Name: "human", Dir: dir, Pipeline: "pipeline.yaml", Responses: filepath.Join(dir, "responses.yaml"),
 		Event: filepath.Join(scenarioDir(), "event.json")})
 	if err != nil {
@@ -167,8 +167,6 @@ func TestHumanSteps(t *testing.T) {
 		}
 	})
 }
-
-func harnessRoot() string { return harness.RepoRoot() }
 
 // logged reports whether a function's emulator logs hold text.
 func logged(t *testing.T, h *Harness, function, text string) bool {

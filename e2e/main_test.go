@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepline/stepline/internal/testenv"
 	"github.com/stepline/stepline/shared/agent"
-	"github.com/stepline/stepline/shared/harness"
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/store/dynamo"
 )
@@ -38,11 +38,11 @@ func TestMain(m *testing.M) {
 
 // logDir is where the box, the emulators and the scenarios leave their
 // logs and files: e2e/logs, emptied when the tier starts.
-func logDir() string { return filepath.Join(harness.RepoRoot(), "e2e", "logs") }
+func logDir() string { return filepath.Join(testenv.RepoRoot(), "e2e", "logs") }
 
 // box returns the running harness, starting it on first use. Without
 // STEPLINE_E2E the test skips; when a tool is missing it skips, or fails
-// in CI (harness.Missing).
+// in CI (testenv.Missing).
 func box(t testing.TB) *Harness {
 	t.Helper()
 	if os.Getenv(EnvRun) == "" {
@@ -50,7 +50,7 @@ func box(t testing.TB) *Harness {
 	}
 	setupOnce.Do(func() { shared, setupErr = setup() })
 	if missing != nil {
-		harness.Missing(t, missing.Error())
+		testenv.Missing(t, missing.Error())
 	}
 	if setupErr != nil {
 		t.Fatal(setupErr)
@@ -59,7 +59,7 @@ func box(t testing.TB) *Harness {
 }
 
 func setup() (*Harness, error) {
-	root := harness.RepoRoot()
+	root := testenv.RepoRoot()
 	tools, err := FindTools(root)
 	if err != nil {
 		missing = err

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
-	"github.com/stepline/stepline/shared/harness"
+	"github.com/stepline/stepline/internal/testenv"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/dynamo"
@@ -38,11 +38,11 @@ const StackName = "Stepline"
 // executed until it ends.
 func TestStack(t *testing.T) {
 	h := box(t)
-	root := harness.RepoRoot()
+	root := testenv.RepoRoot()
 	cdkOut := filepath.Join(root, "cdk.out")
 	raw, err := os.ReadFile(filepath.Join(cdkOut, StackName+".template.json"))
 	if err != nil {
-		harness.Missing(t, "no synthesized template: run make synth ("+err.Error()+")")
+		testenv.Missing(t, "no synthesized template: run make synth ("+err.Error()+")")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -246,7 +246,7 @@ func deployStack(t *testing.T, ctx context.Context, h *Harness, raw []byte, cdkO
 		t.Fatal(err)
 	}
 	for _, a := range assets {
-		if err := h.AWS.PutObject(ctx, bucket, a.Key, a.Zip); err != nil {
+		if err := h.AWS.PutObject(ctx, bucket, a.Key, a.Body); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -265,15 +265,17 @@ func (tr Transform) rewriteSub(s, where string, rep *TransformReport) string {
 	})
 }
 
-// Asset is a Lambda code asset of the cloud assembly, zipped for the box.
+// Asset is a file asset of the cloud assembly, as the box's bootstrap
+// bucket holds it.
 type Asset struct {
 	Key      string // the object key the template names
-	Function string // the function whose bootstrap it holds (bin/lambda/<fn>)
-	Zip      []byte
+	Function string // the function whose bootstrap it holds (bin/lambda/<fn>); "" for a file
+	Body     []byte // the zipped code, or the file
 }
 
-// Assets zips the file assets listed in cdk.out/<stack>.assets.json, as
-// cdk deploy publishes them, with one change: the bootstrap, built for
+// Assets reads the file assets listed in cdk.out/<stack>.assets.json, as
+// cdk deploy publishes them: a file (the stack's pipeline bundle) as it
+// is, a directory (a function's code) zipped, with one change: the bootstrap, built for
 // arm64 (what the stack deploys), is replaced by the same function's
 // amd64 build (bin/lambda-amd64/<fn>/bootstrap), which this machine runs
 // (moto ignores Architectures). The function is recognised by comparing
@@ -312,8 +314,22 @@ func Assets(cdkOut, stack string, t Tools) ([]Asset, error) {
 	sort.Strings(ids)
 	for _, id := range ids {
 		f := manifest.Files[id]
-		if f.Source.Packaging != "zip" || !strings.HasPrefix(f.Source.Path, "asset.") {
-			continue // the template itself, and anything but code
+		if !strings.HasPrefix(f.Source.Path, "asset.") {
+			continue // the template itself
+		}
+		if f.Source.Packaging == "file" {
+			b, err := readFile(filepath.Join(cdkOut, f.Source.Path))
+			if err != nil {
+				return nil, fmt.Errorf("asset %s: %w", f.Source.Path, err)
+			}
+			for _, d := range f.Destinations {
+				out = append(out, Asset{Key: d.ObjectKey, Body: b})
+				break
+			}
+			continue
+		}
+		if f.Source.Packaging != "zip" {
+			continue
 		}
 		dir := filepath.Join(cdkOut, f.Source.Path)
 		sum, err := fileHash(filepath.Join(dir, "bootstrap"))
@@ -329,7 +345,7 @@ func Assets(cdkOut, stack string, t Tools) ([]Asset, error) {
 			return nil, fmt.Errorf("asset %s: %w", f.Source.Path, err)
 		}
 		for _, d := range f.Destinations {
-			out = append(out, Asset{Key: d.ObjectKey, Function: fn, Zip: z})
+			out = append(out, Asset{Key: d.ObjectKey, Function: fn, Body: z})
 			break
 		}
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stepline/stepline/shared/harness"
+	"github.com/stepline/stepline/internal/testenv"
 )
 
 const smallTemplate = `{
@@ -54,8 +55,8 @@ func TestTransform(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"unsupported types removed", sortedKeys(rep.Removed), []string{"Alarm", "Api", "Key", "Route"}},
-		{"supported kept", sortedKeys(rs), []string{"Bare", "Fn", "Machine", "Perm", "Table"}},
+		{"unsupported types removed", slices.Sorted(maps.Keys(rep.Removed)), []string{"Alarm", "Api", "Key", "Route"}},
+		{"supported kept", slices.Sorted(maps.Keys(rs)), []string{"Bare", "Fn", "Machine", "Perm", "Table"}},
 		{"DependsOn on a removed resource dropped", rs["Fn"]["DependsOn"], []any{"Table"}},
 		{"DependsOn left empty deleted", rs["Bare"]["DependsOn"], nil},
 		{"secret Ref is its ARN", vars("Fn")["KEY"], "arn:key"},
@@ -95,7 +96,7 @@ func TestTransformNeedsSecretsFirst(t *testing.T) {
 // template when there is one: nothing unsupported is left, and nothing
 // refers to a resource that is gone.
 func TestTransformSynthesizedTemplate(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "cdk.out", StackName+".template.json"))
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "cdk.out", StackName+".template.json"))
 	if err != nil {
 		t.Skip("no synthesized template (make synth)")
 	}
@@ -161,13 +162,4 @@ func TestTrimHash(t *testing.T) {
 			t.Errorf("trimHash(%q) = %q, want %q", in, got, want)
 		}
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

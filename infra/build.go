@@ -33,6 +33,7 @@ type builder struct {
 	roles        map[string]awsiam.Role
 	machines     map[string]*machine // by pipeline name
 	groups       []*group            // in stack order
+	errs         []error             // what build could not add (newConfig checks it can)
 }
 
 // machine is one pipeline's state machine.
@@ -113,7 +114,9 @@ func (b *builder) build() {
 		g.addStatusRules()
 		g.addMonitoring()
 		g.addOutputs()
+		g.addBundle()
 	}
+	b.grantBundles()
 	b.addExplicitRule()
 	b.addRoutes()
 	b.addMonitoring()

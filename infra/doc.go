@@ -29,12 +29,24 @@
 // core function that acts on its pipelines (ingest starts them, the
 // recorder reads their definitions, the callback function decides their
 // approvals), attached to the core role by name, the status-change
-// rules to the recorder, and a dead-letter queue with its alarm. The
-// bucket depends on the name alone: adding a pipeline changes its stack
-// and, in the core, the ingest function's bundle of pipeline files (a
-// pipeline that brings a new secret, Bedrock model or SNS topic, or a
-// longer step timeout, also changes the step function's grants or
-// settings); no other pipeline stack. Changing PipelineStacks moves most
+// rules to the recorder, a dead-letter queue with its alarm, and the
+// stack's pipeline bundle for the ingest function (below). The bucket
+// depends on the name alone: adding a pipeline changes its stack and no
+// other (a pipeline that brings a new secret, Bedrock model or SNS topic,
+// or a longer step timeout, also changes the step function's grants or
+// settings in the core).
+//
+// The ingest function routes with the pipeline files, which the state
+// machines do not carry. Each stack that holds pipelines publishes its
+// files as one bundle (package shared/catalog): a JSON document staged as
+// <AssetDir>/bundles/<sha256>.json and uploaded as a file asset to the
+// CDK bootstrap bucket, a Parameter Store parameter
+// /stepline/<prefix>/pipelines/<NN or core> holding its s3:// URL, and a
+// grant for ingest to read that one object (in the stack's managed
+// policy). The core grants ingest ssm:GetParametersByPath on
+// /stepline/<prefix>/pipelines alone. Ingest reads every bundle when it
+// starts and lists the parameters again at most once a minute: a stack
+// deployed with other files reaches a warm function within a minute. Changing PipelineStacks moves most
 // pipelines: deploy the stacks they leave before the stacks they join.
 //
 // The stacks share no export, output or Fn::ImportValue. Names are
@@ -122,7 +134,7 @@
 // pipeline naming the step, the agent and the server. The ingest function,
 // which compiles the pipelines it routes, gets the project file, the
 // agents' files and the step library (steps/, which pipelines name with
-// use:) in its asset beside the pipelines, laid out as in the project
+// use:) in its code asset, laid out as in the project
 // (the agents and steps directories must therefore lie inside the
 // project's directory); a Bedrock model an agent names is granted like a
 // bedrock step's. A library step is compiled into each state machine that

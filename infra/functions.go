@@ -58,7 +58,7 @@ func (b *builder) addFunctions() {
 	}
 
 	tableName := b.table.TableName()
-	for _, name := range Functions {
+	for _, name := range Functions() {
 		fn := b.functions[name]
 		fn.AddEnvironment(jsii.String(EnvTableName), tableName, nil)
 		fn.AddEnvironment(jsii.String(EnvLogLevel), jsii.String(b.cfg.props.LogLevel), nil)

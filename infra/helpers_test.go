@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 	}
 	tmpRoot = root
 	dir := filepath.Join(root, "assets")
-	for _, fn := range infra.Functions {
+	for _, fn := range infra.Functions() {
 		if err := os.MkdirAll(filepath.Join(dir, fn), 0o755); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

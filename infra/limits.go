@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -129,27 +130,18 @@ func TemplateLimits(raw []byte) []string {
 	over("template bytes", u.Bytes, MaxTemplateBytes, more)
 	over("outputs", u.Outputs, MaxOutputs, more)
 	over("parameters", u.Parameters, MaxParameters, more)
-	for _, id := range sortedKeys(u.ManagedPolicy) {
+	for _, id := range slices.Sorted(maps.Keys(u.ManagedPolicy)) {
 		over("managed policy "+id+" characters", u.ManagedPolicy[id], MaxManagedPolicyChars, more)
 	}
-	for _, id := range sortedKeys(u.RolePolicies) {
+	for _, id := range slices.Sorted(maps.Keys(u.RolePolicies)) {
 		over("inline policies of role "+id+" characters", u.RolePolicies[id], MaxRolePolicyChars, more+", or map fewer secrets and models")
 	}
-	for _, id := range sortedKeys(u.Environment) {
+	for _, id := range slices.Sorted(maps.Keys(u.Environment)) {
 		if u.Environment[id] >= maxEnvironmentBytes {
 			out = append(out, fmt.Sprintf("function %s environment %d bytes, over Lambda's %d: map fewer secrets", id, u.Environment[id], maxEnvironmentBytes))
 		}
 	}
 	return out
-}
-
-func sortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // resolvedLength is the length of v as JSON without whitespace once

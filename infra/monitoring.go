@@ -95,7 +95,7 @@ func alarm(stack awscdk.Stack, topic awssns.ITopic, id string, m awscloudwatch.I
 func (b *builder) addMonitoring() {
 	alarm(b.stack, b.alarmTopic, "RunsFailed", metric(MetricRuns, "Sum", map[string]string{DimStatus: task.StatusFailed}), 1,
 		"Stepline: a run failed (an executor failure, or an error the state machine could not catch); the Runs metric by Pipeline says which")
-	for _, name := range Functions {
+	for _, name := range Functions() {
 		if name == FunctionStep {
 			alarm(b.stack, b.alarmTopic, constructID(name)+"Errors",
 				metric(MetricTaskErrors, "Sum", map[string]string{DimFunction: metrics.FunctionStep}), stepErrorThreshold,

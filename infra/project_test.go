@@ -13,6 +13,7 @@ import (
 	"github.com/stepline/stepline/compiler/gate"
 	"github.com/stepline/stepline/infra"
 	"github.com/stepline/stepline/infra/plan"
+	"github.com/stepline/stepline/shared/catalog"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/project"
@@ -22,7 +23,7 @@ import (
 func newAssets(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, fn := range infra.Functions {
+	for _, fn := range infra.Functions() {
 		if err := os.MkdirAll(filepath.Join(dir, fn), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -33,10 +34,30 @@ func newAssets(t *testing.T) string {
 	return dir
 }
 
+// onlyBundle decodes the one pipeline bundle staged in an asset directory.
+func onlyBundle(t *testing.T, assets string) []catalog.File {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(assets, "bundles", "*.json"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("bundles staged: %v (%v), want one", files, err)
+	}
+	raw, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := catalog.Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Files
+}
+
 // TestIngestCarriesTheProject: the ingest function's asset holds the
-// project file and its agents, laid out as in the project, beside the
-// pipelines it routes, so it compiles them as synth did; a stack without
-// a project leaves no project file there.
+// project file and its agents, laid out as in the project, so it compiles
+// the pipelines of the deployment's bundles as synth did; the pipelines
+// are in the bundle, not in the code asset (a pipelines/ directory left
+// by an earlier build is removed); a stack without a project leaves no
+// project file there.
 func TestIngestCarriesTheProject(t *testing.T) {
 	assets := newAssets(t)
 	proj := writeTree(t, fixtureProject)
@@ -47,24 +68,34 @@ func TestIngestCarriesTheProject(t *testing.T) {
 		t.Fatal(err)
 	}
 	ingest := filepath.Join(assets, infra.FunctionIngest)
-	for _, f := range []string{"stepline.yaml", "agents/digger/agent.yaml", "agents/digger/soul.md", "agents/local/agent.yaml", "pipelines/agent.yaml"} {
+	for _, f := range []string{"stepline.yaml", "agents/digger/agent.yaml", "agents/digger/soul.md", "agents/local/agent.yaml"} {
 		got, err := os.ReadFile(filepath.Join(ingest, f))
 		want, _ := os.ReadFile(filepath.Join(proj, f))
-		if strings.HasPrefix(f, "pipelines/") {
-			want, _ = os.ReadFile(filepath.Join(pipes, filepath.Base(f)))
-		}
 		if err != nil || string(got) != string(want) {
 			t.Errorf("%s staged as %q (%v), want %q", f, got, err, want)
 		}
 	}
+	if files := onlyBundle(t, assets); len(files) != 1 || files[0] != (catalog.File{Name: "agent.yaml", Source: fixturePipelines["agent.yaml"]}) {
+		t.Errorf("bundle %+v, want agent.yaml as written", files)
+	}
+	if _, err := os.Stat(filepath.Join(ingest, "pipelines")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("pipeline files in the ingest asset: %v", err)
+	}
 
-	// Without a project, the project file staged before is gone.
+	// Without a project, the project file staged before is gone, and so
+	// is the pipelines/ directory of earlier builds.
+	if err := os.MkdirAll(filepath.Join(ingest, "pipelines"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	plain := writeFiles(t, map[string]string{"a.yaml": "name: a\nsteps:\n  - {name: s, executor: webhook, executor_config: {url: 'https://example.com'}, timeout_seconds: 5}\n"})
 	if _, err := infra.NewStack(awscdk.NewApp(nil), "Stepline", &infra.Props{PipelineDir: plain, AssetDir: assets}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(ingest, "stepline.yaml")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a project file is left in the ingest asset: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ingest, "pipelines")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("an earlier build's pipelines are left in the ingest asset: %v", err)
 	}
 
 	// An agents directory outside the project cannot travel with it.
@@ -104,12 +135,17 @@ func TestIngestCarriesTheStepLibrary(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ingest, "library", "_draft.yaml")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a file that is no step file is staged: %v", err)
 	}
-	// What ingest compiles with: the staged project, pipelines and library.
-	staged, err := project.Load(filepath.Join(ingest, project.FileName))
-	if err != nil {
+	// What ingest compiles with: the staged project and library, and the
+	// bundle's files written to a directory of their own.
+	staged, err := project.ForFile(ingest)
+	if err != nil || staged == nil {
+		t.Fatalf("no project staged beside the bootstrap: %v", err)
+	}
+	dir := t.TempDir()
+	if err := catalog.WriteDir(dir, onlyBundle(t, assets)); err != nil {
 		t.Fatal(err)
 	}
-	f, sm, ds, err := gate.CompileFileIn(filepath.Join(ingest, "pipelines", "checks.yaml"), staged, executor.Defaults{})
+	f, sm, ds, err := gate.CompileFileIn(filepath.Join(dir, "checks.yaml"), staged, executor.Defaults{})
 	if err != nil || sm == nil {
 		t.Fatalf("the staged pipeline does not compile: %v\n%s", err, ds)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stepline/stepline/infra/plan"
 	"github.com/stepline/stepline/shared/awsenv"
+	"github.com/stepline/stepline/shared/catalog"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/secret"
@@ -43,8 +44,11 @@ const (
 	FunctionRecorder = "recorder" // execution status changes: run records, notifications
 )
 
-// Functions lists every function the stack deploys.
-var Functions = []string{FunctionStep, FunctionApproval, FunctionCallback, FunctionIngest, FunctionRecorder}
+// Functions returns every function the stack deploys, in a new slice the
+// caller may change.
+func Functions() []string {
+	return []string{FunctionStep, FunctionApproval, FunctionCallback, FunctionIngest, FunctionRecorder}
+}
 
 // Environment variables the functions read.
 const (
@@ -146,6 +150,7 @@ type config struct {
 	secrets      map[string]secret.Ref
 	chat         chatConfig // the project's human_approval
 	logRetention awslogs.RetentionDays
+	sources      map[string]catalog.File // pipeline name → its file, as bundled for ingest
 }
 
 // newConfig applies the defaults, checks the props, loads the pipelines and
@@ -209,7 +214,7 @@ func newConfig(props *Props) (*config, error) {
 	if c.logRetention, ok = retentions[p.LogRetentionDays]; !ok {
 		errs = append(errs, fmt.Errorf("log retention %d days: want one of 7, 14, 30, 60, 90, 180, 365", p.LogRetentionDays))
 	}
-	for _, fn := range Functions {
+	for _, fn := range Functions() {
 		path := filepath.Join(p.AssetDir, fn, "bootstrap")
 		if _, err := os.Stat(path); err != nil {
 			errs = append(errs, fmt.Errorf("function %q: %s not found: build the functions first (make lambdas) or point the stepline:assets context at them", fn, path))
@@ -235,7 +240,7 @@ func newConfig(props *Props) (*config, error) {
 		}
 	}
 	if len(errs) == 0 {
-		if err := stagePipelines(p.PipelineDir, filepath.Join(p.AssetDir, FunctionIngest, "pipelines")); err != nil {
+		if c.sources, err = readSources(ps); err != nil {
 			errs = append(errs, err)
 		} else if err := stageProject(proj, filepath.Join(p.AssetDir, FunctionIngest)); err != nil {
 			errs = append(errs, err)
@@ -247,30 +252,26 @@ func newConfig(props *Props) (*config, error) {
 	return c, nil
 }
 
-// stagePipelines copies the pipeline files into the ingest function's code
-// asset: ingest routes webhooks with them, in file-name order, so it must
-// see exactly the pipelines the stack deploys.
-func stagePipelines(from, to string) error {
-	files, err := filepath.Glob(filepath.Join(from, "*.yaml"))
-	if err != nil {
-		return err
-	}
-	if err := os.RemoveAll(to); err != nil {
-		return fmt.Errorf("stage pipelines for ingest: %w", err)
-	}
-	if err := os.MkdirAll(to, 0o755); err != nil {
-		return fmt.Errorf("stage pipelines for ingest: %w", err)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
+// readSources reads the pipelines' files for the bundles ingest routes
+// with (package shared/catalog), and checks that they bundle. Bundles from
+// an earlier synth's layout, <AssetDir>/ingest/pipelines, are removed by
+// stageProject's caller.
+func readSources(ps []*plan.Pipeline) (map[string]catalog.File, error) {
+	out := make(map[string]catalog.File, len(ps))
+	files := make([]catalog.File, 0, len(ps))
+	for _, p := range ps {
+		b, err := os.ReadFile(p.File)
 		if err != nil {
-			return fmt.Errorf("stage pipelines for ingest: %w", err)
+			return nil, fmt.Errorf("bundle pipelines for ingest: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(to, filepath.Base(f)), b, 0o644); err != nil {
-			return fmt.Errorf("stage pipelines for ingest: %w", err)
-		}
+		f := catalog.File{Name: filepath.Base(p.File), Source: string(b)}
+		out[p.Name] = f
+		files = append(files, f)
 	}
-	return nil
+	if _, err := catalog.Encode(files); err != nil {
+		return nil, fmt.Errorf("bundle pipelines for ingest: %w", err)
+	}
+	return out, nil
 }
 
 // loadProject loads the project file config, or, when it is "", the
@@ -294,11 +295,15 @@ func loadProject(config, pipelineDir string) (*project.Project, error) {
 }
 
 // stageProject copies the project file, its agents' files and its step
-// library into the ingest function's code asset, beside the staged
-// pipelines, laid out as in the project, so ingest compiles the pipelines in the same project:
-// it finds the stepline.yaml above its pipelines as the CLI does. Without
-// a project, a project file staged before is removed.
+// library into the ingest function's code asset, laid out as in the
+// project: ingest compiles the deployment's pipeline bundles in the
+// project it finds beside its bootstrap. Without a project, a project
+// file staged before is removed; so is the pipelines/ directory of
+// earlier builds, which bundled the pipeline files in the code asset.
 func stageProject(p *project.Project, to string) error {
+	if err := os.RemoveAll(filepath.Join(to, "pipelines")); err != nil {
+		return fmt.Errorf("stage project for ingest: %w", err)
+	}
 	staged := filepath.Join(to, project.FileName)
 	if p == nil {
 		if err := os.Remove(staged); err != nil && !errors.Is(err, fs.ErrNotExist) {

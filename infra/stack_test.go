@@ -127,8 +127,8 @@ func TestBuckets(t *testing.T) {
 func TestFunctions(t *testing.T) {
 	s := examples.get(t)
 	fns := s.of("AWS::Lambda::Function")
-	if len(fns) != len(infra.Functions) {
-		t.Fatalf("%d functions, want %d", len(fns), len(infra.Functions))
+	if len(fns) != len(infra.Functions()) {
+		t.Fatalf("%d functions, want %d", len(fns), len(infra.Functions()))
 	}
 	longest := 0
 	for _, p := range s.pipelines {

@@ -3,6 +3,7 @@ package infra
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"regexp"
 
@@ -49,9 +50,9 @@ type Stepline struct {
 // pipelines. id names it when props.Name is empty. The stacks share no
 // CloudFormation export or output: the pipeline stacks find the core's
 // functions, roles and topic by their names, and the functions find the
-// state machines by theirs, so adding a pipeline changes the stack of its
-// bucket (and the ingest function's bundle of pipeline files), and no
-// other pipeline stack. It fails, before adding anything to scope, when a
+// state machines by theirs and the pipeline files by the bundles each
+// stack publishes (package shared/catalog), so adding a pipeline changes
+// the stack of its bucket and no other. It fails, before adding anything to scope, when a
 // pipeline does not compile, a secret a pipeline uses has no mapping, a
 // function's bootstrap is missing, or a prop is out of range.
 func NewStepline(scope constructs.Construct, id string, props *Props) (*Stepline, error) {
@@ -78,6 +79,9 @@ func NewStepline(scope constructs.Construct, id string, props *Props) (*Stepline
 	b := &builder{stack: core, cfg: c, machines: map[string]*machine{}}
 	b.groups = b.newGroups(scope)
 	b.build()
+	if len(b.errs) > 0 {
+		return nil, fmt.Errorf("stepline: %w", errors.Join(b.errs...))
+	}
 	out := &Stepline{Core: core}
 	for _, g := range b.groups {
 		if g.stack != core {

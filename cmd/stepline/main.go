@@ -42,6 +42,9 @@ type env struct {
 	outTerminal func(io.Writer) bool
 	// usage writes the running command's usage; set by dispatch.
 	usage func(io.Writer)
+	// startHeap is called once a command that drives a run has parsed its
+	// flags (main: startingHeap); nil: the collector is left as it is.
+	startHeap func()
 }
 
 // interactive reports whether approvals can be asked for on stdin.
@@ -135,7 +138,8 @@ func commands() []command {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	stop = telemetry.SetupCLI(ctx, os.Getenv, os.Stderr, stop) // traces over OTLP when OTEL_* ask for them; stop() then exports the last
-	code := dispatch(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
+	code := dispatch(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
+		startHeap: func() { startingHeap(runHeapGoal, os.Getenv) }})
 	stop()
 	os.Exit(code)
 }

@@ -124,6 +124,9 @@ func exitCodeFlag(fs *pflag.FlagSet) *bool {
 }
 
 func runPipeline(ctx context.Context, e env, path string, sf stateFlags, f runFlags) int {
+	if e.startHeap != nil {
+		e.startHeap()
+	}
 	if f.config != "" {
 		p, err := project.Load(f.config)
 		if err != nil {

@@ -638,7 +638,7 @@ func (l *lowerer) in(x, y operand, neg, strict bool) frag {
 	} else {
 		lit := x.lit.Value
 		lc := jsonataLiteral(lit)
-		switch v := lit.(type) {
+		switch lit.(type) {
 		case string:
 			b.WriteString("$t = 'array' ? " + not(neg, lc+" in $c"))
 			b.WriteString(" : $t = 'string' ? " + not(neg, "$contains($c, "+lc+")"))
@@ -650,7 +650,6 @@ func (l *lowerer) in(x, y operand, neg, strict bool) frag {
 			b.WriteString("$t = 'array' ? " + elem("$type($e) = 'null'"))
 			b.WriteString(" : $t = 'object' ? " + boolText(neg))
 		case []any:
-			_ = v
 			b.WriteString("$t = 'array' ? " + elem("$e = "+lc))
 		}
 	}

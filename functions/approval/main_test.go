@@ -202,3 +202,17 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 		logLine(t, e, "ResourceNotFoundException")
 	})
 }
+
+// BenchmarkColdStart compares the approval bootstrap's cold start with a
+// hello-world bootstrap's (see rietest.ColdStart). The signing key comes
+// from a fake Secrets Manager, as on AWS at start-up; the event is not an
+// approval Task, so the function answers at once and stores nothing.
+//
+//	go test -run '^$' -bench ColdStart -benchtime 20x ./functions/approval
+func BenchmarkColdStart(b *testing.B) {
+	sm := rietest.FakeSecretsManager(b, map[string]string{keyARN: rieKey})
+	rietest.ColdStart(b, rietest.Build(b, "."), []byte(`{"mode": "nothing"}`),
+		"TABLE_NAME=unused", "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:9", "AWS_ENDPOINT_URL_SECRETS_MANAGER="+sm.URL,
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+		"APPROVAL_KEY_SECRET_ARN="+keyARN, "API_BASE_URL="+apiBase)
+}

@@ -21,14 +21,15 @@ import (
 	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/project"
 )
 
 // loadPipelines reads the pipeline files in dir (routing order: file
 // names) and finds each one's state machine by the naming rule of package
 // shared/awsenv: every file must compile. The stack bundles exactly the
 // files it compiled into state machines, so each file has its machine.
-func loadPipelines(dir string, names awsenv.StateMachines) ([]*pipeline.Pipeline, map[string]string, error) {
-	ps, err := intake.LoadPipelines(dir)
+func loadPipelines(dir string, p *project.Project, names awsenv.StateMachines) ([]*pipeline.Pipeline, map[string]string, error) {
+	ps, err := intake.LoadPipelinesIn(dir, p)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -67,7 +67,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ps, _, err := loadPipelines(filepath.Join("testdata", "pipelines"), testNames)
+	ps, _, err := loadPipelines(filepath.Join("testdata", "pipelines"), nil, testNames)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestLoadPipelines(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ps, machines, err := loadPipelines(tc.dir, testNames)
+			ps, machines, err := loadPipelines(tc.dir, nil, testNames)
 			if len(tc.wantErr) == 0 {
 				if err != nil || len(ps) != 3 || ps[0].Name != "rie-orders" || ps[2].Name != "rie-drafts" {
 					t.Fatalf("got %d pipelines, %v", len(ps), err)

@@ -34,15 +34,23 @@
 // # Pipelines
 //
 // Routing needs each pipeline's trigger.match, stage and dedup, which the
-// state machines do not carry. The function reads the pipeline files the
-// stack was built from in the directory "pipelines" next to its bootstrap
-// (/var/task/pipelines on Lambda: <AssetDir>/ingest/pipelines/*.yaml in
-// the code asset), or in PIPELINE_DIR when set, in file-name order (the
-// routing order). Each one's state machine is found by the naming rule of
-// package shared/awsenv, <STATE_MACHINE_PREFIX>-<pipeline> in
-// STATE_MACHINE_ACCOUNT and the function's region: the stack bundles
-// exactly the files it deployed, and the environment does not grow with
-// the pipelines.
+// state machines do not carry. Each stack that holds pipelines publishes
+// their files as a bundle (package shared/catalog): an object in the CDK
+// asset bucket named by a parameter under
+// /stepline/<STATE_MACHINE_PREFIX>/pipelines. The function lists those
+// parameters and reads every bundle when its container starts, compiles
+// the files in file-name order (the routing order) in the project staged
+// beside its bootstrap (stepline.yaml, the agents and step library), and
+// lists the parameters again at most once a minute, on an invocation:
+// when a parameter changed (a stack deployed new files), it reads the
+// bundles again and routes with them from then on; when that fails, it
+// logs the error and keeps the pipelines it had. So adding a pipeline
+// changes its own stack only, and reaches a warm function within a
+// minute of its stack's deployment. With PIPELINE_DIR set, the files of
+// that directory are read instead, once. Each pipeline's state machine is
+// found by the naming rule of package shared/awsenv,
+// <STATE_MACHINE_PREFIX>-<pipeline> in STATE_MACHINE_ACCOUNT and the
+// function's region: the environment does not grow with the pipelines.
 //
 // Environment:
 //
@@ -52,15 +60,18 @@
 //	WEBHOOK_TOKEN_SECRET_ARN  Secrets Manager secret holding the webhook bearer tokens, in
 //	                          intake.ParseTokenList form: a token, team=token pairs or a JSON
 //	                          object team → token (required; read once, when the container starts)
-//	PIPELINE_DIR              directory of the pipeline files (default: "pipelines" next to the bootstrap)
+//	PIPELINE_DIR              directory of the pipeline files, read instead of the deployment's bundles
 //	LOG_LEVEL                 debug, info (default), warn or error
 //
 // AWS access is configured from the variables the Lambda runtime sets
-// (package shared/awsenv; AWS_ENDPOINT_URL_SFN and the like are honoured).
+// (package shared/awsenv; AWS_ENDPOINT_URL_SFN, AWS_ENDPOINT_URL_SSM,
+// AWS_ENDPOINT_URL_S3 and the like are honoured).
 package main
 
 import (
 	"context"
+	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -70,7 +81,10 @@ import (
 
 	"github.com/stepline/stepline/functions/internal/boot"
 	"github.com/stepline/stepline/shared/awsenv"
+	"github.com/stepline/stepline/shared/awsrest"
+	"github.com/stepline/stepline/shared/catalog"
 	"github.com/stepline/stepline/shared/intake"
+	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/telemetry"
 )
@@ -81,16 +95,6 @@ func main() {
 	st := f.Store()
 	names, err := awsenv.StateMachinesFromEnv(os.Environ())
 	f.Check(err, "state machines")
-	dir := os.Getenv("PIPELINE_DIR")
-	if dir == "" {
-		exe, err := os.Executable()
-		f.Check(err, "find the bootstrap's directory")
-		dir = filepath.Join(filepath.Dir(exe), "pipelines")
-	}
-	ps, machines, err := loadPipelines(dir, names)
-	f.Check(err, "pipelines")
-	router, err := intake.NewRouter(ps)
-	f.Check(err, "pipelines")
 	sm, err := secret.NewSecretsManager(f.AWS)
 	f.Check(err, "secrets")
 	tokenARN := os.Getenv("WEBHOOK_TOKEN_SECRET_ARN")
@@ -106,14 +110,113 @@ func main() {
 		// The parse error may quote the secret: say where, not what.
 		f.Fail("WEBHOOK_TOKEN_SECRET_ARN: the secret holds no usable token list (want a token, team=token pairs or a JSON object)", "secret", tokenARN)
 	}
-	start := starter{sfn: sfn.NewFromConfig(f.AWS), machines: machines}
-	webhooks, err := intake.New(intake.Config{Router: router, Store: st, Starter: start, Tokens: tokens, Logger: f.Log})
-	f.Check(err, "intake")
-	trigger, err := intake.New(intake.Config{Router: router, Store: st, Starter: start, Logger: f.Log})
-	f.Check(err, "intake")
-	f.Log.Debug("pipelines loaded", "dir", dir, "pipelines", sortedNames(router))
+	env := environment{names: names, runs: st, sfn: sfn.NewFromConfig(f.AWS), tokens: tokens, log: f.Log}
+
+	var current func(context.Context) (*handler, error)
+	if dir := os.Getenv("PIPELINE_DIR"); dir != "" {
+		h, err := env.handler(dir, nil)
+		f.Check(err, "pipelines")
+		current = func(context.Context) (*handler, error) { return h, nil }
+	} else {
+		exe, err := os.Executable()
+		f.Check(err, "find the bootstrap's directory")
+		// The project the stack staged beside the bootstrap, if any.
+		proj, err := project.ForFile(filepath.Dir(exe))
+		f.Check(err, "project")
+		ps, err := secret.NewParameterStore(f.AWS)
+		f.Check(err, "parameter store")
+		s3, err := awsrest.NewS3(f.AWS)
+		f.Check(err, "s3")
+		w := &catalog.Watcher[*handler]{
+			Loader: catalog.Loader{Params: ps, Objects: s3, Prefix: names.Prefix},
+			Every:  reloadEvery,
+			Build:  env.fromBundles(proj),
+			Log:    f.Log,
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		_, err = w.Current(ctx)
+		cancel()
+		f.Check(err, "pipelines")
+		current = w.Current
+	}
+	lambda.Start(telemetry.Lambda(tp, "ingest", func(ctx context.Context, raw json.RawMessage) (any, error) {
+		h, err := current(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return h.Handle(ctx, raw)
+	}))
+}
+
+// reloadEvery is how often, at most, the function checks whether the
+// deployment's pipeline bundles changed (one GetParametersByPath call).
+const reloadEvery = time.Minute
+
+// environment is what every handler of the container shares; the
+// pipelines are what a reload changes.
+type environment struct {
+	names awsenv.StateMachines
+	runs  interface {
+		runStore
+		intake.Store
+	}
+	sfn    ExecutionStarter
+	tokens intake.Tokens
+	log    *slog.Logger
+}
+
+// handler builds the handler of the pipeline files in dir, compiled in
+// project p (nil: each file's, found walking up from it).
+func (e environment) handler(dir string, p *project.Project) (*handler, error) {
+	ps, machines, err := loadPipelines(dir, p, e.names)
+	if err != nil {
+		return nil, err
+	}
+	router, err := intake.NewRouter(ps)
+	if err != nil {
+		return nil, err
+	}
+	start := starter{sfn: e.sfn, machines: machines}
+	webhooks, err := intake.New(intake.Config{Router: router, Store: e.runs, Starter: start, Tokens: e.tokens, Logger: e.log})
+	if err != nil {
+		return nil, err
+	}
+	trigger, err := intake.New(intake.Config{Router: router, Store: e.runs, Starter: start, Logger: e.log})
+	if err != nil {
+		return nil, err
+	}
+	e.log.Debug("pipelines loaded", "dir", dir, "pipelines", sortedNames(router))
 	dep, err := newDeployed(dir, ps)
-	f.Check(err, "pipelines")
-	h := &handler{webhooks: webhooks, events: trigger, runs: st, start: start, deployed: dep, log: f.Log}
-	lambda.Start(telemetry.Lambda(tp, "ingest", h.Handle))
+	if err != nil {
+		return nil, err
+	}
+	return &handler{webhooks: webhooks, events: trigger, runs: e.runs, start: start, deployed: dep, log: e.log}, nil
+}
+
+// fromBundles returns the Build of the function's catalog.Watcher: the
+// bundles' files are written to a new directory under the temporary one
+// (the directory of the handler they replace is removed once they load).
+func (e environment) fromBundles(p *project.Project) func([]catalog.File) (*handler, error) {
+	var last string
+	return func(files []catalog.File) (*handler, error) {
+		dir, err := os.MkdirTemp("", "pipelines-")
+		if err != nil {
+			return nil, err
+		}
+		h, err := func() (*handler, error) {
+			if err := catalog.WriteDir(dir, files); err != nil {
+				return nil, err
+			}
+			return e.handler(dir, p)
+		}()
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		if last != "" {
+			os.RemoveAll(last)
+		}
+		last = dir
+		return h, nil
+	}
 }

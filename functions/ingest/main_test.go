@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/stepline/stepline/functions/rietest"
+	"github.com/stepline/stepline/shared/catalog"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/dynamo"
 	"github.com/stepline/stepline/shared/store/dynamo/dynamotest"
@@ -72,26 +74,42 @@ func (f *fakeStepFunctions) started() []execution {
 	return append([]execution(nil), f.executions...)
 }
 
-// bundle puts the bootstrap and the pipeline files together as the code
-// asset does: <dir>/bootstrap and <dir>/pipelines/*.yaml.
-func bundle(t *testing.T, bin string) {
+// publish publishes the test pipelines as a deployment does (package
+// shared/catalog): two bundles in a fake S3, named by parameters of a
+// fake Parameter Store, and returns the environment that points the
+// function at them.
+func publish(t testing.TB) []string {
 	t.Helper()
-	dir := filepath.Join(filepath.Dir(bin), "pipelines")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	files, err := filepath.Glob(filepath.Join("testdata", "pipelines", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no test pipelines: %v", err)
+	if err != nil || len(files) < 2 {
+		t.Fatalf("test pipelines: %v %v", files, err)
 	}
-	for _, f := range files {
+	var bundles [2][]catalog.File
+	for i, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+		bundles[i%2] = append(bundles[i%2], catalog.File{Name: filepath.Base(f), Source: string(b)})
+	}
+	params := map[string]string{
+		// Not under the path: not read.
+		"/stepline/" + testNames.Prefix + "/other":            "s3://cdk-assets/nothing.json",
+		"/stepline/" + testNames.Prefix + "/pipelines/deep/x": "s3://cdk-assets/nothing.json",
+	}
+	objects := map[string][]byte{}
+	for i, fs := range bundles {
+		raw, err := catalog.Encode(fs)
+		if err != nil {
 			t.Fatal(err)
 		}
+		key := fmt.Sprintf("bundle-%d.json", i)
+		params[catalog.ParameterName(testNames.Prefix, fmt.Sprintf("%02d", i))] = "s3://cdk-assets/" + key
+		objects["cdk-assets/"+key] = raw
+	}
+	return []string{
+		"AWS_ENDPOINT_URL_SSM=" + rietest.FakeParameterStore(t, params).URL,
+		"AWS_ENDPOINT_URL_S3=" + rietest.FakeS3(t, objects).URL,
 	}
 }
 
@@ -114,7 +132,8 @@ func invokeAPI(t *testing.T, e *rietest.Emulator, event []byte) (int, map[string
 
 // TestBootstrapThroughEmulator invokes the real ingest bootstrap through
 // the Runtime Interface Emulator with the events in events/lambda: the
-// pipeline files lie next to the bootstrap, the webhook token comes from
+// pipeline files come from the deployment's bundles (a fake Parameter
+// Store and S3), the webhook token comes from
 // a fake Secrets Manager, runs and dedup claims go to DynamoDB Local, and
 // a fake Step Functions records the executions started.
 func TestBootstrapThroughEmulator(t *testing.T) {
@@ -127,7 +146,6 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 	sm := rietest.FakeSecretsManager(t, map[string]string{tokenARN: testToken})
 	sf := newFakeStepFunctions(t)
 	bin := rietest.Build(t, ".")
-	bundle(t, bin)
 	env := []string{
 		"TABLE_NAME=" + table,
 		"AWS_ENDPOINT_URL_DYNAMODB=" + endpoint,
@@ -136,6 +154,7 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
 		"WEBHOOK_TOKEN_SECRET_ARN=" + tokenARN,
 	}
+	env = append(env, publish(t)...)
 	e := rietest.Start(t, bin, append(env, "STATE_MACHINE_PREFIX="+testNames.Prefix, "STATE_MACHINE_ACCOUNT="+testNames.Account)...)
 	st := dynamo.New(client, table)
 	ctx := context.Background()
@@ -186,6 +205,21 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 		t.Errorf("manual run answered %d %v", status, body)
 	}
 
+	// Every pipeline of both bundles is deployed, with its file.
+	get := func(path, route, name string) (int, map[string]any) {
+		return invokeAPI(t, e, apiRequest(t, "apigw-pipeline-run.json", func(ev *events.APIGatewayV2HTTPRequest) {
+			ev.RequestContext.HTTP.Method, ev.RawPath, ev.RouteKey, ev.Body = "GET", path, "GET "+route, ""
+			ev.PathParameters = map[string]string{"name": name}
+		}))
+	}
+	files, _ := filepath.Glob(filepath.Join("testdata", "pipelines", "*.yaml"))
+	if status, body := get("/pipelines", "/pipelines", ""); status != 200 || len(body["pipelines"].([]any)) != len(files) {
+		t.Errorf("GET /pipelines answered %d %v, want the %d pipelines of both bundles", status, body, len(files))
+	}
+	if status, body := get("/pipelines/rie-alerts", "/pipelines/{name}", "rie-alerts"); status != 200 || body["name"] != "rie-alerts" || !strings.Contains(fmt.Sprint(body["yaml"]), "name: rie-alerts") {
+		t.Errorf("GET /pipelines/rie-alerts answered %d %v", status, body)
+	}
+
 	res := e.Invoke(t, readEvent(t, "eventbridge-trigger-ingest.json"))
 	var tr triggerResult
 	if res.ErrorType != "" || json.Unmarshal(res.Body, &tr) != nil || tr.Status != "accepted" || tr.Pipeline != "rie-alerts" {
@@ -215,4 +249,20 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	})
+}
+
+// BenchmarkColdStart compares the ingest bootstrap's cold start with a
+// hello-world bootstrap's (see rietest.ColdStart). As on AWS, the start-up
+// reads the deployment's pipeline bundles (a fake Parameter Store and S3)
+// and the webhook tokens (a fake Secrets Manager); the event is neither a
+// request nor a trigger, answered at once.
+//
+//	go test -run '^$' -bench ColdStart -benchtime 20x ./functions/ingest
+func BenchmarkColdStart(b *testing.B) {
+	sm := rietest.FakeSecretsManager(b, map[string]string{tokenARN: testToken})
+	env := append(publish(b),
+		"TABLE_NAME=unused", "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:9", "AWS_ENDPOINT_URL_SECRETS_MANAGER="+sm.URL,
+		"AWS_ENDPOINT_URL_SFN=http://127.0.0.1:9", "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+		"WEBHOOK_TOKEN_SECRET_ARN="+tokenARN, "STATE_MACHINE_PREFIX="+testNames.Prefix, "STATE_MACHINE_ACCOUNT="+testNames.Account)
+	rietest.ColdStart(b, rietest.Build(b, "."), []byte(`{}`), env...)
 }

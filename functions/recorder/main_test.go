@@ -210,3 +210,15 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkColdStart compares the recorder bootstrap's cold start with a
+// hello-world bootstrap's (see rietest.ColdStart). The event is not an
+// execution status change: the function logs it and answers at once.
+//
+//	go test -run '^$' -bench ColdStart -benchtime 20x ./functions/recorder
+func BenchmarkColdStart(b *testing.B) {
+	rietest.ColdStart(b, rietest.Build(b, "."), []byte(`{}`),
+		"TABLE_NAME=unused", "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:9", "AWS_ENDPOINT_URL_SFN=http://127.0.0.1:9",
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+		"STATE_MACHINE_PREFIX=stepline", "STATE_MACHINE_ACCOUNT=123456789012")
+}

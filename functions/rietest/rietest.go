@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stepline/stepline/shared/harness"
+	"github.com/stepline/stepline/internal/testenv"
 )
 
 // Emulator is one running emulator with its bootstrap.
@@ -105,11 +105,11 @@ func Start(t testing.TB, bootstrap string, env ...string) *Emulator {
 }
 
 func start(rie, bootstrap string, env []string) (*Emulator, error) {
-	api, err := harness.FreePort()
+	api, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	port, err := harness.FreePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +193,7 @@ func (e *Emulator) Output() string { return e.out.String() }
 func find(t testing.TB) string {
 	t.Helper()
 	candidates := []string{os.Getenv("STEPLINE_RIE")}
-	if root := harness.RepoRoot(); root != "" {
+	if root := testenv.RepoRoot(); root != "" {
 		candidates = append(candidates, filepath.Join(root, "bin", "aws-lambda-rie"))
 	}
 	if p, err := exec.LookPath("aws-lambda-rie"); err == nil {
@@ -207,6 +207,6 @@ func find(t testing.TB) string {
 			return c
 		}
 	}
-	harness.Missing(t, "the Lambda Runtime Interface Emulator is not installed: run make tools")
+	testenv.Missing(t, "the Lambda Runtime Interface Emulator is not installed: run make tools")
 	return ""
 }

@@ -34,3 +34,28 @@ func TestAgentBudget(t *testing.T) {
 		})
 	}
 }
+
+func TestEnvBool(t *testing.T) {
+	cases := []struct {
+		name, in string
+		want     bool
+		err      bool
+	}{
+		{"unset", "", false, false},
+		{"true", "true", true, false},
+		{"one", "1", true, false},
+		{"false", "false", false, false},
+		{"not a boolean", "yes", false, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := envBool(c.in)
+			if got != c.want || (err != nil) != c.err {
+				t.Errorf("envBool(%q) = %v, %v; want %v, error %v", c.in, got, err, c.want, c.err)
+			}
+			if err != nil && !strings.Contains(err.Error(), `"yes"`) {
+				t.Errorf("the error does not quote the value: %v", err)
+			}
+		})
+	}
+}

@@ -16,6 +16,9 @@
 //	                  duration in (0, 15m] (default 800s, see package
 //	                  steprun); the offline AWS tier sets 1ns, one model
 //	                  call per Task
+//	MCP_CLOSE_ON_SHUTDOWN
+//	                  true: close the MCP sessions of agent steps when the
+//	                  container stops (see below); default false
 //	OTEL_*            OpenTelemetry traces over OTLP/HTTP (package
 //	                  shared/telemetry): OTEL_EXPORTER_OTLP_ENDPOINT turns them
 //	                  on; none are exported when unset
@@ -36,8 +39,13 @@
 // Agent steps reach their MCP servers over streamable HTTP only (stdio
 // servers are refused: the compiler keeps them off AWS). Sessions are
 // opened on first use and kept for the life of the container, so a warm
-// invocation reuses them; when the Lambda service stops the container
-// (SIGTERM), the registry closes them.
+// invocation reuses them. With MCP_CLOSE_ON_SHUTDOWN=true the registry
+// closes them (an HTTP DELETE to each server) when the Lambda service
+// stops the container: the function then registers an internal extension
+// so that the service sends it SIGTERM, which adds about 1.4 ms to every
+// cold start (a quarter of a hello-world bootstrap's, through the emulator).
+// Unset or false, a stopped container's sessions are left to the servers'
+// own expiry, as after any container the service kills without notice.
 //
 // AWS access is configured from the variables the Lambda runtime sets
 // (package shared/awsenv: region, the execution role's credentials,
@@ -56,6 +64,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -102,8 +111,14 @@ func main() {
 		f.Check(err, "artifacts")
 		h.Artifacts = steprun.S3{Client: objects, Bucket: bucket}
 	}
-	// The MCP sessions of agent steps close when the container stops.
-	lambda.StartWithOptions(telemetry.Lambda(tp, "step", h.Lambda()), lambda.WithEnableSIGTERM(func() { _ = registry.Close() }))
+	var opts []lambda.Option
+	closeMCP, err := envBool(os.Getenv("MCP_CLOSE_ON_SHUTDOWN"))
+	f.Check(err, "MCP_CLOSE_ON_SHUTDOWN")
+	if closeMCP {
+		// The MCP sessions of agent steps close when the container stops.
+		opts = append(opts, lambda.WithEnableSIGTERM(func() { _ = registry.Close() }))
+	}
+	lambda.StartWithOptions(telemetry.Lambda(tp, "step", h.Lambda()), opts...)
 }
 
 // xrayTraceParent is the invocation's X-Ray trace (the runtime puts its
@@ -111,6 +126,18 @@ func main() {
 func xrayTraceParent(ctx context.Context) string {
 	h, _ := ctx.Value("x-amzn-trace-id").(string)
 	return telemetry.TraceParentFromXRay(h)
+}
+
+// envBool reads a true/false variable: "" is false.
+func envBool(s string) (bool, error) {
+	if s == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, fmt.Errorf("want true or false, not %q", s)
+	}
+	return b, nil
 }
 
 // maxAgentBudget is the longest AGENT_INVOCATION_BUDGET: what one Lambda

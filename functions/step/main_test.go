@@ -9,10 +9,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stepline/stepline/functions/rietest"
 	"github.com/stepline/stepline/shared/fault"
@@ -138,56 +136,38 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 	}
 }
 
-// BenchmarkColdStart compares the step bootstrap's first invocation
-// through the emulator with a hello-world bootstrap built the same way.
-// Every iteration starts a fresh emulator for each bootstrap (so every
-// measured invocation is cold), alternating which goes first so that both
-// see the same machine. It reports the medians in µs, their ratio (the
-// target is at most 1.5) and the bootstraps' sizes; ns/op is the step
-// bootstrap's median.
+// TestSIGTERMOnlyWhenAsked checks through the emulator that the function
+// registers the extension that makes the Lambda service send SIGTERM (for
+// closing MCP sessions) only with MCP_CLOSE_ON_SHUTDOWN=true: the
+// registration costs every cold start.
+func TestSIGTERMOnlyWhenAsked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the bootstrap and runs the emulator")
+	}
+	bin := rietest.Build(t, ".")
+	env := []string{"TABLE_NAME=unused", "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:9", "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local"}
+	for _, c := range []struct {
+		value      string
+		registered bool
+	}{{"", false}, {"false", false}, {"true", true}} {
+		e := rietest.Start(t, bin, append(env, "MCP_CLOSE_ON_SHUTDOWN="+c.value)...)
+		if res := e.Invoke(t, []byte(`{"mode": "nothing"}`)); res.ErrorType != "ConfigError" {
+			t.Fatalf("MCP_CLOSE_ON_SHUTDOWN=%q: errorType %q (%s), want ConfigError", c.value, res.ErrorType, res.Message)
+		}
+		e.Stop()
+		if got := strings.Contains(e.Output(), "GoLangEnableSIGTERM"); got != c.registered {
+			t.Errorf("MCP_CLOSE_ON_SHUTDOWN=%q: SIGTERM extension registered %v, want %v\n%s", c.value, got, c.registered, e.Output())
+		}
+	}
+}
+
+// BenchmarkColdStart compares the step bootstrap's cold start with a
+// hello-world bootstrap's (see rietest.ColdStart). An invalid event: the
+// step function answers at once, so the figure is the start-up, not the
+// work. Nothing is stored, so the table and its endpoint need not exist.
 //
 //	go test -run '^$' -bench ColdStart -benchtime 20x ./functions/step
 func BenchmarkColdStart(b *testing.B) {
-	// An invalid event: the step function answers at once, so the figure
-	// is the start-up, not the work. Nothing is stored, so the table and
-	// its endpoint need not exist.
-	env := []string{"TABLE_NAME=unused", "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:9", "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local"}
-	step := rietest.Build(b, ".")
-	hello := rietest.Build(b, "./testdata/hello")
-	cold := func(bin string, event []byte) time.Duration {
-		e := rietest.Start(b, bin, env...)
-		defer e.Stop()
-		return e.Invoke(b, event).Duration
-	}
-	var steps, hellos []time.Duration
-	for i := range b.N {
-		if i%2 == 0 {
-			steps = append(steps, cold(step, []byte(`{"mode": "nothing"}`)))
-			hellos = append(hellos, cold(hello, []byte(`{}`)))
-		} else {
-			hellos = append(hellos, cold(hello, []byte(`{}`)))
-			steps = append(steps, cold(step, []byte(`{"mode": "nothing"}`)))
-		}
-	}
-	s, h := median(steps), median(hellos)
-	b.ReportMetric(float64(s.Nanoseconds()), "ns/op")
-	b.ReportMetric(float64(s.Microseconds()), "step-µs")
-	b.ReportMetric(float64(h.Microseconds()), "hello-µs")
-	b.ReportMetric(float64(s)/float64(h), "ratio")
-	b.ReportMetric(float64(fileSize(b, step))/(1<<20), "step-MiB")
-	b.ReportMetric(float64(fileSize(b, hello))/(1<<20), "hello-MiB")
-}
-
-func median(ds []time.Duration) time.Duration {
-	ds = slices.Clone(ds)
-	slices.Sort(ds)
-	return ds[len(ds)/2]
-}
-
-func fileSize(t testing.TB, path string) int64 {
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fi.Size()
+	rietest.ColdStart(b, rietest.Build(b, "."), []byte(`{"mode": "nothing"}`),
+		"TABLE_NAME=unused", "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:9", "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local")
 }

@@ -3,10 +3,10 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/stepline/stepline/compiler"
@@ -382,7 +382,7 @@ func secretNames(m *pipeline.Pipeline) []string {
 			visit(n.Config)
 		}
 	}
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // defaultSecrets lists the secrets the pipeline's executors read by
@@ -394,7 +394,7 @@ func defaultSecrets(m *pipeline.Pipeline) []string {
 			seen[n] = true
 		}
 	})
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // bedrockModels lists the models the pipeline's bedrock executors call.
@@ -418,7 +418,7 @@ func bedrockModels(m *pipeline.Pipeline) []string {
 			}
 		}
 	})
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // agents calls fn for every step, branch and fan-out that runs an agent,
@@ -457,7 +457,7 @@ func agents(m *pipeline.Pipeline, fn func(where string, at pipeline.Pos, r *agen
 func agentNames(m *pipeline.Pipeline) []string {
 	seen := map[string]bool{}
 	agents(m, func(_ string, _ pipeline.Pos, r *agent.Resolved) { seen[r.Profile.Name] = true })
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // stdioAgents reports each step whose agent needs a stdio MCP server:
@@ -473,15 +473,6 @@ func stdioAgents(m *pipeline.Pipeline) compiler.Diagnostics {
 		}
 	})
 	return ds.Sort()
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // shellChecks reports each shell check: a command runs only where the

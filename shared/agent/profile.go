@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/stepline/stepline/shared/internal/lazyregexp"
 	"github.com/stepline/stepline/shared/internal/yamlread"
 	"github.com/stepline/stepline/shared/yamldoc"
 )
@@ -45,10 +45,10 @@ const (
 )
 
 // NameRE is what an agent's name (and its directory's) may be.
-var NameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$`)
+var NameRE = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$`)
 
 // ServerNameRE is what an MCP server's name may be.
-var ServerNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$`)
+var ServerNameRE = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$`)
 
 // ProfileFields are the keys agent.yaml may hold.
 var ProfileFields = []string{
@@ -465,7 +465,7 @@ func (p *parser) globs(n *yaml.Node, field string) []string {
 	return globs
 }
 
-var yamlLineRE = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
+var yamlLineRE = lazyregexp.New(`^yaml: (?:line (\d+): )?(.*)$`)
 
 // YAMLError positions what yamldoc.Parse refused in file: a bound
 // crossed, at its node, or a syntax error, at its line.

@@ -2,9 +2,10 @@ package agent
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/stepline/stepline/shared/internal/lazyregexp"
 )
 
 // Providers maps provider names to where their models are called.
@@ -35,7 +36,7 @@ func (ps Providers) Names() []string {
 
 // ProviderNameRE is what a provider's name may be: the part of a model
 // string before its first slash.
-var ProviderNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,39}$`)
+var ProviderNameRE = lazyregexp.New(`^[a-z][a-z0-9_-]{0,39}$`)
 
 // referenceOnly are providers of the reference gateway that Stepline does
 // not build in; a project declares them (OpenAI-compatible) to use them.

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -239,7 +240,7 @@ func (s *Service) respond(w http.ResponseWriter, r *http.Request, status int, v 
 	if r.Method == http.MethodHead {
 		return
 	}
-	_ = pageTemplate.Execute(w, v)
+	_ = pageTemplate().Execute(w, v)
 }
 
 func wantsJSON(r *http.Request) bool {
@@ -255,16 +256,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func when(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
 
 // pageTemplate is the confirmation and result page. The form posts to the
-// page's own address.
-var pageTemplate = template.Must(template.New("approval").Funcs(template.FuncMap{
-	"when": when,
-	"whenp": func(t *time.Time) string {
-		if t == nil {
-			return ""
-		}
-		return when(*t)
-	},
-}).Parse(`<!doctype html>
+// page's own address. It is parsed when the first page is served, not in
+// every cold start of the functions that link this package.
+var pageTemplate = sync.OnceValue(pageSource)
+
+func pageSource() *template.Template {
+	return template.Must(template.New("approval").Funcs(template.FuncMap{
+		"when": when,
+		"whenp": func(t *time.Time) string {
+			if t == nil {
+				return ""
+			}
+			return when(*t)
+		},
+	}).Parse(`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -317,3 +322,4 @@ fieldset{border:1px solid #d0d7de;border-radius:6px;margin:0 0 1rem}label{margin
 </body>
 </html>
 `))
+}

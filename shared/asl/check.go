@@ -3,10 +3,11 @@ package asl
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/stepline/stepline/shared/internal/lazyregexp"
 )
 
 // Problem is one finding of Check.
@@ -262,7 +263,7 @@ func assignedVars(st State) []string {
 	return names
 }
 
-var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var varName = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func validVarName(s string) bool { return varName.MatchString(s) && len(s) <= 80 }
 

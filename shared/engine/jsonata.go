@@ -13,6 +13,7 @@ import (
 	"hash"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -31,12 +32,48 @@ type expr struct {
 	src   string // the expression, without {% %}
 	field string // where it sits, e.g. "Arguments/Payload/run"
 	names []string
-	prog  *jsonata.Expr
+	code  *exprCode
 	// path is set when the expression is a plain path, $name or
 	// $name.field.field (the most common kind in compiled machines): it
 	// is then looked up directly as long as every step meets an object.
 	path []string
 }
+
+// exprCode is what the expressions of one definition with the same body
+// and the same bound variables share: a compiled machine repeats the same
+// strings in every step ($states.result.Payload, $run, the outcome
+// conditions), so each distinct one is parsed once per definition (a
+// 100-step pipeline has about 1,400 JSONata strings, 330 of them
+// distinct). The wrapped program of a plain path is compiled only when a
+// lookup meets an array, which few runs do.
+type exprCode struct {
+	source string // the wrapped program
+	exts   map[string]jsonata.Extension
+	path   []string
+
+	once sync.Once
+	prog *jsonata.Expr
+	err  error
+}
+
+// program returns the compiled wrapped program, compiling it on first use.
+func (c *exprCode) program() (*jsonata.Expr, error) {
+	c.once.Do(func() {
+		c.prog, c.err = jsonata.Compile(c.source)
+		if c.err == nil && len(c.exts) > 0 {
+			if err := c.prog.RegisterExts(c.exts); err != nil {
+				c.err = fmt.Errorf("register functions: %v", err)
+			}
+		}
+	})
+	return c.prog, c.err
+}
+
+// exprCache holds the exprCode of one definition's compile by body and
+// bound names; a nil exprCache shares nothing.
+type exprCache map[exprKey]*exprCode
+
+type exprKey struct{ body, names string }
 
 // evalMu serializes JSONata evaluations in the process. blues/jsonata-go
 // keeps its functions in package-level values and sets the name and the
@@ -54,9 +91,12 @@ var (
 // compileExpr compiles the body of a JSONata string. visible lists the
 // variables the state's scope can reference.
 func compileExpr(body, field string, visible map[string]bool) (*expr, error) {
-	if _, err := jsonata.Compile(body); err != nil {
-		return nil, fmt.Errorf("%s: JSONata expression %q does not compile: %v", field, body, err)
-	}
+	return exprCache(nil).compile(body, field, visible)
+}
+
+// compile is compileExpr sharing the compiled code of an earlier
+// expression with the same body and bound names.
+func (c exprCache) compile(body, field string, visible map[string]bool) (*expr, error) {
 	var names []string
 	seen := map[string]bool{}
 	for _, m := range varRef.FindAllStringSubmatch(body, -1) {
@@ -68,6 +108,27 @@ func compileExpr(body, field string, visible map[string]bool) (*expr, error) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	key := exprKey{body: body, names: strings.Join(names, " ")}
+	code := c[key]
+	if code == nil {
+		var err error
+		if code, err = newExprCode(body, names); err != nil {
+			return nil, fmt.Errorf("%s: JSONata expression %q does not compile: %v", field, body, err)
+		}
+		if c != nil {
+			c[key] = code
+		}
+	}
+	return &expr{src: body, field: field, names: names, code: code, path: code.path}, nil
+}
+
+// newExprCode checks that body compiles on its own (so that the block
+// around it cannot make a broken expression whole) and prepares its
+// wrapped program: compiled now, or on first use for a plain path.
+func newExprCode(body string, names []string) (*exprCode, error) {
+	if _, err := jsonata.Compile(body); err != nil {
+		return nil, err
+	}
 	var b strings.Builder
 	b.WriteString("(")
 	for _, n := range names {
@@ -76,28 +137,25 @@ func compileExpr(body, field string, visible map[string]bool) (*expr, error) {
 	b.WriteString("(\n")
 	b.WriteString(body)
 	b.WriteString("\n))")
-	prog, err := jsonata.Compile(b.String())
-	if err != nil {
-		return nil, fmt.Errorf("%s: JSONata expression %q does not compile: %v", field, body, err)
-	}
+	code := &exprCode{source: b.String()}
 	// Bind only the extra functions the expression calls: every binding
 	// costs on each evaluation.
-	exts := map[string]jsonata.Extension{}
 	for name, ext := range sfnFunctions {
 		if strings.Contains(body, "$"+name) {
-			exts[name] = ext
+			if code.exts == nil {
+				code.exts = map[string]jsonata.Extension{}
+			}
+			code.exts[name] = ext
 		}
 	}
-	if len(exts) > 0 {
-		if err := prog.RegisterExts(exts); err != nil {
-			return nil, fmt.Errorf("%s: register functions: %v", field, err)
-		}
+	if m := simplePath.FindStringSubmatch(body); m != nil && len(code.exts) == 0 && slices.Contains(names, m[1]) {
+		code.path = append([]string{m[1]}, strings.Split(m[2], ".")[1:]...)
+		return code, nil
 	}
-	e := &expr{src: body, field: field, names: names, prog: prog}
-	if m := simplePath.FindStringSubmatch(body); m != nil && len(exts) == 0 && (m[1] == "states" || visible[m[1]]) {
-		e.path = append([]string{m[1]}, strings.Split(m[2], ".")[1:]...)
+	if _, err := code.program(); err != nil {
+		return nil, err
 	}
-	return e, nil
+	return code, nil
 }
 
 // lookup evaluates a plain path without JSONata. ok is false when the
@@ -266,9 +324,13 @@ func withNulls(v any) (any, bool) {
 }
 
 func (e *expr) evalLocked(doc map[string]any) (any, error) {
+	prog, err := e.code.program()
+	if err != nil {
+		return nil, err
+	}
 	evalMu.Lock()
 	defer evalMu.Unlock()
-	return e.prog.Eval(doc)
+	return prog.Eval(doc)
 }
 
 func (e *expr) undefined() error {
@@ -381,10 +443,15 @@ type tmpl struct {
 }
 
 func compileTmpl(v any, field string, visible map[string]bool) (*tmpl, error) {
+	return exprCache(nil).tmpl(v, field, visible)
+}
+
+// tmpl is compileTmpl sharing compiled expressions through c.
+func (c exprCache) tmpl(v any, field string, visible map[string]bool) (*tmpl, error) {
 	switch x := v.(type) {
 	case string:
 		if body, ok := asl.ExprBody(x); ok {
-			e, err := compileExpr(body, field, visible)
+			e, err := c.compile(body, field, visible)
 			if err != nil {
 				return nil, err
 			}
@@ -399,7 +466,7 @@ func compileTmpl(v any, field string, visible map[string]bool) (*tmpl, error) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			f, err := compileTmpl(x[k], field+"/"+k, visible)
+			f, err := c.tmpl(x[k], field+"/"+k, visible)
 			if err != nil {
 				return nil, err
 			}
@@ -414,7 +481,7 @@ func compileTmpl(v any, field string, visible map[string]bool) (*tmpl, error) {
 	case []any:
 		t := &tmpl{isArr: true, static: true}
 		for i, e := range x {
-			f, err := compileTmpl(e, fmt.Sprintf("%s[%d]", field, i), visible)
+			f, err := c.tmpl(e, fmt.Sprintf("%s[%d]", field, i), visible)
 			if err != nil {
 				return nil, err
 			}
@@ -433,7 +500,7 @@ func compileTmpl(v any, field string, visible map[string]bool) (*tmpl, error) {
 	}
 	switch n.(type) {
 	case map[string]any, []any:
-		return compileTmpl(n, field, visible)
+		return c.tmpl(n, field, visible)
 	}
 	return &tmpl{static: true, lit: n}, nil
 }

@@ -223,3 +223,75 @@ func TestConcurrentEvaluations(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestExpressionsShareCode checks that one compile parses each distinct
+// expression once: strings with the same body and bound variables share
+// their code, while each keeps its own field for its errors; a body bound
+// to other variables (another scope) gets its own code.
+func TestExpressionsShareCode(t *testing.T) {
+	c := exprCache{}
+	visible := map[string]bool{"run": true}
+	a, err := c.compile("$states.input.n + 1", "Output", visible)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.compile("$states.input.n + 1", "Choices[0]/Condition", visible)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.code != b.code || len(c) != 1 {
+		t.Fatalf("the same body compiled twice: %p %p, %d entries", a.code, b.code, len(c))
+	}
+	env := &evalEnv{states: map[string]any{"input": map[string]any{}}}
+	for _, e := range []*expr{a, b} {
+		if _, err := e.eval(env); err == nil || !strings.Contains(err.Error(), "'"+e.field+"'") {
+			t.Errorf("error %v does not name the field %q", err, e.field)
+		}
+	}
+	other, err := c.compile("$run.id & $x", "Output", map[string]bool{"run": true, "x": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, err := c.compile("$run.id & $x", "Output", visible)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.code == same.code || strings.Join(other.names, ",") != "run,x" || strings.Join(same.names, ",") != "run" {
+		t.Errorf("bodies bound to different variables share code: names %v and %v", other.names, same.names)
+	}
+	got, err := other.eval(&evalEnv{vars: varMap{"run": map[string]any{"id": "r1"}, "x": "-2"}})
+	if err != nil || got != "r1-2" {
+		t.Errorf("eval = %v, %v; want r1-2", got, err)
+	}
+}
+
+// TestPlainPathCompiledOnUse checks that a plain path's JSONata program is
+// compiled only when a lookup meets an array, and then answers as JSONata
+// does; a broken body is still refused when it is compiled, also one that
+// the block around it would make whole.
+func TestPlainPathCompiledOnUse(t *testing.T) {
+	e, err := compileExpr("$states.input.items.id", "Output", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.path == nil || e.code.prog != nil {
+		t.Fatalf("path %v, program compiled %v: want a plain path not compiled yet", e.path, e.code.prog != nil)
+	}
+	got, err := e.eval(&evalEnv{states: map[string]any{"input": map[string]any{"items": map[string]any{"id": "a"}}}})
+	if err != nil || got != "a" || e.code.prog != nil {
+		t.Fatalf("object path: %v, %v, compiled %v", got, err, e.code.prog != nil)
+	}
+	items := []any{map[string]any{"id": "a"}, map[string]any{"id": "b"}}
+	got, err = e.eval(&evalEnv{states: map[string]any{"input": map[string]any{"items": items}}})
+	if err != nil || e.code.prog == nil {
+		t.Fatalf("array path: %v, compiled %v", err, e.code.prog != nil)
+	}
+	if g, _ := json.Marshal(got); string(g) != `["a","b"]` {
+		t.Errorf("array path = %s, want [\"a\",\"b\"]", g)
+	}
+	for _, body := range []string{"$states.input +", "1); (2"} {
+		if _, err := (exprCache{}).compile(body, "Output", nil); err == nil || !strings.Contains(err.Error(), "Output: JSONata expression") {
+			t.Errorf("%q: err = %v, want it refused at its field", body, err)
+		}
+	}
+}

@@ -1,10 +1,8 @@
 package engine
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -20,6 +18,7 @@ type program struct {
 	hash   string // sha256 of the marshalled definition
 	root   *scope
 	states map[string]*stateProg // state names are unique in a machine
+	exprs  exprCache             // while compiling: the expressions compiled so far
 }
 
 // scope is one States object: the top level, a Parallel branch or a Map
@@ -84,11 +83,7 @@ func compile(def *asl.StateMachine, maxBytes int) (*program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile definition: %w", err)
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, raw); err != nil {
-		return nil, fmt.Errorf("compile definition: %w", err)
-	}
-	size := compact.Len()
+	size := compactSize(raw)
 	if size > maxBytes {
 		return nil, fmt.Errorf("compile definition: definition is %d bytes, over the %d-byte limit", size, maxBytes)
 	}
@@ -96,12 +91,40 @@ func compile(def *asl.StateMachine, maxBytes int) (*program, error) {
 		return nil, fmt.Errorf("compile definition: %w", err)
 	}
 	sum := sha256.Sum256(raw)
-	p := &program{def: def, hash: hex.EncodeToString(sum[:]), states: map[string]*stateProg{}}
+	p := &program{def: def, hash: hex.EncodeToString(sum[:]), states: map[string]*stateProg{}, exprs: exprCache{}}
 	p.root, err = p.scope(def.StartAt, def.States, nil)
 	if err != nil {
 		return nil, fmt.Errorf("compile definition: %w", err)
 	}
+	p.exprs = nil
 	return p, nil
+}
+
+// compactSize is the length raw, valid JSON, has once compacted (as
+// json.Compact writes it): its bytes less the whitespace outside strings,
+// counted without writing the compact copy.
+func compactSize(raw []byte) int {
+	n := 0
+	inString, escaped := false, false
+	for _, c := range raw {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			continue
+		}
+		n++
+	}
+	return n
 }
 
 // validate is def.Validate without Step Functions' size limit, which the
@@ -153,7 +176,7 @@ func (p *program) state(name string, st asl.State, sc *scope) (*stateProg, error
 		if err != nil || v == nil {
 			return
 		}
-		*dst, err = compileTmpl(v, f, vis)
+		*dst, err = p.exprs.tmpl(v, f, vis)
 	}
 	assign := func(m map[string]any, f string) []assignProg {
 		keys := make([]string, 0, len(m))

@@ -11,6 +11,7 @@ package fault
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -73,7 +74,20 @@ type AgentDeadlineExceeded struct{ Msg string }
 // (the step function's Lambda adapter reports it under that name).
 type RunEnded struct{ Msg string }
 
-func (e *RunEnded) Error() string                 { return e.Msg }
+func (e *RunEnded) Error() string { return e.Msg }
+
+func (*RunEnded) faultName() string { return NameRunEnded }
+
+func (e *RunEnded) withMsg(m string) error { c := *e; c.Msg = m; return &c }
+
+// fault is what every error type here provides: its ASL error name, and
+// a copy of itself with another message (Surface, Errorf).
+type fault interface {
+	error
+	faultName() string
+	withMsg(msg string) error
+}
+
 func (e *ExecutorTimeout) Error() string          { return e.Msg }
 func (e *ExecutorUnavailable) Error() string      { return e.Msg }
 func (e *RateLimited) Error() string              { return e.Msg }
@@ -84,6 +98,30 @@ func (e *ConfigError) Error() string              { return e.Msg }
 func (e *TemplateError) Error() string            { return e.Msg }
 func (e *AgentIterationsExhausted) Error() string { return e.Msg }
 func (e *AgentDeadlineExceeded) Error() string    { return e.Msg }
+
+func (*ExecutorTimeout) faultName() string          { return NameExecutorTimeout }
+func (*ExecutorUnavailable) faultName() string      { return NameExecutorUnavailable }
+func (*RateLimited) faultName() string              { return NameRateLimited }
+func (*ExecutorRejected) faultName() string         { return NameExecutorRejected }
+func (*InvalidOutput) faultName() string            { return NameInvalidOutput }
+func (*ModelRefused) faultName() string             { return NameModelRefused }
+func (*ConfigError) faultName() string              { return NameConfigError }
+func (*TemplateError) faultName() string            { return NameTemplateError }
+func (*AgentIterationsExhausted) faultName() string { return NameAgentIterationsExhausted }
+func (*AgentDeadlineExceeded) faultName() string    { return NameAgentDeadlineExceeded }
+
+// withMsg copies the whole value, so fields other than Msg (RateLimited's
+// RetryAfter) are kept.
+func (e *ExecutorTimeout) withMsg(m string) error          { c := *e; c.Msg = m; return &c }
+func (e *ExecutorUnavailable) withMsg(m string) error      { c := *e; c.Msg = m; return &c }
+func (e *RateLimited) withMsg(m string) error              { c := *e; c.Msg = m; return &c }
+func (e *ExecutorRejected) withMsg(m string) error         { c := *e; c.Msg = m; return &c }
+func (e *InvalidOutput) withMsg(m string) error            { c := *e; c.Msg = m; return &c }
+func (e *ModelRefused) withMsg(m string) error             { c := *e; c.Msg = m; return &c }
+func (e *ConfigError) withMsg(m string) error              { c := *e; c.Msg = m; return &c }
+func (e *TemplateError) withMsg(m string) error            { c := *e; c.Msg = m; return &c }
+func (e *AgentIterationsExhausted) withMsg(m string) error { c := *e; c.Msg = m; return &c }
+func (e *AgentDeadlineExceeded) withMsg(m string) error    { c := *e; c.Msg = m; return &c }
 
 // Error names as they appear in ASL Retry and Catch rules.
 const (
@@ -102,24 +140,30 @@ const (
 	NameRunEnded = "Stepline.RunEnded"
 )
 
-// Retryable lists the error names a step's retry: policy retries. Low
-// confidence is a decision, not an error, and is never retried.
-var Retryable = []string{NameExecutorTimeout, NameExecutorUnavailable, NameRateLimited, NameInvalidOutput}
+// Retryable returns the error names a step's retry: policy retries, in a
+// new slice the caller may change. Low confidence is a decision, not an
+// error, and is never retried.
+func Retryable() []string {
+	return []string{NameExecutorTimeout, NameExecutorUnavailable, NameRateLimited, NameInvalidOutput}
+}
 
-// LambdaServiceErrors lists the errors of the Lambda service itself that
-// every Task retries whatever the step's retry: policy says.
-var LambdaServiceErrors = []string{
-	"Lambda.ServiceException",
-	"Lambda.AWSLambdaException",
-	"Lambda.SdkClientException",
-	"Lambda.TooManyRequestsException",
+// LambdaServiceErrors returns the errors of the Lambda service itself that
+// every Task retries whatever the step's retry: policy says, in a new
+// slice the caller may change.
+func LambdaServiceErrors() []string {
+	return []string{
+		"Lambda.ServiceException",
+		"Lambda.AWSLambdaException",
+		"Lambda.SdkClientException",
+		"Lambda.TooManyRequestsException",
+	}
 }
 
 // Name returns the ASL error name of err: the type name of the first fault
 // in its chain, or "" when the chain holds none.
 func Name(err error) string {
-	if f := Find(err); f != nil {
-		return typeName(f)
+	if f, ok := Find(err).(fault); ok {
+		return f.faultName()
 	}
 	return ""
 }
@@ -127,7 +171,7 @@ func Name(err error) string {
 // Find returns the first fault in err's chain, or nil.
 func Find(err error) error {
 	for e := err; e != nil; e = errors.Unwrap(e) {
-		if typeName(e) != "" {
+		if _, ok := e.(fault); ok {
 			return e
 		}
 	}
@@ -136,13 +180,7 @@ func Find(err error) error {
 
 // IsRetryable reports whether err's fault is one a retry: policy retries.
 func IsRetryable(err error) bool {
-	n := Name(err)
-	for _, r := range Retryable {
-		if n == r {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(Retryable(), Name(err))
 }
 
 // Surface returns an error whose dynamic type is err's fault and whose
@@ -150,100 +188,21 @@ func IsRetryable(err error) bool {
 // fault's name as errorType without losing the wrapping context. An error
 // without a fault is returned unchanged.
 func Surface(err error) error {
-	f := Find(err)
-	if f == nil || f == err {
+	f, ok := Find(err).(fault)
+	if !ok || error(f) == err {
 		return err
 	}
-	msg := err.Error()
-	switch f := f.(type) {
-	case *ExecutorTimeout:
-		return &ExecutorTimeout{Msg: msg}
-	case *ExecutorUnavailable:
-		return &ExecutorUnavailable{Msg: msg}
-	case *RateLimited:
-		return &RateLimited{Msg: msg, RetryAfter: f.RetryAfter}
-	case *ExecutorRejected:
-		return &ExecutorRejected{Msg: msg}
-	case *InvalidOutput:
-		return &InvalidOutput{Msg: msg}
-	case *ModelRefused:
-		return &ModelRefused{Msg: msg}
-	case *ConfigError:
-		return &ConfigError{Msg: msg}
-	case *TemplateError:
-		return &TemplateError{Msg: msg}
-	case *AgentIterationsExhausted:
-		return &AgentIterationsExhausted{Msg: msg}
-	case *AgentDeadlineExceeded:
-		return &AgentDeadlineExceeded{Msg: msg}
-	case *RunEnded:
-		return f // its message is the answer the state machine parses
+	if ended, ok := f.(*RunEnded); ok {
+		return ended // its message is the answer the state machine parses
 	}
-	return err
-}
-
-func typeName(err error) string {
-	switch err.(type) {
-	case *ExecutorTimeout:
-		return NameExecutorTimeout
-	case *ExecutorUnavailable:
-		return NameExecutorUnavailable
-	case *RateLimited:
-		return NameRateLimited
-	case *ExecutorRejected:
-		return NameExecutorRejected
-	case *InvalidOutput:
-		return NameInvalidOutput
-	case *ModelRefused:
-		return NameModelRefused
-	case *ConfigError:
-		return NameConfigError
-	case *TemplateError:
-		return NameTemplateError
-	case *AgentIterationsExhausted:
-		return NameAgentIterationsExhausted
-	case *AgentDeadlineExceeded:
-		return NameAgentDeadlineExceeded
-	case *RunEnded:
-		return NameRunEnded
-	}
-	return ""
+	return f.withMsg(err.Error())
 }
 
 // Errorf is a convenience for building a fault message with fmt verbs.
 func Errorf[T any, P interface {
 	*T
-	error
+	fault
 }](format string, args ...any) error {
 	var v T
-	p := P(&v)
-	setMsg(p, fmt.Sprintf(format, args...))
-	return p
-}
-
-func setMsg(err error, msg string) {
-	switch e := err.(type) {
-	case *ExecutorTimeout:
-		e.Msg = msg
-	case *ExecutorUnavailable:
-		e.Msg = msg
-	case *RateLimited:
-		e.Msg = msg
-	case *ExecutorRejected:
-		e.Msg = msg
-	case *InvalidOutput:
-		e.Msg = msg
-	case *ModelRefused:
-		e.Msg = msg
-	case *ConfigError:
-		e.Msg = msg
-	case *TemplateError:
-		e.Msg = msg
-	case *AgentIterationsExhausted:
-		e.Msg = msg
-	case *AgentDeadlineExceeded:
-		e.Msg = msg
-	case *RunEnded:
-		e.Msg = msg
-	}
+	return P(&v).withMsg(fmt.Sprintf(format, args...))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // TestNamesArePinned pins each fault's Go type name: it is the errorType the
@@ -102,5 +103,56 @@ func TestAgentFaultsSurfaceAndStayUnretried(t *testing.T) {
 				t.Errorf("%s is retryable", c.name)
 			}
 		})
+	}
+}
+
+// TestEveryFaultSurfacesAndFormats runs Surface and Errorf over every
+// fault type: each keeps its type and name, takes the full message, and
+// keeps its other fields (RateLimited's RetryAfter).
+func TestEveryFaultSurfacesAndFormats(t *testing.T) {
+	cases := []struct {
+		err    error
+		errorf func(string, ...any) error
+	}{
+		{&ExecutorTimeout{Msg: "m"}, Errorf[ExecutorTimeout]},
+		{&ExecutorUnavailable{Msg: "m"}, Errorf[ExecutorUnavailable]},
+		{&RateLimited{Msg: "m", RetryAfter: 7 * time.Second}, Errorf[RateLimited]},
+		{&ExecutorRejected{Msg: "m"}, Errorf[ExecutorRejected]},
+		{&InvalidOutput{Msg: "m"}, Errorf[InvalidOutput]},
+		{&ModelRefused{Msg: "m"}, Errorf[ModelRefused]},
+		{&ConfigError{Msg: "m"}, Errorf[ConfigError]},
+		{&TemplateError{Msg: "m"}, Errorf[TemplateError]},
+		{&AgentIterationsExhausted{Msg: "m"}, Errorf[AgentIterationsExhausted]},
+		{&AgentDeadlineExceeded{Msg: "m"}, Errorf[AgentDeadlineExceeded]},
+	}
+	for _, c := range cases {
+		name := reflect.TypeOf(c.err).Elem().Name()
+		t.Run(name, func(t *testing.T) {
+			if Surface(c.err) != c.err {
+				t.Error("Surface of a bare fault must return it unchanged")
+			}
+			s := Surface(fmt.Errorf("step %q: %w", "a", c.err))
+			if reflect.TypeOf(s) != reflect.TypeOf(c.err) || Name(s) != name || s.Error() != `step "a": m` {
+				t.Errorf("Surface = %T %q (%s)", s, s, Name(s))
+			}
+			want := reflect.ValueOf(c.err).Elem()
+			got := reflect.ValueOf(s).Elem()
+			for i := 0; i < want.NumField(); i++ {
+				if f := want.Type().Field(i).Name; f != "Msg" && !reflect.DeepEqual(got.Field(i).Interface(), want.Field(i).Interface()) {
+					t.Errorf("Surface lost %s: %v, want %v", f, got.Field(i), want.Field(i))
+				}
+			}
+			e := c.errorf("n=%d", 3)
+			if reflect.TypeOf(e) != reflect.TypeOf(c.err) || Name(e) != name || e.Error() != "n=3" {
+				t.Errorf("Errorf = %T %q", e, e)
+			}
+		})
+	}
+	if got, want := Retryable(), []string{NameExecutorTimeout, NameExecutorUnavailable, NameRateLimited, NameInvalidOutput}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Retryable() = %v, want %v", got, want)
+	}
+	Retryable()[0] = "changed"
+	if Retryable()[0] != NameExecutorTimeout {
+		t.Error("Retryable() shares its slice with its callers")
 	}
 }

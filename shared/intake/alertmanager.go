@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -245,7 +246,7 @@ func summaryOf(annotations map[string]string) string {
 // digits of SHA-256 over the sorted label pairs.
 func labelHash(labels map[string]string) string {
 	h := sha256.New()
-	for _, k := range sortedKeys(labels) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		fmt.Fprintf(h, "%s=%q\n", k, labels[k])
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
@@ -264,15 +265,6 @@ func groupHash(p amPayload) string {
 	slices.Sort(fps)
 	sum := sha256.Sum256([]byte(strings.Join(fps, "\n")))
 	return hex.EncodeToString(sum[:])[:16]
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func clone(m map[string]string) map[string]string {

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -56,7 +57,7 @@ func (t Tokens) CheckTeams() error {
 	if err := t.Check(); err != nil {
 		return err
 	}
-	for _, team := range sortedKeys(t) {
+	for _, team := range slices.Sorted(maps.Keys(t)) {
 		switch {
 		case strings.TrimSpace(team) == "":
 			return fmt.Errorf("a token has no team: name one (team=token), or call it %q to see and start everything", AdminTeam)
@@ -71,7 +72,7 @@ func (t Tokens) CheckTeams() error {
 // and one token shared by two teams (which team would it name?).
 func (t Tokens) Check() error {
 	seen := make(map[string]string, len(t))
-	for _, team := range sortedKeys(t) {
+	for _, team := range slices.Sorted(maps.Keys(t)) {
 		tok := t[team]
 		switch {
 		case tok == "":

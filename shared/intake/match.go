@@ -65,7 +65,7 @@ func compileMatch(m pipeline.Match) (matcher, error) {
 		}
 		cm.re = re
 	default:
-		return matcher{}, fmt.Errorf("trigger.match.%s: unknown operator %q (use one of %s)", m.Field, m.Op, strings.Join(pipeline.MatchOps, ", "))
+		return matcher{}, fmt.Errorf("trigger.match.%s: unknown operator %q (use one of %s)", m.Field, m.Op, strings.Join(pipeline.MatchOps(), ", "))
 	}
 	return cm, nil
 }

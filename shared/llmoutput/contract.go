@@ -7,19 +7,7 @@ import (
 	"strings"
 )
 
-// judge decides whether one parsed JSON object is a valid answer. Parse
-// uses contractJudge; OutputSchema uses a judge over a JSON Schema.
-type judge interface {
-	// judgeObject judges the object v; maxDepth bounds nested decoding.
-	judgeObject(v *value, maxDepth int) judgement
-	// keyScore counts the answer's field names that appear in text which
-	// could not be parsed, to rank it among other failed candidates.
-	keyScore(text string) int
-	// keyNames lists the answer's field names.
-	keyNames() []string
-}
-
-// judgement is a judge's verdict on one candidate object.
+// judgement is the verdict of contractJudge on one candidate object.
 type judgement struct {
 	ignore      bool   // not an answer candidate at all (a prose array, a number)
 	ok          bool   // a valid answer
@@ -30,7 +18,7 @@ type judgement struct {
 	errs        []FieldError
 	flags       flagSet
 	norm        *value // the normalised answer, to compare answers
-	answer      any    // *Output for the contract, the decoded T for a schema
+	answer      *Output
 }
 
 // contractJudge judges answers against the LLMOutput contract. extraCap
@@ -38,17 +26,16 @@ type judgement struct {
 // compact encoding is rarely longer), so it is allocated once.
 type contractJudge struct{ extraCap int }
 
-var _ judge = contractJudge{}
-
+// keyNames lists the answer's field names.
 func (contractJudge) keyNames() []string {
 	return []string{keyConfidence, keySummary, keyNextStepContext, keyProceed, keyReasoning, keyArtifacts}
 }
 
-func (j contractJudge) keyScore(text string) int { return countNames(text, j.keyNames()) }
-
-func countNames(text string, names []string) int {
+// keyScore counts the answer's field names that appear in text which
+// could not be parsed, to rank it among other failed candidates.
+func (j contractJudge) keyScore(text string) int {
 	n := 0
-	for _, k := range names {
+	for _, k := range j.keyNames() {
 		if strings.Contains(text, k) {
 			n++
 		}
@@ -56,6 +43,7 @@ func countNames(text string, names []string) int {
 	return n
 }
 
+// judgeObject judges the object v; maxDepth bounds nested decoding.
 func (j contractJudge) judgeObject(v *value, maxDepth int) judgement {
 	var jd judgement
 	out := &Output{Proceed: true}

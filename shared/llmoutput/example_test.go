@@ -50,8 +50,8 @@ func (c *canned) Complete(_ context.Context, req llmoutput.Request) (llmoutput.C
 
 func ExampleComplete() {
 	model := &canned{
-		`{"task_type": "coding", "complexity": "simple", "tools_needed": [], "approach": "Edit main.go"}`,
-		`{"task_type": "code", "complexity": "simple", "tools_needed": ["go"], "approach": "Edit main.go"}`,
+		`{"confidence": 0.9, "summary": "A flag", "next_step_context": "", "task_type": "coding", "complexity": "simple", "tools_needed": [], "approach": "Edit main.go"}`,
+		`{"confidence": 0.9, "summary": "A flag", "next_step_context": "", "task_type": "code", "complexity": "simple", "tools_needed": ["go"], "approach": "Edit main.go"}`,
 	}
 	msgs := []llmoutput.Message{{Role: llmoutput.RoleUser, Content: "Add a --verbose flag to the CLI"}}
 	res, err := llmoutput.Complete(context.Background(), model, msgs, llmoutput.TaskAnalysisSchema())
@@ -59,9 +59,10 @@ func ExampleComplete() {
 		fmt.Println("transport error:", err)
 		return
 	}
-	fmt.Println(res.Success, res.Attempts, res.Data.TaskType, res.Data.ToolsNeeded)
+	task, err := llmoutput.ReadTaskAnalysis(&res.Data)
+	fmt.Println(res.Success, res.Attempts, res.Data.Confidence, task.TaskType, task.ToolsNeeded, err)
 	// Output:
-	// true 2 code [go]
+	// true 2 0.9 code [go] <nil>
 }
 
 func ExampleNew() {

@@ -11,7 +11,7 @@ var knownCodes = map[string]bool{
 	CodeNoJSON: true, CodeSyntax: true, CodeNotObject: true, CodeTruncated: true,
 	CodeAmbiguous: true, CodeDuplicateKey: true, CodeMissingField: true, CodeWrongType: true,
 	CodeOutOfRange: true, CodeEmptyField: true, CodePlaceholder: true, CodeInvalidValue: true,
-	CodeUnknownField: true, CodeRefusal: true, CodeContentFilter: true, CodeTooLarge: true, CodeTooDeep: true,
+	CodeRefusal: true, CodeContentFilter: true, CodeTooLarge: true, CodeTooDeep: true,
 }
 
 // FuzzParse checks, for any input: no panic; the same verdict twice; a

@@ -61,7 +61,7 @@ func Parse(raw string, opts ParseOptions) Result {
 	f := find(raw, opts, contractJudge{extraCap: len(raw)})
 	res := Result{Outcome: f.outcome, OK: f.outcome == Accepted, Flags: f.flags.names(), Errors: f.errs, echo: f.echo}
 	if res.OK {
-		res.Output = f.answer.(*Output)
+		res.Output = f.answer
 		res.Errors = nil
 	}
 	return res
@@ -72,7 +72,7 @@ type finding struct {
 	outcome Outcome
 	flags   flagSet
 	errs    []FieldError
-	answer  any
+	answer  *Output
 	echo    string
 }
 
@@ -92,7 +92,7 @@ type candidate struct {
 // blocks; a document encoded as a JSON string; the JSON values of the
 // text (the whole text, or every balanced region found by one scan); the
 // choice among them.
-func find(raw string, opts ParseOptions, j judge) finding {
+func find(raw string, opts ParseOptions, j contractJudge) finding {
 	maxBytes, maxDepth := opts.limits()
 	if len(raw) > maxBytes {
 		return verdict(Rejected, capText(raw, 600), FieldError{"", CodeTooLarge,
@@ -181,7 +181,7 @@ func find(raw string, opts ParseOptions, j judge) finding {
 
 // collect parses and judges each span. A span that does not parse and
 // does not look like JSON (prose in braces) is searched for JSON inside.
-func collect(text string, spans []span, j judge, maxDepth int, cands []candidate) ([]candidate, *FieldError) {
+func collect(text string, spans []span, j contractJudge, maxDepth int, cands []candidate) ([]candidate, *FieldError) {
 	for _, sp := range spans {
 		if len(cands) >= maxCandidates {
 			return cands, &FieldError{"", CodeAmbiguous,
@@ -230,7 +230,7 @@ func collect(text string, spans []span, j judge, maxDepth int, cands []candidate
 
 // evaluate judges a parsed value: an object, a one-element array holding
 // one (unwrapped), or a single-key envelope around the real answer.
-func evaluate(v *value, fl flagSet, dups []FieldError, j judge, maxDepth int) judgement {
+func evaluate(v *value, fl flagSet, dups []FieldError, j contractJudge, maxDepth int) judgement {
 	var jd judgement
 	switch {
 	case v.kind == kindObject:
@@ -256,7 +256,7 @@ func evaluate(v *value, fl flagSet, dups []FieldError, j judge, maxDepth int) ju
 	return jd
 }
 
-func evaluateObject(v *value, j judge, maxDepth int) judgement {
+func evaluateObject(v *value, j contractJudge, maxDepth int) judgement {
 	jd := j.judgeObject(v, maxDepth)
 	if jd.ok || len(v.members) != 1 || v.members[0].val.kind != kindObject {
 		return jd

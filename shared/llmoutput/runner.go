@@ -8,11 +8,11 @@ import (
 	"github.com/stepline/stepline/shared/fault"
 )
 
-// Runner asks a model for a structured answer and re-asks, with precise
+// Runner asks a model for an LLMOutput answer and re-asks, with precise
 // feedback, until the answer is valid or the schema's retries are spent.
-// The zero Runner is ready to use; a Runner holds no state between calls
-// and is safe for concurrent use.
-type Runner[T any] struct {
+// T is Output, the one answer type. The zero Runner is ready to use; a
+// Runner holds no state between calls and is safe for concurrent use.
+type Runner[T interface{ Output }] struct {
 	// Limits bounds every reply (MaxBytes, MaxDepth); FinishReason and
 	// Refusal are taken from each Completion.
 	Limits ParseOptions
@@ -24,7 +24,7 @@ type Runner[T any] struct {
 
 // RunResult is the outcome of Runner.Complete. On failure it holds the
 // last attempt: its reply, its errors and the feedback it earned.
-type RunResult[T any] struct {
+type RunResult[T interface{ Output }] struct {
 	Success          bool
 	Data             T // the answer, when Success
 	RawContent       string
@@ -106,7 +106,7 @@ func (r *Runner[T]) Complete(ctx context.Context, p Provider, msgs []Message, sc
 // Complete makes it: the hook for callers that drive the conversation
 // themselves (an agent's tool loop, which makes its own model calls and
 // hands the Runner each final answer).
-type Judgement[T any] struct {
+type Judgement[T interface{ Output }] struct {
 	OK       bool
 	Data     T // the answer, when OK (an Output with the executor's model, provider and raw_response set)
 	Outcome  Outcome
@@ -137,7 +137,7 @@ func (j Judgement[T]) Err(attempt int) error {
 // SkipInstruction. A schema that was not built by a constructor is a
 // *fault.ConfigError.
 func (r *Runner[T]) Instruct(msgs []Message, schema *OutputSchema[T]) ([]Message, error) {
-	if schema == nil || schema.check == nil {
+	if !schema.built() {
 		return nil, &fault.ConfigError{Msg: "structured output: the output schema was not built by a constructor"}
 	}
 	conv := make([]Message, 0, len(msgs)+1)
@@ -153,18 +153,17 @@ func (r *Runner[T]) Instruct(msgs []Message, schema *OutputSchema[T]) ([]Message
 // was not built by a constructor.
 func (r *Runner[T]) Judge(schema *OutputSchema[T], c Completion, attempt int) (Judgement[T], error) {
 	var j Judgement[T]
-	if schema == nil || schema.check == nil {
+	if !schema.built() {
 		return j, &fault.ConfigError{Msg: "structured output: the output schema was not built by a constructor"}
 	}
 	opts := r.Limits
 	opts.FinishReason, opts.Refusal = c.FinishReason, c.Refusal
-	data, v := schema.check(c.Content, opts)
+	data, v := schema.Check(c.Content, opts)
 	j.Outcome, j.Flags, j.Errors = v.Outcome, v.Flags, v.Errors
 	if v.OK {
-		if o, ok := any(&data).(*Output); ok {
-			o.Model, o.Provider, o.RawResponse = c.Model, c.Provider, c.Content
-		}
-		j.OK, j.Data = true, data
+		o := Output(data)
+		o.Model, o.Provider, o.RawResponse = c.Model, c.Provider, c.Content
+		j.OK, j.Data = true, T(o)
 		return j, nil
 	}
 	j.Feedback = v.Feedback()
@@ -174,7 +173,7 @@ func (r *Runner[T]) Judge(schema *OutputSchema[T], c Completion, attempt int) (J
 }
 
 // Complete runs a zero Runner: the common case, with T inferred.
-func Complete[T any](ctx context.Context, p Provider, msgs []Message, schema *OutputSchema[T]) (RunResult[T], error) {
+func Complete[T interface{ Output }](ctx context.Context, p Provider, msgs []Message, schema *OutputSchema[T]) (RunResult[T], error) {
 	var r Runner[T]
 	return r.Complete(ctx, p, msgs, schema)
 }

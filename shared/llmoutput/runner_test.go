@@ -304,20 +304,26 @@ func TestRunnerOptions(t *testing.T) {
 	}
 }
 
-func TestRunnerTypedSchema(t *testing.T) {
+// TestRunnerBuiltinSchema runs a built-in schema through the one path:
+// the contract's Runner, re-asking for a field of the built-in's own.
+func TestRunnerBuiltinSchema(t *testing.T) {
 	p := &scripted{replies: []Completion{
-		reply(`{"task_type": "coding", "complexity": "simple", "tools_needed": [], "approach": "x"}`),
-		reply(`{"task_type": "code", "complexity": "simple", "tools_needed": ["go"], "approach": "Write it"}`),
+		reply(`{"confidence": 0.8, "summary": "A CLI change", "next_step_context": "", "task_type": "coding", "complexity": "simple", "tools_needed": [], "approach": "x"}`),
+		reply(`{"confidence": 0.8, "summary": "A CLI change", "next_step_context": "", "task_type": "code", "complexity": "simple", "tools_needed": ["go"], "approach": "Write it"}`),
 	}}
 	res, err := Complete(context.Background(), p, []Message{{RoleUser, "Add a flag to the CLI"}}, TaskAnalysisSchema())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Success || res.Attempts != 2 || res.Data.TaskType != "code" || res.Data.ToolsNeeded[0] != "go" {
-		t.Fatalf("result %+v", res)
+	ta, rerr := ReadTaskAnalysis(&res.Data)
+	if !res.Success || res.Attempts != 2 || rerr != nil || ta.TaskType != "code" || ta.ToolsNeeded[0] != "go" || res.Data.Model != "m-1" {
+		t.Fatalf("result %+v, %+v %v", res, ta, rerr)
 	}
-	if s := p.requests[0].Schema; s == nil || !s.Strict || s.Name != "task_analysis" {
+	if s := p.requests[0].Schema; s == nil || s.Strict || s.Name != "task_analysis" || !strings.Contains(string(s.JSON), `"task_type"`) {
 		t.Errorf("request schema %+v", s)
+	}
+	if sys := p.requests[0].Messages[0]; sys.Role != RoleSystem || !strings.Contains(sys.Content, "(task_analysis)") || !strings.Contains(sys.Content, `"next_step_context"`) {
+		t.Errorf("instruction %+v", sys)
 	}
 	if fb := p.requests[1].Messages[3].Content; !strings.Contains(fb, "task_type") || !strings.Contains(fb, "[invalid_value]") {
 		t.Errorf("feedback = %q", fb)
@@ -327,7 +333,7 @@ func TestRunnerTypedSchema(t *testing.T) {
 // TestRunnerConcurrent shares one Runner and one schema across goroutines
 // (run with -race).
 func TestRunnerConcurrent(t *testing.T) {
-	var r Runner[TaskAnalysis]
+	var r Runner[Output]
 	schema := TaskAnalysisSchema()
 	var wg sync.WaitGroup
 	errs := make(chan error, 32)
@@ -336,14 +342,15 @@ func TestRunnerConcurrent(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			p := &scripted{replies: []Completion{
-				reply(`{"task_type": "nope"}`),
-				reply(fmt.Sprintf(`{"task_type": "question", "complexity": "simple", "tools_needed": ["t%d"], "approach": "a"}`, i)),
+				reply(`{"confidence": 1, "summary": "s", "next_step_context": "", "task_type": "nope"}`),
+				reply(fmt.Sprintf(`{"confidence": 1, "summary": "s", "next_step_context": "", "task_type": "question", "complexity": "simple", "tools_needed": ["t%d"], "approach": "a"}`, i)),
 			}}
 			res, err := r.Complete(context.Background(), p, []Message{{RoleUser, "q"}}, schema)
+			tools, _ := res.Data.Extra.Get("tools_needed")
 			switch {
 			case err != nil:
 				errs <- err
-			case !res.Success || res.Data.ToolsNeeded[0] != fmt.Sprintf("t%d", i):
+			case !res.Success || string(tools) != fmt.Sprintf(`["t%d"]`, i):
 				errs <- fmt.Errorf("goroutine %d: %+v", i, res)
 			}
 		}(i)

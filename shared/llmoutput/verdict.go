@@ -1,7 +1,6 @@
 package llmoutput
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -23,7 +22,6 @@ const (
 	CodeEmptyField    = "empty_field"
 	CodePlaceholder   = "placeholder"
 	CodeInvalidValue  = "invalid_value"
-	CodeUnknownField  = "unknown_field"
 	CodeRefusal       = "refusal"
 	CodeContentFilter = "content_filter"
 	CodeTooLarge      = "too_large"
@@ -101,10 +99,6 @@ func verdictErr(o Outcome, errs []FieldError, attempts int) error {
 	}
 	return &fault.InvalidOutput{Msg: b.String()}
 }
-
-// ErrNotStrict reports a JSON Schema that OpenAI's strict structured
-// output cannot express (a free-form object, oneOf, not, ...).
-var ErrNotStrict = errors.New("schema cannot be made strict")
 
 // Flags a caller may want to act on: the reply tried to set a field that
 // is not the agent's. Callers record them with the step.

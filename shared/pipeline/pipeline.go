@@ -141,8 +141,11 @@ const (
 	ExecScripted  = "scripted"
 )
 
-// Executors lists every executor name the format accepts.
-var Executors = []string{ExecGateway, ExecAnthropic, ExecBedrock, ExecOpenClaw, ExecWebhook, ExecNotify, ExecHuman, ExecPipeline, ExecScripted}
+// Executors returns every executor name the format accepts, in a new
+// slice the caller may change.
+func Executors() []string {
+	return []string{ExecGateway, ExecAnthropic, ExecBedrock, ExecOpenClaw, ExecWebhook, ExecNotify, ExecHuman, ExecPipeline, ExecScripted}
+}
 
 // Pipeline is a parsed pipeline file.
 type Pipeline struct {
@@ -206,8 +209,11 @@ type Match struct {
 	Value any    `json:"value,omitempty"` // string, float64, bool, nil, or []any for in/not_in
 }
 
-// Match operators.
-var MatchOps = []string{"eq", "ne", "in", "not_in", "regex", "gt", "gte", "lt", "lte"}
+// MatchOps returns the trigger.match operators, in a new slice the caller
+// may change.
+func MatchOps() []string {
+	return []string{"eq", "ne", "in", "not_in", "regex", "gt", "gte", "lt", "lte"}
+}
 
 // Dedup overrides the deduplication of triggered runs.
 type Dedup struct {

@@ -2,6 +2,7 @@ package project
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -138,7 +139,7 @@ func (p *Project) resolveRemote(executor string, cfg map[string]any) (r *agent.R
 		fail("agent", "%q is not an agent name (letters, digits, _ and -, at most 80, starting with a letter or digit)", name)
 	}
 	r = &agent.Resolved{Profile: agent.Profile{Name: name}, Remote: p.remote(runtime)}
-	for _, key := range sortedKeys(cfg) {
+	for _, key := range slices.Sorted(maps.Keys(cfg)) {
 		v := cfg[key]
 		if v == nil || key == "agent" {
 			continue
@@ -219,13 +220,4 @@ func (p *Project) traceMax(v any, fail func(key, format string, args ...any)) {
 	if math.IsNaN(f) || f != math.Trunc(f) || f < 1 || f > MaxTraceMaxChars {
 		fail("trace_max_chars", "want a whole number in 1..%d, got %v", MaxTraceMaxChars, v)
 	}
-}
-
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -287,11 +287,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			case <-sleep.Done():
 			}
 		}()
-		err := s.cfg.Clock.Sleep(sleep, wait)
+		// Sleep's error is ctx ending, checked next, or a wake-up by
+		// SetEntries, which only means checking again now.
+		_ = s.cfg.Clock.Sleep(sleep, wait)
 		cancel()
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		_ = err // woken by SetEntries
 	}
 }

@@ -452,6 +452,51 @@ func (p *ParameterStore) GetParameter(ctx context.Context, name string, decrypt 
 	return *out.Parameter.Value, nil
 }
 
+// maxPages bounds the pages of one ParametersByPath listing.
+const maxPages = 100
+
+// ParametersByPath lists the parameters directly under path (not
+// recursively), name → value, with the GetParametersByPath operation, a
+// page of ten at a time; more than max of them is an error. Values of
+// SecureString parameters are not decrypted.
+func (p *ParameterStore) ParametersByPath(ctx context.Context, path string, max int) (map[string]string, error) {
+	out := map[string]string{}
+	token := ""
+	// Parameter Store may answer a page with fewer results than asked,
+	// even none, and a token: the pages are bounded, not only the results.
+	for pages := 0; ; pages++ {
+		if pages == maxPages {
+			return nil, fmt.Errorf("GetParametersByPath %s: more than %d pages", path, maxPages)
+		}
+		in := struct {
+			Path       string
+			Recursive  bool
+			MaxResults int
+			NextToken  string `json:",omitempty"`
+		}{path, false, 10, token}
+		var page struct {
+			Parameters []struct{ Name, Value string }
+			NextToken  string
+		}
+		if err := p.c.call(ctx, "GetParametersByPath", in, &page); err != nil {
+			return nil, err
+		}
+		for _, prm := range page.Parameters {
+			out[prm.Name] = prm.Value
+		}
+		if len(out) > max {
+			return nil, fmt.Errorf("GetParametersByPath %s: more than %d parameters", path, max)
+		}
+		if page.NextToken == "" {
+			return out, nil
+		}
+		if page.NextToken == token {
+			return nil, fmt.Errorf("GetParametersByPath %s: the same page token twice", path)
+		}
+		token = page.NextToken
+	}
+}
+
 // ResponseError is an error answer from Secrets Manager or SSM. It
 // implements smithy.APIError. Code is the exception name with any
 // namespace removed ("ResourceNotFoundException"); it is "" when the

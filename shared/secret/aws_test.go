@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -463,6 +464,54 @@ func TestParameterStoreClient(t *testing.T) {
 	var api smithy.APIError
 	if _, err := ps.GetParameter(ctx, "/nope", true); !errors.As(err, &api) || api.ErrorCode() != "ParameterNotFound" {
 		t.Errorf("missing parameter: err = %v, want ParameterNotFound", err)
+	}
+}
+
+// TestParametersByPath pages through GetParametersByPath (empty pages
+// with a token included), and bounds the parameters and the pages.
+func TestParametersByPath(t *testing.T) {
+	var pages []string // the answers, in order; a page's token is its index+1
+	srv, calls := fakeAWS(t, "ssm", "AmazonSSM.GetParametersByPath", func(w http.ResponseWriter, r *http.Request, in map[string]any) {
+		if in["Path"] != "/stepline/Dep/pipelines" || in["Recursive"] != false || in["MaxResults"] != float64(10) {
+			t.Errorf("input %v", in)
+		}
+		i := 0
+		if tok, ok := in["NextToken"].(string); ok {
+			fmt.Sscan(tok, &i)
+		}
+		fmt.Fprint(w, pages[i])
+	})
+	ps, err := NewParameterStore(testConfig(srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	pages = []string{
+		`{"Parameters":[{"Name":"/stepline/Dep/pipelines/00","Value":"s3://b/0","Version":1,"Type":"String"}],"NextToken":"1"}`,
+		`{"Parameters":[],"NextToken":"2"}`,
+		`{"Parameters":[{"Name":"/stepline/Dep/pipelines/01","Value":"s3://b/1"},{"Name":"/stepline/Dep/pipelines/core","Value":"s3://b/c"}]}`,
+	}
+	got, err := ps.ParametersByPath(ctx, "/stepline/Dep/pipelines", 3)
+	want := map[string]string{"/stepline/Dep/pipelines/00": "s3://b/0", "/stepline/Dep/pipelines/01": "s3://b/1", "/stepline/Dep/pipelines/core": "s3://b/c"}
+	if err != nil || !maps.Equal(got, want) || calls.Load() != 3 {
+		t.Errorf("ParametersByPath = %v, %v in %d calls; want %v in 3", got, err, calls.Load(), want)
+	}
+	// One more than max: refused.
+	if _, err := ps.ParametersByPath(ctx, "/stepline/Dep/pipelines", 2); err == nil || !strings.Contains(err.Error(), "more than 2 parameters") {
+		t.Errorf("3 parameters with max 2: %v", err)
+	}
+	// A service answering the same token again, and one paging forever.
+	pages = []string{`{"Parameters":[],"NextToken":"0"}`}
+	if _, err := ps.ParametersByPath(ctx, "/stepline/Dep/pipelines", 3); err == nil || !strings.Contains(err.Error(), "same page token") {
+		t.Errorf("a token repeated: %v", err)
+	}
+	pages = make([]string, maxPages+1)
+	for i := range pages {
+		pages[i] = fmt.Sprintf(`{"Parameters":[],"NextToken":"%d"}`, i+1)
+	}
+	before := calls.Load()
+	if _, err := ps.ParametersByPath(ctx, "/stepline/Dep/pipelines", 3); err == nil || !strings.Contains(err.Error(), "more than 100 pages") || calls.Load()-before != maxPages {
+		t.Errorf("endless pages: %v after %d calls", err, calls.Load()-before)
 	}
 }
 

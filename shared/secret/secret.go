@@ -3,6 +3,8 @@ package secret
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -170,7 +172,7 @@ func expandAll(ctx context.Context, r Resolver, v any, path string) (any, error)
 		return s, nil
 	case map[string]any:
 		out := make(map[string]any, len(x))
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			e, err := expandAll(ctx, r, x[k], join(path, k))
 			if err != nil {
 				return nil, err
@@ -222,15 +224,6 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // MapRefs returns s as Expand reads it, with each ${NAME} reference

@@ -3,10 +3,10 @@ package steprun
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/stepline/stepline/shared/fault"
+	"github.com/stepline/stepline/shared/internal/lazyregexp"
 	"github.com/stepline/stepline/shared/template"
 )
 
@@ -14,7 +14,7 @@ import (
 // exactly as the Liquid engine's scanner does (osteele/liquid's
 // formTokenMatcher for the default delimiters), so that renderShell marks
 // the same outputs the engine renders.
-var outputToken = regexp.MustCompile(`{{-?\s*(.+?)\s*-?}}|{%-?\s*(\w+)(?:\s+((?:[^%]|%[^}])+?))?\s*-?%}`)
+var outputToken = lazyregexp.New(`{{-?\s*(.+?)\s*-?}}|{%-?\s*(\w+)(?:\s+((?:[^%]|%[^}])+?))?\s*-?%}`)
 
 // renderShell renders a shell check's command so that every {{ }} output
 // is one shell word, quoted as Python's shlex.quote quotes: whatever a
@@ -136,7 +136,7 @@ func quoteMarked(s, open, close string) (string, error) {
 }
 
 // shellSafe matches the words shlex.quote leaves as they are.
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+var shellSafe = lazyregexp.New(`^[A-Za-z0-9_@%+=:,./-]+$`)
 
 // shellQuote quotes s as one POSIX shell word, as Python's shlex.quote
 // does: unchanged when it holds only safe characters, else in single

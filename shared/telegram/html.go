@@ -3,9 +3,10 @@ package telegram
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/stepline/stepline/shared/internal/lazyregexp"
 )
 
 // Escape makes s Telegram HTML text: &, <, > and " become entities, so
@@ -70,9 +71,9 @@ var knownTags = map[string]bool{
 }
 
 var (
-	openTagRE  = regexp.MustCompile(`^<([a-z][a-z-]*)((?:\s+[a-z-]+(?:="[^"<>]*")?)*)\s*>`)
-	closeTagRE = regexp.MustCompile(`^</([a-z][a-z-]*)\s*>`)
-	entityRE   = regexp.MustCompile(`^&(?:lt|gt|amp|quot|#[0-9]{1,7}|#x[0-9a-fA-F]{1,6});`)
+	openTagRE  = lazyregexp.New(`^<([a-z][a-z-]*)((?:\s+[a-z-]+(?:="[^"<>]*")?)*)\s*>`)
+	closeTagRE = lazyregexp.New(`^</([a-z][a-z-]*)\s*>`)
+	entityRE   = lazyregexp.New(`^&(?:lt|gt|amp|quot|#[0-9]{1,7}|#x[0-9a-fA-F]{1,6});`)
 )
 
 // token is a piece of Telegram HTML: text, an entity, or a tag.

@@ -304,8 +304,7 @@ func TestLoginSessionCookie(t *testing.T) {
 		}
 	}
 	// Sign out drops the session.
-	page := b.get("/ui/runs").body
-	_ = page
+	b.get("/ui/runs")
 	if a := b.do("POST", "/ui/logout", url.Values{}); a.status != http.StatusSeeOther {
 		t.Errorf("logout: %d", a.status)
 	}

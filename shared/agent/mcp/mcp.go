@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os/exec"
 	"slices"
@@ -140,7 +141,7 @@ func (m *Client) session(ctx context.Context, e *mcpSession, s agent.Server) (cs
 		}
 		cmd := exec.Command(s.Command, args...)
 		cmd.Env = slices.Clone(m.Environ)
-		for _, k := range sortedKeys(env) {
+		for _, k := range slices.Sorted(maps.Keys(env)) {
 			cmd.Env = append(cmd.Env, k+"="+env[k])
 		}
 		cmd.Stderr = io.Discard
@@ -390,7 +391,7 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func expandMap(ctx context.Context, r secret.Resolver, m map[string]string) (map[string]string, error) {
 	out := make(map[string]string, len(m))
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v, err := secret.Expand(ctx, r, m[k])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", k, err)
@@ -410,13 +411,4 @@ func expandList(ctx context.Context, r secret.Resolver, l []string) ([]string, e
 		out[i] = v
 	}
 	return out, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

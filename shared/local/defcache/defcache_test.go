@@ -217,6 +217,9 @@ func TestPutGet(t *testing.T) {
 		if f.Name != want.Files[i].Name || !bytes.Equal(f.Data, want.Files[i].Data) {
 			t.Errorf("file %d: %q %q, want %q %q", i, f.Name, f.Data, want.Files[i].Name, want.Files[i].Data)
 		}
+		if cap(f.Data) != len(f.Data) {
+			t.Errorf("file %d: appending to its data would write over the next file's", i)
+		}
 	}
 }
 
@@ -240,7 +243,27 @@ func TestCorruptEntries(t *testing.T) {
 			return b
 		}},
 		{"other magic", func(_ *testing.T, _ Cache, _ Key, raw []byte) []byte {
-			return bytes.Replace(raw, []byte("cache 1"), []byte("cache 2"), 1)
+			return bytes.Replace(raw, []byte("cache 2"), []byte("cache 3"), 1)
+		}},
+		{"the JSON body of format 1", func(t *testing.T, _ Cache, k Key, _ []byte) []byte {
+			b, err := json.Marshal(map[string]any{"key": k.String(), "entry": entry()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return append([]byte(header(b)), b...)
+		}},
+		{"file sizes past the body, hash recomputed", func(t *testing.T, _ Cache, k Key, _ []byte) []byte {
+			_, b, _ := bytes.Cut(seal(t, k, entry()), []byte{'\n'})
+			if !bytes.Contains(b, []byte(`"size":15`)) {
+				t.Fatalf("no size 15 in %s", b)
+			}
+			b = bytes.Replace(b, []byte(`"size":15`), []byte(`"size":99`), 1)
+			return append([]byte(header(b)), b...)
+		}},
+		{"bytes after the last file, hash recomputed", func(t *testing.T, _ Cache, k Key, _ []byte) []byte {
+			_, b, _ := bytes.Cut(seal(t, k, entry()), []byte{'\n'})
+			b = append(b, "extra"...)
+			return append([]byte(header(b)), b...)
 		}},
 		{"another key's entry", func(t *testing.T, c Cache, _ Key, _ []byte) []byte {
 			var other Key
@@ -289,7 +312,7 @@ func TestCorruptEntries(t *testing.T) {
 // seal writes an entry as Put does, whatever its file names.
 func seal(t *testing.T, k Key, e Entry) []byte {
 	t.Helper()
-	b, err := json.Marshal(body{Key: k.String(), Entry: e})
+	b, err := encode(k, e)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/stepline/stepline/shared/harness"
+	"github.com/stepline/stepline/internal/testenv"
 	"github.com/stepline/stepline/shared/store/dynamo"
 )
 
@@ -82,7 +82,7 @@ func Endpoint(t testing.TB) string {
 	t.Helper()
 	local.once.Do(findLocal)
 	if local.endpoint == "" {
-		harness.Missing(t, fmt.Sprintf("DynamoDB Local not available (%s); run make dynamodb-local", local.missing))
+		testenv.Missing(t, fmt.Sprintf("DynamoDB Local not available (%s); run make dynamodb-local", local.missing))
 	}
 	return local.endpoint
 }
@@ -184,7 +184,7 @@ func locate() (endpoint, jar string, err error) {
 		return "", "", fmt.Errorf("STEPLINE_DYNAMODB_LOCAL=%s holds no DynamoDBLocal.jar", v)
 	}
 	var dirs []string
-	if root := harness.RepoRoot(); root != "" {
+	if root := testenv.RepoRoot(); root != "" {
 		dirs = append(dirs, filepath.Join(root, ".cache", "dynamodb-local"))
 	}
 	if x := os.Getenv("XDG_CACHE_HOME"); x != "" {
@@ -236,7 +236,7 @@ func start(jar string) (*process, error) {
 }
 
 func startOnce(java, jar string) (*process, error) {
-	port, err := harness.FreePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}

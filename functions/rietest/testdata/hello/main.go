@@ -1,5 +1,5 @@
 // Command hello is the smallest Lambda handler, built the same way as the
-// step bootstrap to compare cold starts.
+// functions' bootstraps: the yardstick of rietest.BenchmarkColdStart.
 package main
 
 import (

@@ -1,8 +1,11 @@
-// Package harness holds what the test harnesses that run real tools share
-// (functions/rietest for the Lambda Runtime Interface Emulator,
-// shared/store/dynamo/dynamotest for DynamoDB Local): where the repository
-// is, whether the tools are required, and free loopback ports.
-package harness
+// Package testenv is test support: what the tests that run real tools
+// share (functions/rietest for the Lambda Runtime Interface Emulator,
+// shared/store/dynamo/dynamotest for DynamoDB Local, and e2e): where the
+// repository is, whether the tools are required, and free loopback ports.
+// It is internal to the module, and at its root because those three trees
+// import it (shared/internal is out of reach of e2e and functions). No
+// production package imports it.
+package testenv
 
 import (
 	"net"

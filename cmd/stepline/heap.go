@@ -1,0 +1,58 @@
+package main
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+)
+
+// runHeapGoal is the heap stepline run lets grow before it collects
+// garbage (startingHeap).
+const runHeapGoal = 64 << 20
+
+// startingHeap lets the process's heap grow to about goal bytes before its
+// first garbage collection, and keeps each collection's target at goal
+// until the live heap passes half of it; from then on it collects as
+// GOGC=100 does. A short process such as stepline run otherwise collects
+// a dozen times while its heap grows from the runtime's 4 MiB floor
+// (about a tenth of a 100-step run's CPU), for a heap that stays far
+// under goal; the peak grows by at most goal. The Go compiler starts the
+// same way (cmd/compile's base.AdjustStartingHeap). A GOGC in the
+// environment (getenv) is left as it is.
+func startingHeap(goal uint64, getenv func(string) string) {
+	if getenv("GOGC") != "" || goal == 0 {
+		return
+	}
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	const floor = 4 << 20 // the runtime's first target
+	var adjust func()
+	adjust = func() {
+		metrics.Read(sample)
+		live := uint64(floor)
+		if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > 0 {
+			live = sample[0].Value.Uint64()
+		}
+		if live >= goal/2 {
+			debug.SetGCPercent(100)
+			return
+		}
+		// The next target, live × (1 + percent/100), is goal.
+		debug.SetGCPercent(int((goal - live) * 100 / live))
+		afterNextGC(adjust)
+	}
+	adjust()
+}
+
+// gcSentinel is an object no one keeps: its finalizer runs after the next
+// collection. It is larger than the tiny allocator's 16 bytes and holds a
+// pointer, so that it is an object of its own.
+type gcSentinel struct {
+	_ *byte
+	_ [16]byte
+}
+
+// afterNextGC calls f, on the finalizer goroutine, after the next garbage
+// collection.
+func afterNextGC(f func()) {
+	runtime.SetFinalizer(&gcSentinel{}, func(*gcSentinel) { f() })
+}

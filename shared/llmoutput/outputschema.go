@@ -1,0 +1,102 @@
+package llmoutput
+
+import (
+	"encoding/json"
+	"sync/atomic"
+)
+
+// DefaultMaxRetries is the number of re-asks after the first call: up to
+// three calls in all.
+const DefaultMaxRetries = 2
+
+// OutputSchema is the answer a Runner asks for: the LLMOutput contract
+// (ContractSchema), or the contract with fields of its own (the built-in
+// TaskAnalysisSchema, ErrorAnalysisSchema and ConversationSummarySchema);
+// its JSON Schema; and how hard to try. Every answer is judged by Parse.
+// T is Output, the one answer type. A schema is immutable once built (set
+// the exported fields before use) and safe for concurrent use.
+type OutputSchema[T interface{ Output }] struct {
+	Name        string // SchemaSpec name, [a-zA-Z0-9_-]{1,64}
+	Description string // what the answer is for
+	MaxRetries  int    // re-asks after the first call; 0 makes a single call
+
+	schema json.RawMessage
+	fields []extraField // a built-in answer's fields, judged after Parse
+	// instr is the last Instruction rendered, with the name and
+	// description it was rendered for: a runner asks for it on every
+	// call, and rendering it (the schema indented) costs more than the
+	// rest of judging a short reply.
+	instr atomic.Pointer[instruction]
+}
+
+// instruction is an OutputSchema's rendered Instruction.
+type instruction struct{ name, description, text string }
+
+// ContractSchema is the OutputSchema of the LLMOutput contract, with
+// DefaultMaxRetries. It is not strict (see ContractSpec).
+func ContractSchema() *OutputSchema[Output] {
+	spec := ContractSpec()
+	return &OutputSchema[Output]{
+		Name:        spec.Name,
+		Description: spec.Description,
+		MaxRetries:  DefaultMaxRetries,
+		schema:      spec.JSON,
+	}
+}
+
+// JSON returns the JSON Schema of the answer.
+func (s *OutputSchema[T]) JSON() json.RawMessage { return append(json.RawMessage(nil), s.schema...) }
+
+// Spec returns the SchemaSpec a Request carries.
+func (s *OutputSchema[T]) Spec() SchemaSpec {
+	return SchemaSpec{Name: s.Name, Description: s.Description, JSON: s.JSON()}
+}
+
+// Instruction renders the system-prompt text asking for this answer.
+func (s *OutputSchema[T]) Instruction() string {
+	if in := s.instr.Load(); in != nil && in.name == s.Name && in.description == s.Description {
+		return in.text
+	}
+	text := Instruction(SchemaSpec{Name: s.Name, Description: s.Description, JSON: s.schema})
+	s.instr.Store(&instruction{name: s.Name, description: s.Description, text: text})
+	return text
+}
+
+// Check judges one raw reply against the schema, as the runner does: Parse,
+// then a built-in answer's own fields. A schema that was not built by a
+// constructor rejects every reply.
+func (s *OutputSchema[T]) Check(raw string, opts ParseOptions) (T, Result) {
+	if !s.built() {
+		return T{}, Result{Outcome: Rejected, Errors: []FieldError{{"", CodeInvalidValue, "the output schema was not built by a constructor"}}}
+	}
+	r := Parse(raw, opts)
+	if !r.OK {
+		return T{}, r
+	}
+	if len(s.fields) > 0 {
+		flags, errs := checkFields(r.Output, s.fields)
+		if len(errs) > 0 {
+			return T{}, Result{Outcome: Rejected, Flags: r.Flags, Errors: errs, echo: r.echo}
+		}
+		if flags != 0 {
+			r.Flags = addFlags(r.Flags, flags)
+		}
+	}
+	return T(*r.Output), r
+}
+
+func (s *OutputSchema[T]) built() bool { return s != nil && len(s.schema) > 0 }
+
+// addFlags adds flags to names, keeping the order Result.Flags lists them.
+func addFlags(names []string, add flagSet) []string {
+	var have flagSet
+	all := flagNames()
+	for _, n := range names {
+		for i, a := range all {
+			if a == n {
+				have |= 1 << i
+			}
+		}
+	}
+	return (have | add).names()
+}
