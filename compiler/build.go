@@ -104,6 +104,7 @@ func checkChildren(f *File, dir string) Diagnostics {
 		return nil
 	}
 	defined := map[string]bool{f.Pipeline.Name: true}
+	express := map[string]pipeline.Workflow{} // children that would run as Express workflows
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		ext := strings.ToLower(filepath.Ext(e.Name()))
@@ -114,12 +115,21 @@ func checkChildren(f *File, dir string) Diagnostics {
 		if err != nil {
 			continue
 		}
-		if pf, _ := Parse(e.Name(), src); pf != nil && pf.Pipeline != nil {
+		if pf, pds := Parse(e.Name(), src); pf != nil && pf.Pipeline != nil {
 			defined[pf.Pipeline.Name] = true
+			if _, used := uses[pf.Pipeline.Name]; used && !pds.HasErrors() && WorkflowOf(pf.Pipeline).Type == pipeline.WorkflowExpress {
+				express[pf.Pipeline.Name] = pf.Pipeline.Workflow
+			}
 		}
 	}
 	var ds Diagnostics
 	for child, us := range uses {
+		if wf, ok := express[child]; ok {
+			for _, u := range us {
+				ds.errorf(u.pos, "%s: executor_config.pipeline %q runs as an Express workflow (workflow: %s): a sub-pipeline must be a Standard workflow, which its parent starts and waits for (startExecution.sync:2): set workflow: standard in its file", u.where, child, wf)
+			}
+			continue
+		}
 		if defined[child] {
 			continue
 		}

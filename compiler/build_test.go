@@ -140,6 +140,11 @@ func TestBuildFileFindsChildren(t *testing.T) {
 		want  string
 	}{
 		{"beside it", "child", map[string]string{"child.yaml": "name: child\nsteps: [{name: a, executor: scripted}]\n"}, ""},
+		// A sub-pipeline runs as a Standard workflow: one that would run
+		// as an Express workflow (auto or express) is refused at the use.
+		{"an Express child", "child", map[string]string{"child.yaml": "name: child\nsteps: [{name: a, executor: scripted, timeout_seconds: 10}]\n"},
+			`parent.yaml:3:52: step "s": executor_config.pipeline "child" runs as an Express workflow (workflow: auto): a sub-pipeline must be a Standard workflow`},
+		{"a Standard child", "child", map[string]string{"child.yaml": "name: child\nworkflow: standard\nsteps: [{name: a, executor: scripted, timeout_seconds: 10}]\n"}, ""},
 		{"beside it as .yml", "child", map[string]string{"other.yml": "name: child\nsteps: [{name: a, executor: scripted}]\n"}, ""},
 		{"itself", "parent", nil, ""},
 		{"a file with errors still names it", "child", map[string]string{"child.yaml": "name: child\nsteps: []\n"}, ""},

@@ -693,6 +693,7 @@ func sortedKeys(m map[string]any) []string {
 
 func (c *checker) checkPipeline() {
 	p := c.p
+	c.checkWorkflow()
 	for _, v := range p.Vars {
 		if slices.Contains(builtinNames, v.Name) {
 			c.ds.warnf(v.Pos, "vars: %q hides the template name %q", v.Name, v.Name)
@@ -1107,4 +1108,21 @@ func lastFilter(expr string) string {
 		f = f[:i]
 	}
 	return f
+}
+
+// checkWorkflow refuses workflow: express on a pipeline that cannot run as
+// an Express workflow (WorkflowOf), at each thing that keeps it from one
+// (the run's bound at the workflow: key).
+func (c *checker) checkWorkflow() {
+	if c.p.Workflow != pipeline.WorkflowExpress {
+		return
+	}
+	at := fieldPos(c.p.Fields, "workflow", c.p.Pos)
+	for _, r := range WorkflowOf(c.p).Reasons {
+		if r.Pos == c.p.Pos {
+			c.ds.errorf(at, "workflow: express: %s", r.Msg)
+			continue
+		}
+		c.ds.errorf(r.Pos, "workflow: express (line %d): %s", at.Line, r.Msg)
+	}
 }

@@ -204,17 +204,57 @@
 // A sequential step is a Task that invokes the step function
 // (${StepFunctionArn}) with the step's static configuration inlined and
 // the variables it needs (only the earlier outputs its templates name, as
-// an object of the step variables),
-// then a Choice, "<step>: outcome", on the status the function decided.
-// Completed goes on to the next step; when that step has a when:, its
-// condition is checked in the same Choice, so a step costs 2 state
-// transitions on the happy path (a run of n steps: 2n+2, counting the
-// start and the end). Any other status goes to "Run ended", which ends the
-// run in "Run stopped" (Succeed), "Run escalated", "Run aborted" or "Run
-// failed" (Fail states with the errors Stepline.Escalated,
-// Stepline.Aborted and Stepline.Failed; the cause names the step and the
-// reason). when: conditions are total: they evaluate to true or false for
-// any data, so a Choice never fails.
+// an object of the step variables). A step that completes goes from its
+// Task straight to the next step (keeping its output as $last), or, when
+// the next step has a when:, to "Check <next>", the Choice that checks
+// it; so a run of n plain steps costs n+2 state transitions (the start,
+// n Tasks, the end). An answer that ends the run (stopped, escalated,
+// aborted, failed: the gate, proceed: false, the budget) is not returned
+// as the Task's result: the step function fails the Task with the error
+// Stepline.RunEnded (fault.RunEnded), its Cause the function's error
+// response whose errorMessage is the answer as JSON, bounded to
+// steprun.MaxEndedAnswerBytes (16 KiB as a JSON string, within Step
+// Functions' 32,768 characters of Cause: a larger step output is left out
+// of it — the step's record keeps it — then the reason is cut). Each
+// deciding Task (a step, a human step's or a sub-pipeline's decision, a
+// group's join, a human check's check Task) catches Stepline.RunEnded
+// first: the Catch parses the answer
+// ($parse($parse($states.errorOutput.Cause).errorMessage)) and goes to
+// "Run ended", a Choice that takes the answer's usage as the run's (the
+// Task's Assign does not run when it fails) and, by its status, ends the
+// run in "Run stopped" (Succeed), "Run escalated", "Run
+// aborted" or "Run failed" (Fail states with the errors
+// Stepline.Escalated, Stepline.Aborted and Stepline.Failed; the cause
+// names the step and the reason). No retrier matches Stepline.RunEnded
+// (none names States.ALL or States.TaskFailed; a test walks every
+// Task), and the name has a dot, which no Go type name has, so no other
+// error can be caught as one. The local engine derives the same error
+// name and Cause from the handler (engine.ErrorName, fault.Name), so both
+// engines take the same path. $pipeline.run_ended_error (true) tells the
+// step function that the definition catches the error: a definition
+// compiled before (an execution started before an upgrade, a local run
+// resumed on its saved definition) gets every answer as the Task's
+// result, for the outcome Choice it has. A step whose Task may also answer continue
+// (an agent step past one invocation) or check (a human check) keeps its
+// outcome Choice, "<step>: outcome", whose first rules take those answers
+// and whose completed rules go on (checking the next step's when: in the
+// same Choice). when: conditions are total: they evaluate to true or
+// false for any data, so a Choice never fails.
+//
+// The trade-off. The outcome Choice after every Task made a run of n
+// steps cost 2n+2 transitions; ending a run by an error halves what
+// Standard workflows bill for a long run (a 10-step run, measured with
+// the local engine: 22 states entered before, 12 now; a run stopped at
+// its fifth step 13 before, 8 now) and shortens the history (about 2
+// events per step fewer). What it costs: an ended run's last Task shows
+// in the console and the execution history as a failed Task with
+// Stepline.RunEnded (a decision, not a failure: the cause holds the
+// answer); Lambda counts those invocations in its Errors metric, so the
+// stack alarms on Stepline's own TaskErrors metric instead (package
+// infra); a guarded step costs its "Check" Choice, as it did before
+// (then it was the previous step's outcome Choice); and a stopped run's
+// output carries the step's output only when the answer fits the Cause's
+// bound.
 //
 // retry: becomes a retrier over the retryable executor errors (package
 // fault) and States.Timeout: MaxAttempts is attempts − 1, BackoffRate 2
@@ -268,7 +308,8 @@
 // for its next human check, through the same outcome Choice. A human
 // check costs 3 state transitions more than the step (the approval Task,
 // the check Task, the outcome Choice again), an approval invocation and a
-// step invocation. Grounding and deterministic_checks belong to
+// step invocation; a step with a human check keeps its outcome Choice.
+// Grounding and deterministic_checks belong to
 // sequential steps whose answer a model or a webhook gives; the checker
 // refuses them on human and pipeline steps, and the schema in branches
 // and fan-outs. A check's expect: is a when: expression (the same
@@ -302,6 +343,42 @@
 // and line breaks, checks each definition with asl-validator and reads
 // each string back through jsonata 2.0.6 and the engine's evaluator.
 //
+// # Workflow type
+//
+// workflow: auto (the default), standard or express picks the Step
+// Functions workflow type on AWS; WorkflowOf is the one rule that
+// validate (Check), compile (Lower), BuildFile and the CDK app follow. A
+// pipeline can run as an Express workflow when nothing in it waits — no
+// human step, branch, fan-out or check (Express cannot wait for a task
+// token), no sub-pipeline (nor startExecution.sync) — and its longest run
+// is bounded within ExpressBudgetSeconds (270 s: Express's 300 s less 30
+// s for the states between Tasks and the Lambda service's own retries):
+// each step's Task TimeoutSeconds (as lowered: timeout_seconds × 3 calls
+// + 15 s, doubled by a verifier, times loop_until's iterations, plus its
+// grounding and checks; 900 s without timeout_seconds) times retry:
+// attempts plus the backoff waits, a parallel group's longest branch, a
+// fan-out's waves of 40 items, 60 s per join and per failure Task. auto
+// takes Express when the pipeline can, else Standard; express on a
+// pipeline that cannot is an error at each reason (a run's bound at the
+// workflow: key). A sub-pipeline must be Standard (its parent waits for
+// it with startExecution.sync:2 and describes it by its execution ARN):
+// BuildFile refuses a sub-pipeline step whose child would be Express,
+// auto or not, at the step.
+//
+// An Express workflow emits no execution status change event, so the
+// recorder function never closes its runs: its definition routes a
+// completed run through "Record run" (a Task, mode finish, that closes
+// the run's record with $last and $usage and counts it) before "Run
+// completed", and $pipeline.workflow is "express" so that the step
+// function counts in Runs the ends it records (steps that stop,
+// escalate, abort or fail the run). What no Task sees — a run that times
+// out (Express's 5 minutes) or fails with an error no Catch takes —
+// stays running in the table; the CDK app alarms on the state machine's
+// timed-out executions. An Express workflow has no execution history in
+// the Step Functions API (only its log group), no redrive, and runs at
+// least once when started asynchronously; the local engine runs both
+// types alike (the same definition).
+//
 // # Agent steps that outlive one invocation
 //
 // A sequential agent step whose timeout_seconds is over
@@ -317,9 +394,9 @@
 // verifies, gates and records the step, and the Choice goes on as for
 // any step. So the step's own timeout_seconds (whose deadline is fixed
 // at its first Task and carried) is its only limit, and each Task costs
-// what a single-invocation step costs: 2 state transitions (the Task
-// and its outcome Choice), one step invocation and about 7 history
-// events. A step of k Tasks costs 2k transitions; it takes at most one
+// 2 state transitions (the Task and its outcome Choice), one step
+// invocation and about 7 history events. A step of k Tasks costs 2k
+// transitions (a single-invocation step, 1); it takes at most one
 // Task per model call (plus one when its verifier is left to the next
 // Task, and retries), and as many calls per Task as fit in 800 s.
 // retry: applies to each Task (a retried Task goes on from what its

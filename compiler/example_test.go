@@ -34,9 +34,7 @@ steps:
 	// Rerun: go to step    Choice
 	// Rerun: unknown step  Fail
 	// hello                Task
-	// hello: outcome       Choice
 	// follow-up            Task
-	// follow-up: outcome   Choice
 	// Record failure       Task
 	// Run ended            Choice
 	// Run completed        Succeed

@@ -136,7 +136,7 @@ func literalPipelines(n int) []literalCase {
 				lit := rs[(j*7)%len(rs)]
 				prev := steps[j-1].(map[string]any)["name"].(string)
 				step["when"] = "steps." + pipeline.TemplateName(prev) + ".summary == " + pyQuote(lit)
-				c.conds = append(c.conds, literalCond{state: prev + ": outcome", prev: prev, literal: lit})
+				c.conds = append(c.conds, literalCond{state: "Check " + step["name"].(string), prev: prev, literal: lit})
 			}
 			steps = append(steps, step)
 		}

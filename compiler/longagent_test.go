@@ -126,7 +126,7 @@ steps:
 		pl["attempt"] != "{% $states.context.State.RetryCount + 1 %}" {
 		t.Errorf("payload mode %v agent_loop %v attempt %v", pl["mode"], pl["agent_loop"], pl["attempt"])
 	}
-	if tk.TimeoutSeconds != MaxSyncTimeoutSeconds || len(tk.Retry) != 2 || len(tk.Catch) != 1 || tk.Catch[0].Next != "dig-in: failed" ||
+	if tk.TimeoutSeconds != MaxSyncTimeoutSeconds || len(tk.Retry) != 2 || len(tk.Catch) != 2 || tk.Catch[0].Next != StateEnded || tk.Catch[1].Next != "dig-in: failed" ||
 		tk.Next != "dig-in: outcome" || tk.Assign["step_dig_in"] == "" {
 		t.Errorf("Task: timeout %d retry %v catch %v next %q assign %v", tk.TimeoutSeconds, tk.Retry, tk.Catch, tk.Next, tk.Assign)
 	}

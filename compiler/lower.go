@@ -54,6 +54,9 @@ const (
 	StateEnded     = "Run ended"
 	StateRecord    = "Record failure"
 	StateCompleted = "Run completed"
+	// StateRecordRun closes the record of a completed run in an Express
+	// workflow, before "Run completed".
+	StateRecordRun = "Record run"
 	StateStopped   = "Run stopped"
 	StateEscalated = "Run escalated"
 	StateAborted   = "Run aborted"
@@ -137,7 +140,8 @@ func LowerOptions(f *File, opts Options) (*asl.StateMachine, Diagnostics) {
 
 type lowerer struct {
 	f      *File
-	info   task.Pipeline // the run's $pipeline
+	wf     WorkflowDecision // the state machine's workflow type
+	info   task.Pipeline    // the run's $pipeline
 	p      *pipeline.Pipeline
 	sm     *asl.StateMachine
 	ds     Diagnostics
@@ -170,6 +174,7 @@ func (l *lowerer) build() {
 		l.sm.Comment += ": " + l.p.Description
 	}
 	l.sm.StartAt = StateStart
+	l.wf = WorkflowOf(l.p)
 	info := l.pipelineInfo()
 	l.info = info
 	if b, _ := json.Marshal(info); len(b) > payloadBudget {
@@ -255,7 +260,10 @@ func ConfigOf(sm *asl.StateMachine) string {
 }
 
 func (l *lowerer) pipelineInfo() task.Pipeline {
-	info := task.Pipeline{Name: l.p.Name, Stage: l.p.Stage, Budget: l.p.Budget, Notifications: l.p.Notifications}
+	info := task.Pipeline{Name: l.p.Name, Stage: l.p.Stage, Budget: l.p.Budget, Notifications: l.p.Notifications, RunEndedError: true}
+	if l.wf.Type == pipeline.WorkflowExpress {
+		info.Workflow = string(pipeline.WorkflowExpress)
+	}
 	if len(l.p.Vars) > 0 {
 		info.Vars = map[string]string{}
 		for _, v := range l.p.Vars {
@@ -466,16 +474,24 @@ func (l *lowerer) stepRoots(e when.Expr) {
 	})
 }
 
-// terminal returns the name of a terminal state; addTerminals emits the
-// ones used once every node is lowered.
+// terminal returns the name of a terminal state (in an Express workflow,
+// the state that records a completed run before "Run completed");
+// addTerminals emits the ones used once every node is lowered.
 func (l *lowerer) terminal(name string) string {
 	l.added[name] = true
+	if name == StateCompleted && l.wf.Type == pipeline.WorkflowExpress {
+		l.added[StateRecordRun] = true
+		return StateRecordRun
+	}
 	return name
 }
 
 func (l *lowerer) addTerminals() {
 	if l.added[StateRecord] {
 		l.addRecordFailure()
+	}
+	if l.added[StateRecordRun] {
+		l.addRecordRun()
 	}
 	if l.added[StateEnded] {
 		l.addEnded()
@@ -510,12 +526,11 @@ func (l *lowerer) addTerminal(name string) {
 	l.add(&l.sm.States, name, st)
 }
 
-// outcome emits the Choice that follows a node's deciding Task: completed
+// outcomeWith emits the Choice that follows a deciding Task whose answer
+// may also be neither completed nor run-ending (decided): first are its
+// first rules (an agent step's continue, a human check's wait); completed
 // goes on (checking the next steps' when:); any other status goes to the
 // shared Choice that ends the run in the matching terminal state.
-func (l *lowerer) outcome(i int, name string) string { return l.outcomeWith(i, name) }
-
-// outcomeWith is outcome with first as the Choice's first rules.
 func (l *lowerer) outcomeWith(i int, name string, first ...asl.ChoiceRule) string {
 	state := name + ": outcome"
 	ch := &asl.Choice{}
@@ -536,10 +551,17 @@ func (l *lowerer) outcomeWith(i int, name string, first ...asl.ChoiceRule) strin
 	return state
 }
 
-// addEnded emits the Choice every outcome shares for a run that does not go
-// on: the status picks the terminal state.
+// addEnded emits the Choice every run-ending answer goes to (from a
+// deciding Task's Catch of Stepline.RunEnded, or an outcome Choice): the
+// answer's usage is the run's (a Task's Assign does not run when it
+// fails), and its status picks the terminal state. Each rule assigns the
+// usage, and the state's own Assign does for its Default: a Choice takes
+// the Assign of the rule it follows, or its own for the Default.
 func (l *lowerer) addEnded() {
-	ch := &asl.Choice{Comment: "A step did not complete: end the run with its status."}
+	usage := func() map[string]any {
+		return map[string]any{"usage": "{% $exists($states.input.usage) ? $states.input.usage : $usage %}"}
+	}
+	ch := &asl.Choice{Comment: "A step did not complete: end the run with its status.", Assign: usage()}
 	for _, t := range []struct{ status, state string }{
 		{task.StatusStopped, StateStopped},
 		{task.StatusEscalated, StateEscalated},
@@ -547,6 +569,7 @@ func (l *lowerer) addEnded() {
 	} {
 		ch.Choices = append(ch.Choices, asl.ChoiceRule{
 			Condition: "{% $states.input.status = '" + t.status + "' %}",
+			Assign:    usage(),
 			Next:      t.state,
 		})
 		l.added[t.state] = true
@@ -822,6 +845,25 @@ func (l *lowerer) addRecordFailure() {
 	})
 }
 
+// addRecordRun emits the Task an Express workflow ends a completed run
+// with: Express emits no execution status change event, so the step
+// function closes the run's record (mode finish: completed, the output,
+// the usage) and counts it, as the recorder function does for a Standard
+// workflow. A run whose record cannot be closed still completes.
+func (l *lowerer) addRecordRun() {
+	p := l.payload(task.ModeFinish, nil, []string{})
+	p["final"] = "{% $last %}"
+	l.add(&l.sm.States, StateRecordRun, &asl.Task{
+		Comment:        "Express workflow: close the completed run's record and count it (no status change event reaches the recorder).",
+		Resource:       asl.ResourceLambdaInvoke,
+		Arguments:      invoke(task.StepFunctionPlaceholder, p),
+		TimeoutSeconds: bookkeepingTimeoutSeconds,
+		Retry:          []asl.Retrier{lambdaRetrier()},
+		Catch:          []asl.Catcher{{ErrorEquals: []string{asl.StatesALL}, Next: StateCompleted}},
+		Next:           StateCompleted,
+	})
+}
+
 // failureConfig keeps of a node's config what recording its failure
 // needs: the name, the executor and the failure webhook.
 func failureConfig(cfg any) any {
@@ -861,13 +903,6 @@ func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
 		l.lowerAgentTurns(i, s, refs, failed)
 		return
 	}
-	calls := reasks
-	if s.Verifier != nil {
-		calls *= 2
-	}
-	if s.LoopUntil != nil {
-		calls *= s.LoopUntil.MaxIterations
-	}
 	p := l.payload(task.ModeStep, s, refs)
 	p["attempt"] = "{% $states.context.State.RetryCount + 1 %}"
 	args := invoke(task.StepFunctionPlaceholder, p)
@@ -876,18 +911,54 @@ func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
 	if s.Grounding != nil || len(s.Checks) > 0 {
 		comment = fmt.Sprintf("%s step: execute, verify, ground and check, decide, record.", s.Executor)
 	}
-	l.add(&l.sm.States, s.Name, &asl.Task{
+	t := &asl.Task{
 		Comment:        comment,
 		Resource:       asl.ResourceLambdaInvoke,
 		Arguments:      args,
-		TimeoutSeconds: min(MaxSyncTimeoutSeconds, taskTimeout(s.TimeoutSeconds, calls)+settleSeconds(s)),
+		TimeoutSeconds: stepTaskTimeout(s),
 		Retry:          stepRetry(s.Retry),
 		Catch:          failed,
 		Assign:         assignResult(s.Name, s),
 		Output:         "{% $states.result.Payload %}",
-		Next:           s.Name + ": outcome",
-	})
-	l.outcomeWith(i, s.Name, l.lowerHumanChecks(s, refs, failed)...)
+	}
+	l.add(&l.sm.States, s.Name, t)
+	l.decided(i, s.Name, t, l.lowerHumanChecks(s, refs, l.endedCatch(failed))...)
+}
+
+// decided sets the ways on of a deciding Task of node i (a step, a
+// decision, a join, a check): a Catch of fault.NameRunEnded before its
+// own, which takes an answer that ends the run to "Run ended" with the
+// answer as the input and the run's usage updated from it; and, when the
+// node needs no outcome Choice (first is empty: no human check, no agent
+// turns), the next node itself (through its when: router when it has
+// one), the output kept as $last. Otherwise the Task goes to the node's
+// outcome Choice, first its first rules.
+func (l *lowerer) decided(i int, node string, t *asl.Task, first ...asl.ChoiceRule) {
+	t.Catch = l.endedCatch(t.Catch)
+	if len(first) == 0 {
+		t.Assign["last"] = "{% $states.result.Payload.output %}"
+		t.Next = l.routeTo(i + 1)
+		return
+	}
+	t.Next = node + ": outcome"
+	l.outcomeWith(i, node, first...)
+}
+
+// endedAnswer reads a run-ending answer from a Catch's error output: the
+// Cause is the function's error response as JSON text, whose errorMessage
+// is the answer as JSON text (bounded by the step function,
+// steprun.MaxEndedAnswerBytes).
+const endedAnswer = "$parse($parse($states.errorOutput.Cause).errorMessage)"
+
+// endedCatch returns catch after the Catch of a run-ending answer
+// (fault.RunEnded): the answer goes to "Run ended", which takes its usage
+// as the run's and picks the terminal state by its status.
+func (l *lowerer) endedCatch(catch []asl.Catcher) []asl.Catcher {
+	return append([]asl.Catcher{{
+		ErrorEquals: []string{fault.NameRunEnded},
+		Output:      "{% " + endedAnswer + " %}",
+		Next:        l.terminal(StateEnded),
+	}}, catch...)
 }
 
 // outlivesInvocation reports whether a sequential step is an agent step
@@ -917,7 +988,7 @@ func (l *lowerer) lowerAgentTurns(i int, s *pipeline.Step, refs []string, failed
 	p["agent_loop"] = "{% $exists($" + v + ") ? $" + v + " : null %}"
 	args := invoke(task.StepFunctionPlaceholder, p)
 	l.checkPayload(s.Name, args)
-	l.add(&l.sm.States, s.Name, &asl.Task{
+	t := &asl.Task{
 		Comment:        fmt.Sprintf("%s agent step past one invocation: call the model and its tools for up to one invocation's budget, keep the conversation, then continue, or verify, decide and record.", s.Executor),
 		Resource:       asl.ResourceLambdaInvoke,
 		Arguments:      args,
@@ -926,13 +997,13 @@ func (l *lowerer) lowerAgentTurns(i int, s *pipeline.Step, refs []string, failed
 		Catch:          failed,
 		Assign:         assignResult(s.Name, s),
 		Output:         "{% $states.result.Payload %}",
-		Next:           s.Name + ": outcome",
-	})
-	l.outcomeWith(i, s.Name, append([]asl.ChoiceRule{{
+	}
+	l.add(&l.sm.States, s.Name, t)
+	l.decided(i, s.Name, t, append([]asl.ChoiceRule{{
 		Condition: "{% $states.input.status = '" + task.StatusContinue + "' %}",
 		Assign:    map[string]any{v: "{% $states.input.agent_loop %}"},
 		Next:      s.Name,
-	}}, l.lowerHumanChecks(s, refs, failed)...)...)
+	}}, l.lowerHumanChecks(s, refs, l.endedCatch(failed))...)...)
 }
 
 func (l *lowerer) lowerHuman(i int, s *pipeline.Step, refs []string, failed []asl.Catcher) {
@@ -1001,7 +1072,7 @@ func (l *lowerer) testingApproves(decision string, wrap func(map[string]any) map
 // function, which turns it into the node's output, decides and records;
 // then the node's outcome.
 func (l *lowerer) addDecision(i int, node string, cfg any, state, comment string, payload map[string]any, catch []asl.Catcher) {
-	l.add(&l.sm.States, state, &asl.Task{
+	t := &asl.Task{
 		Comment:        comment,
 		Resource:       asl.ResourceLambdaInvoke,
 		Arguments:      invoke(task.StepFunctionPlaceholder, payload),
@@ -1010,9 +1081,9 @@ func (l *lowerer) addDecision(i int, node string, cfg any, state, comment string
 		Catch:          catch,
 		Assign:         assignResult(node, cfg),
 		Output:         "{% $states.result.Payload %}",
-		Next:           node + ": outcome",
-	})
-	l.outcome(i, node)
+	}
+	l.add(&l.sm.States, state, t)
+	l.decided(i, node, t)
 }
 
 func (l *lowerer) lowerChild(i int, s *pipeline.Step, refs []string, failed []asl.Catcher) {
@@ -1346,15 +1417,7 @@ func (l *lowerer) lowerParallel(i int, g *pipeline.Parallel) {
 		p := l.payload(task.ModeBranch, b, refs)
 		p["group"] = g.Name
 		l.checkPayload(b.Name, p)
-		calls := reasks
-		if b.Verifier != nil {
-			calls *= 2
-		}
-		timeout := taskTimeout(b.TimeoutSeconds, calls)
-		if g.TimeoutSeconds > 0 {
-			timeout = min(timeout, g.TimeoutSeconds)
-		}
-		l.branchStates(&br.States, state, b.Name, p, timeout)
+		l.branchStates(&br.States, state, b.Name, p, branchTaskTimeout(b, g))
 		par.Branches = append(par.Branches, br)
 	}
 	l.add(&l.sm.States, g.Name, par)
@@ -1444,10 +1507,6 @@ func (l *lowerer) lowerFanOut(i int, g *pipeline.FanOut) {
 	for k, v := range extra {
 		p[k] = v
 	}
-	calls := reasks
-	if g.Verifier != nil {
-		calls *= 2
-	}
 	m := &asl.Map{
 		Comment: fmt.Sprintf("One branch per item, up to %d; join: %s.", g.MaxItems, g.Join),
 		Items:   "{% " + items + " %}",
@@ -1475,7 +1534,7 @@ func (l *lowerer) lowerFanOut(i int, g *pipeline.FanOut) {
 		}
 	default:
 		l.checkPayload(g.Name, p)
-		l.branchStates(&m.ItemProcessor.States, state, g.Name, p, taskTimeout(g.TimeoutSeconds, calls))
+		l.branchStates(&m.ItemProcessor.States, state, g.Name, p, itemTaskTimeout(g))
 	}
 	l.add(&l.sm.States, g.Name, m)
 	l.join(i, g.Name, g, "{% $exists($states.input.results) ? $states.input.results : [] %}")

@@ -16,6 +16,7 @@ import (
 	jsonata "github.com/blues/jsonata-go"
 
 	"github.com/stepline/stepline/shared/asl"
+	"github.com/stepline/stepline/shared/fault"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden ASL files")
@@ -266,7 +267,10 @@ func TestEveryTaskIsBounded(t *testing.T) {
 	}
 }
 
-func TestWhenFoldsIntoOutcome(t *testing.T) {
+// TestStepGoesStraightOn: a plain step's Task goes to the next step
+// without an outcome Choice (an answer that ends the run is an error its
+// Catch takes); a guarded next step is reached through its when: router.
+func TestStepGoesStraightOn(t *testing.T) {
 	_, states := compileString(t, `
 name: p
 steps:
@@ -274,22 +278,47 @@ steps:
   - {name: b, executor: scripted, when: "steps.a.proceed"}
   - {name: c, executor: scripted}
 `)
-	rules := states["a: outcome"].(map[string]any)["Choices"].([]any)
-	first := rules[0].(map[string]any)
-	second := rules[1].(map[string]any)
-	if first["Next"] != "b" || !strings.Contains(first["Condition"].(string), "status = 'completed' and (") {
-		t.Errorf("first rule = %v", first)
+	for _, name := range []string{"a: outcome", "b: outcome", "c: outcome"} {
+		if _, ok := states[name]; ok {
+			t.Errorf("state %q emitted", name)
+		}
 	}
-	if second["Next"] != "c" || second["Condition"] != "{% $states.input.status = 'completed' %}" {
-		t.Errorf("second rule (b skipped) = %v", second)
+	a := states["a"].(map[string]any)
+	if a["Next"] != "Check b" || a["Assign"].(map[string]any)["last"] != "{% $states.result.Payload.output %}" {
+		t.Errorf("a: next %v assign %v", a["Next"], a["Assign"])
 	}
-	// A when: reached from the previous step needs no Choice of its own:
-	// only a rerun from b goes through one.
-	for name, st := range states {
-		for _, r := range asMaps(st.(map[string]any)["Choices"]) {
-			if r["Next"] == "Check b" && name != StateRerunFrom {
-				t.Errorf("%s goes through Check b", name)
-			}
+	if b := states["b"].(map[string]any); b["Next"] != "c" {
+		t.Errorf("b: next %v", b["Next"])
+	}
+	if c := states["c"].(map[string]any); c["Next"] != StateCompleted {
+		t.Errorf("c: next %v", c["Next"])
+	}
+	router := states["Check b"].(map[string]any)
+	rules := asMaps(router["Choices"])
+	if len(rules) != 1 || rules[0]["Next"] != "b" || router["Default"] != "c" {
+		t.Errorf("Check b = %v", router)
+	}
+	catch := asMaps(a["Catch"])
+	if len(catch) != 2 || catch[0]["Next"] != StateEnded || catch[1]["Next"] != StateRecord {
+		t.Fatalf("a: catch %v", catch)
+	}
+	if eq := catch[0]["ErrorEquals"].([]any); len(eq) != 1 || eq[0] != fault.NameRunEnded {
+		t.Errorf("a: first catch matches %v", eq)
+	}
+	if catch[0]["Output"] != "{% "+endedAnswer+" %}" || catch[0]["Assign"] != nil {
+		t.Errorf("a: run-ended catch = %v", catch[0])
+	}
+	// Run ended takes the answer's usage (a failed Task's Assign does not
+	// run) on every way out: each rule's Assign, and its own for the
+	// Default.
+	ended := states[StateEnded].(map[string]any)
+	assigns := []any{ended["Assign"]}
+	for _, r := range asMaps(ended["Choices"]) {
+		assigns = append(assigns, r["Assign"])
+	}
+	for i, a := range assigns {
+		if m, _ := a.(map[string]any); m["usage"] != "{% $exists($states.input.usage) ? $states.input.usage : $usage %}" {
+			t.Errorf("Run ended's way out %d assigns %v", i, a)
 		}
 	}
 }
@@ -343,8 +372,8 @@ func TestChildPlaceholder(t *testing.T) {
 }
 
 // TestHappyPathTransitions counts the states a run enters when every step
-// completes: 2 per sequential step (Task, outcome Choice), plus the start
-// and the end.
+// completes: 1 per sequential step (its Task), plus the start and the end
+// (n + 2; 2n + 2 with the outcome Choice every step had before).
 func TestHappyPathTransitions(t *testing.T) {
 	for _, n := range []int{1, 10, 100} {
 		var b strings.Builder
@@ -372,7 +401,7 @@ func TestHappyPathTransitions(t *testing.T) {
 				state = ""
 			}
 		}
-		if want := 2*n + 2; count != want {
+		if want := n + 2; count != want {
 			t.Errorf("%d steps: %d transitions on the happy path, want %d", n, count, want)
 		}
 	}
@@ -595,8 +624,8 @@ func TestWaitingBranchShapes(t *testing.T) {
 	if !reflect.DeepEqual(starts, want) {
 		t.Errorf("branches start at %v, want %v", starts, want)
 	}
-	if entry, _ := sm.States.Get("discover: outcome"); entry.(*asl.Choice).Choices[0].Next != "delegate: context" {
-		t.Errorf("a step with executor_config.context starts at its context Task, not %q", entry.(*asl.Choice).Choices[0].Next)
+	if entry, _ := sm.States.Get("discover"); entry.(*asl.Task).Next != "delegate: context" {
+		t.Errorf("a step with executor_config.context starts at its context Task, not %q", entry.(*asl.Task).Next)
 	}
 	m, _ := sm.States.Get("run-each")
 	items := m.(*asl.Map).ItemProcessor.States

@@ -55,7 +55,10 @@ func trustTemplates(s *pipeline.Step) []any {
 // step, or pauses at the next human check, through the same outcome
 // Choice. Each human check costs three state transitions (the rule taken,
 // its approval Task, the check Task) plus the outcome Choice again.
-func (l *lowerer) lowerHumanChecks(s *pipeline.Step, refs []string, failed []asl.Catcher) []asl.ChoiceRule {
+//
+// catch is the check Task's Catch (the step's, after the Catch of a
+// run-ending answer).
+func (l *lowerer) lowerHumanChecks(s *pipeline.Step, refs []string, catch []asl.Catcher) []asl.ChoiceRule {
 	if !s.HumanChecks() {
 		return nil
 	}
@@ -113,7 +116,7 @@ func (l *lowerer) lowerHumanChecks(s *pipeline.Step, refs []string, failed []asl
 		Arguments:      args,
 		TimeoutSeconds: min(MaxSyncTimeoutSeconds, bookkeepingTimeoutSeconds+after),
 		Retry:          []asl.Retrier{lambdaRetrier()},
-		Catch:          failed,
+		Catch:          catch,
 		Assign:         assignResult(s.Name, s),
 		Output:         "{% $states.result.Payload %}",
 		Next:           s.Name + ": outcome",

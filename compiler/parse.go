@@ -608,10 +608,11 @@ func (d *decoder) noteAll(n *yaml.Node) {
 func (d *decoder) pipeline(root *yaml.Node) *pipeline.Pipeline {
 	fs, ps := d.fields(root)
 	p := &pipeline.Pipeline{
-		Pos:     d.f.pos(root),
-		Fields:  fs,
-		Version: 1,
-		Stage:   pipeline.StageTesting,
+		Pos:      d.f.pos(root),
+		Fields:   fs,
+		Version:  1,
+		Stage:    pipeline.StageTesting,
+		Workflow: pipeline.WorkflowAuto,
 	}
 	for _, kv := range ps {
 		k, v := kv[0].Value, kv[1]
@@ -629,6 +630,10 @@ func (d *decoder) pipeline(root *yaml.Node) *pipeline.Pipeline {
 		case "stage":
 			if s, ok := d.str(v); ok {
 				p.Stage = pipeline.Stage(s)
+			}
+		case "workflow":
+			if s, ok := d.str(v); ok {
+				p.Workflow = pipeline.Workflow(s)
 			}
 		case "vars":
 			for _, vp := range pairs(v) {

@@ -117,6 +117,7 @@ func TestSchemaDefaultsAreTheModels(t *testing.T) {
 		prop + "tags":        p.Tags,
 		prop + "version":     p.Version,
 		prop + "stage":       p.Stage,
+		prop + "workflow":    p.Workflow,
 		"/properties/durable/oneOf/1/properties/on_interrupted": p.Durable.OnInterrupted,
 		"/properties/budget/properties/include_approx_cost":     p.Budget.IncludeApproxCost,
 		"/properties/schedule/properties/summary":               p.Schedule.Summary,

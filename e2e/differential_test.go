@@ -54,6 +54,7 @@ var scenarioWants = map[string]store.RunStatus{
 	"human-timeout":    store.RunFailed,
 	"sub-pipeline":     store.RunCompleted,
 	"agent-turns":      store.RunCompleted,
+	"express":          store.RunCompleted,
 }
 
 // agentTasks names, per scenario, the agent steps longer than one

@@ -156,13 +156,19 @@
 //     constants). The step function's timeout is the longest TimeoutSeconds
 //     of the step Tasks of any pipeline (at most 900 s); the others have
 //     fixed timeouts.
-//   - One Standard state machine per pipeline, named <prefix>-<pipeline>,
-//     from the compiled definition (DefinitionBody_FromString) with the
+//   - One state machine per pipeline, named <prefix>-<pipeline>, of the
+//     type the compiler decides (compiler.WorkflowOf: Express when the
+//     pipeline's workflow: auto or express allows it, else Standard), from
+//     the compiled definition (DefinitionBody_FromString) with the
 //     substitutions ${StepFunctionArn}, ${ApprovalFunctionArn} and
 //     ${Pipeline<Name>Arn}; logging level ALL (without execution data) to
-//     /aws/vendedlogs/states/<name>, X-Ray tracing. Its role may invoke
-//     exactly the functions the definition calls and start, describe and
-//     stop exactly the sub-pipelines it names.
+//     /aws/vendedlogs/states/<name> (an Express workflow's only execution
+//     history), X-Ray tracing. Its role may invoke exactly the functions
+//     the definition calls and start, describe and stop exactly the
+//     sub-pipelines it names. An Express workflow emits no execution
+//     status change event: its definition closes a completed run's record
+//     itself (compiler: "Record run"), the step function counts its ends
+//     in Runs, and an alarm watches its timed-out executions.
 //   - Triggers: the EventBridge rules package plan compiles from
 //     trigger.match (disabled for stage testing); an EventBridge Scheduler
 //     schedule for schedule.cron (in schedule.timezone, UTC by default);
@@ -235,8 +241,10 @@
 // namespace MetricNamespace ("Stepline"): Runs (Count; Pipeline, Status)
 // from the recorder when a run ends; StepConfidence (None; Pipeline, Step),
 // InputTokens and OutputTokens (Count; Pipeline) and CostUSD (None;
-// Pipeline) from the step function per recorded step. The dashboards and
-// the failed-run alarms read them.
+// Pipeline) from the step function per recorded step; TaskErrors (Count;
+// Pipeline, and Function alone) from the step function per failed Task
+// (not a step's run-ending answer). The dashboards, the failed-run alarms
+// and the step function's error alarm read them.
 //
 // # Assets
 //

@@ -45,6 +45,7 @@ notifications:
 `,
 	"child.yaml": `name: child-one
 stage: production
+workflow: standard # a sub-pipeline: auto would make it Express
 trigger:
   match:
     source: generic
@@ -144,6 +145,36 @@ func TestFixtureStepTimeout(t *testing.T) {
 	}
 	if got := step.Properties["LoggingConfig"].(map[string]any)["ApplicationLogLevel"]; got != "DEBUG" {
 		t.Errorf("ApplicationLogLevel = %v, want DEBUG", got)
+	}
+}
+
+// TestFixtureWorkflowTypes: each state machine has the type the compiler
+// decided (compiler.WorkflowOf): the fixtures whose runs are bounded
+// within Express's limit and wait for nothing are Express, the parent
+// (a human step, a sub-pipeline) and the child (workflow: standard)
+// Standard; every one logs all events; each Express one has an alarm on
+// its timed-out executions, which reach no recorder.
+func TestFixtureWorkflowTypes(t *testing.T) {
+	s := fixtures.get(t)
+	want := map[string]string{"parent": "STANDARD", "child-one": "STANDARD", "agent-dig": "EXPRESS", "regex-route": "EXPRESS"}
+	for name, typ := range want {
+		_, sm := s.one(t, "AWS::StepFunctions::StateMachine", pipelineID(name))
+		if got := sm.Properties["StateMachineType"]; got != typ {
+			t.Errorf("%s: StateMachineType %v, want %s", name, got, typ)
+		}
+		logging, _ := sm.Properties["LoggingConfiguration"].(map[string]any)
+		if logging["Level"] != "ALL" || len(list(logging["Destinations"])) != 1 {
+			t.Errorf("%s: logging %s", name, text(logging))
+		}
+		alarms := 0
+		for id := range s.of("AWS::CloudWatch::Alarm") {
+			if strings.HasPrefix(id, pipelineID(name)+"ExpressTimedOut") {
+				alarms++
+			}
+		}
+		if alarms != map[string]int{"STANDARD": 0, "EXPRESS": 1}[typ] {
+			t.Errorf("%s: %d Express timed-out alarms", name, alarms)
+		}
 	}
 }
 

@@ -7,8 +7,10 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/stepline/stepline/shared/metrics"
 	"github.com/stepline/stepline/shared/task"
 )
 
@@ -28,6 +30,12 @@ const (
 	// MetricCost is a step's model cost in US dollars (None), dimension
 	// Pipeline: the step function, per recorded step.
 	MetricCost = "CostUSD"
+	// MetricTaskErrors counts the step function's failed Tasks (Count),
+	// dimension Pipeline, and Function (step) for the total: every error
+	// it returns except a step's answer that ends the run, which it
+	// returns as a Stepline.RunEnded error for the state machine to catch
+	// (see package compiler) and which Lambda's own Errors metric counts.
+	MetricTaskErrors = metrics.TaskErrors
 )
 
 // Dimension names of the metrics.
@@ -35,14 +43,15 @@ const (
 	DimPipeline = "Pipeline"
 	DimStatus   = "Status"
 	DimStep     = "Step"
+	DimFunction = "Function"
 )
 
 // runStatuses are the run statuses the dashboard shows.
 var runStatuses = []string{task.StatusCompleted, task.StatusStopped, task.StatusEscalated, task.StatusAborted, task.StatusFailed}
 
-// stepErrorThreshold is how many step function errors in five minutes
-// raise its alarm: executor failures surface as function errors that the
-// state machine retries, so one alone is not an incident.
+// stepErrorThreshold is how many failed step function Tasks in five
+// minutes raise its alarm: executor failures surface as Task errors that
+// the state machine retries, so one alone is not an incident.
 const stepErrorThreshold = 5
 
 var fiveMinutes = awscdk.Duration_Minutes(jsii.Number(5))
@@ -76,17 +85,25 @@ func alarm(stack awscdk.Stack, topic awssns.ITopic, id string, m awscloudwatch.I
 
 // addMonitoring adds the core's alarms, all sent to the alarm topic:
 // failed runs of any pipeline (the recorder's Runs metric by Status
-// alone), function errors and undelivered events.
+// alone), function errors and undelivered events. The step function's
+// alarm reads Stepline's TaskErrors, not Lambda's Errors: a step that
+// stops, escalates or aborts the run answers with an error the state
+// machine catches (Stepline.RunEnded), which Lambda counts as a function
+// error although nothing failed. A crash or timeout of the function,
+// which TaskErrors cannot see, fails its Task and ends in a failed run
+// once retries are spent: the RunsFailed alarm.
 func (b *builder) addMonitoring() {
 	alarm(b.stack, b.alarmTopic, "RunsFailed", metric(MetricRuns, "Sum", map[string]string{DimStatus: task.StatusFailed}), 1,
 		"Stepline: a run failed (an executor failure, or an error the state machine could not catch); the Runs metric by Pipeline says which")
 	for _, name := range Functions() {
-		threshold := 1.0
 		if name == FunctionStep {
-			threshold = stepErrorThreshold
+			alarm(b.stack, b.alarmTopic, constructID(name)+"Errors",
+				metric(MetricTaskErrors, "Sum", map[string]string{DimFunction: metrics.FunctionStep}), stepErrorThreshold,
+				fmt.Sprintf("Stepline: %d or more %s function Tasks failed in 5 minutes (executor or configuration errors; runs that a step ended are not counted); the TaskErrors metric by Pipeline says which", stepErrorThreshold, name))
+			continue
 		}
 		alarm(b.stack, b.alarmTopic, constructID(name)+"Errors",
-			b.functions[name].MetricErrors(&awscloudwatch.MetricOptions{Period: fiveMinutes, Statistic: jsii.String("Sum")}), threshold,
+			b.functions[name].MetricErrors(&awscloudwatch.MetricOptions{Period: fiveMinutes, Statistic: jsii.String("Sum")}), 1,
 			fmt.Sprintf("Stepline: the %s function returned errors", name))
 	}
 	alarm(b.stack, b.alarmTopic, "UndeliveredEvents", b.deadLetters.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
@@ -102,6 +119,16 @@ func (g *group) addMonitoring() {
 		alarm(g.stack, g.alarmTopic, "UndeliveredEvents", g.deadLetters.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 			Period: fiveMinutes, Statistic: jsii.String("Maximum"),
 		}), 1, "Stepline: a trigger, schedule or status change of this stack's pipelines could not be delivered (see its DeadLetters queue)")
+	}
+	for _, m := range g.machines {
+		if machineType(m) != awsstepfunctions.StateMachineType_EXPRESS {
+			continue
+		}
+		// An Express workflow's end reaches no recorder: a run that times
+		// out (Express's 5 minutes) stays running in the table, and only
+		// the state machine's own metric tells.
+		alarm(g.stack, g.alarmTopic, "Pipeline"+m.id+"ExpressTimedOut", m.sm.MetricTimedOut(&awscloudwatch.MetricOptions{Period: fiveMinutes, Statistic: jsii.String("Sum")}), 1,
+			fmt.Sprintf("Stepline: an execution of %s (an Express workflow) timed out; its run record stays running", m.p.Name))
 	}
 	if !g.b.cfg.props.PipelineMonitoring {
 		return

@@ -588,7 +588,23 @@ func TestMonitoring(t *testing.T) {
 		t.Errorf("the deployment's failed-runs alarm has dimensions %s, want Status alone", got)
 	}
 	for _, fn := range []string{"Step", "Approval", "Callback", "Ingest", "Recorder"} {
-		s.one(t, "AWS::CloudWatch::Alarm", fn+"Errors")
+		_, a := s.one(t, "AWS::CloudWatch::Alarm", fn+"Errors")
+		// The step function's alarm counts failed Tasks (TaskErrors), not
+		// Lambda's Errors, which also count the runs a step ended.
+		want := map[string]any{"Namespace": "AWS/Lambda", "MetricName": "Errors", "Threshold": 1.0}
+		if fn == "Step" {
+			want = map[string]any{"Namespace": infra.MetricNamespace, "MetricName": infra.MetricTaskErrors, "Threshold": 5.0,
+				"Dimensions": `[{"Name":"Function","Value":"step"}]`}
+		}
+		for k, v := range want {
+			got := a.Properties[k]
+			if k == "Dimensions" {
+				got = text(got)
+			}
+			if got != v {
+				t.Errorf("alarm %sErrors: %s = %v, want %v", fn, k, got, v)
+			}
+		}
 	}
 	s.one(t, "AWS::CloudWatch::Alarm", "UndeliveredEvents")
 	assert(t, "email subscription", func() {

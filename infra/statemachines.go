@@ -9,13 +9,18 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/task"
 )
 
-// addStateMachines adds one Standard state machine per pipeline, from its
-// compiled definition: the function and sub-pipeline placeholders are
-// definition substitutions, and the role may invoke exactly the functions
-// the definition calls and start exactly the sub-pipelines it names.
+// addStateMachines adds one state machine per pipeline, from its compiled
+// definition: the function and sub-pipeline placeholders are definition
+// substitutions, and the role may invoke exactly the functions the
+// definition calls and start exactly the sub-pipelines it names. Its type
+// is the compiler's (machineType): Express or Standard, each logging
+// every event to its log group (an Express workflow's only execution
+// history), without execution data.
 func (g *group) addStateMachines() {
 	b := g.b
 	for _, m := range g.machines {
@@ -44,7 +49,7 @@ func (g *group) addStateMachines() {
 		}
 		sm := awsstepfunctions.NewStateMachine(g.stack, jsii.String("Pipeline"+m.id), &awsstepfunctions.StateMachineProps{
 			StateMachineName:        jsii.String(m.name),
-			StateMachineType:        awsstepfunctions.StateMachineType_STANDARD,
+			StateMachineType:        machineType(m),
 			DefinitionBody:          awsstepfunctions.DefinitionBody_FromString(jsii.String(m.p.Definition)),
 			DefinitionSubstitutions: &subs,
 			Comment:                 jsii.String("Stepline pipeline " + m.p.Name),
@@ -76,6 +81,17 @@ func (g *group) addStateMachines() {
 		suppress(sm, rules...)
 		lintExempt(sm, redundantDependsOn)
 	}
+}
+
+// machineType is the workflow type of m's state machine: what the
+// compiler decided for its pipeline (compiler.WorkflowOf, the rule
+// validate and compile follow), Express only when the pipeline can run as
+// one.
+func machineType(m *machine) awsstepfunctions.StateMachineType {
+	if compiler.WorkflowOf(m.p.Model).Type == pipeline.WorkflowExpress {
+		return awsstepfunctions.StateMachineType_EXPRESS
+	}
+	return awsstepfunctions.StateMachineType_STANDARD
 }
 
 // grantChildren lets a pipeline start its sub-pipelines and wait for them

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
 )
@@ -78,38 +79,8 @@ func (p *progress) event(_ string, e store.HistoryEvent) {
 		if json.Unmarshal(e.Detail, &d) != nil || d.Output.Payload.Status == "" {
 			return
 		}
-		r := d.Output.Payload
-		if r.Status == task.StatusContinue {
-			// An agent step that outlives an invocation handed back: the
-			// step goes on in its next Task (its duration runs on).
-			p.line("  %-28s %s %s\n", r.Step, p.colour.status("continues", 10), agentProgress(r.Agent))
+		if !p.answered(key, e, d.Output.Payload) {
 			return
-		}
-		if r.Status == task.StatusCheck && r.Check != nil {
-			// The step paused for a human check: its approval follows.
-			p.line("  %-28s %s check %q (%s)\n", r.Step, p.colour.status("waits for", 10), r.Check.Name, trustProgress(r.Trust))
-			return
-		}
-		var out struct {
-			Confidence *float64 `json:"confidence"`
-			Summary    string   `json:"summary"`
-		}
-		_ = json.Unmarshal(r.Output, &out)
-		conf := "   -"
-		if out.Confidence != nil {
-			conf = fmt.Sprintf("%.2f", *out.Confidence)
-		}
-		var dur time.Duration
-		if t, ok := p.started[key]; ok {
-			dur = e.Time.Sub(t)
-		}
-		delete(p.started, key)
-		p.line("  %-28s %s confidence %s  %6s  %s\n", r.Step, p.colour.status(r.Status, 10), conf, dur.Round(time.Millisecond), oneLine(out.Summary, 60))
-		if r.Agent != nil {
-			p.line("  %-28s %-10s %s\n", "", "", agentProgress(r.Agent))
-		}
-		if r.Trust != nil {
-			p.line("  %-28s %-10s %s\n", "", "", trustProgress(r.Trust))
 		}
 	case "TaskFailed", "TaskTimedOut":
 		p.ended(key)
@@ -121,9 +92,55 @@ func (p *progress) event(_ string, e store.HistoryEvent) {
 		if json.Unmarshal([]byte(d.Cause), &lambda) == nil && lambda.ErrorMessage != "" {
 			d.Cause = lambda.ErrorMessage
 		}
+		var r task.Response
+		if d.Error == fault.NameRunEnded && json.Unmarshal([]byte(d.Cause), &r) == nil && r.Status != "" {
+			// Not a failure: the step's answer ends the run (stopped,
+			// escalated, aborted), handed to the state machine as an error.
+			p.answered(key, e, r)
+			break
+		}
 		p.line("  %-28s %s %s\n", e.State, p.colour.status("attempt failed:", 0), oneLine(d.Error+": "+d.Cause, 90))
 	}
 	p.draw()
+}
+
+// answered prints a Task's answer: a step's outcome line, or that it
+// continues or waits for a check (then it reports false: the live line
+// stays as it is).
+func (p *progress) answered(key string, e store.HistoryEvent, r task.Response) bool {
+	if r.Status == task.StatusContinue {
+		// An agent step that outlives an invocation handed back: the
+		// step goes on in its next Task (its duration runs on).
+		p.line("  %-28s %s %s\n", r.Step, p.colour.status("continues", 10), agentProgress(r.Agent))
+		return false
+	}
+	if r.Status == task.StatusCheck && r.Check != nil {
+		// The step paused for a human check: its approval follows.
+		p.line("  %-28s %s check %q (%s)\n", r.Step, p.colour.status("waits for", 10), r.Check.Name, trustProgress(r.Trust))
+		return false
+	}
+	var out struct {
+		Confidence *float64 `json:"confidence"`
+		Summary    string   `json:"summary"`
+	}
+	_ = json.Unmarshal(r.Output, &out)
+	conf := "   -"
+	if out.Confidence != nil {
+		conf = fmt.Sprintf("%.2f", *out.Confidence)
+	}
+	var dur time.Duration
+	if t, ok := p.started[key]; ok {
+		dur = e.Time.Sub(t)
+	}
+	delete(p.started, key)
+	p.line("  %-28s %s confidence %s  %6s  %s\n", r.Step, p.colour.status(r.Status, 10), conf, dur.Round(time.Millisecond), oneLine(out.Summary, 60))
+	if r.Agent != nil {
+		p.line("  %-28s %-10s %s\n", "", "", agentProgress(r.Agent))
+	}
+	if r.Trust != nil {
+		p.line("  %-28s %-10s %s\n", "", "", trustProgress(r.Trust))
+	}
+	return true
 }
 
 // scheduled notes a Task that starts: a step's, a branch's or a fan-out

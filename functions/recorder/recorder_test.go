@@ -76,9 +76,10 @@ func TestPipelineOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := task.Pipeline{
-		Name:  "rie-recorder",
-		Stage: pipeline.StageProduction,
-		Vars:  map[string]string{"runbook": "first line\nsecond line\n", "marker": "{% raw %}kept{% endraw %}", "empty": ""},
+		Name:          "rie-recorder",
+		Stage:         pipeline.StageProduction,
+		RunEndedError: true, // the definition catches Stepline.RunEnded
+		Vars:          map[string]string{"runbook": "first line\nsecond line\n", "marker": "{% raw %}kept{% endraw %}", "empty": ""},
 		Notifications: []pipeline.Action{
 			{Name: "escalate", Notices: []pipeline.Notification{{Channel: "webhook", Config: map[string]any{"url": "https://hooks.example.com/escalate"},
 				Template: `{"run": "{{ pipeline_run_id }}", "status": "{{ status }}", "reason": "{{ escalation_reason }}", "summary": {{ step_summary | json }}, "service": "{{ labels.service }}"}`}}},

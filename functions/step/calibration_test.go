@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -46,14 +45,7 @@ func TestCalibrationThroughEmulator(t *testing.T) {
 	}
 	invoke := func(runID, prompt string, extra map[string]any) (task.Response, store.StepRecord) {
 		t.Helper()
-		res := e.Invoke(t, trustEvent(t, task.ModeStep, runID, prompt, false, modelURL, "", extra))
-		if res.ErrorType != "" {
-			t.Fatalf("%s: %s\n%s", res.ErrorType, res.Message, e.Output())
-		}
-		var resp task.Response
-		if err := json.Unmarshal(res.Body, &resp); err != nil {
-			t.Fatalf("%v: %s", err, res.Body)
-		}
+		resp := answer(t, e, e.Invoke(t, trustEvent(t, task.ModeStep, runID, prompt, false, modelURL, "", extra)))
 		recs, err := st.ListSteps(ctx, runID)
 		if err != nil || len(recs) != 1 {
 			t.Fatalf("%d records, %v", len(recs), err)

@@ -108,7 +108,7 @@ func trustEvent(t *testing.T, mode, runID, prompt string, withAgent bool, modelU
 	}
 	ev := map[string]any{
 		"mode":     mode,
-		"pipeline": map[string]any{"name": "rie-trust", "stage": "production"},
+		"pipeline": map[string]any{"name": "rie-trust", "stage": "production", "run_ended_error": true},
 		"trigger":  map[string]any{"source": "alertmanager", "labels": map[string]any{"service": "checkout-api"}},
 		"usage":    map[string]any{},
 		"attempt":  1,
@@ -196,14 +196,7 @@ func TestTrustThroughEmulator(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			runID := fmt.Sprintf("run-rie-trust-%d", i)
-			res := e.Invoke(t, trustEvent(t, task.ModeStep, runID, c.prompt, c.agent, modelURL, mcpSrv.URL, c.extra))
-			if res.ErrorType != "" {
-				t.Fatalf("%s: %s\n%s", res.ErrorType, res.Message, e.Output())
-			}
-			var resp task.Response
-			if err := json.Unmarshal(res.Body, &resp); err != nil {
-				t.Fatalf("%v: %s", err, res.Body)
-			}
+			resp := answer(t, e, e.Invoke(t, trustEvent(t, task.ModeStep, runID, c.prompt, c.agent, modelURL, mcpSrv.URL, c.extra)))
 			recs, err := st.ListSteps(context.Background(), runID)
 			if err != nil || len(recs) != 1 {
 				t.Fatalf("%d records, %v", len(recs), err)
@@ -249,10 +242,8 @@ func TestTrustThroughEmulator(t *testing.T) {
 		}
 		final := withFields(t, trustEvent(t, task.ModeCheck, runID, "Investigate", true, modelURL, mcpSrv.URL, checks),
 			map[string]any{"check": paused.Check, "decision": task.Decision{Decision: d.decision, By: "lead"}, "usage": paused.Usage})
-		res = e.Invoke(t, final)
-		var resp task.Response
-		if err := json.Unmarshal(res.Body, &resp); err != nil || resp.Status != d.status {
-			t.Fatalf("%s: %s %v: %s", d.decision, resp.Status, err, res.Body)
+		if resp := answer(t, e, e.Invoke(t, final)); resp.Status != d.status {
+			t.Fatalf("%s: %s, want %s", d.decision, resp.Status, d.status)
 		}
 		recs, _ = st.ListSteps(context.Background(), runID)
 		if len(recs) != 1 || string(recs[0].Status) != d.status || recs[0].Trust == nil || len(recs[0].Trust.DeterministicChecks) != 2 {

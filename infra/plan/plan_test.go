@@ -161,6 +161,7 @@ steps:
     timeout_seconds: 30
 `,
 		"child.yml": `name: child-one
+workflow: standard # a sub-pipeline is a Standard workflow
 steps:
   - name: hook
     executor: webhook

@@ -61,6 +61,25 @@ type AgentIterationsExhausted struct{ Msg string }
 // reason above.
 type AgentDeadlineExceeded struct{ Msg string }
 
+// RunEnded is not a failure: a step's deciding Task (a step, a human
+// step's or a sub-pipeline's decision, a group's join, a human check)
+// decided that the run ends there — stopped, escalated, aborted, or failed
+// by its gate, budget or policy. Msg is the Task's answer (a task.Response
+// as JSON, bounded by package steprun). The state machine's Catch of
+// NameRunEnded reads it from the error's Cause and ends the run in the
+// terminal state its status names, so that a step that completes goes
+// straight to the next Task without an outcome Choice. No retrier matches
+// it. Its ASL name is NameRunEnded, not its Go type name: a name with a
+// dot, which no Go type can have, so no other error is ever caught as one
+// (the step function's Lambda adapter reports it under that name).
+type RunEnded struct{ Msg string }
+
+func (e *RunEnded) Error() string { return e.Msg }
+
+func (*RunEnded) faultName() string { return NameRunEnded }
+
+func (e *RunEnded) withMsg(m string) error { c := *e; c.Msg = m; return &c }
+
 // fault is what every error type here provides: its ASL error name, and
 // a copy of itself with another message (Surface, Errorf).
 type fault interface {
@@ -117,6 +136,8 @@ const (
 
 	NameAgentIterationsExhausted = "AgentIterationsExhausted"
 	NameAgentDeadlineExceeded    = "AgentDeadlineExceeded"
+
+	NameRunEnded = "Stepline.RunEnded"
 )
 
 // Retryable returns the error names a step's retry: policy retries, in a
@@ -170,6 +191,9 @@ func Surface(err error) error {
 	f, ok := Find(err).(fault)
 	if !ok || error(f) == err {
 		return err
+	}
+	if ended, ok := f.(*RunEnded); ok {
+		return ended // its message is the answer the state machine parses
 	}
 	return f.withMsg(err.Error())
 }

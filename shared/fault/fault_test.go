@@ -37,6 +37,23 @@ func TestNamesArePinned(t *testing.T) {
 	}
 }
 
+// TestRunEndedName pins the name of a run-ending answer: not its Go type
+// name (the step function's Lambda adapter reports it by this name), a
+// name with a dot that no Go type can have.
+func TestRunEndedName(t *testing.T) {
+	err := fmt.Errorf("step %q: %w", "triage", &RunEnded{Msg: `{"status":"stopped"}`})
+	if Name(err) != "Stepline.RunEnded" || NameRunEnded != "Stepline.RunEnded" {
+		t.Errorf("Name = %q", Name(err))
+	}
+	var ended *RunEnded
+	if s := Surface(err); !errors.As(s, &ended) || s.Error() != `{"status":"stopped"}` {
+		t.Errorf("Surface = %T %q: the answer must stay the message", s, s)
+	}
+	if IsRetryable(err) {
+		t.Error("a run-ending answer is retryable")
+	}
+}
+
 func TestSurfaceKeepsContextAndType(t *testing.T) {
 	err := fmt.Errorf("step %q: %w", "triage", &RateLimited{Msg: "http 429"})
 	s := Surface(err)

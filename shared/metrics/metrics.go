@@ -23,7 +23,17 @@ const (
 	StepDuration   = "StepDuration"   // Pipeline: a recorded attempt's duration (Milliseconds)
 	// InputTokens, OutputTokens, CostUSD, Steps and StepDuration are also
 	// under Pipeline, Executor, Model for the attempts of a model step.
+
+	// TaskErrors counts the step function's failed Tasks (Pipeline; and
+	// Function alone, for one total): every error it returns except a
+	// run-ending answer (fault.RunEnded), which the Lambda service counts
+	// among the function's Errors although nothing failed.
+	TaskErrors = "TaskErrors"
 )
+
+// FunctionStep is the Function dimension's value of the step function's
+// metrics.
+const FunctionStep = "step"
 
 // EMF writes embedded-metric-format lines. Safe for concurrent use.
 type EMF struct {

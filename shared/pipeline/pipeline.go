@@ -81,6 +81,17 @@ const (
 	StageProduction Stage = "production"
 )
 
+// Workflow is the Step Functions workflow type a pipeline asks for.
+type Workflow string
+
+// Workflow types: auto (the default) lets the compiler choose Express when
+// the pipeline can run as one (compiler.WorkflowOf), else Standard.
+const (
+	WorkflowAuto     Workflow = "auto"
+	WorkflowStandard Workflow = "standard"
+	WorkflowExpress  Workflow = "express"
+)
+
 // LowConfidence is what a step does when its effective confidence is below
 // its threshold.
 type LowConfidence string
@@ -145,7 +156,8 @@ type Pipeline struct {
 	Tags           []string  `json:"tags,omitempty"`
 	Version        int       `json:"version,omitempty"`
 	Stage          Stage     `json:"stage,omitempty"`
-	Vars           []Var     `json:"vars,omitempty"` // in file order
+	Workflow       Workflow  `json:"workflow,omitempty"` // auto when not written
+	Vars           []Var     `json:"vars,omitempty"`     // in file order
 	Trigger        *Trigger  `json:"trigger,omitempty"`
 	ContextInclude []Include `json:"context_include,omitempty"`
 	Steps          []Node    `json:"steps,omitempty"`

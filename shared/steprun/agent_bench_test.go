@@ -59,7 +59,7 @@ func BenchmarkAgentStep(b *testing.B) {
 	step := func(req *task.Request, i int, into *[]time.Duration) {
 		req.Attempt = i + 1
 		start := time.Now()
-		resp, err := h.Handle(ctx, *req)
+		resp, err := h.Respond(ctx, *req)
 		*into = append(*into, time.Since(start))
 		if err != nil || resp.Status != task.StatusCompleted {
 			b.Fatalf("%s: %v %v", resp.Step, resp.Status, err)
@@ -137,7 +137,7 @@ func BenchmarkAgentTurns(b *testing.B) {
 		req.Run.StartedAt = time.Now().UTC().Format(time.RFC3339Nano)
 		start := time.Now()
 		for range calls + 1 {
-			resp, err := h.Handle(ctx, req)
+			resp, err := h.Respond(ctx, req)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -66,7 +66,7 @@ func TestAgentStepScripted(t *testing.T) {
 	e := newEnv(t, scriptedLoop)
 	reg := e.prov.inner.(*executor.Registry)
 	e.h.Agents = reg
-	resp, err := e.h.Handle(context.Background(), agentRequest(t, agentStep("investigate"), sreAgent("")))
+	resp, err := e.h.Respond(context.Background(), agentRequest(t, agentStep("investigate"), sreAgent("")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestAgentStepScripted(t *testing.T) {
 // compiled without one fails clearly instead of calling a model.
 func TestAgentStepWithoutResolvedAgent(t *testing.T) {
 	e := newEnv(t, `investigate: ['{"confidence": 0.9, "summary": "x", "next_step_context": ""}']`)
-	_, err := e.h.Handle(context.Background(), newRequest(t, task.ModeStep, agentStep("investigate")))
+	_, err := e.h.Respond(context.Background(), newRequest(t, task.ModeStep, agentStep("investigate")))
 	if fault.Name(err) != fault.NameConfigError || !strings.Contains(err.Error(), "no resolved agent") {
 		t.Fatalf("err = %v", err)
 	}
@@ -121,7 +121,7 @@ tool_results:
 	e.h.Agents = e.prov.inner.(*executor.Registry)
 	a := sreAgent("")
 	a.Profile.MaxIterations = 2
-	_, err := e.h.Handle(context.Background(), agentRequest(t, agentStep("investigate"), a))
+	_, err := e.h.Respond(context.Background(), agentRequest(t, agentStep("investigate"), a))
 	if fault.Name(err) != fault.NameAgentIterationsExhausted {
 		t.Fatalf("err = %v, want AgentIterationsExhausted", err)
 	}
@@ -156,7 +156,7 @@ tool_results:
 			if c.artifacts {
 				e.h.Artifacts = Dir{Root: dir}
 			}
-			if _, err := e.h.Handle(context.Background(), agentRequest(t, agentStep("investigate"), a)); err != nil {
+			if _, err := e.h.Respond(context.Background(), agentRequest(t, agentStep("investigate"), a)); err != nil {
 				t.Fatal(err)
 			}
 			rec := stepRecords(t, e.st, "investigate")[0]
@@ -225,7 +225,7 @@ func TestAgentToolOutputStaysToolOutput(t *testing.T) {
 	a.Profile.Tools = []agent.ToolGrant{{Server: "grafana"}}
 	req := agentRequest(t, agentStep("investigate"), a)
 	req.Steps = map[string]json.RawMessage{"triage": json.RawMessage(`{"confidence":0.9,"summary":"earlier","next_step_context":""}`)}
-	resp, err := e.h.Handle(context.Background(), req)
+	resp, err := e.h.Respond(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ tool_results: {grafana.query: ['1']}
 			br := pipeline.Branch{Name: "checks", Executor: "gateway", PromptTemplate: "check", ExecutorConfig: map[string]any{"agent": "sre-triage"}, Agent: a}
 			req := newRequest(t, task.ModeBranch, br)
 			req.Group = "triage"
-			resp, err := e.h.Handle(context.Background(), req)
+			resp, err := e.h.Respond(context.Background(), req)
 			if err != nil || resp.Status != c.status {
 				t.Fatalf("status %q, err %v", resp.Status, err)
 			}

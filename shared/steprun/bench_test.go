@@ -53,7 +53,7 @@ func BenchmarkStep(b *testing.B) {
 				_ = rs.Restore(nil)
 				req.Attempt = i + 1
 				start := time.Now()
-				resp, err := h.Handle(ctx, req)
+				resp, err := h.Respond(ctx, req)
 				durs = append(durs, time.Since(start))
 				if err != nil || resp.Status != task.StatusCompleted {
 					b.Fatalf("step: %v %v", resp.Status, err)

@@ -283,7 +283,7 @@ func TestLoopUntilBoundary(t *testing.T) {
 			st := seqStep("triage", "go {{ loop.iteration }}")
 			st.Gate.OnLowConfidence = pipeline.LowProceed
 			st.LoopUntil = &pipeline.LoopUntil{Confidence: target, MaxIterations: tt.max}
-			resp, err := e.h.Handle(context.Background(), newRequest(t, task.ModeStep, st))
+			resp, err := e.h.Respond(context.Background(), newRequest(t, task.ModeStep, st))
 			if err != nil {
 				t.Fatalf("Handle: %v", err)
 			}
@@ -316,7 +316,7 @@ func TestRedeliveredStepCountedOnce(t *testing.T) {
 			e.prov.usage = llmoutput.Usage{InputTokens: 1000, OutputTokens: 200}
 			req := newRequest(t, task.ModeStep, seqStep("triage", "go"))
 			for d := range deliveries {
-				resp, err := e.h.Handle(context.Background(), req)
+				resp, err := e.h.Respond(context.Background(), req)
 				if err != nil || resp.Status != task.StatusCompleted {
 					t.Fatalf("delivery %d: %s %v", d+1, resp.Status, err)
 				}
@@ -331,7 +331,7 @@ func TestRedeliveredStepCountedOnce(t *testing.T) {
 				t.Errorf("%d records after %d deliveries, want 1", n, deliveries)
 			}
 			req.Attempt = 2
-			if _, err := e.h.Handle(context.Background(), req); err != nil {
+			if _, err := e.h.Respond(context.Background(), req); err != nil {
 				t.Fatalf("attempt 2: %v", err)
 			}
 			if u := getRun(t, e.st).Usage; u.InputTokens != 2000 || u.OutputTokens != 400 {

@@ -91,7 +91,7 @@ func TestCalibratedGate(t *testing.T) {
 			// unlabelled).
 			probe := newRequest(t, task.ModeStep, st)
 			probe.Run.ID = "probe"
-			if _, err := e.h.Handle(ctx, probe); err != nil {
+			if _, err := e.h.Respond(ctx, probe); err != nil {
 				t.Fatal(err)
 			}
 			recs, err := e.st.ListSteps(ctx, "probe")
@@ -113,7 +113,7 @@ func TestCalibratedGate(t *testing.T) {
 
 			cal := tt.cal
 			st.Calibration = &cal
-			resp, err := e.h.Handle(ctx, newRequest(t, task.ModeStep, st))
+			resp, err := e.h.Respond(ctx, newRequest(t, task.ModeStep, st))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +169,7 @@ func TestSampleOnlyWithCalibration(t *testing.T) {
 			st := seqStep("triage", "Diagnose")
 			st.Checks = []*pipeline.Check{webhookCheck("health", srv.URL, "")}
 			st.Calibration = tt.cal
-			resp, err := e.h.Handle(context.Background(), newRequest(t, task.ModeStep, st))
+			resp, err := e.h.Respond(context.Background(), newRequest(t, task.ModeStep, st))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,7 +220,7 @@ func TestCalibrationLookupFails(t *testing.T) {
 			e.h.Store = failingBuckets{e.st}
 			st := seqStep("triage", "Diagnose")
 			st.Calibration = &pipeline.Calibration{Enforce: true, BinWidth: 0.1, NMin: 1, OnUncalibrated: tt.policy}
-			resp, err := e.h.Handle(context.Background(), newRequest(t, task.ModeStep, st))
+			resp, err := e.h.Respond(context.Background(), newRequest(t, task.ModeStep, st))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -44,7 +44,7 @@ func TestTemplateContext(t *testing.T) {
 			req.Pipeline.Vars = map[string]string{"env": "prod"}
 			req.Pipeline.Include = []string{"severity", "labels.service", "metadata.order_id"}
 			req.Steps = steps
-			if _, err := e.h.Handle(context.Background(), req); err != nil {
+			if _, err := e.h.Respond(context.Background(), req); err != nil {
 				t.Fatal(err)
 			}
 			if got := stepRecords(t, e.st, "triage")[0].Prompt; got != tc.want {
@@ -61,7 +61,7 @@ func TestExecutorConfigRendering(t *testing.T) {
 	st.ExecutorConfig = map[string]any{"base_url": "http://gw/v1", "model": "{{ steps.pick.model }}", "api_key": "${API_KEY}"}
 	req := newRequest(t, task.ModeStep, st)
 	req.Steps = map[string]json.RawMessage{"pick": json.RawMessage(`{"confidence":1,"summary":"s","next_step_context":"","model":"m-${DB_PASSWORD}"}`)}
-	if _, err := e.h.Handle(context.Background(), req); err != nil {
+	if _, err := e.h.Respond(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
 	cfg := e.prov.Calls()[0].Config
@@ -77,7 +77,7 @@ func TestExecutorConfigTemplateError(t *testing.T) {
 	e := newEnv(t, ``)
 	st := seqStep("triage", "hi")
 	st.ExecutorConfig = map[string]any{"headers": map[string]any{"X": "{{ x | nofilter }}"}}
-	_, err := e.h.Handle(context.Background(), newRequest(t, task.ModeStep, st))
+	_, err := e.h.Respond(context.Background(), newRequest(t, task.ModeStep, st))
 	if fault.Name(err) != fault.NameTemplateError || !strings.Contains(err.Error(), "executor_config.headers.X") {
 		t.Fatalf("err = %v, want a TemplateError naming executor_config.headers.X", err)
 	}
@@ -88,7 +88,7 @@ func TestArtifacts(t *testing.T) {
 reader: [{confidence: 0.9, summary: read, next_step_context: ""}]`)
 	e.h.Artifacts = Dir{Root: t.TempDir()}
 	ctx := context.Background()
-	resp, err := e.h.Handle(ctx, newRequest(t, task.ModeStep, seqStep("writer", "w")))
+	resp, err := e.h.Respond(ctx, newRequest(t, task.ModeStep, seqStep("writer", "w")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ reader: [{confidence: 0.9, summary: read, next_step_context: ""}]`)
 	}
 	req := newRequest(t, task.ModeStep, seqStep("reader", "{{ artifacts.writer.report }}|{{ artifacts.writer.missing }}"))
 	req.Steps = resp.Steps
-	if _, err := e.h.Handle(ctx, req); err != nil {
+	if _, err := e.h.Respond(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	if got := stepRecords(t, e.st, "reader")[0].Prompt; got != "the full report|" {

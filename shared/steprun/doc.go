@@ -2,8 +2,14 @@
 // one Task of a pipeline run, on AWS (the step Lambda) and in the local
 // engine alike.
 //
-// [Handler.Handle] reads a [task.Request] and answers a [task.Response]. By
-// the Request's mode it
+// [Handler.Handle] reads a [task.Request] and answers a [task.Response];
+// an answer that ends the run (a deciding mode's stopped, escalated,
+// aborted or failed: [Ends]) is returned instead as a *fault.RunEnded
+// error holding it (bounded: [MaxEndedAnswerBytes]), which the state
+// machine catches by its name, Stepline.RunEnded, and sends to its
+// terminal state, so that a completed step goes straight on to the next
+// Task ([Handler.Respond] returns every answer as it is). By the
+// Request's mode it
 //
 //   - step: renders the prompt and executor_config with Liquid over the step
 //     context, executes through the structured-output runner (which re-asks
@@ -38,7 +44,12 @@
 //     that outlives one invocation, and, once the agent has answered,
 //     verifies, decides and records it as step does (below);
 //   - check: goes on with a step that paused for a human check (see The
-//     trust vector).
+//     trust vector);
+//   - finish: closes the record of a run that completed (its output and
+//     usage) and counts it in Runs: the last Task of an Express workflow,
+//     whose end no status change event reports to the recorder function.
+//     A step that ends an Express run (task.Pipeline.Workflow "express")
+//     counts it in Runs too.
 //
 // # The trust vector
 //

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store/sqlite"
@@ -34,18 +35,23 @@ func ExampleHandler_Handle() {
 	resp, err := h.Handle(ctx, task.Request{
 		Mode:     task.ModeStep,
 		Step:     step,
-		Pipeline: task.Pipeline{Name: "alerts", Stage: pipeline.StageTesting, Include: []string{"severity"}},
+		Pipeline: task.Pipeline{Name: "alerts", Stage: pipeline.StageTesting, Include: []string{"severity"}, RunEndedError: true},
 		Run:      task.Run{ID: "run-42"},
 		Trigger:  json.RawMessage(`{"severity": "critical"}`),
 		Attempt:  1,
 	})
-	if err != nil {
-		fmt.Println(err)
+	// The gate ends the run: the Task fails with Stepline.RunEnded, which
+	// the state machine catches and sends to its "Run escalated" state.
+	ended, ok := steprun.EndedAnswer(err)
+	if !ok {
+		fmt.Println(resp.Status, err)
 		return
 	}
-	fmt.Println(resp.Status)
-	fmt.Println(resp.Reason)
+	fmt.Println(fault.Name(err))
+	fmt.Println(ended.Status)
+	fmt.Println(ended.Reason)
 	// Output:
+	// Stepline.RunEnded
 	// escalated
 	// step "triage" escalated: confidence 0.6 is below the threshold 0.75: disk almost full
 }

@@ -30,7 +30,7 @@ func runBranches(t *testing.T, e *env, p pipeline.Parallel) []task.Response {
 	for _, b := range p.Branches {
 		req := newRequest(t, task.ModeBranch, b)
 		req.Group = p.Name
-		resp, err := e.h.Handle(context.Background(), req)
+		resp, err := e.h.Respond(context.Background(), req)
 		if err != nil {
 			t.Fatalf("branch %s: %v", b.Name, err)
 		}
@@ -68,7 +68,7 @@ c: [{error: "http 500"}]`
 			req.Group = "panel"
 			req.Branches = branches
 			req.Usage = task.Usage{InputTokens: 10}
-			resp, err := e.h.Handle(context.Background(), req)
+			resp, err := e.h.Respond(context.Background(), req)
 			if err != nil {
 				t.Fatalf("join: %v", err)
 			}
@@ -104,7 +104,7 @@ func TestJoinCountsLostBranch(t *testing.T) {
 		Usage:  task.Usage{InputTokens: 5}}
 	req := newRequest(t, task.ModeJoin, p)
 	req.Branches = []task.Response{a, lost}
-	resp, err := e.h.Handle(context.Background(), req)
+	resp, err := e.h.Respond(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ each/1: [{confidence: 0.8, summary: y ok, next_step_context: ""}]`)
 		for i, item := range []string{"x", "y"} {
 			req := newRequest(t, task.ModeBranch, fo)
 			req.Group, req.Item, req.Index, req.Total = "each", mustJSON(t, item), i, 2
-			resp, err := e.h.Handle(context.Background(), req)
+			resp, err := e.h.Respond(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,7 +153,7 @@ each/1: [{confidence: 0.8, summary: y ok, next_step_context: ""}]`)
 		}
 		req := newRequest(t, task.ModeJoin, fo)
 		req.Branches = branches
-		resp, err := e.h.Handle(context.Background(), req)
+		resp, err := e.h.Respond(context.Background(), req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +187,7 @@ each/1: [{confidence: 0.8, summary: y ok, next_step_context: ""}]`)
 			e := newEnv(t, ``)
 			req := newRequest(t, task.ModeJoin, fanOut(tc.onEmpty))
 			req.Error = tc.err
-			resp, err := e.h.Handle(context.Background(), req)
+			resp, err := e.h.Respond(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
 			}

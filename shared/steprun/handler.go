@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda/messages"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/stepline/stepline/shared/executor"
@@ -155,8 +156,29 @@ func (h *Handler) now() time.Time {
 	return time.Now()
 }
 
-// Handle runs one Task. See the package documentation for each mode.
+// Handle runs one Task and answers what the Task gets: Respond's answer,
+// except that, in a definition that catches it
+// (task.Pipeline.RunEndedError), a deciding Task's answer that ends the
+// run (see Ends) is returned as a *fault.RunEnded error holding it
+// (EndedAnswer reads it back), which the state machine catches by its
+// name and sends to the terminal state; a completed step goes straight
+// on. An error that is a failure (not a *fault.RunEnded) is counted in
+// the TaskErrors metric.
 func (h *Handler) Handle(ctx context.Context, req task.Request) (task.Response, error) {
+	resp, err := h.Respond(ctx, req)
+	if err != nil {
+		h.countError(req, err)
+		return resp, err
+	}
+	if req.Pipeline.RunEndedError && Ends(req.Mode, resp.Status) {
+		return task.Response{}, &fault.RunEnded{Msg: string(endedAnswer(resp))}
+	}
+	return resp, nil
+}
+
+// Respond runs one Task and returns the step function's answer whatever
+// its status. See the package documentation for each mode.
+func (h *Handler) Respond(ctx context.Context, req task.Request) (task.Response, error) {
 	h.init()
 	if h.Store == nil {
 		return task.Response{}, fault.Errorf[fault.ConfigError]("step handler: no store")
@@ -201,6 +223,8 @@ func (h *Handler) handle(ctx context.Context, req task.Request) (task.Response, 
 		return t.agentTurns(ctx)
 	case task.ModeCheck:
 		return t.check(ctx)
+	case task.ModeFinish:
+		return t.finishRun(ctx)
 	}
 	return task.Response{}, fault.Errorf[fault.ConfigError]("step handler: unknown mode %q", req.Mode)
 }
@@ -377,6 +401,7 @@ func (t *taskRun) endRun(ctx context.Context, status, reason string, totals task
 	if err != nil {
 		return fmt.Errorf("end run %q: %w", t.req.Run.ID, err)
 	}
+	t.countRun(rs)
 	if !notified {
 		t.notify(ctx, status, reason, final)
 	}
@@ -482,13 +507,26 @@ func (t *taskRun) setRunStatus(ctx context.Context, s store.RunStatus) error {
 
 // Lambda adapts Handle to the Lambda runtime: a failed Task's error is
 // surfaced as its fault type, so that the runtime reports the fault's name
-// (the ASL error name Retry and Catch match) as errorType.
+// (the ASL error name Retry and Catch match) as errorType. A
+// *fault.RunEnded is reported under fault.NameRunEnded, which is not a Go
+// type name (the runtime takes an error's type name unless the error is
+// a messages.InvokeResponse_Error), with the answer as its message: the
+// same name and message the local engine derives (engine.ErrorName).
 func (h *Handler) Lambda() func(context.Context, task.Request) (task.Response, error) {
 	return func(ctx context.Context, req task.Request) (task.Response, error) {
 		resp, err := h.Handle(ctx, req)
 		if err != nil {
-			return task.Response{}, fault.Surface(err)
+			return task.Response{}, lambdaError(err)
 		}
 		return resp, nil
 	}
+}
+
+// lambdaError is err as the Lambda runtime should report it.
+func lambdaError(err error) error {
+	var ended *fault.RunEnded
+	if errors.As(err, &ended) {
+		return messages.InvokeResponse_Error{Type: fault.NameRunEnded, Message: ended.Msg}
+	}
+	return fault.Surface(err)
 }

@@ -36,7 +36,7 @@ func TestApproval(t *testing.T) {
 	req := newRequest(t, task.ModeApproval, st)
 	req.Pipeline.Include = []string{"labels.service"}
 	req.TaskToken = "token-abc"
-	resp, err := e.h.Handle(context.Background(), req)
+	resp, err := e.h.Respond(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestHumanAndChild(t *testing.T) {
 			if tc.child != "" {
 				req.Child = json.RawMessage(tc.child)
 			}
-			resp, err := e.h.Handle(context.Background(), req)
+			resp, err := e.h.Respond(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,7 +175,7 @@ func TestFailure(t *testing.T) {
 			req.Pipeline.Stage = tc.stage
 			req.Error = &task.Error{Error: "ExecutorTimeout", Cause: lambdaCause}
 			req.Usage = task.Usage{InputTokens: 3}
-			resp, err := e.h.Handle(context.Background(), req)
+			resp, err := e.h.Respond(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
 			}

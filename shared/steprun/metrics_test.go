@@ -15,7 +15,7 @@ func TestRecordedStepsEmitMetrics(t *testing.T) {
 	var b bytes.Buffer
 	e.h.Metrics = &metrics.EMF{W: &b}
 	req := newRequest(t, task.ModeStep, seqStep("triage", "look"))
-	if _, err := e.h.Handle(context.Background(), req); err != nil {
+	if _, err := e.h.Respond(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
@@ -32,7 +32,7 @@ func TestModelStepMetricsByExecutorAndModel(t *testing.T) {
 	e := newEnv(t, `triage: ['{"confidence": 0.83, "summary": "ok", "next_step_context": ""}']`+"\n")
 	var b bytes.Buffer
 	e.h.Metrics = &metrics.EMF{W: &b}
-	if _, err := e.h.Handle(context.Background(), newRequest(t, task.ModeStep, seqStep("triage", "look"))); err != nil {
+	if _, err := e.h.Respond(context.Background(), newRequest(t, task.ModeStep, seqStep("triage", "look"))); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")

@@ -39,7 +39,7 @@ func TestMutedNotificationsRecorded(t *testing.T) {
 					{Channel: pipeline.ChannelLog, Template: "escalated"},
 				}},
 			}
-			resp, err := e.h.Handle(context.Background(), req)
+			resp, err := e.h.Respond(context.Background(), req)
 			if err != nil || resp.Status != task.StatusEscalated {
 				t.Fatalf("step: %q, %v", resp.Status, err)
 			}
@@ -71,7 +71,7 @@ func TestRunRecordsConfig(t *testing.T) {
 	e := newEnv(t, `triage: [{confidence: 0.9, summary: fine, next_step_context: ""}]`)
 	req := newRequest(t, task.ModeStep, seqStep("triage", "Triage"))
 	req.Pipeline.Config = "0123456789ab"
-	if _, err := e.h.Handle(context.Background(), req); err != nil {
+	if _, err := e.h.Respond(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
 	if got := getRun(t, e.st).ConfigFingerprint; got != "0123456789ab" {

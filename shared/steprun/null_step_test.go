@@ -35,7 +35,7 @@ func TestNullStepIsNotInContext(t *testing.T) {
 			e := newEnv(t, `triage: [{confidence: 0.9, summary: ok, next_step_context: ""}]`)
 			req := newRequest(t, task.ModeStep, seqStep("triage", c.tmpl))
 			req.Steps = c.steps
-			_, err := e.h.Handle(context.Background(), req)
+			_, err := e.h.Respond(context.Background(), req)
 			if c.want == "" {
 				if fault.Name(err) != fault.NameTemplateError || !strings.Contains(err.Error(), c.errHas) {
 					t.Fatalf("err = %v, want a TemplateError containing %q", err, c.errHas)

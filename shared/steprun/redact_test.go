@@ -128,7 +128,7 @@ func TestEchoedKeyNeverStored(t *testing.T) {
 	first := modelStep("first", "triage", srv.URL)
 	first.Verifier = &pipeline.Verifier{Executor: "gateway", ExecutorConfig: first.ExecutorConfig,
 		Trigger: pipeline.VerifierTrigger{Always: true}, CombinationStrategy: pipeline.CombineMinimum}
-	resp, err := e.h.Handle(context.Background(), newRequest(t, task.ModeStep, first))
+	resp, err := e.h.Respond(context.Background(), newRequest(t, task.ModeStep, first))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestEchoedKeyNeverStored(t *testing.T) {
 	second := modelStep("second", "last said {{ steps.first.summary }} / {{ steps.first.echo }} / {{ artifacts.first['log.txt'] }}", srv.URL)
 	req := newRequest(t, task.ModeStep, second)
 	req.Steps = resp.Steps
-	resp2, err := e.h.Handle(context.Background(), req)
+	resp2, err := e.h.Respond(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,13 +182,13 @@ func TestEchoedKeyInErrors(t *testing.T) {
 		flag string // a flag the last record must carry
 	}{
 		{"step", func(t *testing.T, e *secretEnv) (any, error) {
-			return e.h.Handle(context.Background(), newRequest(t, task.ModeStep, modelStep("s", "go", srv.URL)))
+			return e.h.Respond(context.Background(), newRequest(t, task.ModeStep, modelStep("s", "go", srv.URL)))
 		}, ""},
 		{"branch", func(t *testing.T, e *secretEnv) (any, error) {
 			st := modelStep("b", "go", srv.URL)
 			req := newRequest(t, task.ModeBranch, pipeline.Branch{Name: "b", Executor: st.Executor, ExecutorConfig: st.ExecutorConfig, PromptTemplate: "go"})
 			req.Group = "g"
-			resp, err := e.h.Handle(context.Background(), req)
+			resp, err := e.h.Respond(context.Background(), req)
 			if err == nil && resp.Status != task.StatusFailed {
 				t.Errorf("branch status %q", resp.Status)
 			}
@@ -201,7 +201,7 @@ func TestEchoedKeyInErrors(t *testing.T) {
 			req := newRequest(t, task.ModeFailure, st)
 			req.Pipeline.Stage = pipeline.StageProduction
 			req.Error = &task.Error{Error: "ExecutorRejected", Cause: "gateway: HTTP 401: key [REDACTED] is not valid"}
-			return e.h.Handle(context.Background(), req)
+			return e.h.Respond(context.Background(), req)
 		}, FlagFailureWebhookFailed},
 		{"failure webhook echoes", func(t *testing.T, e *secretEnv) (any, error) {
 			st := modelStep("f", "go", srv.URL)
@@ -211,7 +211,7 @@ func TestEchoedKeyInErrors(t *testing.T) {
 			req := newRequest(t, task.ModeFailure, st)
 			req.Pipeline.Stage = pipeline.StageProduction
 			req.Error = &task.Error{Error: "ExecutorRejected", Cause: "rejected"}
-			return e.h.Handle(context.Background(), req)
+			return e.h.Respond(context.Background(), req)
 		}, FlagFailureWebhookFailed},
 	}
 	for _, c := range cases {

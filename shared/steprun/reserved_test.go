@@ -79,7 +79,7 @@ func TestJoinTakesFailedFromStatus(t *testing.T) {
 				e := newEnv(t, ``)
 				req := newRequest(t, task.ModeJoin, g.config)
 				req.Branches = []task.Response{g.first, {Status: c.status, Step: g.second, Output: json.RawMessage(c.output)}}
-				resp, err := e.h.Handle(context.Background(), req)
+				resp, err := e.h.Respond(context.Background(), req)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -124,7 +124,7 @@ func TestBranchReplyCannotSetRunnerFields(t *testing.T) {
 			case pipeline.FanOut:
 				req.Group, req.Item, req.Index, req.Total = cfg.Name, mustJSON(t, "y"), 1, 2
 			}
-			br, err := e.h.Handle(context.Background(), req)
+			br, err := e.h.Respond(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +144,7 @@ func TestBranchReplyCannotSetRunnerFields(t *testing.T) {
 
 			join := newRequest(t, task.ModeJoin, g.config)
 			join.Branches = []task.Response{g.first, br}
-			resp, err := e.h.Handle(context.Background(), join)
+			resp, err := e.h.Respond(context.Background(), join)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,7 +181,7 @@ func TestStepReplyCannotSetRunnerFields(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, "triage: ['"+c.reply+"']")
-			resp, err := e.h.Handle(context.Background(), newRequest(t, task.ModeStep, seqStep("triage", "go")))
+			resp, err := e.h.Respond(context.Background(), newRequest(t, task.ModeStep, seqStep("triage", "go")))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -207,7 +207,7 @@ func TestStepReplyCannotSetRunnerFields(t *testing.T) {
 	}
 	t.Run("clean reply is not flagged", func(t *testing.T) {
 		e := newEnv(t, `triage: ['{"confidence": 0.9, "summary": "ok", "next_step_context": "", "failed_reason": "none"}']`)
-		if _, err := e.h.Handle(context.Background(), newRequest(t, task.ModeStep, seqStep("triage", "go"))); err != nil {
+		if _, err := e.h.Respond(context.Background(), newRequest(t, task.ModeStep, seqStep("triage", "go"))); err != nil {
 			t.Fatal(err)
 		}
 		if recs := stepRecords(t, e.st, "triage"); len(recs) != 1 || len(recs[0].Flags) != 0 {
@@ -250,7 +250,7 @@ func TestChildOutputCannotSetRunnerFields(t *testing.T) {
 			if c.child != "" {
 				req.Child = json.RawMessage(c.child)
 			}
-			resp, err := e.h.Handle(context.Background(), req)
+			resp, err := e.h.Respond(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
 			}

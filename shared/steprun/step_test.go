@@ -307,7 +307,7 @@ triage:verifier: [{confidence: 0.8, summary: mine, next_step_context: ""}]`,
 				tc.edit(&st, &req)
 			}
 			req.Step = mustJSON(t, st)
-			resp, err := e.h.Handle(context.Background(), req)
+			resp, err := e.h.Respond(context.Background(), req)
 			if tc.wantErr != "" {
 				if err == nil || fault.Name(err) != tc.wantErr {
 					t.Fatalf("err = %v (%s), want %s", err, fault.Name(err), tc.wantErr)
@@ -355,11 +355,11 @@ func TestStepRetriedAttemptsAreRecordedOnce(t *testing.T) {
 	st := seqStep("triage", "go")
 	ctx := context.Background()
 	req := newRequest(t, task.ModeStep, st)
-	if _, err := e.h.Handle(ctx, req); fault.Name(err) != fault.NameExecutorUnavailable {
+	if _, err := e.h.Respond(ctx, req); fault.Name(err) != fault.NameExecutorUnavailable {
 		t.Fatalf("attempt 1: err = %v, want ExecutorUnavailable", err)
 	}
 	req.Attempt = 2
-	if resp, err := e.h.Handle(ctx, req); err != nil || resp.Status != task.StatusCompleted {
+	if resp, err := e.h.Respond(ctx, req); err != nil || resp.Status != task.StatusCompleted {
 		t.Fatalf("attempt 2: %v %v", resp.Status, err)
 	}
 	recs := stepRecords(t, e.st, "triage")
@@ -385,7 +385,7 @@ func TestUnknownModeAndBadStep(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.h.Handle(context.Background(), tc.req)
+			_, err := e.h.Respond(context.Background(), tc.req)
 			var ce *fault.ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("err = %v, want a ConfigError", err)

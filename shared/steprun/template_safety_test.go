@@ -28,7 +28,7 @@ func TestTemplatesCannotReadFiles(t *testing.T) {
 		req := newRequest(t, task.ModeStep, seqStep("triage", tmpl))
 		req.Trigger = json.RawMessage(`{"summary":"secret.txt"}`)
 		req.Pipeline.Include = []string{"summary"}
-		_, err := e.h.Handle(context.Background(), req)
+		_, err := e.h.Respond(context.Background(), req)
 		if fault.Name(err) != fault.NameTemplateError || !strings.Contains(err.Error(), "not allowed: templates cannot read files") {
 			t.Errorf("%s: err = %v, want a TemplateError", tmpl, err)
 		}
@@ -43,7 +43,7 @@ func TestTemplatesCannotReadFiles(t *testing.T) {
 func TestRenderingIsBounded(t *testing.T) {
 	e := newEnv(t, `triage: [{confidence: 0.9, summary: ok, next_step_context: ""}]`)
 	start := time.Now()
-	_, err := e.h.Handle(context.Background(), newRequest(t, task.ModeStep, seqStep("triage", "{% for i in (1..2000000000) %}{{ i }}{% endfor %}")))
+	_, err := e.h.Respond(context.Background(), newRequest(t, task.ModeStep, seqStep("triage", "{% for i in (1..2000000000) %}{{ i }}{% endfor %}")))
 	if fault.Name(err) != fault.NameTemplateError || !strings.Contains(err.Error(), `step "triage": prompt_template: line 1: loops run more than 100000 iterations (the template limit)`) {
 		t.Fatalf("err = %v", err)
 	}
@@ -63,7 +63,7 @@ func TestStepTimeoutStopsRendering(t *testing.T) {
 	req.Trigger = big
 	req.Pipeline.Include = []string{"summary"}
 	start := time.Now()
-	_, err := e.h.Handle(context.Background(), req)
+	_, err := e.h.Respond(context.Background(), req)
 	d := time.Since(start)
 	if fault.Name(err) != fault.NameTemplateError || !strings.Contains(err.Error(), "rendering stopped: context deadline exceeded") {
 		t.Fatalf("err = %v", err)
@@ -101,7 +101,7 @@ func TestValuesCannotMoveSecretReferences(t *testing.T) {
 			req := newRequest(t, task.ModeStep, st)
 			req.Trigger, _ = json.Marshal(map[string]string{"summary": c.summary})
 			req.Pipeline.Include = []string{"summary"}
-			if _, err := e.h.Handle(context.Background(), req); err != nil {
+			if _, err := e.h.Respond(context.Background(), req); err != nil {
 				t.Fatal(err)
 			}
 			rendered := e.prov.Calls()[0].Config["url"].(string)

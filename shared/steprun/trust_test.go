@@ -233,7 +233,7 @@ func TestTrustScenarios(t *testing.T) {
 			} else {
 				req = agentRequest(t, st, sreAgent(""))
 			}
-			resp, err := e.h.Handle(context.Background(), req)
+			resp, err := e.h.Respond(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -291,7 +291,7 @@ investigate:grounding:
 	st := agentStep("investigate")
 	st.Grounding = &pipeline.Grounding{Agent: "grounding-judge", Executor: "gateway", TimeoutSeconds: 30, MaxTraceChars: 8, Judge: judgeAgent(),
 		ExecutorConfig: map[string]any{"model": "judge-{{ labels.service }}"}}
-	if _, err := e.h.Handle(context.Background(), agentRequest(t, st, sreAgent(""))); err != nil {
+	if _, err := e.h.Respond(context.Background(), agentRequest(t, st, sreAgent(""))); err != nil {
 		t.Fatal(err)
 	}
 	r := stepRecords(t, e.st, "investigate")[0]
@@ -383,7 +383,7 @@ func TestHumanCheck(t *testing.T) {
 				webhookCheck("pool", srv.URL+"/ok", "response.body.pool >= 50"),
 			}
 			ctx := context.Background()
-			resp, err := e.h.Handle(ctx, newRequest(t, task.ModeStep, st))
+			resp, err := e.h.Respond(ctx, newRequest(t, task.ModeStep, st))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -399,7 +399,7 @@ func TestHumanCheck(t *testing.T) {
 			areq := newRequest(t, task.ModeApproval, st)
 			areq.TaskToken, areq.Check = "token-1", resp.Check
 			areq.Steps = map[string]json.RawMessage{"investigate": resp.Output}
-			if _, err := e.h.Handle(ctx, areq); err != nil {
+			if _, err := e.h.Respond(ctx, areq); err != nil {
 				t.Fatal(err)
 			}
 			if len(n.got) != 1 || n.got[0].Step != "investigate:check:signoff" || n.got[0].Message != "Is the pool is exhausted right?" {
@@ -412,7 +412,7 @@ func TestHumanCheck(t *testing.T) {
 			creq := newRequest(t, task.ModeCheck, st)
 			creq.Check, creq.Decision, creq.Error = resp.Check, tt.decision, tt.err
 			creq.Usage = resp.Usage
-			final, err := e.h.Handle(ctx, creq)
+			final, err := e.h.Respond(ctx, creq)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -440,7 +440,7 @@ func TestHumanCheck(t *testing.T) {
 			}
 
 			// A retried check Task answers what the record says.
-			again, err := e.h.Handle(ctx, creq)
+			again, err := e.h.Respond(ctx, creq)
 			if err != nil || again.Status != final.Status || len(stepRecords(t, e.st, "investigate")) != 1 {
 				t.Errorf("retried check Task: %s %v", again.Status, err)
 			}
@@ -459,7 +459,7 @@ func TestDefaultCheckMessage(t *testing.T) {
 	req := newRequest(t, task.ModeApproval, st)
 	req.TaskToken, req.Check = "t", &task.CheckAt{Index: 0, Name: "signoff", Attempt: 1}
 	req.Steps = map[string]json.RawMessage{"investigate": json.RawMessage(`{"confidence": 0.8, "summary": "{{ pipeline_run_id }} {% raw %}", "next_step_context": ""}`)}
-	if _, err := e.h.Handle(context.Background(), req); err != nil {
+	if _, err := e.h.Respond(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
 	want := "Step \"investigate\" answered (confidence 0.8): {{ pipeline_run_id }} {% raw %}\nApprove if the answer holds; a rejection fails deterministic check \"signoff\" and the step's trust."
@@ -506,7 +506,7 @@ investigate:check:gone: [{error: "http 500"}]
 			e.h.HTTP = &http.Client{Transport: refuse{t}}
 			st := seqStep("investigate", "why?")
 			st.Checks = tt.checks
-			if _, err := e.h.Handle(context.Background(), newRequest(t, task.ModeStep, st)); err != nil {
+			if _, err := e.h.Respond(context.Background(), newRequest(t, task.ModeStep, st)); err != nil {
 				t.Fatal(err)
 			}
 			got := stepRecords(t, e.st, "investigate")[0].Trust.DeterministicChecks
@@ -556,7 +556,7 @@ func TestShellCheck(t *testing.T) {
 			e.h.ShellChecks = tt.shell
 			st := seqStep("investigate", "why?")
 			st.Checks = []*pipeline.Check{{Name: "cmd", Type: pipeline.CheckShell, Run: tt.run, Expect: tt.expect, TimeoutSeconds: 10}}
-			if _, err := e.h.Handle(context.Background(), newRequest(t, task.ModeStep, st)); err != nil {
+			if _, err := e.h.Respond(context.Background(), newRequest(t, task.ModeStep, st)); err != nil {
 				t.Fatal(err)
 			}
 			r := stepRecords(t, e.st, "investigate")[0].Trust.DeterministicChecks[0]
@@ -575,7 +575,7 @@ func TestShellCheckTimeout(t *testing.T) {
 	e.h.ShellChecks = true
 	st := seqStep("investigate", "why?")
 	st.Checks = []*pipeline.Check{{Name: "slow", Type: pipeline.CheckShell, Run: "sleep 30", Expect: "exit_code == 0", TimeoutSeconds: 1}}
-	if _, err := e.h.Handle(context.Background(), newRequest(t, task.ModeStep, st)); err != nil {
+	if _, err := e.h.Respond(context.Background(), newRequest(t, task.ModeStep, st)); err != nil {
 		t.Fatal(err)
 	}
 	r := stepRecords(t, e.st, "investigate")[0].Trust.DeterministicChecks[0]

@@ -78,7 +78,7 @@ func drive(t *testing.T, e *env, req task.Request) ([]task.Response, error) {
 	t.Helper()
 	var out []task.Response
 	for range 50 {
-		resp, err := e.h.Handle(context.Background(), req)
+		resp, err := e.h.Respond(context.Background(), req)
 		if err != nil {
 			return out, err
 		}
@@ -129,7 +129,7 @@ func singleRun(t *testing.T, responses string, st pipeline.Step) (store.StepReco
 	e := newEnv(t, responses)
 	e.h.Agents = e.prov.inner.(*executor.Registry)
 	st.TimeoutSeconds = 600
-	resp, err := e.h.Handle(context.Background(), agentRequest(t, st, sreAgent("")))
+	resp, err := e.h.Respond(context.Background(), agentRequest(t, st, sreAgent("")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,12 +259,12 @@ func TestAgentTurnsRetryKeepsTheConversation(t *testing.T) {
 		e := turnsEnv(t, scriptedLoop, time.Second)
 		e.h.AgentInvocationBudget = time.Nanosecond
 		req := turnsRequest(t, longStep("investigate", 3600), sreAgent(""))
-		first, err := e.h.Handle(context.Background(), req)
+		first, err := e.h.Respond(context.Background(), req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		req.AgentLoop = first.AgentLoop
-		if _, err := e.h.Handle(context.Background(), req); err != nil { // handed back turn 2: lost
+		if _, err := e.h.Respond(context.Background(), req); err != nil { // handed back turn 2: lost
 			t.Fatal(err)
 		}
 		req.Attempt = 2 // the state machine retries the Task it saw fail
@@ -289,7 +289,7 @@ func TestAgentTurnsRetryKeepsTheConversation(t *testing.T) {
 		withError := strings.Replace(scriptedLoop, "  - {tool_calls: [{name: runbooks.delete_page", "  - {error: \"http 500\"}\n  - {tool_calls: [{name: runbooks.delete_page", 1)
 		e := turnsEnv(t, withError, time.Second)
 		req := turnsRequest(t, longStep("investigate", 3600), sreAgent(""))
-		_, err := e.h.Handle(context.Background(), req)
+		_, err := e.h.Respond(context.Background(), req)
 		if fault.Name(err) != fault.NameExecutorUnavailable {
 			t.Fatalf("first attempt: %v, want ExecutorUnavailable", err)
 		}
@@ -352,7 +352,7 @@ func TestAgentTurnsVerifier(t *testing.T) {
 func TestAgentTurnsConversationBound(t *testing.T) {
 	probe := turnsEnv(t, scriptedLoop, time.Second)
 	probe.h.AgentInvocationBudget = time.Nanosecond
-	resp, err := probe.h.Handle(context.Background(), turnsRequest(t, longStep("investigate", 3600), sreAgent("")))
+	resp, err := probe.h.Respond(context.Background(), turnsRequest(t, longStep("investigate", 3600), sreAgent("")))
 	if err != nil || resp.Status != task.StatusContinue {
 		t.Fatalf("probe: %v %+v", err, resp)
 	}
@@ -419,7 +419,7 @@ func TestAgentTurnsRefused(t *testing.T) {
 				req = turnsRequest(t, st, sreAgent(""))
 				req.AgentLoop = loop
 			}
-			_, err := e.h.Handle(context.Background(), req)
+			_, err := e.h.Respond(context.Background(), req)
 			if fault.Name(err) != fault.NameConfigError || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("err = %v, want a ConfigError about %s", err, c.want)
 			}
@@ -436,7 +436,7 @@ func TestAgentTurnsKeptConversationOfAnotherAgent(t *testing.T) {
 	e := turnsEnv(t, scriptedLoop, time.Second)
 	e.h.AgentInvocationBudget = time.Nanosecond
 	req := turnsRequest(t, longStep("investigate", 3600), sreAgent(""))
-	resp, err := e.h.Handle(context.Background(), req)
+	resp, err := e.h.Respond(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +444,7 @@ func TestAgentTurnsKeptConversationOfAnotherAgent(t *testing.T) {
 	other.Profile.Name = "sre-investigator"
 	req = turnsRequest(t, longStep("investigate", 3600), other)
 	req.AgentLoop = resp.AgentLoop
-	_, err = e.h.Handle(context.Background(), req)
+	_, err = e.h.Respond(context.Background(), req)
 	if fault.Name(err) != fault.NameConfigError || !strings.Contains(err.Error(), `is agent "sre-triage"'s, not "sre-investigator"'s`) {
 		t.Fatalf("err = %v", err)
 	}

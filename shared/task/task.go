@@ -58,6 +58,11 @@ const (
 	// the check Check names, runs the step's checks after it, then gates
 	// and records the step; or pauses again at its next human check.
 	ModeCheck = "check"
+	// ModeFinish closes the record of a run that completed (Final is its
+	// output, Usage its totals) and counts it in the Runs metric: the
+	// last Task of an Express workflow, which emits no execution status
+	// change event for the recorder function to close it by.
+	ModeFinish = "finish"
 )
 
 // Statuses a Response carries. A run ends with the status of the step that
@@ -125,6 +130,9 @@ type Request struct {
 	// Check is, in an approval Task of a human check and in a check
 	// Task, the human check the step paused at.
 	Check *CheckAt `json:"check,omitempty"`
+	// Final is, in a finish Task, the run's output (the last completed
+	// step's).
+	Final json.RawMessage `json:"final,omitempty"`
 }
 
 // CheckAt names the human check a step paused at: its place among the
@@ -188,6 +196,18 @@ type Pipeline struct {
 	// records it (store.Run.ConfigFingerprint): readiness tiers with
 	// require_current_config count only runs of the current one.
 	Config string `json:"config,omitempty"`
+	// RunEndedError is true in a definition that catches
+	// Stepline.RunEnded (fault.RunEnded): a deciding Task's answer that
+	// ends the run is returned as that error, so that the Task goes
+	// straight on when it completes. A definition compiled before (false)
+	// gets every answer as the Task's result, for its outcome Choices: an
+	// execution started before an upgrade, or a local run resumed on its
+	// saved definition, ends as it would have.
+	RunEndedError bool `json:"run_ended_error,omitempty"`
+	// Workflow is "express" in an Express workflow (whose ends the step
+	// function records and counts itself: no status change event reaches
+	// the recorder function), "" in a Standard one.
+	Workflow string `json:"workflow,omitempty"`
 }
 
 // TriggerBindings adds to b the template variables the pipeline takes
