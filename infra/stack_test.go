@@ -136,7 +136,7 @@ func TestFunctions(t *testing.T) {
 	}
 	wantTimeout := map[string]float64{"Step": float64(longest), "Approval": 30, "Callback": 10, "Ingest": 28, "Recorder": 60}
 	env := map[string][]string{
-		"Step":     {infra.EnvArtifactBucket, infra.EnvLogLevel, infra.EnvMetricNamespace, infra.EnvSecretRefs, infra.EnvTableName},
+		"Step":     {infra.EnvArtifactBucket, infra.EnvLogLevel, infra.EnvMCPCloseOnShutdown, infra.EnvMetricNamespace, infra.EnvSecretRefs, infra.EnvTableName},
 		"Approval": {infra.EnvAPIBaseURL, infra.EnvApprovalKeySecretARN, infra.EnvLogLevel, infra.EnvMetricNamespace, infra.EnvSecretRefs, infra.EnvTableName},
 		"Callback": {infra.EnvApprovalKeySecretARN, infra.EnvLogLevel, infra.EnvMetricNamespace, infra.EnvTableName},
 		"Ingest":   {infra.EnvLogLevel, infra.EnvMetricNamespace, infra.EnvStateMachineAccount, infra.EnvStateMachinePrefix, infra.EnvTableName, infra.EnvWebhookTokenSecretARN},
