@@ -15,6 +15,7 @@ import (
 
 	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/notify"
+	"github.com/stepline/stepline/shared/runend"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
 )
@@ -51,81 +52,29 @@ type statusChange struct {
 }
 
 // outcome is how a run ends, as its execution's final status says.
-type outcome struct {
-	status store.RunStatus
-	reason string
-	final  json.RawMessage // the run's final output, when it succeeded
-	// escalation names the cause for the notification's
-	// escalation_reason: the status, or timed_out / execution_aborted for
-	// ends no step decided.
-	escalation string
-}
+type outcome = runend.Outcome
 
-// succeeded is the output of the compiled state machines' Succeed states.
-type succeeded struct {
-	Status string          `json:"status"`
-	Reason string          `json:"reason"`
-	Output json.RawMessage `json:"output"`
-}
-
-// outcomeOf reads the run's end from a final execution status; ok is false
-// for a status that is not final (RUNNING) or unknown.
-//
-//   - SUCCEEDED: the Succeed state's output says completed or stopped (with
-//     its reason); its output is the run's final output.
-//   - FAILED with a Stepline Fail state's error (Stepline.Escalated,
-//     Stepline.Aborted, Stepline.Failed): escalated, aborted or failed,
-//     the cause being the reason.
-//   - FAILED with any other error (States.Runtime, an uncaught task error),
-//     TIMED_OUT, ABORTED: failed, with a reason saying what happened.
+// outcomeOf reads the run's end from a final execution status (package
+// shared/runend: the rule the local runner follows too); ok is false for a
+// status that is not final (RUNNING) or unknown.
 func outcomeOf(d statusChange) (outcome, bool) {
-	cause := strings.TrimSpace(deref(d.Cause))
-	errName := strings.TrimSpace(deref(d.Error))
+	e := runend.End{Error: deref(d.Error), Cause: deref(d.Cause)}
 	switch d.Status {
 	case ExecutionSucceeded:
-		var out succeeded
+		e.Kind = runend.Succeeded
 		if d.Output != nil {
-			_ = json.Unmarshal([]byte(*d.Output), &out)
+			e.Output = json.RawMessage(*d.Output)
 		}
-		o := outcome{status: store.RunCompleted, escalation: task.StatusCompleted}
-		if out.Status == task.StatusStopped {
-			o.status, o.reason, o.escalation = store.RunStopped, out.Reason, task.StatusStopped
-		}
-		if len(out.Output) > 0 && string(out.Output) != "null" && len(out.Output) <= store.MaxFinalOutputBytes {
-			o.final = out.Output
-		}
-		return o, true
 	case ExecutionFailed:
-		switch errName {
-		case task.ErrorEscalated:
-			return outcome{status: store.RunEscalated, reason: cause, escalation: task.StatusEscalated}, true
-		case task.ErrorAborted:
-			return outcome{status: store.RunAborted, reason: cause, escalation: task.StatusAborted}, true
-		case task.ErrorFailed:
-			return outcome{status: store.RunFailed, reason: cause, escalation: task.StatusFailed}, true
-		}
-		reason := "the execution failed"
-		if errName != "" {
-			reason += " with " + errName
-		}
-		if cause != "" {
-			reason += ": " + cause
-		}
-		return outcome{status: store.RunFailed, reason: reason, escalation: task.StatusFailed}, true
+		e.Kind = runend.Failed
 	case ExecutionTimedOut:
-		reason := "the execution timed out (the state machine's time limit passed)"
-		if cause != "" {
-			reason += ": " + cause
-		}
-		return outcome{status: store.RunFailed, reason: reason, escalation: "timed_out"}, true
+		e.Kind = runend.TimedOut
 	case ExecutionAborted:
-		reason := "the execution was aborted (stopped through Step Functions)"
-		if cause != "" {
-			reason += ": " + cause
-		}
-		return outcome{status: store.RunFailed, reason: reason, escalation: "execution_aborted"}, true
+		e.Kind = runend.Aborted
+	default:
+		return outcome{}, false
 	}
-	return outcome{}, false
+	return runend.Of(e)
 }
 
 func deref(s *string) string {
@@ -257,19 +206,19 @@ func (r *Recorder) close(ctx context.Context, d statusChange, o outcome) (store.
 			// The notifications must be known before the run is closed:
 			// once it is, a retried event would find it closed and
 			// notify nobody.
-			if notify.Action(string(o.status), "") != "" {
+			if notify.Action(string(o.Status), "") != "" {
 				if err := pipelineFacts(); err != nil {
 					return store.Run{}, false, p, err
 				}
 			}
-			err := r.Store.UpdateRun(ctx, d.Name, store.RunUpdate{Status: o.status, Reason: cut(o.reason), CompletedAt: &stopped, FinalOutput: o.final})
+			err := r.Store.UpdateRun(ctx, d.Name, store.RunUpdate{Status: o.Status, Reason: cut(o.Reason), CompletedAt: &stopped, FinalOutput: o.Final})
 			if errors.Is(err, store.ErrConflict) {
 				continue // closed meanwhile: read what it became
 			}
 			if err != nil {
 				return store.Run{}, false, p, err
 			}
-			run.Status, run.Reason = o.status, cut(o.reason)
+			run.Status, run.Reason = o.Status, cut(o.Reason)
 			return run, true, p, nil
 		case errors.Is(err, store.ErrNotFound):
 			// The execution ended before any step recorded the run.
@@ -309,8 +258,8 @@ func cut(s string) string {
 // what the execution's input (the trigger) and the pipeline say.
 func (r *Recorder) newRun(d statusChange, o outcome, p task.Pipeline, stopped time.Time) store.Run {
 	run := store.Run{
-		ID: d.Name, Pipeline: r.pipelineOf(d.StateMachineARN), Status: o.status, Reason: cut(o.reason),
-		Stage: store.StageTesting, StartedAt: time.UnixMilli(d.StartDate).UTC(), CompletedAt: &stopped, FinalOutput: o.final,
+		ID: d.Name, Pipeline: r.pipelineOf(d.StateMachineARN), Status: o.Status, Reason: cut(o.Reason),
+		Stage: store.StageTesting, StartedAt: time.UnixMilli(d.StartDate).UTC(), CompletedAt: &stopped, FinalOutput: o.Final,
 	}
 	if run.Pipeline == "" {
 		run.Pipeline = p.Name
@@ -367,16 +316,16 @@ func triggerOf(d statusChange) json.RawMessage {
 // stopped; nothing for completed). Deliveries are logged; a failed one is
 // not retried.
 func (r *Recorder) notify(ctx context.Context, d statusChange, o outcome, p task.Pipeline) {
-	action := notify.Action(string(o.status), "")
+	action := notify.Action(string(o.Status), "")
 	if action == "" || r.Notifications == nil {
 		return
 	}
 	deliveries := r.Notifications.Fire(ctx, p, action, notify.Context{
 		RunID:            d.Name,
-		Status:           string(o.status),
+		Status:           string(o.Status),
 		Trigger:          triggerOf(d),
-		EscalationReason: o.escalation,
-		StepSummary:      o.reason,
+		EscalationReason: o.Escalation,
+		StepSummary:      o.Reason,
 		Extra: map[string]any{
 			"execution_arn":    d.ExecutionARN,
 			"execution_status": d.Status,

@@ -200,8 +200,8 @@ func TestOutcomeOf(t *testing.T) {
 			if tc.notFinal {
 				return
 			}
-			if o.status != tc.want || !strings.Contains(o.reason, tc.wantReason) || string(o.final) != tc.wantFinal {
-				t.Errorf("outcome %s %q %s", o.status, o.reason, o.final)
+			if o.Status != tc.want || !strings.Contains(o.Reason, tc.wantReason) || string(o.Final) != tc.wantFinal {
+				t.Errorf("outcome %s %q %s", o.Status, o.Reason, o.Final)
 			}
 		})
 	}

@@ -65,7 +65,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,6 +78,7 @@ import (
 	"github.com/stepline/stepline/shared/internal/atomicfile"
 	"github.com/stepline/stepline/shared/local/defcache"
 	"github.com/stepline/stepline/shared/project"
+	"github.com/stepline/stepline/shared/runend"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/sqlite"
@@ -600,31 +600,16 @@ func (r *Runner) settle(ctx context.Context, pipelineName string, res engine.Res
 		defer r.forget(res.RunID) // no longer driven: read afresh next time
 	}
 	switch res.Status {
-	case engine.StatusSucceeded:
-		var out struct {
-			Status string          `json:"status"`
-			Reason string          `json:"reason"`
-			Output json.RawMessage `json:"output"`
+	case engine.StatusSucceeded, engine.StatusFailed, engine.StatusTimedOut:
+		kind := runend.Failed
+		switch res.Status {
+		case engine.StatusSucceeded:
+			kind = runend.Succeeded
+		case engine.StatusTimedOut:
+			kind = runend.TimedOut
 		}
-		_ = json.Unmarshal(res.Output, &out)
-		o.Status = store.RunStatus(out.Status)
-		if o.Status != store.RunStopped {
-			o.Status = store.RunCompleted
-		}
-		o.Reason, o.Output = out.Reason, out.Output
-	case engine.StatusFailed, engine.StatusTimedOut:
-		switch res.Error {
-		case task.ErrorEscalated:
-			o.Status = store.RunEscalated
-		case task.ErrorAborted:
-			o.Status = store.RunAborted
-		default:
-			o.Status = store.RunFailed
-		}
-		o.Reason = res.Cause
-		if !strings.HasPrefix(res.Error, "Stepline.") {
-			o.Reason = res.Error + ": " + res.Cause
-		}
+		end, _ := runend.Of(runend.End{Kind: kind, Error: res.Error, Cause: res.Cause, Output: res.Output})
+		o.Status, o.Reason, o.Output = end.Status, end.Reason, end.Final
 	case engine.StatusWaiting:
 		o.Status = store.RunWaiting
 		approvals, err := r.Store.RunApprovals(ctx, res.RunID)

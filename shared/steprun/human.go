@@ -11,6 +11,7 @@ import (
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/runend"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
 )
@@ -197,14 +198,8 @@ func (t *taskRun) childOutcome(step, name string) (*llmoutput.Output, stepUsage,
 	status := cr.Status
 	var flags []string
 	if e := t.req.Error; e != nil && (e.Error != "" || e.Cause != "") {
-		switch e.Error {
-		case task.ErrorEscalated:
-			status = task.StatusEscalated
-		case task.ErrorAborted:
-			status = task.StatusAborted
-		default:
-			status = task.StatusFailed
-		}
+		// The child's run ended as its error says (package runend).
+		status = string(runend.StatusOfError(e.Error))
 		flags = append(flags, "sub_pipeline_error")
 	}
 	if status == "" {

@@ -1,0 +1,128 @@
+// Package runend turns how an execution ended into what Stepline records
+// of the run: one rule for the local runner (engine results), the
+// recorder function (Step Functions execution status changes) and a
+// sub-pipeline step (its child's end).
+//
+//   - Succeeded: the compiled state machines' Succeed states output
+//     {status, reason, output}; status "stopped" is a stopped run (with its
+//     reason), anything else a completed one; the output is the run's final
+//     output when it is JSON other than null and within
+//     store.MaxFinalOutputBytes.
+//   - Failed with a Fail state's error (task.ErrorEscalated, ErrorAborted,
+//     ErrorFailed): escalated, aborted or failed, the cause being the
+//     reason.
+//   - Failed with any other error (States.Runtime, an uncaught task
+//     error): failed, the reason naming the error and its cause.
+//   - Timed out (the state machine's own time limit) and aborted (stopped
+//     from outside, StopExecution): failed, with escalation reasons
+//     "timed_out" and "execution_aborted" for the notifications.
+package runend
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/task"
+)
+
+// Kind is how an execution ended.
+type Kind int
+
+// The ends of an execution.
+const (
+	Succeeded Kind = iota + 1
+	Failed
+	TimedOut
+	Aborted
+)
+
+// End is an execution's end as its engine reports it.
+type End struct {
+	Kind   Kind
+	Error  string          // Failed, TimedOut, Aborted: the error name, if any
+	Cause  string          // and its cause
+	Output json.RawMessage // Succeeded: the Succeed state's output
+}
+
+// Outcome is what the run store records of an end, and what its
+// notifications say.
+type Outcome struct {
+	Status store.RunStatus
+	Reason string
+	Final  json.RawMessage // Succeeded: the run's final output; nil when none
+	// Escalation names the cause for a notification's escalation_reason:
+	// the status, or timed_out / execution_aborted for ends no step or
+	// Fail state decided.
+	Escalation string
+}
+
+// Escalation reasons of the ends no step decided.
+const (
+	EscalationTimedOut = "timed_out"
+	EscalationAborted  = "execution_aborted"
+)
+
+// Of maps an end to its outcome; ok is false for an unknown Kind.
+func Of(e End) (o Outcome, ok bool) {
+	cause, errName := strings.TrimSpace(e.Cause), strings.TrimSpace(e.Error)
+	switch e.Kind {
+	case Succeeded:
+		var out struct {
+			Status string          `json:"status"`
+			Reason string          `json:"reason"`
+			Output json.RawMessage `json:"output"`
+		}
+		_ = json.Unmarshal(e.Output, &out) // a definition's own output; unreadable: completed without one
+		o = Outcome{Status: store.RunCompleted, Escalation: task.StatusCompleted}
+		if out.Status == task.StatusStopped {
+			o = Outcome{Status: store.RunStopped, Reason: out.Reason, Escalation: task.StatusStopped}
+		}
+		if len(out.Output) > 0 && string(out.Output) != "null" && len(out.Output) <= store.MaxFinalOutputBytes {
+			o.Final = out.Output
+		}
+		return o, true
+	case Failed:
+		if st, ok := statusOfError(errName); ok {
+			return Outcome{Status: st, Reason: cause, Escalation: string(st)}, true
+		}
+		return Outcome{Status: store.RunFailed, Reason: describe("the execution failed", errName, cause), Escalation: task.StatusFailed}, true
+	case TimedOut:
+		return Outcome{Status: store.RunFailed, Reason: describe("the execution timed out (the state machine's time limit passed)", "", cause), Escalation: EscalationTimedOut}, true
+	case Aborted:
+		return Outcome{Status: store.RunFailed, Reason: describe("the execution was aborted (stopped through Step Functions)", "", cause), Escalation: EscalationAborted}, true
+	}
+	return Outcome{}, false
+}
+
+// StatusOfError is the run status an execution's error name gives: the
+// Fail states' errors their own, any other error failed.
+func StatusOfError(errName string) store.RunStatus {
+	if st, ok := statusOfError(strings.TrimSpace(errName)); ok {
+		return st
+	}
+	return store.RunFailed
+}
+
+func statusOfError(errName string) (store.RunStatus, bool) {
+	switch errName {
+	case task.ErrorEscalated:
+		return store.RunEscalated, true
+	case task.ErrorAborted:
+		return store.RunAborted, true
+	case task.ErrorFailed:
+		return store.RunFailed, true
+	}
+	return "", false
+}
+
+// describe is what happened, with the error's name and cause when known.
+func describe(what, errName, cause string) string {
+	if errName != "" {
+		what += " with " + errName
+	}
+	if cause != "" {
+		what += ": " + cause
+	}
+	return what
+}
