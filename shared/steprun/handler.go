@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -234,6 +233,9 @@ type taskRun struct {
 	h    *Handler
 	req  *task.Request
 	trig map[string]any
+	// overBudget: the run's budget ended it at this Task (finish), which
+	// its notifications call budget_exceeded.
+	overBudget bool
 }
 
 func decodeTrigger(raw json.RawMessage) map[string]any {
@@ -463,7 +465,7 @@ func (t *taskRun) notify(ctx context.Context, status, reason string, output json
 	action := notify.Action(status, cfg.OnAbort)
 	escalation := status
 	switch {
-	case strings.Contains(reason, "budget exceeded"):
+	case t.overBudget:
 		action, escalation = notify.ActionNotify, "budget_exceeded"
 	case (status == task.StatusEscalated || status == task.StatusAborted) && out.Confidence != nil && cfg.ConfidenceThreshold != nil && *out.Confidence < *cfg.ConfidenceThreshold:
 		escalation = "low_confidence"

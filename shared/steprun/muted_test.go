@@ -78,3 +78,45 @@ func TestRunRecordsConfig(t *testing.T) {
 		t.Errorf("run's config fingerprint %q, want 0123456789ab", got)
 	}
 }
+
+// fired records the notifications a Handler fires.
+type fired struct{ actions, reasons []string }
+
+func (f *fired) Fire(_ context.Context, _ task.Pipeline, action string, data notify.Context) []notify.Delivery {
+	f.actions = append(f.actions, action)
+	f.reasons = append(f.reasons, data.EscalationReason)
+	return nil
+}
+
+// TestBudgetNotification: a run the budget ends fires notify with the
+// escalation reason budget_exceeded; a step that stops the run with a
+// reason that merely says "budget exceeded" fires stopped, as any stop.
+func TestBudgetNotification(t *testing.T) {
+	for _, tc := range []struct {
+		name, reply         string
+		budget              bool
+		status, action, why string
+	}{
+		{"over budget", `{confidence: 0.9, summary: fine, next_step_context: ""}`, true, task.StatusAborted, notify.ActionNotify, "budget_exceeded"},
+		{"a stop that says budget exceeded", `{confidence: 0.9, summary: fine, next_step_context: "", proceed: false, proceed_reason: "the cloud budget exceeded its cap"}`, false, task.StatusStopped, notify.ActionStopped, task.StatusStopped},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, `triage: [`+tc.reply+`]`)
+			f := &fired{}
+			e.h.Notifications = f
+			req := newRequest(t, task.ModeStep, seqStep("triage", "Triage"))
+			req.Pipeline.Notifications = []pipeline.Action{{Name: tc.action, Notices: []pipeline.Notification{{Channel: pipeline.ChannelLog, Template: "x"}}}}
+			if tc.budget {
+				req.Pipeline.Budget = &pipeline.Budget{MaxTokens: ptr(int64(50000))}
+				req.Usage = task.Usage{InputTokens: 50000, OutputTokens: 8500}
+			}
+			resp, err := e.h.Respond(context.Background(), req)
+			if err != nil || resp.Status != tc.status {
+				t.Fatalf("step: %q, %v", resp.Status, err)
+			}
+			if !slices.Equal(f.actions, []string{tc.action}) || !slices.Equal(f.reasons, []string{tc.why}) {
+				t.Errorf("fired %v with reasons %v, want [%s] with [%s]", f.actions, f.reasons, tc.action, tc.why)
+			}
+		})
+	}
+}

@@ -455,6 +455,7 @@ func (t *taskRun) finish(ctx context.Context, o outcome) (task.Response, error) 
 		if why := overBudget(t.req.Pipeline.Budget, totals); why != "" {
 			o.status, o.reason = task.StatusAborted, why
 			o.record.Flags = append(o.record.Flags, FlagBudgetExceeded)
+			t.overBudget = true
 		}
 	}
 	rec := o.record
