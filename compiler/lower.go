@@ -21,11 +21,11 @@ import (
 const (
 	// MaxDefinitionBytes is Step Functions' limit on a definition, measured
 	// on its compact encoding (what the CDK stack deploys).
-	MaxDefinitionBytes = 1 << 20
+	MaxDefinitionBytes = asl.MaxDefinitionBytes
 	// MaxPayloadBytes is Step Functions' limit on a state's input, output
 	// and a variable; the static part of a Task's payload must leave room
 	// for the run's data.
-	MaxPayloadBytes = 256 << 10
+	MaxPayloadBytes = asl.MaxPayloadBytes
 	// payloadBudget is the share of MaxPayloadBytes the static part of a
 	// Task's payload may take.
 	payloadBudget = MaxPayloadBytes / 2

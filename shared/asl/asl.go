@@ -68,10 +68,16 @@ const (
 	ModeDistributed = "DISTRIBUTED"
 )
 
-// Limits Step Functions enforces that a definition can be checked against.
+// Limits Step Functions enforces: the home of each (the compiler and the
+// local engine use these).
 const (
 	MaxStateNameLength = 80
+	// MaxDefinitionBytes bounds a definition, measured on its compact
+	// encoding (what a stack deploys).
 	MaxDefinitionBytes = 1 << 20
+	// MaxPayloadBytes bounds a state's input and output, a variable and a
+	// task's result.
+	MaxPayloadBytes = 256 << 10
 )
 
 // Defaults of a Retrier's optional fields.

@@ -72,6 +72,21 @@ func (m *StateMachine) Validate() error {
 // $states.result and $states.errorOutput appear only where the States
 // Language allows them; the query language is JSONata.
 func (m *StateMachine) Check() []Problem {
+	probs := m.CheckStates()
+	if len(probs) == 0 {
+		if b, err := encode(m); err != nil {
+			probs = append(probs, Problem{Msg: fmt.Sprintf("definition cannot be encoded: %v", err)})
+		} else if len(b) > MaxDefinitionBytes {
+			probs = append(probs, Problem{Msg: fmt.Sprintf("definition is %d bytes, over the %d-byte limit", len(b), MaxDefinitionBytes)})
+		}
+	}
+	return probs
+}
+
+// CheckStates is Check without Step Functions' size limit, for a caller
+// that measures the definition against a limit of its own (the local
+// engine runs larger ones when asked).
+func (m *StateMachine) CheckStates() []Problem {
 	c := &checker{names: map[string]bool{}}
 	switch m.QueryLanguage {
 	case JSONata:
@@ -84,13 +99,6 @@ func (m *StateMachine) Check() []Problem {
 		c.errorf("", "TimeoutSeconds must not be negative")
 	}
 	c.scope("", "", m.StartAt, m.States, nil)
-	if len(c.probs) == 0 {
-		if b, err := encode(m); err != nil {
-			c.errorf("", "definition cannot be encoded: %v", err)
-		} else if len(b) > MaxDefinitionBytes {
-			c.errorf("", "definition is %d bytes, over the %d-byte limit", len(b), MaxDefinitionBytes)
-		}
-	}
 	return c.probs
 }
 

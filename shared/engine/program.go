@@ -87,7 +87,7 @@ func compile(def *asl.StateMachine, maxBytes int) (*program, error) {
 	if size > maxBytes {
 		return nil, fmt.Errorf("compile definition: definition is %d bytes, over the %d-byte limit", size, maxBytes)
 	}
-	if err := validate(def, size); err != nil {
+	if err := validate(def); err != nil {
 		return nil, fmt.Errorf("compile definition: %w", err)
 	}
 	sum := sha256.Sum256(raw)
@@ -128,19 +128,13 @@ func compactSize(raw []byte) int {
 }
 
 // validate is def.Validate without Step Functions' size limit, which the
-// caller checked against its own: asl reports the size, when it is over
-// asl.MaxDefinitionBytes, as the only problem of a definition that has no
-// other (it measures the size only then).
-func validate(def *asl.StateMachine, size int) error {
+// caller checked against its own.
+func validate(def *asl.StateMachine) error {
 	var errs asl.ErrorList
-	for _, p := range def.Check() {
+	for _, p := range def.CheckStates() {
 		if !p.Warning {
 			errs = append(errs, p)
 		}
-	}
-	if len(errs) == 1 && size > asl.MaxDefinitionBytes && errs[0].State == "" &&
-		errs[0].Msg == fmt.Sprintf("definition is %d bytes, over the %d-byte limit", size, asl.MaxDefinitionBytes) {
-		return nil
 	}
 	if len(errs) == 0 {
 		return nil

@@ -20,7 +20,7 @@ import (
 const InlineMapConcurrencyLimit = 40
 
 // MaxPayloadBytes is Step Functions' limit on a task result.
-const MaxPayloadBytes = 256 * 1024
+const MaxPayloadBytes = asl.MaxPayloadBytes
 
 // MaxEventDetailBytes bounds a history event's detail; larger values in it
 // are recorded as {"truncated": true, "bytes": n}.
