@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 
@@ -812,9 +813,12 @@ func chatIDText(v any) string {
 
 func regexMessage(err error) string {
 	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "error parsing regexp: ")
-	if strings.Contains(msg, "invalid or unsupported Perl syntax") {
-		msg += " (regexes use RE2 syntax: no lookaround or backreferences)"
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		msg = se.Code.String() + ": `" + se.Expr + "`"
+		if se.Code == syntax.ErrInvalidPerlOp {
+			msg += " (regexes use RE2 syntax: no lookaround or backreferences)"
+		}
 	}
 	return msg
 }
