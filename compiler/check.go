@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -240,7 +241,7 @@ func (c *checker) checkStep(s *pipeline.Step) {
 		for _, v := range w.Headers {
 			c.checkTemplate(where, "on_failure.webhook.headers", v, w.Pos)
 		}
-		c.checkValueTemplates(where, "on_failure.webhook.payload", w.Payload, w.Pos, true)
+		c.checkValueTemplates(where, "on_failure.webhook.payload", w.Payload, w.Pos)
 	}
 	if r := s.Retry; r != nil {
 		if s.Executor == pipeline.ExecHuman {
@@ -463,7 +464,7 @@ func (c *checker) checkVerifier(where, exec string, v *pipeline.Verifier) {
 	if v == nil {
 		return
 	}
-	c.checkValueTemplates(where, "verifier.executor_config", v.ExecutorConfig, v.Pos, false)
+	c.checkValueTemplates(where, "verifier.executor_config", v.ExecutorConfig, v.Pos)
 	if exec == pipeline.ExecHuman {
 		c.ds.errorf(v.Pos, "%s: a human step cannot have a verifier: the approver's decision is final", where)
 	}
@@ -659,20 +660,20 @@ func templateMessage(err error) string {
 }
 
 func (c *checker) checkConfigTemplates(where string, cfg map[string]any) {
-	c.checkValueTemplates(where, "executor_config", cfg, pipeline.Pos{}, false)
+	c.checkValueTemplates(where, "executor_config", cfg, pipeline.Pos{})
 }
 
 // checkValueTemplates checks the templates held in the strings of a
 // free-form value.
-func (c *checker) checkValueTemplates(where, field string, v any, at pipeline.Pos, _ bool) {
+func (c *checker) checkValueTemplates(where, field string, v any, at pipeline.Pos) {
 	switch v := v.(type) {
 	case map[string]any:
-		for _, k := range sortedKeys(v) {
-			c.checkValueTemplates(where, field+"."+k, v[k], at, false)
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			c.checkValueTemplates(where, field+"."+k, v[k], at)
 		}
 	case []any:
 		for i, e := range v {
-			c.checkValueTemplates(where, fmt.Sprintf("%s[%d]", field, i), e, at, false)
+			c.checkValueTemplates(where, fmt.Sprintf("%s[%d]", field, i), e, at)
 		}
 	case string:
 		pos := at
@@ -681,15 +682,6 @@ func (c *checker) checkValueTemplates(where, field string, v any, at pipeline.Po
 		}
 		c.checkTemplate(where, field, v, pos)
 	}
-}
-
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func (c *checker) checkPipeline() {
@@ -732,9 +724,6 @@ func (c *checker) checkPipeline() {
 			c.checkNotification(a.Name, n)
 		}
 	}
-	if b := p.Budget; b != nil && p.Fields.Has("budget") {
-		_ = b
-	}
 	c.checkReadiness()
 }
 
@@ -773,7 +762,7 @@ func (c *checker) checkNotification(action string, n pipeline.Notification) {
 			if !ok {
 				c.ds.errorf(n.Pos, "%s: config.teams: want a mapping of team to {chat_id, bot_token}", where)
 			}
-			for _, name := range sortedKeys(tm) {
+			for _, name := range slices.Sorted(maps.Keys(tm)) {
 				t, _ := tm[name].(map[string]any)
 				switch tok, set := t["bot_token"]; {
 				case t == nil || !project.ChatID(chatIDText(t["chat_id"])):

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -296,7 +297,7 @@ func referencedNames(v any) names {
 	walk = func(v any) {
 		switch v := v.(type) {
 		case map[string]any:
-			for _, k := range sortedKeys(v) {
+			for _, k := range slices.Sorted(maps.Keys(v)) {
 				walk(v[k])
 			}
 		case []any:

@@ -2,6 +2,8 @@ package compiler
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/stepline/stepline/shared/asl"
@@ -23,7 +25,7 @@ func jsonataValue(v any) string {
 		return "[" + strings.Join(parts, ", ") + "]"
 	case map[string]any:
 		parts := make([]string, 0, len(v))
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			parts = append(parts, asl.Quote(k)+": "+jsonataValue(v[k]))
 		}
 		return "{" + strings.Join(parts, ", ") + "}"

@@ -4,7 +4,8 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,21 +38,12 @@ var fieldSets = sync.OnceValue(func() map[string][]string {
 		} `json:"definitions"`
 	}
 	_ = json.Unmarshal(schemaJSON, &s)
-	out := map[string][]string{"": keys(s.Properties)}
+	out := map[string][]string{"": slices.Sorted(maps.Keys(s.Properties))}
 	for name, def := range s.Definitions {
-		out[name] = keys(def.Properties)
+		out[name] = slices.Sorted(maps.Keys(def.Properties))
 	}
 	return out
 })
-
-func keys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
 
 // unsupported names fields of the format Stepline was modelled on that
 // Stepline does not implement, so that their authors get a clear answer.

@@ -107,7 +107,7 @@ func (c *checker) checkCalibration(where string, s *pipeline.Step) {
 // checkGrounding checks a grounding block and resolves its judge.
 func (c *checker) checkGrounding(where string, s *pipeline.Step, g *pipeline.Grounding) {
 	gw := where + " grounding"
-	c.checkValueTemplates(gw, "grounding.executor_config", g.ExecutorConfig, g.Pos, false)
+	c.checkValueTemplates(gw, "grounding.executor_config", g.ExecutorConfig, g.Pos)
 	if _, ok := g.ExecutorConfig["agent"]; ok {
 		c.ds.errorf(fieldPos(g.Fields, "executor_config", g.Pos), "%s: executor_config.agent: the judge is grounding.agent", gw)
 	}
@@ -162,7 +162,7 @@ func (c *checker) checkCheck(where string, ch *pipeline.Check) {
 		for _, k := range slices.Sorted(maps.Keys(ch.Headers)) {
 			c.checkTemplate(where, "headers."+k, ch.Headers[k], fieldPos(ch.Fields, "headers", ch.Pos))
 		}
-		c.checkValueTemplates(where, "payload", ch.Payload, fieldPos(ch.Fields, "payload", ch.Pos), false)
+		c.checkValueTemplates(where, "payload", ch.Payload, fieldPos(ch.Fields, "payload", ch.Pos))
 		for _, s := range append([]string{ch.URL}, slices.Collect(maps.Values(ch.Headers))...) {
 			if m := badSecretRef(s); m != "" {
 				c.ds.warnf(ch.Pos, "%s: %s", where, m)
