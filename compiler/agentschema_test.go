@@ -95,7 +95,7 @@ func TestAgentSchemaFieldsAndRanges(t *testing.T) {
 		fields = append(fields, k)
 	}
 	sort.Strings(fields)
-	want := append([]string(nil), agent.ProfileFields...)
+	want := append([]string(nil), agent.ProfileFields()...)
 	sort.Strings(want)
 	if !reflect.DeepEqual(fields, want) {
 		t.Errorf("schema fields %v\nloader fields %v", fields, want)

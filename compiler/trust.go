@@ -121,7 +121,7 @@ func (c *checker) checkGrounding(where string, s *pipeline.Step, g *pipeline.Gro
 		c.ds.errorf(at, "%s: unknown agent %q: no stepline.yaml above %s, so the pipeline has no agents (the judge is an agent profile, agents/<name>/, such as agents/grounding-judge)", gw, g.Agent, c.f.name)
 		return
 	}
-	if !slices.Contains(project.AgentExecutors, g.Executor) {
+	if !slices.Contains(project.AgentExecutors(), g.Executor) {
 		return // the schema reports the executor
 	}
 	r, issues := c.proj.Resolve(g.Executor, cfg)

@@ -7,8 +7,10 @@ const (
 	DefaultTraceToolResultMaxChars = 3000
 )
 
-// Thinking levels a profile or a step may name.
-var ThinkingLevels = []string{"off", "minimal", "low", "medium", "high", "xhigh"}
+// ThinkingLevels returns the thinking levels a profile or a step may name.
+func ThinkingLevels() []string {
+	return []string{"off", "minimal", "low", "medium", "high", "xhigh"}
+}
 
 // Profile is one agent: agents/<name>/agent.yaml with its system prompt,
 // agents/<name>/soul.md.

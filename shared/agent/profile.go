@@ -50,10 +50,12 @@ var NameRE = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$`)
 // ServerNameRE is what an MCP server's name may be.
 var ServerNameRE = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$`)
 
-// ProfileFields are the keys agent.yaml may hold.
-var ProfileFields = []string{
-	"name", "description", "model", "model_fallbacks", "max_tokens", "temperature",
-	"thinking_level", "tools", "max_iterations", "tool_timeout_seconds", "trace_tool_result_max_chars",
+// ProfileFields returns the keys agent.yaml may hold.
+func ProfileFields() []string {
+	return []string{
+		"name", "description", "model", "model_fallbacks", "max_tokens", "temperature",
+		"thinking_level", "tools", "max_iterations", "tool_timeout_seconds", "trace_tool_result_max_chars",
+	}
 }
 
 // renamed answers keys of the reference gateway's configuration that a
@@ -313,7 +315,7 @@ func (p *parser) parse(src []byte) {
 			if why, ok := renamed[e.Key]; ok {
 				p.fail(e.KeyAt, "unknown field %q: %s", e.Key, why)
 			} else {
-				p.fail(e.KeyAt, "unknown field %q%s (fields: %s)", e.Key, DidYouMean(e.Key, ProfileFields), strings.Join(ProfileFields, ", "))
+				p.fail(e.KeyAt, "unknown field %q%s (fields: %s)", e.Key, DidYouMean(e.Key, ProfileFields()), strings.Join(ProfileFields(), ", "))
 			}
 		}
 	}
@@ -359,10 +361,10 @@ func CheckModel(s string) error {
 
 // CheckThinkingLevel checks a thinking level against ThinkingLevels.
 func CheckThinkingLevel(s string) error {
-	if slices.Contains(ThinkingLevels, s) {
+	if slices.Contains(ThinkingLevels(), s) {
 		return nil
 	}
-	return fmt.Errorf("%q is not a thinking level%s: want one of %s", s, DidYouMean(s, ThinkingLevels), strings.Join(ThinkingLevels, ", "))
+	return fmt.Errorf("%q is not a thinking level%s: want one of %s", s, DidYouMean(s, ThinkingLevels()), strings.Join(ThinkingLevels(), ", "))
 }
 
 func (p *parser) fallbacks(n *yaml.Node) {

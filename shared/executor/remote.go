@@ -268,7 +268,7 @@ func remoteSettings(runtime string, cfg map[string]any, m mode) (remoteConfig, [
 	c.agent = r.str("agent", true)
 	c.sessionKey = r.str("session_key", false)
 	c.model = strings.TrimSpace(r.str("model", false))
-	c.thinkingLevel = r.oneOf("thinking_level", agent.ThinkingLevels...)
+	c.thinkingLevel = r.oneOf("thinking_level", agent.ThinkingLevels()...)
 	if runtime == agent.RuntimeGateway {
 		if n, ok := r.integer("trace_max_chars", 1); ok {
 			if n > 1000000 {

@@ -64,7 +64,7 @@ func (p *Project) Runtime(executor, name string) string {
 	if executor == agent.RuntimeOpenClaw {
 		return RunsOpenClaw
 	}
-	if !slices.Contains(AgentExecutors, executor) {
+	if !slices.Contains(AgentExecutors(), executor) {
 		return ""
 	}
 	if _, ok := p.Profiles[name]; ok {

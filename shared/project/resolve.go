@@ -10,9 +10,11 @@ import (
 	"github.com/stepline/stepline/shared/agent"
 )
 
-// AgentExecutors are the executors a step may run an agent on; the
+// AgentExecutors returns the executors a step may run an agent on; the
 // executor carries the models a profile writes without a provider.
-var AgentExecutors = []string{agent.APIGateway, agent.APIAnthropic, agent.APIBedrock}
+func AgentExecutors() []string {
+	return []string{agent.APIGateway, agent.APIAnthropic, agent.APIBedrock}
+}
 
 // agentKeys are the executor_config keys an agent step reads besides its
 // executor's transport keys.
@@ -38,7 +40,7 @@ func (i Issue) String() string { return "executor_config." + i.Key + ": " + i.Ms
 
 // Resolve resolves the agent an agent step runs: cfg is the step's
 // executor_config (cfg["agent"] names the agent) and executor its
-// executor, one of AgentExecutors. The step's model overrides the
+// executor, one of AgentExecutors(). The step's model overrides the
 // profile's, its thinking_level the profile's; session_key is accepted
 // and has no effect (an agent step holds no conversation across runs).
 // Models written without a provider go through the executor: a gateway
@@ -83,8 +85,8 @@ func (p *Project) Resolve(executor string, cfg map[string]any) (*agent.Resolved,
 		}
 		return nil, issues
 	}
-	if !slices.Contains(AgentExecutors, executor) {
-		fail("agent", "executor %q cannot run an agent; use %s", executor, strings.Join(AgentExecutors, ", "))
+	if !slices.Contains(AgentExecutors(), executor) {
+		fail("agent", "executor %q cannot run an agent; use %s", executor, strings.Join(AgentExecutors(), ", "))
 		return nil, issues
 	}
 	l, ok := p.Profiles[name]
