@@ -740,7 +740,7 @@ func (d *decoder) readiness(n *yaml.Node) *pipeline.Readiness {
 		switch kv[0].Value {
 		case "operational":
 			o := &pipeline.ReadinessOperational{Pos: pos, Fields: tfs, RequireCurrentConfig: flag("require_current_config", false),
-				AcceptableStatuses: append([]string(nil), pipeline.DefaultAcceptableStatuses...)}
+				AcceptableStatuses: append([]string(nil), pipeline.DefaultAcceptableStatuses()...)}
 			o.MinRuns, _ = whole("min_runs")
 			o.MaxAgeDays, _ = whole("max_age_days")
 			for _, t := range tps {

@@ -197,8 +197,8 @@ func newConfig(props *Props) (*config, error) {
 	if p.PipelineStacks < -1 || p.PipelineStacks > MaxPipelineStacks {
 		errs = append(errs, fmt.Errorf("pipeline stacks %d: want 1 to %d, or -1 for none (the pipelines in the core stack)", p.PipelineStacks, MaxPipelineStacks))
 	}
-	if !slices.Contains(Stages, p.Stage) {
-		errs = append(errs, fmt.Errorf("stage %q: want one of %s, or none", p.Stage, strings.Join(Stages[1:], ", ")))
+	if !slices.Contains(Stages(), p.Stage) {
+		errs = append(errs, fmt.Errorf("stage %q: want one of %s, or none", p.Stage, strings.Join(Stages()[1:], ", ")))
 	}
 	if err := checkName(p.Name); err != nil {
 		errs = append(errs, err)

@@ -14,8 +14,10 @@ import (
 	"github.com/stepline/stepline/shared/awsenv"
 )
 
-// Stages are the deployment stages Props.Stage accepts; "" is none.
-var Stages = []string{"", StageDev, StageStaging, StageProd}
+// Stages returns the deployment stages Props.Stage accepts; "" is none.
+func Stages() []string {
+	return []string{"", StageDev, StageStaging, StageProd}
+}
 
 // Deployment stages.
 const (

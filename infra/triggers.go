@@ -24,8 +24,10 @@ const (
 	scheduleRetry = 3
 )
 
-// RunStatuses are the execution statuses the recorder is sent.
-var RunStatuses = []string{"RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
+// RunStatuses returns the execution statuses the recorder is sent.
+func RunStatuses() []string {
+	return []string{"RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
+}
 
 // addTriggers adds each pipeline's EventBridge rules (package plan decides
 // their patterns and targets), its EventBridge Scheduler schedule, and the
@@ -161,8 +163,8 @@ const longestARNPrefix = 70
 // group's machines are spread over as many rules as keep each pattern
 // within maxStatusPattern (RunStatusChanges, RunStatusChanges2, …).
 func (g *group) addStatusRules() {
-	statuses := make([]any, len(RunStatuses))
-	for i, s := range RunStatuses {
+	statuses := make([]any, len(RunStatuses()))
+	for i, s := range RunStatuses() {
 		statuses[i] = s
 	}
 	var chunks [][]any

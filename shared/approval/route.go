@@ -14,8 +14,10 @@ const (
 	ChannelMSTeams  = "msteams"
 )
 
-// Channels lists the approval channels.
-var Channels = []string{ChannelTelegram, ChannelSlack, ChannelMSTeams}
+// Channels returns the approval channels.
+func Channels() []string {
+	return []string{ChannelTelegram, ChannelSlack, ChannelMSTeams}
+}
 
 // Channel is where a team's approval requests go: stepline.yaml's
 // human_approval.default or human_approval.teams.<team>. Secrets are

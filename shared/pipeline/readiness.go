@@ -5,9 +5,11 @@ package pipeline
 // calibration: does (DefaultCalibrationNMin, DefaultCalibrationBinWidth).
 const DefaultCalibrationMaxDivergence = 0.15
 
-// DefaultAcceptableStatuses is operational.acceptable_statuses when the
+// DefaultAcceptableStatuses returns operational.acceptable_statuses when the
 // tier does not set it.
-var DefaultAcceptableStatuses = []string{"completed"}
+func DefaultAcceptableStatuses() []string {
+	return []string{"completed"}
+}
 
 // Readiness is a pipeline's promotion-readiness criteria: advisory bars,
 // judged from the runs recorded (package readiness), that never gate a

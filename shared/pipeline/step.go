@@ -89,7 +89,9 @@ const (
 )
 
 // CheckKinds lists the kinds of deterministic check.
-var CheckKinds = []string{CheckWebhook, CheckShell, CheckHuman}
+func CheckKinds() []string {
+	return []string{CheckWebhook, CheckShell, CheckHuman}
+}
 
 // Check is one deterministic check of a step: a webhook whose response
 // must meet Expect, a shell command (local runs only) whose exit code and

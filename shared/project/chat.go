@@ -205,8 +205,8 @@ func (d *decoder) approvalChannel(n *yaml.Node, where string) (approval.Channel,
 		case "channel":
 			kindAt = f.Value
 			if s, ok := d.r.NonEmpty(f.Value, where+".channel"); ok {
-				if !slices.Contains(approval.Channels, s) {
-					d.fail(f.Value, "%s.channel: unknown channel %q%s (channels: %s)", where, s, agent.DidYouMean(s, approval.Channels), strings.Join(approval.Channels, ", "))
+				if !slices.Contains(approval.Channels(), s) {
+					d.fail(f.Value, "%s.channel: unknown channel %q%s (channels: %s)", where, s, agent.DidYouMean(s, approval.Channels()), strings.Join(approval.Channels(), ", "))
 					return approval.Channel{}, false
 				}
 				c.Kind = s
@@ -214,12 +214,12 @@ func (d *decoder) approvalChannel(n *yaml.Node, where string) (approval.Channel,
 		case approval.ChannelTelegram, approval.ChannelSlack, approval.ChannelMSTeams:
 			blocks[f.Key] = f
 		default:
-			d.unknown(f, where, append([]string{"channel"}, approval.Channels...))
+			d.unknown(f, where, append([]string{"channel"}, approval.Channels()...))
 		}
 	}
 	if c.Kind == "" {
 		if kindAt == nil {
-			d.fail(n, "%s: channel: required (%s)", where, strings.Join(approval.Channels, ", "))
+			d.fail(n, "%s: channel: required (%s)", where, strings.Join(approval.Channels(), ", "))
 		}
 		return approval.Channel{}, false
 	}

@@ -31,8 +31,10 @@ const (
 	TierCalibration = "calibration"
 )
 
-// Tiers lists the tiers in order.
-var Tiers = []string{TierOperational, TierConfidence, TierAccuracy, TierCalibration}
+// Tiers returns the tiers in order.
+func Tiers() []string {
+	return []string{TierOperational, TierConfidence, TierAccuracy, TierCalibration}
+}
 
 // Step verdicts (StepReport.Verdict).
 const (
@@ -153,7 +155,7 @@ func Evaluate(e Evidence, r *pipeline.Readiness, now time.Time) Report {
 	}
 	configured := map[string]bool{TierOperational: r.Operational != nil, TierConfidence: r.Confidence != nil,
 		TierAccuracy: r.Accuracy != nil, TierCalibration: r.Calibration != nil}
-	for i, tier := range Tiers {
+	for i, tier := range Tiers() {
 		rep.Tiers = append(rep.Tiers, summary(tier, configured[tier], rep.Steps, i))
 	}
 	return rep

@@ -55,9 +55,11 @@ const (
 	maxPending = 100000
 )
 
-// DurationBuckets are the step duration histogram's buckets, in seconds:
+// DurationBuckets returns the step duration histogram's buckets, in seconds:
 // from a scripted step to a long agent step.
-var DurationBuckets = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900}
+func DurationBuckets() []float64 {
+	return []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900}
+}
 
 // Pending counts the approvals waiting for a decision (the store's
 // PendingApprovals).
@@ -98,7 +100,7 @@ func New(inProgress func() int, pending Pending) *Metrics {
 	m.overrides = counter("verifier_overrides_total", "Recorded step attempts whose verifier lowered the primary confidence, by pipeline and step.",
 		"pipeline", "step")
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "stepline", Name: "step_duration_seconds",
-		Help: "Duration of recorded step attempts, by pipeline, step and executor.", Buckets: DurationBuckets},
+		Help: "Duration of recorded step attempts, by pipeline, step and executor.", Buckets: DurationBuckets()},
 		[]string{"pipeline", "step", "executor"})
 	m.reg.MustRegister(m.duration)
 	if inProgress != nil {

@@ -71,7 +71,7 @@ func histogram(labels string, vs ...float64) string {
 	for _, v := range vs {
 		sum += v
 	}
-	for _, ub := range DurationBuckets {
+	for _, ub := range DurationBuckets() {
 		n := 0
 		for _, v := range vs {
 			if v <= ub {
