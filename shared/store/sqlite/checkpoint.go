@@ -24,8 +24,9 @@ const batchRows = 16
 // profile). insertEvents[n-1], setValues[n-1] and deleteValues[n-1] write
 // n rows.
 type checkpointStmts struct {
-	seq, snapshot, event, putCheckpoint, value, putStep *sql.Stmt
-	insertEvents, setValues, deleteValues               [batchRows]*sql.Stmt
+	seq, snapshot, event, putCheckpoint, value, putStep, stepDigest *sql.Stmt
+	runExists, addUsageKey, addUsage, setConsumed                   *sql.Stmt
+	insertEvents, setValues, deleteValues                           [batchRows]*sql.Stmt
 }
 
 func (s *Store) prepareCheckpoints(ctx context.Context) error {
@@ -41,6 +42,11 @@ func (s *Store) prepareCheckpoints(ctx context.Context) error {
 			ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, snapshot = excluded.snapshot, updated_at = excluded.updated_at`},
 		{&s.cp.value, `SELECT value FROM checkpoint_values WHERE run_id = ? AND key = ?`},
 		{&s.cp.putStep, putStepSQL},
+		{&s.cp.stepDigest, `SELECT digest FROM steps WHERE run_id = ? AND name = ? AND attempt = ?`},
+		{&s.cp.runExists, `SELECT 1 FROM runs WHERE id = ?`},
+		{&s.cp.addUsageKey, `INSERT INTO run_usage (run_id, key) VALUES (?, ?) ON CONFLICT DO NOTHING`},
+		{&s.cp.addUsage, addUsageSQL},
+		{&s.cp.setConsumed, `UPDATE run_replies SET consumed = ? WHERE run_id = ?`},
 	}
 	for n := 1; n <= batchRows; n++ {
 		queries = append(queries,
@@ -67,7 +73,8 @@ func rows(n int, row string) string {
 
 func (c *checkpointStmts) close() error {
 	var errs []error
-	all := append([]*sql.Stmt{c.seq, c.snapshot, c.event, c.putCheckpoint, c.value, c.putStep}, c.insertEvents[:]...)
+	all := append([]*sql.Stmt{c.seq, c.snapshot, c.event, c.putCheckpoint, c.value, c.putStep, c.stepDigest,
+		c.runExists, c.addUsageKey, c.addUsage, c.setConsumed}, c.insertEvents[:]...)
 	all = append(append(all, c.setValues[:]...), c.deleteValues[:]...)
 	for _, st := range all {
 		if st != nil {

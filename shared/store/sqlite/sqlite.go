@@ -27,9 +27,10 @@ const readers = 4
 // serializes this process's writes, and a pool of readers, which WAL lets
 // read while a write is in progress.
 type Store struct {
-	w  *sql.DB
-	r  *sql.DB
-	cp checkpointStmts
+	w     *sql.DB
+	r     *sql.DB
+	cp    checkpointStmts
+	group committer
 }
 
 var (
@@ -152,28 +153,14 @@ func connect(name string, q url.Values) (*sql.DB, error) {
 	return sql.OpenDB(c), nil
 }
 
-// Close closes the database.
+// Close commits the staged writes (DeferWrites) and closes the database.
 func (s *Store) Close() error {
-	err := errors.Join(s.cp.close(), s.w.Close())
+	err := s.settle(context.Background())
+	err = errors.Join(err, s.cp.close(), s.w.Close())
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
 	}
 	return err
-}
-
-// write runs fn in a write transaction. Transactions begin IMMEDIATE, so
-// another process's writer makes this one wait (up to BusyTimeout) instead
-// of failing half-way.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
 }
 
 // migrate applies the schema migrations the file lacks, in one transaction.
