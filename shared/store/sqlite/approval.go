@@ -17,7 +17,7 @@ const approvalColumns = `id, run_id, step, pipeline, message, task_token, create
 
 // CreateApproval implements store.Store.
 func (s *Store) CreateApproval(ctx context.Context, a store.Approval) error {
-	if err := s.settle(ctx); err != nil {
+	if err := s.settleRun(ctx, a.RunID); err != nil {
 		return fmt.Errorf("create approval: %w", err)
 	}
 	a, err := store.NormalizeApproval(a)
@@ -115,7 +115,7 @@ func scanApproval(row scanner) (store.Approval, error) {
 // RunApprovals returns the approvals of a run, oldest first: the local
 // CLI finds the one to decide by run and step.
 func (s *Store) RunApprovals(ctx context.Context, runID string) ([]store.Approval, error) {
-	if err := s.settle(ctx); err != nil {
+	if err := s.settleRun(ctx, runID); err != nil {
 		return nil, fmt.Errorf("approvals of run %q: %w", runID, err)
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE run_id = ? ORDER BY created_at, id`, runID)

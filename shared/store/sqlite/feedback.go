@@ -121,7 +121,7 @@ func (s *Store) GetStepFeedback(ctx context.Context, runID, step string) (*store
 }
 
 func (s *Store) getFeedback(ctx context.Context, runID, step string) (*store.Feedback, error) {
-	if err := s.settle(ctx); err != nil {
+	if err := s.settleRun(ctx, runID); err != nil {
 		return nil, fmt.Errorf("feedback of run %q: %w", runID, err)
 	}
 	var outcome, notes, at string

@@ -56,6 +56,7 @@ func (s *Store) SetConsumed(ctx context.Context, runID string, consumed map[stri
 	}
 	if deferred(ctx) {
 		s.stage(staged{
+			run:  runID,
 			what: fmt.Sprintf("set consumed replies of run %q", runID),
 			fn: func(ctx context.Context, tx *sql.Tx) error {
 				_, err := tx.StmtContext(ctx, s.cp.setConsumed).ExecContext(ctx, text, runID)
@@ -86,7 +87,7 @@ func (s *Store) SetConsumed(ctx context.Context, runID string, consumed map[stri
 // GetReplies returns what SetReplies recorded for runID. Errors:
 // ErrNotFound when the run is not scripted.
 func (s *Store) GetReplies(ctx context.Context, runID string) (Replies, error) {
-	if err := s.settle(ctx); err != nil {
+	if err := s.settleRun(ctx, runID); err != nil {
 		return Replies{}, fmt.Errorf("replies of run %q: %w", runID, err)
 	}
 	var r Replies

@@ -53,7 +53,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 
 // GetRun implements store.Store.
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
-	if err := s.settle(ctx); err != nil {
+	if err := s.settleRun(ctx, id); err != nil {
 		return store.Run{}, fmt.Errorf("get run %q: %w", id, err)
 	}
 	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
@@ -69,7 +69,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 // GetRunWithSteps implements store.Store. The run and its steps are read in
 // one transaction, so they are consistent with each other.
 func (s *Store) GetRunWithSteps(ctx context.Context, id string) (store.Run, []store.StepRecord, error) {
-	if err := s.settle(ctx); err != nil {
+	if err := s.settleRun(ctx, id); err != nil {
 		return store.Run{}, nil, fmt.Errorf("get run %q: %w", id, err)
 	}
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -199,6 +199,7 @@ func (s *Store) AddUsage(ctx context.Context, runID, key string, u store.Usage) 
 	}
 	if deferred(ctx) {
 		s.stage(staged{
+			run:  runID,
 			what: fmt.Sprintf("add usage to run %q", runID),
 			fn: func(ctx context.Context, tx *sql.Tx) error {
 				err := s.addUsage(ctx, tx, runID, key, u)

@@ -54,6 +54,7 @@ func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 		// Committed with the next write transaction; a repeat and a
 		// conflict alike leave the stored record as it is.
 		s.stage(staged{
+			run:  rec.RunID,
 			what: fmt.Sprintf("put step %q attempt %d of run %q", rec.Name, rec.Attempt, rec.RunID),
 			fn: func(ctx context.Context, tx *sql.Tx) error {
 				_, err := tx.StmtContext(ctx, s.cp.putStep).ExecContext(ctx, args...)
@@ -125,7 +126,7 @@ func trustText(r *store.TrustReport) (any, error) {
 
 // ListSteps implements store.Store.
 func (s *Store) ListSteps(ctx context.Context, runID string) ([]store.StepRecord, error) {
-	if err := s.settle(ctx); err != nil {
+	if err := s.settleRun(ctx, runID); err != nil {
 		return nil, fmt.Errorf("list steps of run %q: %w", runID, err)
 	}
 	recs, err := listSteps(ctx, s.r, runID)

@@ -40,6 +40,7 @@ type committer struct {
 
 // staged is a write made under DeferWrites, committed later.
 type staged struct {
+	run  string // the run the write belongs to
 	what string // for errors: "put step \"s1\" attempt 1 of run \"r\""
 	fn   func(ctx context.Context, tx *sql.Tx) error
 }
@@ -303,6 +304,29 @@ func (s *Store) writeStaged(ctx context.Context, tx *sql.Tx, p []staged) error {
 // settle commits the staged writes, if any, so that a read sees them.
 func (s *Store) settle(ctx context.Context) error {
 	if s.group.npending.Load() == 0 {
+		return nil
+	}
+	return s.write(ctx, func(*sql.Tx) error { return nil })
+}
+
+// settleRun commits the staged writes when one of them belongs to runID,
+// so that a read of that run sees them (reads of other runs need not
+// wait).
+func (s *Store) settleRun(ctx context.Context, runID string) error {
+	g := &s.group
+	if g.npending.Load() == 0 {
+		return nil
+	}
+	g.pmu.Lock()
+	found := false
+	for _, w := range g.pending {
+		if w.run == runID {
+			found = true
+			break
+		}
+	}
+	g.pmu.Unlock()
+	if !found {
 		return nil
 	}
 	return s.write(ctx, func(*sql.Tx) error { return nil })
