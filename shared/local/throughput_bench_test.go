@@ -30,22 +30,24 @@ const throughputSteps = 10
 // through `stepline serve`'s HTTP API (POST /pipelines/bench/runs on a
 // loopback listener; a run counts when its last history event is
 // durable, and the timer stops once the server settled every run). It
-// reports runs per second and the process's CPU time per run
-// (getrusage: user + system, every goroutine of the process, the HTTP
-// client's too).
+// reports runs per second, the process's CPU time per run (getrusage:
+// user + system, every goroutine of the process, the HTTP client's too)
+// and the store's write transactions per run (fewer than one per step
+// when group commits carry several runs' writes).
 func BenchmarkThroughput(b *testing.B) {
 	for _, mode := range []string{"inprocess", "serve"} {
 		for _, inflight := range []int{1, 10, 100} {
 			b.Run(fmt.Sprintf("%s/inflight=%d", mode, inflight), func(b *testing.B) {
 				var start func(i int) error
 				var settle func()
+				var r *Runner
 				if mode == "inprocess" {
-					start = throughputInProcess(b)
+					r, start = throughputInProcess(b)
 				} else {
-					start, settle = throughputServe(b, inflight)
+					r, start, settle = throughputServe(b, inflight)
 				}
 				var next atomic.Int64
-				cpu0 := cpuTime(b)
+				cpu0, commits0 := cpuTime(b), r.Store.Commits()
 				b.ResetTimer()
 				t0 := time.Now()
 				var wg sync.WaitGroup
@@ -76,9 +78,10 @@ func BenchmarkThroughput(b *testing.B) {
 				for err := range errs {
 					b.Fatal(err)
 				}
-				cpu := cpuTime(b) - cpu0
+				cpu, commits := cpuTime(b)-cpu0, r.Store.Commits()-commits0
 				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
 				b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "CPU-ms/run")
+				b.ReportMetric(float64(commits)/float64(b.N), "commits/run")
 			})
 		}
 	}
@@ -86,11 +89,11 @@ func BenchmarkThroughput(b *testing.B) {
 
 // throughputInProcess returns a function that runs run i to its end
 // with Runner.Start.
-func throughputInProcess(b *testing.B) func(i int) error {
+func throughputInProcess(b *testing.B) (*Runner, func(i int) error) {
 	dir := b.TempDir()
 	sm, _ := benchPipeline(b, dir, throughputSteps, 0)
 	r := openBench(b, dir, nil)
-	return func(i int) error {
+	return r, func(i int) error {
 		o, err := r.Start(context.Background(), sm, "bench", json.RawMessage(`{}`), fmt.Sprintf("run-%d", i))
 		if err != nil {
 			return err
@@ -106,7 +109,7 @@ func throughputInProcess(b *testing.B) func(i int) error {
 // function that starts run i over HTTP and waits until its last history
 // event is durable, and one that waits for the server to settle every
 // run.
-func throughputServe(b *testing.B, inflight int) (start func(i int) error, settle func()) {
+func throughputServe(b *testing.B, inflight int) (r *Runner, start func(i int) error, settle func()) {
 	dir := b.TempDir()
 	pipelines := filepath.Join(dir, "pipelines")
 	if err := os.MkdirAll(pipelines, 0o755); err != nil {
@@ -129,7 +132,8 @@ func throughputServe(b *testing.B, inflight int) (start func(i int) error, settl
 		return c
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r, err := Open(ctx, Config{
+	var err error
+	r, err = Open(ctx, Config{
 		Dir: filepath.Join(dir, "state"),
 		Handler: func(st *sqlite.Store) StepHandler {
 			return &steprun.Handler{Store: st, Executors: answer{}}
@@ -193,7 +197,7 @@ func throughputServe(b *testing.B, inflight int) (start func(i int) error, settl
 			time.Sleep(100 * time.Microsecond)
 		}
 	}
-	return start, settle
+	return r, start, settle
 }
 
 // cpuTime is the CPU time this process used so far (user and system).
