@@ -106,7 +106,7 @@ type Runner struct {
 
 	driver  driver
 	lease   time.Duration
-	claimMu sync.Mutex // serializes this Runner's claim writes
+	claimMu sync.Mutex // guards claims; never held across a store write (see claim)
 	claims  map[string]*claim
 
 	project *project.Project // nil: each file's own
