@@ -7,7 +7,9 @@
 // # Concurrency
 //
 // The file runs in WAL mode with synchronous=NORMAL: a killed process loses
-// nothing it committed (a power cut may lose the last transactions). Each
+// nothing it committed (a power cut may lose the last transactions). The
+// log is copied into the file every WALCheckpointPages pages rather than
+// SQLite's 1,000, since each step rewrites the same few pages. Each
 // Store writes through a single connection, so its own writers queue in Go
 // and never see "database is locked"; every write transaction begins
 // IMMEDIATE, so a writer in another process (the CLI deciding an approval

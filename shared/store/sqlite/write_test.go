@@ -246,3 +246,21 @@ func TestGroupCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestWriterSettings: the writer connection runs with the settings the
+// package documents (and BenchmarkFloor copies).
+func TestWriterSettings(t *testing.T) {
+	s, _ := openTemp(t)
+	for name, want := range map[string]string{
+		"journal_mode":       "wal",
+		"synchronous":        "1", // NORMAL
+		"busy_timeout":       fmt.Sprint(sqlite.BusyTimeout),
+		"wal_autocheckpoint": fmt.Sprint(sqlite.WALCheckpointPages),
+		"journal_size_limit": fmt.Sprint(sqlite.WALSizeLimit),
+	} {
+		got, err := s.WriterPragmaForTest(context.Background(), name)
+		if err != nil || got != want {
+			t.Errorf("PRAGMA %s = %q (%v), want %q", name, got, err, want)
+		}
+	}
+}
