@@ -256,7 +256,6 @@ func TestWriterSettings(t *testing.T) {
 		"synchronous":        "1", // NORMAL
 		"busy_timeout":       fmt.Sprint(sqlite.BusyTimeout),
 		"wal_autocheckpoint": fmt.Sprint(sqlite.WALCheckpointPages),
-		"journal_size_limit": fmt.Sprint(sqlite.WALSizeLimit),
 	} {
 		got, err := s.WriterPragmaForTest(context.Background(), name)
 		if err != nil || got != want {
