@@ -52,12 +52,11 @@ type staged struct {
 //
 // Writes from several goroutines share a transaction (group commit): a
 // request that arrives while another batch commits waits for it and joins
-// the next batch, where each request runs inside its own SAVEPOINT, so one
-// request's error undoes only its own statements. Requests of a batch run
-// in arrival order, each seeing the writes of those before it, as if each
-// had a transaction of its own one after the other; none is answered
-// before the batch committed. Each transaction first writes the staged
-// step writes (DeferWrites).
+// the next batch (see commit: one request's error undoes only its own
+// statements). Requests of a batch run in arrival order, each seeing the
+// writes of those before it, as if each had a transaction of its own one
+// after the other; none is answered before the batch committed. Each
+// transaction first writes the staged step writes (DeferWrites).
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1), lead: make(chan struct{})}
 	g := &s.group
