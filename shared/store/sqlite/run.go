@@ -20,6 +20,11 @@ const runColumns = `id, pipeline, status, reason, stage, source, team, trigger, 
 const summaryColumns = `id, pipeline, status, reason, stage, source, team, fingerprint,
 	parent_run_id, config_fingerprint, started_at, completed_at, resumed_at`
 
+// createRunSQL inserts a run unless its ID is taken (prepared at Open).
+const createRunSQL = `INSERT INTO runs (` + runColumns + `)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (id) DO NOTHING`
+
 // CreateRun implements store.Store.
 func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	r, err := store.NormalizeRun(r)
@@ -28,9 +33,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	}
 	var exists bool
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO NOTHING`,
+		res, err := tx.StmtContext(ctx, s.cp.createRun).ExecContext(ctx,
 			r.ID, r.Pipeline, string(r.Status), r.Reason, r.Stage, r.Source, r.Team, jsonText(r.Trigger),
 			r.Fingerprint, r.ParentRunID, r.ConfigFingerprint, r.Usage.InputTokens, r.Usage.OutputTokens,
 			nullFloat(r.Usage.CostUSD), record.FormatTime(r.StartedAt), nullTime(r.CompletedAt),
@@ -99,7 +102,7 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u store.RunUpdate) err
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		var cur string
-		err := tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, id).Scan(&cur)
+		err := tx.StmtContext(ctx, s.cp.runStatus).QueryRowContext(ctx, id).Scan(&cur)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
