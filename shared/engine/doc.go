@@ -74,7 +74,9 @@
 // per variable and scope; a variable that went away with its Parallel
 // branch or Map iteration is deleted, one assigned the value it had is not
 // written). The run's input is written once. Encoding is done by a
-// reflection-free encoder that writes exactly what encoding/json writes.
+// reflection-free encoder that writes exactly what encoding/json writes,
+// and the checkpoint says so (store.Checkpoint.Encoded): the Journal does
+// not validate that JSON again.
 // So a checkpoint costs what the step changed, not what the run holds:
 // a run of n steps costs O(n), not O(n²).
 //

@@ -314,7 +314,9 @@ func (r *run) checkpoint(ctx context.Context) error {
 		return fmt.Errorf("checkpoint run %q: %w", r.id, err)
 	}
 	r.snapSize = len(snap)
-	cp := store.Checkpoint{RunID: r.id, Seq: r.seq, Snapshot: snap, UpdatedAt: r.now(), Values: values}
+	// Everything in cp and the events was encoded here (encodeJSON): the
+	// journal need not validate it again.
+	cp := store.Checkpoint{RunID: r.id, Seq: r.seq, Snapshot: snap, UpdatedAt: r.now(), Values: values, Encoded: true}
 	if err := r.e.cfg.Journal.SaveCheckpoint(ctx, cp, r.events); err != nil {
 		return fmt.Errorf("checkpoint run %q: %w", r.id, err)
 	}

@@ -56,11 +56,21 @@ func newDriver() driver {
 
 // claim is this Runner's claim on one run, shared by every caller that
 // drives the run in this process at once.
+//
+// claimMu guards the map of claims and each claim's refs and releasing,
+// never a store write: the claim is written (ClaimRun, ReleaseRun) outside
+// it, so that runs starting and ending at once do not wait for each
+// other's writes one by one. A caller that finds the claim being written
+// waits for that write (ready), one that finds it being given up waits
+// until it is (releasing) and claims the run anew.
 type claim struct {
-	refs int
-	lost context.Context // done when a renewal found the run claimed by another driver
-	stop chan struct{}   // closed to end the renewals
-	done chan struct{}   // closed when the renewals have ended
+	refs      int
+	ready     chan struct{}   // closed when the claim was written (or failed: err)
+	err       error           // the claim's write failed; set before ready closes
+	releasing chan struct{}   // non-nil while the claim is given up; closed then
+	lost      context.Context // done when a renewal found the run claimed by another driver
+	stop      chan struct{}   // closed to end the renewals
+	done      chan struct{}   // closed when the renewals have ended
 }
 
 // hold claims runID for this Runner, or joins the claim it already holds,
@@ -71,19 +81,10 @@ type claim struct {
 // gone is taken over: at once when it ran on this host (no process has its
 // PID), else when its lease lapses.
 func (r *Runner) hold(ctx context.Context, runID string) (context.Context, func(), error) {
-	r.claimMu.Lock()
-	defer r.claimMu.Unlock()
-	c := r.claims[runID]
-	if c == nil {
-		if err := r.claimRun(ctx, runID); err != nil {
-			return nil, nil, err
-		}
-		lost, markLost := context.WithCancel(context.Background())
-		c = &claim{lost: lost, stop: make(chan struct{}), done: make(chan struct{})}
-		r.claims[runID] = c
-		go r.renew(runID, c, markLost)
+	c, err := r.join(ctx, runID)
+	if err != nil {
+		return nil, nil, err
 	}
-	c.refs++
 	dctx, cancel := context.WithCancelCause(ctx)
 	stopAfter := context.AfterFunc(c.lost, func() { cancel(errClaimLost) })
 	var once sync.Once
@@ -160,19 +161,68 @@ func (r *Runner) renew(runID string, c *claim, markLost context.CancelFunc) {
 // it was the last.
 func (r *Runner) unhold(runID string, c *claim) {
 	r.claimMu.Lock()
-	defer r.claimMu.Unlock()
 	c.refs--
 	if c.refs > 0 {
+		r.claimMu.Unlock()
 		return
 	}
-	delete(r.claims, runID)
+	c.releasing = make(chan struct{})
+	r.claimMu.Unlock()
 	close(c.stop)
 	<-c.done
-	if c.lost.Err() != nil {
-		return // not ours any more
+	if c.lost.Err() == nil { // else not ours any more
+		if err := r.Store.ReleaseRun(context.Background(), runID, r.driver.holder); err != nil {
+			r.log.Warn("release run claim; it lapses by itself", "run", runID, "err", err)
+		}
 	}
-	if err := r.Store.ReleaseRun(context.Background(), runID, r.driver.holder); err != nil {
-		r.log.Warn("release run claim; it lapses by itself", "run", runID, "err", err)
+	r.claimMu.Lock()
+	delete(r.claims, runID)
+	close(c.releasing)
+	r.claimMu.Unlock()
+}
+
+// join returns this Runner's claim on runID with one more reference:
+// the claim held already, once written, or a new one, written here.
+func (r *Runner) join(ctx context.Context, runID string) (*claim, error) {
+	for {
+		r.claimMu.Lock()
+		c := r.claims[runID]
+		switch {
+		case c == nil:
+			c = &claim{refs: 1, ready: make(chan struct{})}
+			r.claims[runID] = c
+			r.claimMu.Unlock()
+			err := r.claimRun(ctx, runID)
+			r.claimMu.Lock()
+			if err != nil {
+				c.err = err
+				delete(r.claims, runID)
+			} else {
+				lost, markLost := context.WithCancel(context.Background())
+				c.lost, c.stop, c.done = lost, make(chan struct{}), make(chan struct{})
+				go r.renew(runID, c, markLost)
+			}
+			close(c.ready)
+			r.claimMu.Unlock()
+			return c, err
+		case c.releasing != nil:
+			// Being given up: claim the run anew once it is.
+			wait := c.releasing
+			r.claimMu.Unlock()
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		default:
+			c.refs++
+			r.claimMu.Unlock()
+			<-c.ready
+			if c.err != nil {
+				return nil, c.err
+			}
+			return c, nil
+		}
 	}
 }
 

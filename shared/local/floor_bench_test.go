@@ -64,6 +64,7 @@ func newFloor(b testing.TB, dir string) *floor {
 		"_journal_mode": {"WAL"},
 		"_synchronous":  {"NORMAL"},
 		"_txlock":       {"immediate"},
+		"_pragma":       {fmt.Sprintf("wal_autocheckpoint(%d)", sqlitestore.WALCheckpointPages)},
 	}
 	c, err := sqlite.NewConnector("file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode())
 	if err != nil {

@@ -106,7 +106,7 @@ type Runner struct {
 
 	driver  driver
 	lease   time.Duration
-	claimMu sync.Mutex // serializes this Runner's claim writes
+	claimMu sync.Mutex // guards claims; never held across a store write (see claim)
 	claims  map[string]*claim
 
 	project *project.Project // nil: each file's own
@@ -211,6 +211,10 @@ func (r *Runner) invoke(ctx context.Context, payload json.RawMessage) (json.RawM
 	if err := json.Unmarshal(payload, &req); err != nil {
 		return nil, fmt.Errorf("decode task payload: %w", err)
 	}
+	// The step's writes (its record, usage, the replies it used) commit
+	// with the checkpoint that records its end: one write transaction
+	// per step (sqlite.DeferWrites).
+	ctx = sqlite.DeferWrites(ctx)
 	h := r.handler
 	s, err := r.sessionOf(ctx, req.Run.ID, req.Run.ParentRunID)
 	if err != nil {

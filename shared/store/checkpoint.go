@@ -33,6 +33,11 @@ type Checkpoint struct {
 	// loading, Values holds every stored value of the run (nil when there
 	// are none). Keys are opaque to the store, as are the JSON values.
 	Values map[string]json.RawMessage
+	// Encoded, when saving, says that Snapshot, Values and the events'
+	// Detail were just produced by this process's JSON encoder (the
+	// engine's): CheckCheckpoint then checks their sizes but does not
+	// validate them again as JSON.
+	Encoded bool
 }
 
 // CheckCheckpoint checks the arguments of SaveCheckpoint on their own: the
@@ -49,8 +54,8 @@ func CheckCheckpoint(cp Checkpoint, events []HistoryEvent) error {
 	if len(cp.Snapshot) == 0 {
 		return fmt.Errorf("%w: checkpoint of run %q has no snapshot", ErrInvalid, cp.RunID)
 	}
-	if err := checkCheckpointJSON("snapshot", cp.Snapshot); err != nil {
-		return err
+	if bad := checkCheckpointJSON(cp.Snapshot, cp.Encoded); bad != nil {
+		return checkpointJSONError(bad, "snapshot", len(cp.Snapshot))
 	}
 	if cp.UpdatedAt.IsZero() {
 		return fmt.Errorf("%w: checkpoint of run %q has no UpdatedAt", ErrInvalid, cp.RunID)
@@ -59,8 +64,8 @@ func CheckCheckpoint(cp Checkpoint, events []HistoryEvent) error {
 		if err := checkName("checkpoint value key", k); err != nil {
 			return err
 		}
-		if err := checkCheckpointJSON(fmt.Sprintf("checkpoint value %q", k), v); err != nil {
-			return err
+		if bad := checkCheckpointJSON(v, cp.Encoded); bad != nil {
+			return checkpointJSONError(bad, fmt.Sprintf("checkpoint value %q", k), len(v))
 		}
 	}
 	var prev int64
@@ -73,8 +78,8 @@ func CheckCheckpoint(cp Checkpoint, events []HistoryEvent) error {
 		case e.Type == "":
 			return fmt.Errorf("%w: history event %d has no type", ErrInvalid, e.Seq)
 		}
-		if err := checkCheckpointJSON(fmt.Sprintf("history event %d detail", e.Seq), e.Detail); err != nil {
-			return err
+		if bad := checkCheckpointJSON(e.Detail, cp.Encoded); bad != nil {
+			return checkpointJSONError(bad, fmt.Sprintf("history event %d detail", e.Seq), len(e.Detail))
 		}
 		prev = e.Seq
 	}
@@ -82,18 +87,26 @@ func CheckCheckpoint(cp Checkpoint, events []HistoryEvent) error {
 }
 
 // checkCheckpointJSON is checkJSON for the parts of a checkpoint, which
-// are checked at every step of a run: with validJSON.
-func checkCheckpointJSON(what string, v json.RawMessage) error {
-	if len(v) == 0 {
+// are checked at every step of a run: with validJSON, unless encoded. It
+// returns ErrTooLarge or ErrInvalid, or nil; checkpointJSONError says
+// which part.
+func checkCheckpointJSON(v json.RawMessage, encoded bool) error {
+	switch {
+	case len(v) == 0:
 		return nil
-	}
-	if len(v) > MaxSnapshotBytes {
-		return fmt.Errorf("%w: %s is %d bytes, limit %d", ErrTooLarge, what, len(v), MaxSnapshotBytes)
-	}
-	if !validJSON(v) {
-		return fmt.Errorf("%w: %s is not valid JSON", ErrInvalid, what)
+	case len(v) > MaxSnapshotBytes:
+		return ErrTooLarge
+	case !encoded && !validJSON(v):
+		return ErrInvalid
 	}
 	return nil
+}
+
+func checkpointJSONError(bad error, what string, size int) error {
+	if bad == ErrTooLarge {
+		return fmt.Errorf("%w: %s is %d bytes, limit %d", ErrTooLarge, what, size, MaxSnapshotBytes)
+	}
+	return fmt.Errorf("%w: %s is not valid JSON", ErrInvalid, what)
 }
 
 // maxJSONDepth is encoding/json's limit on nesting.

@@ -17,6 +17,9 @@ const approvalColumns = `id, run_id, step, pipeline, message, task_token, create
 
 // CreateApproval implements store.Store.
 func (s *Store) CreateApproval(ctx context.Context, a store.Approval) error {
+	if err := s.settleRun(ctx, a.RunID); err != nil {
+		return fmt.Errorf("create approval: %w", err)
+	}
 	a, err := store.NormalizeApproval(a)
 	if err != nil {
 		return fmt.Errorf("create approval: %w", err)
@@ -38,6 +41,9 @@ func (s *Store) CreateApproval(ctx context.Context, a store.Approval) error {
 
 // GetApproval implements store.Store.
 func (s *Store) GetApproval(ctx context.Context, id string) (store.Approval, error) {
+	if err := s.settle(ctx); err != nil {
+		return store.Approval{}, fmt.Errorf("get approval %q: %w", id, err)
+	}
 	a, err := scanApproval(s.r.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Approval{}, fmt.Errorf("get approval: %w", store.ErrNotFound)
@@ -109,6 +115,9 @@ func scanApproval(row scanner) (store.Approval, error) {
 // RunApprovals returns the approvals of a run, oldest first: the local
 // CLI finds the one to decide by run and step.
 func (s *Store) RunApprovals(ctx context.Context, runID string) ([]store.Approval, error) {
+	if err := s.settleRun(ctx, runID); err != nil {
+		return nil, fmt.Errorf("approvals of run %q: %w", runID, err)
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE run_id = ? ORDER BY created_at, id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list approvals of run %q: %w", runID, err)
@@ -128,6 +137,9 @@ func (s *Store) RunApprovals(ctx context.Context, runID string) ([]store.Approva
 // ApprovalByTaskToken returns the approval that holds taskToken: the
 // local engine finds the run a decision continues. Errors: ErrNotFound.
 func (s *Store) ApprovalByTaskToken(ctx context.Context, taskToken string) (store.Approval, error) {
+	if err := s.settle(ctx); err != nil {
+		return store.Approval{}, fmt.Errorf("approval by task token: %w", err)
+	}
 	a, err := scanApproval(s.r.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE task_token = ?`, taskToken))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Approval{}, fmt.Errorf("approval of a task token: %w", store.ErrNotFound)
@@ -142,6 +154,9 @@ func (s *Store) ApprovalByTaskToken(ctx context.Context, taskToken string) (stor
 // earliest to expire first, at most limit of them (limit <= 0: 1,000): the
 // local engine times out the human steps whose approvals expired.
 func (s *Store) PendingApprovals(ctx context.Context, limit int) ([]store.Approval, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, fmt.Errorf("pending approvals: %w", err)
+	}
 	if limit <= 0 {
 		limit = 1000
 	}

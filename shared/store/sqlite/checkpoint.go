@@ -17,15 +17,17 @@ import (
 // many rows.
 const batchRows = 16
 
-// checkpointStmts are the statements of SaveCheckpoint, and PutStep's
-// insert, prepared once on the writer connection: a checkpoint and a step
-// record are the most frequent writes, one each per step (SQLite parsing
-// the step insert every time was half of PutStep's cost in BenchmarkRun's
-// profile). insertEvents[n-1], setValues[n-1] and deleteValues[n-1] write
-// n rows.
+// checkpointStmts are the statements of the most frequent writes,
+// prepared once on the writer connection: per step, SaveCheckpoint's and
+// a step's (its record, usage and scripted replies; SQLite parsing the
+// step insert every time was half of PutStep's cost in BenchmarkRun's
+// profile); per run, its claim, record and status. insertEvents[n-1],
+// setValues[n-1] and deleteValues[n-1] write n rows.
 type checkpointStmts struct {
-	seq, snapshot, event, putCheckpoint, value, putStep *sql.Stmt
-	insertEvents, setValues, deleteValues               [batchRows]*sql.Stmt
+	seq, snapshot, event, putCheckpoint, value, putStep, stepDigest *sql.Stmt
+	runExists, addUsageKey, addUsage, setConsumed                   *sql.Stmt
+	runStatus, createRun, getClaim, putClaim, releaseClaim          *sql.Stmt
+	insertEvents, setValues, deleteValues                           [batchRows]*sql.Stmt
 }
 
 func (s *Store) prepareCheckpoints(ctx context.Context) error {
@@ -41,6 +43,16 @@ func (s *Store) prepareCheckpoints(ctx context.Context) error {
 			ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, snapshot = excluded.snapshot, updated_at = excluded.updated_at`},
 		{&s.cp.value, `SELECT value FROM checkpoint_values WHERE run_id = ? AND key = ?`},
 		{&s.cp.putStep, putStepSQL},
+		{&s.cp.stepDigest, `SELECT digest FROM steps WHERE run_id = ? AND name = ? AND attempt = ?`},
+		{&s.cp.runExists, `SELECT 1 FROM runs WHERE id = ?`},
+		{&s.cp.addUsageKey, `INSERT INTO run_usage (run_id, key) VALUES (?, ?) ON CONFLICT DO NOTHING`},
+		{&s.cp.addUsage, addUsageSQL},
+		{&s.cp.setConsumed, `UPDATE run_replies SET consumed = ? WHERE run_id = ?`},
+		{&s.cp.runStatus, `SELECT status FROM runs WHERE id = ?`},
+		{&s.cp.createRun, createRunSQL},
+		{&s.cp.getClaim, `SELECT holder, pid, host, expires_at FROM run_claims WHERE run_id = ?`},
+		{&s.cp.putClaim, putClaimSQL},
+		{&s.cp.releaseClaim, `DELETE FROM run_claims WHERE run_id = ? AND holder = ?`},
 	}
 	for n := 1; n <= batchRows; n++ {
 		queries = append(queries,
@@ -67,7 +79,9 @@ func rows(n int, row string) string {
 
 func (c *checkpointStmts) close() error {
 	var errs []error
-	all := append([]*sql.Stmt{c.seq, c.snapshot, c.event, c.putCheckpoint, c.value, c.putStep}, c.insertEvents[:]...)
+	all := append([]*sql.Stmt{c.seq, c.snapshot, c.event, c.putCheckpoint, c.value, c.putStep, c.stepDigest,
+		c.runExists, c.addUsageKey, c.addUsage, c.setConsumed, c.runStatus, c.createRun, c.getClaim, c.putClaim,
+		c.releaseClaim}, c.insertEvents[:]...)
 	all = append(append(all, c.setValues[:]...), c.deleteValues[:]...)
 	for _, st := range all {
 		if st != nil {

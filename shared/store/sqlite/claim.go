@@ -11,6 +11,11 @@ import (
 	"github.com/stepline/stepline/shared/store/internal/record"
 )
 
+// putClaimSQL stores a claim, replacing the run's (prepared at Open).
+const putClaimSQL = `INSERT INTO run_claims (run_id, holder, pid, host, expires_at) VALUES (?, ?, ?, ?, ?)
+	ON CONFLICT (run_id) DO UPDATE SET holder = excluded.holder, pid = excluded.pid, host = excluded.host,
+	expires_at = excluded.expires_at`
+
 // ClaimRun implements store.Store. The stored claim is read, judged and
 // replaced in one write transaction, which no other writer can interleave
 // with.
@@ -24,7 +29,7 @@ func (s *Store) ClaimRun(ctx context.Context, c store.RunClaim, takeover string,
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		stored, claimed = store.RunClaim{RunID: c.RunID}, false
 		var expires string
-		err := tx.QueryRowContext(ctx, `SELECT holder, pid, host, expires_at FROM run_claims WHERE run_id = ?`, c.RunID).
+		err := tx.StmtContext(ctx, s.cp.getClaim).QueryRowContext(ctx, c.RunID).
 			Scan(&stored.Holder, &stored.PID, &stored.Host, &expires)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
@@ -38,9 +43,7 @@ func (s *Store) ClaimRun(ctx context.Context, c store.RunClaim, takeover string,
 				return nil
 			}
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO run_claims (run_id, holder, pid, host, expires_at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (run_id) DO UPDATE SET holder = excluded.holder, pid = excluded.pid, host = excluded.host,
-			expires_at = excluded.expires_at`,
+		_, err = tx.StmtContext(ctx, s.cp.putClaim).ExecContext(ctx,
 			c.RunID, c.Holder, c.PID, c.Host, record.FormatTime(c.ExpiresAt))
 		stored, claimed = c, err == nil
 		return err
@@ -57,7 +60,7 @@ func (s *Store) ReleaseRun(ctx context.Context, runID, holder string) error {
 		return fmt.Errorf("release run: %w: empty run ID or holder", store.ErrInvalid)
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM run_claims WHERE run_id = ? AND holder = ?`, runID, holder)
+		_, err := tx.StmtContext(ctx, s.cp.releaseClaim).ExecContext(ctx, runID, holder)
 		return err
 	})
 	if err != nil {

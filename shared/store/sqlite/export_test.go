@@ -13,3 +13,10 @@ func (s *Store) SetSchemaVersionForTest(ctx context.Context, v int) error {
 		return err
 	})
 }
+
+// WriterPragmaForTest reads PRAGMA name on the writer connection.
+func (s *Store) WriterPragmaForTest(ctx context.Context, name string) (string, error) {
+	var v string
+	err := s.w.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v)
+	return v, err
+}

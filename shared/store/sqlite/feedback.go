@@ -121,6 +121,9 @@ func (s *Store) GetStepFeedback(ctx context.Context, runID, step string) (*store
 }
 
 func (s *Store) getFeedback(ctx context.Context, runID, step string) (*store.Feedback, error) {
+	if err := s.settleRun(ctx, runID); err != nil {
+		return nil, fmt.Errorf("feedback of run %q: %w", runID, err)
+	}
 	var outcome, notes, at string
 	var exists int
 	err := s.r.QueryRowContext(ctx, `SELECT 1, COALESCE(f.outcome, ''), COALESCE(f.notes, ''), COALESCE(f.submitted_at, '')
@@ -144,6 +147,9 @@ func (s *Store) getFeedback(ctx context.Context, runID, step string) (*store.Fee
 // RecordSample implements store.FeedbackStore. Feedback lives in its own
 // table, so rewriting a sample cannot lose it.
 func (s *Store) RecordSample(ctx context.Context, smp store.Sample) error {
+	if err := s.settle(ctx); err != nil {
+		return fmt.Errorf("record sample: %w", err)
+	}
 	smp, err := store.NormalizeSample(smp)
 	if err != nil {
 		return fmt.Errorf("record sample: %w", err)
@@ -167,6 +173,9 @@ func (s *Store) RecordSample(ctx context.Context, smp store.Sample) error {
 // BucketSamples implements store.FeedbackStore: one query over the
 // bucket's samples joined with their step's and run's feedback.
 func (s *Store) BucketSamples(ctx context.Context, b store.Bucket) ([]store.Sample, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, fmt.Errorf("bucket samples: %w", err)
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT * FROM (
 		SELECT s.started_at, s.run_id, s.step, s.trust, s.deterministic_failed, COALESCE(sf.outcome, ''), COALESCE(rf.outcome, '')
 		FROM samples s
@@ -201,6 +210,9 @@ func (s *Store) BucketSamples(ctx context.Context, b store.Bucket) ([]store.Samp
 
 // ListBuckets implements store.FeedbackStore.
 func (s *Store) ListBuckets(ctx context.Context, pipeline, step string) ([]store.Bucket, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, fmt.Errorf("list buckets: %w", err)
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT DISTINCT bucket, pipeline, bucket_step, executor, model, provider, prompt_hash, agent_version
 		FROM samples WHERE pipeline = ? AND (? = '' OR bucket_step = ?) ORDER BY bucket_step, bucket`, pipeline, step, step)
 	if err != nil {

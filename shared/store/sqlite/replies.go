@@ -46,14 +46,27 @@ func (s *Store) SetReplies(ctx context.Context, runID string, r Replies) error {
 }
 
 // SetConsumed records how many replies a scripted run used. Errors:
-// ErrNotFound when the run is not scripted, ErrInvalid.
+// ErrNotFound when the run is not scripted, ErrInvalid. Under
+// DeferWrites the counts are committed with the next write transaction
+// (see DeferWrites), and a run that is not scripted is not reported.
 func (s *Store) SetConsumed(ctx context.Context, runID string, consumed map[string]int) error {
 	text, err := encodeConsumed(consumed)
 	if err != nil {
 		return fmt.Errorf("set consumed replies of run %q: %w", runID, err)
 	}
+	if deferred(ctx) {
+		s.stage(staged{
+			run:  runID,
+			what: fmt.Sprintf("set consumed replies of run %q", runID),
+			fn: func(ctx context.Context, tx *sql.Tx) error {
+				_, err := tx.StmtContext(ctx, s.cp.setConsumed).ExecContext(ctx, text, runID)
+				return err
+			},
+		})
+		return nil
+	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE run_replies SET consumed = ? WHERE run_id = ?`, text, runID)
+		res, err := tx.StmtContext(ctx, s.cp.setConsumed).ExecContext(ctx, text, runID)
 		if err != nil {
 			return err
 		}
@@ -74,6 +87,9 @@ func (s *Store) SetConsumed(ctx context.Context, runID string, consumed map[stri
 // GetReplies returns what SetReplies recorded for runID. Errors:
 // ErrNotFound when the run is not scripted.
 func (s *Store) GetReplies(ctx context.Context, runID string) (Replies, error) {
+	if err := s.settleRun(ctx, runID); err != nil {
+		return Replies{}, fmt.Errorf("replies of run %q: %w", runID, err)
+	}
 	var r Replies
 	var consumed string
 	err := s.r.QueryRowContext(ctx, `SELECT source, consumed FROM run_replies WHERE run_id = ?`, runID).Scan(&r.Source, &consumed)

@@ -20,25 +20,35 @@ const runColumns = `id, pipeline, status, reason, stage, source, team, trigger, 
 const summaryColumns = `id, pipeline, status, reason, stage, source, team, fingerprint,
 	parent_run_id, config_fingerprint, started_at, completed_at, resumed_at`
 
+// createRunSQL inserts a run unless its ID is taken (prepared at Open).
+const createRunSQL = `INSERT INTO runs (` + runColumns + `)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (id) DO NOTHING`
+
 // CreateRun implements store.Store.
 func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	r, err := store.NormalizeRun(r)
 	if err != nil {
 		return fmt.Errorf("create run: %w", err)
 	}
-	res, err := s.w.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO NOTHING`,
-		r.ID, r.Pipeline, string(r.Status), r.Reason, r.Stage, r.Source, r.Team, jsonText(r.Trigger),
-		r.Fingerprint, r.ParentRunID, r.ConfigFingerprint, r.Usage.InputTokens, r.Usage.OutputTokens,
-		nullFloat(r.Usage.CostUSD), record.FormatTime(r.StartedAt), nullTime(r.CompletedAt),
-		nullTime(r.ResumedAt), jsonText(r.FinalOutput))
+	var exists bool
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, s.cp.createRun).ExecContext(ctx,
+			r.ID, r.Pipeline, string(r.Status), r.Reason, r.Stage, r.Source, r.Team, jsonText(r.Trigger),
+			r.Fingerprint, r.ParentRunID, r.ConfigFingerprint, r.Usage.InputTokens, r.Usage.OutputTokens,
+			nullFloat(r.Usage.CostUSD), record.FormatTime(r.StartedAt), nullTime(r.CompletedAt),
+			nullTime(r.ResumedAt), jsonText(r.FinalOutput))
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		exists = n == 0
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("create run %q: %w", r.ID, err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("create run %q: %w", r.ID, err)
-	} else if n == 0 {
+	if exists {
 		return fmt.Errorf("create run %q: %w", r.ID, store.ErrExists)
 	}
 	return nil
@@ -46,6 +56,9 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 
 // GetRun implements store.Store.
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
+	if err := s.settleRun(ctx, id); err != nil {
+		return store.Run{}, fmt.Errorf("get run %q: %w", id, err)
+	}
 	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Run{}, fmt.Errorf("get run %q: %w", id, store.ErrNotFound)
@@ -59,6 +72,9 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 // GetRunWithSteps implements store.Store. The run and its steps are read in
 // one transaction, so they are consistent with each other.
 func (s *Store) GetRunWithSteps(ctx context.Context, id string) (store.Run, []store.StepRecord, error) {
+	if err := s.settleRun(ctx, id); err != nil {
+		return store.Run{}, nil, fmt.Errorf("get run %q: %w", id, err)
+	}
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return store.Run{}, nil, fmt.Errorf("get run %q: %w", id, err)
@@ -86,7 +102,7 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u store.RunUpdate) err
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		var cur string
-		err := tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, id).Scan(&cur)
+		err := tx.StmtContext(ctx, s.cp.runStatus).QueryRowContext(ctx, id).Scan(&cur)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -125,6 +141,9 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u store.RunUpdate) err
 
 // ListRuns implements store.Store.
 func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
 	f, err := store.NormalizeRunFilter(f)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
@@ -174,39 +193,59 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, e
 	return runs, nil
 }
 
-// AddUsage implements store.Store.
+// AddUsage implements store.Store. Under DeferWrites the contribution is
+// checked at once and added with the next write transaction (see
+// DeferWrites).
 func (s *Store) AddUsage(ctx context.Context, runID, key string, u store.Usage) error {
 	if err := store.CheckUsage(key, u); err != nil {
 		return fmt.Errorf("add usage to run %q: %w", runID, err)
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, runID).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO run_usage (run_id, key) VALUES (?, ?) ON CONFLICT DO NOTHING`, runID, key)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return err // n == 0: this key was counted already
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET
-			input_tokens = input_tokens + ?1,
-			output_tokens = output_tokens + ?2,
-			cost_usd = CASE WHEN ?3 IS NULL THEN cost_usd ELSE coalesce(cost_usd, 0) + ?3 END
-			WHERE id = ?4`,
-			u.InputTokens, u.OutputTokens, nullFloat(u.CostUSD), runID)
-		return err
-	})
+	if deferred(ctx) {
+		s.stage(staged{
+			run:  runID,
+			what: fmt.Sprintf("add usage to run %q", runID),
+			fn: func(ctx context.Context, tx *sql.Tx) error {
+				err := s.addUsage(ctx, tx, runID, key, u)
+				if errors.Is(err, store.ErrNotFound) {
+					return nil
+				}
+				return err
+			},
+		})
+		return nil
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error { return s.addUsage(ctx, tx, runID, key, u) })
 	if err != nil {
 		return fmt.Errorf("add usage to run %q: %w", runID, err)
 	}
 	return nil
+}
+
+// addUsageSQL adds a contribution to a run's totals (prepared at Open).
+const addUsageSQL = `UPDATE runs SET
+	input_tokens = input_tokens + ?1,
+	output_tokens = output_tokens + ?2,
+	cost_usd = CASE WHEN ?3 IS NULL THEN cost_usd ELSE coalesce(cost_usd, 0) + ?3 END
+	WHERE id = ?4`
+
+func (s *Store) addUsage(ctx context.Context, tx *sql.Tx, runID, key string, u store.Usage) error {
+	var one int
+	err := tx.StmtContext(ctx, s.cp.runExists).QueryRowContext(ctx, runID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	res, err := tx.StmtContext(ctx, s.cp.addUsageKey).ExecContext(ctx, runID, key)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return err // n == 0: this key was counted already
+	}
+	_, err = tx.StmtContext(ctx, s.cp.addUsage).ExecContext(ctx, u.InputTokens, u.OutputTokens, nullFloat(u.CostUSD), runID)
+	return err
 }
 
 // ClaimDedup implements store.Store. The claim is read, judged and written in

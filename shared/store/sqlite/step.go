@@ -17,10 +17,11 @@ const stepColumns = `run_id, name, attempt, step_index, executor, status, error,
 	started_at, finished_at, duration_ms, agent, agent_version, iterations, trace, trace_ref, trust_report, prompt_hash`
 
 // PutStep implements store.Store. The insert is skipped when the key is
-// taken by a finished record; the stored record's digest then tells a
-// repeat from a conflict. A waiting record is replaced in the same
-// statement. Finished records never change once written, so reading the
-// digest afterwards is safe outside a transaction.
+// taken by a finished record; the stored record's digest, read in the same
+// transaction, then tells a repeat from a conflict. A waiting record is
+// replaced in the same statement. Under DeferWrites the record is checked
+// at once and committed with the next write transaction (see
+// DeferWrites).
 func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 	rec, err := store.NormalizeStep(rec)
 	if err != nil {
@@ -42,30 +43,45 @@ func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 	if err != nil {
 		return fmt.Errorf("put step %q: %w", rec.Name, err)
 	}
-	res, err := s.cp.putStep.ExecContext(ctx,
+	args := []any{
 		rec.RunID, rec.Name, rec.Attempt, rec.Index, rec.Executor, string(rec.Status), rec.Error,
 		nullFloat(rec.PrimaryConfidence), nullFloat(rec.VerifierConfidence), nullFloat(rec.EffectiveConfidence),
 		jsonText(rec.Output), jsonText(rec.VerifierOutput), rec.RawResponse, rec.Prompt, rec.Model, rec.Provider,
 		rec.InputTokens, rec.OutputTokens, nullFloat(rec.CostUSD), flags,
 		record.FormatTime(rec.StartedAt), record.FormatTime(rec.FinishedAt), rec.DurationMS,
-		rec.Agent, rec.AgentVersion, rec.Iterations, jsonText(rec.Trace), rec.TraceRef, trust, rec.PromptHash, digest)
-	if err != nil {
-		return fmt.Errorf("put step %q attempt %d of run %q: %w", rec.Name, rec.Attempt, rec.RunID, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("put step %q attempt %d of run %q: %w", rec.Name, rec.Attempt, rec.RunID, err)
-	}
-	if n == 1 {
+		rec.Agent, rec.AgentVersion, rec.Iterations, jsonText(rec.Trace), rec.TraceRef, trust, rec.PromptHash, digest}
+	if deferred(ctx) {
+		// Committed with the next write transaction; a repeat and a
+		// conflict alike leave the stored record as it is.
+		s.stage(staged{
+			run:  rec.RunID,
+			what: fmt.Sprintf("put step %q attempt %d of run %q", rec.Name, rec.Attempt, rec.RunID),
+			fn: func(ctx context.Context, tx *sql.Tx) error {
+				_, err := tx.StmtContext(ctx, s.cp.putStep).ExecContext(ctx, args...)
+				return err
+			},
+		})
 		return nil
 	}
-	var stored string
-	err = s.w.QueryRowContext(ctx, `SELECT digest FROM steps WHERE run_id = ? AND name = ? AND attempt = ?`,
-		rec.RunID, rec.Name, rec.Attempt).Scan(&stored)
+	var conflict bool
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, s.cp.putStep).ExecContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n == 1 {
+			return err
+		}
+		var stored string
+		err = tx.StmtContext(ctx, s.cp.stepDigest).QueryRowContext(ctx, rec.RunID, rec.Name, rec.Attempt).Scan(&stored)
+		conflict = stored != digest
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("put step %q attempt %d of run %q: %w", rec.Name, rec.Attempt, rec.RunID, err)
 	}
-	if stored != digest {
+	if conflict {
 		return fmt.Errorf("put step %q attempt %d of run %q: %w: a different record is stored", rec.Name, rec.Attempt, rec.RunID, store.ErrConflict)
 	}
 	return nil
@@ -110,6 +126,9 @@ func trustText(r *store.TrustReport) (any, error) {
 
 // ListSteps implements store.Store.
 func (s *Store) ListSteps(ctx context.Context, runID string) ([]store.StepRecord, error) {
+	if err := s.settleRun(ctx, runID); err != nil {
+		return nil, fmt.Errorf("list steps of run %q: %w", runID, err)
+	}
 	recs, err := listSteps(ctx, s.r, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list steps of run %q: %w", runID, err)

@@ -1,0 +1,332 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// maxBatch is the most write requests one group commit holds.
+const maxBatch = 256
+
+// writeReq is one write transaction's work, waiting for a group commit.
+type writeReq struct {
+	ctx  context.Context
+	fn   func(tx *sql.Tx) error
+	done chan error    // the outcome, once committed or refused
+	lead chan struct{} // closed: this request's goroutine commits the next batch
+}
+
+// committer queues the write requests of this Store's goroutines and
+// commits them in batches: one write transaction holds every request that
+// waited while the previous one committed (group commit). One goroutine
+// at a time, the leader, runs a batch; it hands the lead to a waiting
+// request when it is done.
+type committer struct {
+	mu      sync.Mutex
+	queue   []*writeReq
+	leading bool
+	commits atomic.Int64 // write transactions committed
+
+	// pending are the staged step writes (DeferWrites), committed at the
+	// start of the next transaction; npending is len(pending) for a
+	// lock-free look.
+	pmu      sync.Mutex
+	pending  []staged
+	npending atomic.Int64
+}
+
+// staged is a write made under DeferWrites, committed later.
+type staged struct {
+	run  string // the run the write belongs to
+	what string // for errors: "put step \"s1\" attempt 1 of run \"r\""
+	fn   func(ctx context.Context, tx *sql.Tx) error
+}
+
+// write runs fn in a write transaction and returns once that transaction
+// committed (or fn's error, with nothing of fn written). Transactions
+// begin IMMEDIATE, so another process's writer makes this one wait (up to
+// BusyTimeout) instead of failing half-way.
+//
+// Writes from several goroutines share a transaction (group commit): a
+// request that arrives while another batch commits waits for it and joins
+// the next batch (see commit: one request's error undoes only its own
+// statements). Requests of a batch run in arrival order, each seeing the
+// writes of those before it, as if each had a transaction of its own one
+// after the other; none is answered before the batch committed. Each
+// transaction first writes the staged step writes (DeferWrites).
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1), lead: make(chan struct{})}
+	g := &s.group
+	g.mu.Lock()
+	g.queue = append(g.queue, req)
+	lead := !g.leading
+	g.leading = true
+	g.mu.Unlock()
+	if !lead {
+		select {
+		case err := <-req.done:
+			return err
+		case <-req.lead:
+		}
+	}
+	g.mu.Lock()
+	n := min(len(g.queue), maxBatch)
+	batch := g.queue[:n:n]
+	g.queue = g.queue[n:]
+	g.mu.Unlock()
+	s.commit(batch)
+	g.mu.Lock()
+	if len(g.queue) > 0 {
+		close(g.queue[0].lead)
+	} else {
+		g.leading = false
+	}
+	g.mu.Unlock()
+	return <-req.done
+}
+
+// commit runs a batch in one transaction and answers each request.
+//
+// The batch runs first without savepoints, as one transaction; only when
+// a request fails (rare: a conflict, a missing record) is the
+// transaction rolled back and the batch run again with a savepoint
+// around each request, so that the failed one's statements alone are
+// undone. Requests are run again safely: each reads what it needs inside
+// the transaction.
+func (s *Store) commit(batch []*writeReq) {
+	// The transaction outlives any one request's context: a request
+	// whose context ends is refused alone.
+	ctx := context.WithoutCancel(batch[0].ctx)
+	pending := s.takeStaged()
+	fail := func(err error) {
+		s.restage(pending)
+		for _, r := range batch {
+			r.done <- err
+		}
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if err := s.writeStaged(ctx, tx, pending); err != nil {
+		tx.Rollback()
+		fail(err)
+		return
+	}
+	errs := make([]error, len(batch))
+	failed := false
+	for i, r := range batch {
+		if errs[i] = r.ctx.Err(); errs[i] != nil {
+			continue
+		}
+		if err := r.fn(tx); err != nil {
+			failed = true
+			break
+		}
+	}
+	if failed {
+		tx.Rollback()
+		if tx, err = s.w.BeginTx(ctx, nil); err != nil {
+			fail(err)
+			return
+		}
+		if err := s.writeStaged(ctx, tx, pending); err != nil {
+			tx.Rollback()
+			fail(err)
+			return
+		}
+		if !s.savepoints(ctx, tx, batch, errs) {
+			// The transaction is broken (SQLite rolled it back): run
+			// each request in a transaction of its own.
+			tx.Rollback()
+			s.restage(pending)
+			s.alone(batch)
+			return
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		fail(err)
+		return
+	}
+	s.group.commits.Add(1)
+	for i, r := range batch {
+		r.done <- errs[i]
+	}
+}
+
+// savepoints runs each request of batch in tx inside a savepoint of its
+// own, rolled back when the request fails, and sets errs. It reports
+// false when tx is no longer usable.
+func (s *Store) savepoints(ctx context.Context, tx *sql.Tx, batch []*writeReq, errs []error) bool {
+	for i, r := range batch {
+		if errs[i] = r.ctx.Err(); errs[i] != nil {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+			return false
+		}
+		if errs[i] = r.fn(tx); errs[i] != nil {
+			if _, err := tx.ExecContext(ctx, "ROLLBACK TO w"); err != nil {
+				return false
+			}
+		}
+		if _, err := tx.ExecContext(ctx, "RELEASE w"); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// alone commits each request of a batch in a transaction of its own: the
+// fallback when a request broke the shared transaction.
+func (s *Store) alone(batch []*writeReq) {
+	for _, r := range batch {
+		r.done <- s.writeAlone(r.ctx, r.fn)
+	}
+}
+
+func (s *Store) writeAlone(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	wctx := context.WithoutCancel(ctx)
+	pending := s.takeStaged()
+	tx, err := s.w.BeginTx(wctx, nil)
+	if err != nil {
+		s.restage(pending)
+		return err
+	}
+	if err := s.writeStaged(wctx, tx, pending); err != nil {
+		tx.Rollback()
+		s.restage(pending)
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		s.restage(pending)
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		s.restage(pending)
+		return err
+	}
+	s.group.commits.Add(1)
+	return nil
+}
+
+// Commits returns how many write transactions this Store committed
+// since it was opened (group commits count once).
+func (s *Store) Commits() int64 { return s.group.commits.Load() }
+
+type deferKey struct{}
+
+// DeferWrites returns a context under which PutStep, AddUsage and
+// SetConsumed stage their write instead of committing it: the write is
+// checked (and refused) at once, as without DeferWrites, and committed
+// at the start of this Store's next write transaction — the run's next
+// checkpoint (SaveCheckpoint), with which it then is durable, or any
+// other write. Any read of this Store commits the staged writes first, so
+// a reader never misses one; Close commits them too.
+//
+// The local engine's step function runs under it: a step's record, its
+// usage and its scripted replies are committed in the transaction of the
+// checkpoint that records the step's end, one write transaction per step.
+// A process killed before that checkpoint loses the step's record with
+// the checkpoint, and the resumed run runs the step again and records it
+// then: a step is never recorded without its checkpoint, nor twice.
+//
+// Under DeferWrites, PutStep cannot tell a repeat from a conflict before
+// the commit; either way the stored record stands (a conflict is not
+// reported), and AddUsage for a run that does not exist adds nothing
+// rather than failing with ErrNotFound.
+func DeferWrites(ctx context.Context) context.Context {
+	return context.WithValue(ctx, deferKey{}, true)
+}
+
+func deferred(ctx context.Context) bool {
+	v, _ := ctx.Value(deferKey{}).(bool)
+	return v
+}
+
+// stage queues a deferred write.
+func (s *Store) stage(w staged) {
+	g := &s.group
+	g.pmu.Lock()
+	g.pending = append(g.pending, w)
+	g.npending.Store(int64(len(g.pending)))
+	g.pmu.Unlock()
+}
+
+// takeStaged takes the staged writes, to commit them.
+func (s *Store) takeStaged() []staged {
+	g := &s.group
+	if g.npending.Load() == 0 {
+		return nil
+	}
+	g.pmu.Lock()
+	defer g.pmu.Unlock()
+	p := g.pending
+	g.pending = nil
+	g.npending.Store(0)
+	return p
+}
+
+// restage puts back staged writes whose transaction did not commit,
+// before any staged since.
+func (s *Store) restage(p []staged) {
+	if len(p) == 0 {
+		return
+	}
+	g := &s.group
+	g.pmu.Lock()
+	g.pending = append(p, g.pending...)
+	g.npending.Store(int64(len(g.pending)))
+	g.pmu.Unlock()
+}
+
+// writeStaged runs the staged writes in tx. A staged write's expected
+// refusals (a conflicting step record, a run that does not exist) are
+// no-ops inside its fn; any other error fails the transaction.
+func (s *Store) writeStaged(ctx context.Context, tx *sql.Tx, p []staged) error {
+	for _, w := range p {
+		if err := w.fn(ctx, tx); err != nil {
+			return fmt.Errorf("%s (staged): %w", w.what, err)
+		}
+	}
+	return nil
+}
+
+// settle commits the staged writes, if any, so that a read sees them.
+func (s *Store) settle(ctx context.Context) error {
+	if s.group.npending.Load() == 0 {
+		return nil
+	}
+	return s.write(ctx, func(*sql.Tx) error { return nil })
+}
+
+// settleRun commits the staged writes when one of them belongs to runID,
+// so that a read of that run sees them (reads of other runs need not
+// wait).
+func (s *Store) settleRun(ctx context.Context, runID string) error {
+	g := &s.group
+	if g.npending.Load() == 0 {
+		return nil
+	}
+	g.pmu.Lock()
+	found := false
+	for _, w := range g.pending {
+		if w.run == runID {
+			found = true
+			break
+		}
+	}
+	g.pmu.Unlock()
+	if !found {
+		return nil
+	}
+	return s.write(ctx, func(*sql.Tx) error { return nil })
+}
