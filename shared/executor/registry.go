@@ -12,26 +12,28 @@ import (
 	"github.com/stepline/stepline/shared/awsrest"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
+	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/secret"
 )
 
-// Executor names, as pipelines write them.
+// Executor names, as pipelines write them (package pipeline's, which
+// define them).
 const (
-	Gateway   = "gateway"
-	Anthropic = "anthropic"
-	Bedrock   = "bedrock"
-	Webhook   = "webhook"
-	Notify    = "notify"
-	Scripted  = "scripted"
-	Human     = "human"
-	Pipeline  = "pipeline"
-	OpenClaw  = "openclaw"
+	Gateway   = pipeline.ExecGateway
+	Anthropic = pipeline.ExecAnthropic
+	Bedrock   = pipeline.ExecBedrock
+	Webhook   = pipeline.ExecWebhook
+	Notify    = pipeline.ExecNotify
+	Scripted  = pipeline.ExecScripted
+	Human     = pipeline.ExecHuman
+	Pipeline  = pipeline.ExecPipeline
+	OpenClaw  = pipeline.ExecOpenClaw
 )
 
-// Stages a pipeline runs in.
+// Stages a pipeline runs in (package pipeline's).
 const (
-	StageTesting    = "testing"
-	StageProduction = "production"
+	StageTesting    = string(pipeline.StageTesting)
+	StageProduction = string(pipeline.StageProduction)
 )
 
 // Defaults and limits.

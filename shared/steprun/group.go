@@ -173,7 +173,7 @@ func (t *taskRun) join(ctx context.Context) (task.Response, error) {
 	}
 	fin := func(status, reason string, out json.RawMessage, usage stepUsage, extra map[string]json.RawMessage, eff *float64) (task.Response, error) {
 		end := t.h.now()
-		rec.Status, rec.Output, rec.EffectiveConfidence, rec.PrimaryConfidence = store.StepStatus(status), out, eff, eff
+		rec.Status, rec.Output, rec.EffectiveConfidence, rec.PrimaryConfidence = recordStatus(status), out, eff, eff
 		rec.FinishedAt, rec.DurationMS = end, max(end.Sub(started).Milliseconds(), 0)
 		rec.InputTokens, rec.OutputTokens, rec.CostUSD = usage.in, usage.out, usage.cost
 		if status == task.StatusFailed {

@@ -157,7 +157,7 @@ func (t *taskRun) decided(ctx context.Context, st *pipeline.Step, o *llmoutput.O
 	status, reason, gflags := gate(st.Name, st.Gate, o.Confidence, o, true)
 	res := result{out: o, primary: o.Confidence, effective: o.Confidence, usage: usage, flags: append(flags, gflags...), promptHash: store.PromptHash(st.PromptTemplate)}
 	rec := t.baseRecord(st.Name, st.Executor, 1, started, &res)
-	rec.Status, rec.Output = store.StepStatus(status), out
+	rec.Status, rec.Output = recordStatus(status), out
 	rec.Trust = legacyReport(st.Gate, o.Confidence, status, reason)
 	return t.finish(ctx, outcome{name: st.Name, record: rec, status: status, reason: reason, output: out, usage: usage})
 }

@@ -87,7 +87,7 @@ func (t *taskRun) decideStep(ctx context.Context, st *pipeline.Step, rec store.S
 		rec.Flags = append(rec.Flags, FlagCheckFailed)
 	}
 	rec.Flags = slices.DeleteFunc(rec.Flags, func(f string) bool { return f == FlagAwaitingCheck })
-	rec.Status, rec.Trust = store.StepStatus(status), rep
+	rec.Status, rec.Trust = recordStatus(status), rep
 	resp, err := t.finish(ctx, outcome{name: st.Name, record: rec, status: status, reason: reason, output: rec.Output, usage: usage, stored: &add})
 	if err != nil {
 		return resp, err

@@ -591,3 +591,8 @@ func (t *taskRun) stepDone(ctx context.Context, st *pipeline.Step, attempt int, 
 	resp.Agent = res.agent.summary()
 	return resp, nil
 }
+
+// recordStatus is a Task's status (package task's words: completed,
+// stopped, escalated, aborted, failed, waiting) as its step record's: the
+// one place a status crosses from the contract to the store.
+func recordStatus(status string) store.StepStatus { return store.StepStatus(status) }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/stepline/stepline/shared/pipeline"
 )
 
 // RunStatus is the state of a run. The strings are stored and shown as is.
@@ -52,10 +54,10 @@ func (s RunStatus) Terminal() bool {
 // on a human). Active runs always dedup.
 func (s RunStatus) Active() bool { return s == RunRunning || s == RunWaiting }
 
-// Stages of a pipeline, as persisted per run.
+// Stages of a pipeline, as persisted per run (package pipeline's).
 const (
-	StageTesting    = "testing"
-	StageProduction = "production"
+	StageTesting    = string(pipeline.StageTesting)
+	StageProduction = string(pipeline.StageProduction)
 )
 
 // Usage is what model calls consumed. CostUSD is nil when no price was known
