@@ -141,7 +141,7 @@ func TestFakeAgentLoop(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			loop := &agent.Loop{Agent: resolved, Model: model, Tools: tools, Runner: &llmoutput.Runner[llmoutput.Output]{}, Schema: llmoutput.ContractSchema()}
+			loop := &agent.Loop{Agent: resolved, Model: model, Tools: tools, Runner: &llmoutput.Runner{}, Schema: llmoutput.ContractSchema()}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			conv, err := loop.Run(ctx, "investigate", time.Now().Add(time.Minute))

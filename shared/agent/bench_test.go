@@ -52,7 +52,7 @@ func BenchmarkLoopIteration(b *testing.B) {
 		call:  ModelReply{Model: "m", Provider: "p", Calls: []ToolCall{{ID: "c", Name: "tools__query", Arguments: json.RawMessage(`{"expr":"rate(http_errors_total{service=\"checkout-api\"}[5m])"}`)}}},
 		final: ModelReply{Model: "m", Provider: "p", FinishReason: llmoutput.FinishStop, Text: `{"confidence": 0.8, "summary": "error rate doubled after the 17:30 deploy", "next_step_context": "roll back"}`},
 	}
-	l := &Loop{Agent: a, Model: m, Tools: instantTools{}, Runner: &llmoutput.Runner[llmoutput.Output]{}, Schema: llmoutput.ContractSchema()}
+	l := &Loop{Agent: a, Model: m, Tools: instantTools{}, Runner: &llmoutput.Runner{}, Schema: llmoutput.ContractSchema()}
 	l.Instruction = l.Schema.Instruction()
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -206,8 +206,8 @@ type Loop struct {
 	Agent  *Resolved
 	Model  Model
 	Tools  Toolbox
-	Runner *llmoutput.Runner[llmoutput.Output]
-	Schema *llmoutput.OutputSchema[llmoutput.Output]
+	Runner *llmoutput.Runner
+	Schema *llmoutput.OutputSchema
 	// Instruction is Schema's instruction when the caller keeps it
 	// computed (it is the same for every step); "": Start asks the
 	// Runner for it.

@@ -36,7 +36,7 @@ func TestRemoteTrace(t *testing.T) {
 		}},
 	}}
 	a := &Resolved{Profile: Profile{Name: "sre"}, Remote: &Remote{Runtime: RuntimeGateway, URL: "ws://x"}}
-	l := &Loop{Agent: a, Model: m, Runner: &llmoutput.Runner[llmoutput.Output]{}, Schema: llmoutput.ContractSchema()}
+	l := &Loop{Agent: a, Model: m, Runner: &llmoutput.Runner{}, Schema: llmoutput.ContractSchema()}
 	c, err := l.Run(context.Background(), "investigate", time.Now().Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)

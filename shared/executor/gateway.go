@@ -235,7 +235,7 @@ func (g *gateway) prepare(a *attempt, schema *llmoutput.SchemaSpec) (gatewayRequ
 			if !json.Valid(schema.JSON) {
 				return gatewayRequest{}, fault.Errorf[fault.ConfigError]("gateway: the answer schema is not valid JSON")
 			}
-			spec := map[string]any{"name": toolName(schema.Name), "schema": schema.JSON, "strict": schema.Strict}
+			spec := map[string]any{"name": toolName(schema.Name), "schema": schema.JSON}
 			if schema.Description != "" {
 				spec["description"] = schema.Description
 			}

@@ -50,7 +50,7 @@ func TestGatewayRequest(t *testing.T) {
 	}
 	rf, _ := body["response_format"].(map[string]any)
 	js, _ := rf["json_schema"].(map[string]any)
-	if rf["type"] != "json_schema" || js["name"] != "llm_output" || js["strict"] != true {
+	if rf["type"] != "json_schema" || js["name"] != "llm_output" || js["strict"] != nil {
 		t.Errorf("response_format = %v", body["response_format"])
 	}
 	if schema, _ := js["schema"].(map[string]any); schema["type"] != "object" {

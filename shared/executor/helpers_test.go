@@ -77,9 +77,8 @@ func request() llmoutput.Request {
 			{Role: llmoutput.RoleUser, Content: "Triage the alert: disk full on db-1."},
 		},
 		Schema: &llmoutput.SchemaSpec{
-			Name:   "llm_output",
-			JSON:   json.RawMessage(`{"type":"object","properties":{"confidence":{"type":"number"},"summary":{"type":"string"},"next_step_context":{"type":"string"}},"required":["confidence","summary","next_step_context"],"additionalProperties":false}`),
-			Strict: true,
+			Name: "llm_output",
+			JSON: json.RawMessage(`{"type":"object","properties":{"confidence":{"type":"number"},"summary":{"type":"string"},"next_step_context":{"type":"string"}},"required":["confidence","summary","next_step_context"],"additionalProperties":false}`),
 		},
 	}
 }

@@ -74,7 +74,7 @@ func runLoop(t *testing.T, reg *Registry, call Call, a *agent.Resolved, within t
 	if tools != nil {
 		t.Errorf("a remote agent got a toolbox")
 	}
-	l := &agent.Loop{Agent: a, Model: m, Runner: &llmoutput.Runner[llmoutput.Output]{}, Schema: llmoutput.ContractSchema()}
+	l := &agent.Loop{Agent: a, Model: m, Runner: &llmoutput.Runner{}, Schema: llmoutput.ContractSchema()}
 	// The caller's context outlives the loop's deadline, as a step's does
 	// (the margin to record the step).
 	ctx, cancel := context.WithTimeout(context.Background(), within+5*time.Second)

@@ -86,20 +86,20 @@ func conversationSummaryFields() []extraField {
 
 // TaskAnalysisSchema asks for an LLMOutput answer that also carries a
 // TaskAnalysis; ReadTaskAnalysis reads it from the accepted Output.
-func TaskAnalysisSchema() *OutputSchema[Output] {
+func TaskAnalysisSchema() *OutputSchema {
 	return extendedSchema("task_analysis", "An analysis of a task: its type, complexity, the tools it needs and the approach", taskAnalysisFields())
 }
 
 // ErrorAnalysisSchema asks for an LLMOutput answer that also carries an
 // ErrorAnalysis; ReadErrorAnalysis reads it from the accepted Output.
-func ErrorAnalysisSchema() *OutputSchema[Output] {
+func ErrorAnalysisSchema() *OutputSchema {
 	return extendedSchema("error_analysis", "An analysis of an error: its type, root cause, a fix, and whether a retry may succeed", errorAnalysisFields())
 }
 
 // ConversationSummarySchema asks for an LLMOutput answer that also carries
 // a ConversationSummary; ReadConversationSummary reads it from the
 // accepted Output.
-func ConversationSummarySchema() *OutputSchema[Output] {
+func ConversationSummarySchema() *OutputSchema {
 	return extendedSchema("conversation_summary", "A summary of a conversation: topics, decisions, action items, entities and an overview", conversationSummaryFields())
 }
 
@@ -124,7 +124,7 @@ func ReadConversationSummary(o *Output) (ConversationSummary, error) {
 
 // extendedSchema is the contract's OutputSchema with fields added: its JSON
 // Schema lists them (required), and its check judges them after Parse.
-func extendedSchema(name, description string, fields []extraField) *OutputSchema[Output] {
+func extendedSchema(name, description string, fields []extraField) *OutputSchema {
 	s := ContractSchema()
 	s.Name, s.Description, s.fields = name, description, fields
 	s.schema = extendedSchemaJSON(description, fields)

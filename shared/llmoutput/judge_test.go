@@ -30,7 +30,7 @@ func TestJudgeAgain(t *testing.T) {
 		{"rejected, above the last attempt", "no json here", FinishStop, 4, false, false, fault.NameInvalidOutput},
 		{"refused", "", FinishRefusal, 1, false, false, fault.NameModelRefused},
 	}
-	var r Runner[Output]
+	var r Runner
 	schema := ContractSchema()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -61,7 +61,7 @@ func TestJudgeAgain(t *testing.T) {
 func TestInstruct(t *testing.T) {
 	schema := ContractSchema()
 	msgs := []Message{{Role: RoleSystem, Content: "You are careful."}, {Role: RoleUser, Content: "triage"}}
-	var r Runner[Output]
+	var r Runner
 	got, err := r.Instruct(msgs, schema)
 	if err != nil {
 		t.Fatal(err)
@@ -77,10 +77,10 @@ func TestInstruct(t *testing.T) {
 		t.Errorf("SkipInstruction: %q", got[0].Content)
 	}
 	var ce *fault.ConfigError
-	if _, err := r.Instruct(msgs, &OutputSchema[Output]{}); !errors.As(err, &ce) {
+	if _, err := r.Instruct(msgs, &OutputSchema{}); !errors.As(err, &ce) {
 		t.Errorf("a schema not built by a constructor: %v", err)
 	}
-	if _, err := r.Judge(&OutputSchema[Output]{}, Completion{}, 1); !errors.As(err, &ce) {
+	if _, err := r.Judge(&OutputSchema{}, Completion{}, 1); !errors.As(err, &ce) {
 		t.Errorf("Judge with a schema not built by a constructor: %v", err)
 	}
 }

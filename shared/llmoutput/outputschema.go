@@ -13,9 +13,9 @@ const DefaultMaxRetries = 2
 // (ContractSchema), or the contract with fields of its own (the built-in
 // TaskAnalysisSchema, ErrorAnalysisSchema and ConversationSummarySchema);
 // its JSON Schema; and how hard to try. Every answer is judged by Parse.
-// T is Output, the one answer type. A schema is immutable once built (set
+// The answer is always an Output. A schema is immutable once built (set
 // the exported fields before use) and safe for concurrent use.
-type OutputSchema[T interface{ Output }] struct {
+type OutputSchema struct {
 	Name        string // SchemaSpec name, [a-zA-Z0-9_-]{1,64}
 	Description string // what the answer is for
 	MaxRetries  int    // re-asks after the first call; 0 makes a single call
@@ -34,9 +34,9 @@ type instruction struct{ name, description, text string }
 
 // ContractSchema is the OutputSchema of the LLMOutput contract, with
 // DefaultMaxRetries. It is not strict (see ContractSpec).
-func ContractSchema() *OutputSchema[Output] {
+func ContractSchema() *OutputSchema {
 	spec := ContractSpec()
-	return &OutputSchema[Output]{
+	return &OutputSchema{
 		Name:        spec.Name,
 		Description: spec.Description,
 		MaxRetries:  DefaultMaxRetries,
@@ -45,15 +45,15 @@ func ContractSchema() *OutputSchema[Output] {
 }
 
 // JSON returns the JSON Schema of the answer.
-func (s *OutputSchema[T]) JSON() json.RawMessage { return append(json.RawMessage(nil), s.schema...) }
+func (s *OutputSchema) JSON() json.RawMessage { return append(json.RawMessage(nil), s.schema...) }
 
 // Spec returns the SchemaSpec a Request carries.
-func (s *OutputSchema[T]) Spec() SchemaSpec {
+func (s *OutputSchema) Spec() SchemaSpec {
 	return SchemaSpec{Name: s.Name, Description: s.Description, JSON: s.JSON()}
 }
 
 // Instruction renders the system-prompt text asking for this answer.
-func (s *OutputSchema[T]) Instruction() string {
+func (s *OutputSchema) Instruction() string {
 	if in := s.instr.Load(); in != nil && in.name == s.Name && in.description == s.Description {
 		return in.text
 	}
@@ -65,27 +65,27 @@ func (s *OutputSchema[T]) Instruction() string {
 // Check judges one raw reply against the schema, as the runner does: Parse,
 // then a built-in answer's own fields. A schema that was not built by a
 // constructor rejects every reply.
-func (s *OutputSchema[T]) Check(raw string, opts ParseOptions) (T, Result) {
+func (s *OutputSchema) Check(raw string, opts ParseOptions) (Output, Result) {
 	if !s.built() {
-		return T{}, Result{Outcome: Rejected, Errors: []FieldError{{"", CodeInvalidValue, "the output schema was not built by a constructor"}}}
+		return Output{}, Result{Outcome: Rejected, Errors: []FieldError{{"", CodeInvalidValue, "the output schema was not built by a constructor"}}}
 	}
 	r := Parse(raw, opts)
 	if !r.OK {
-		return T{}, r
+		return Output{}, r
 	}
 	if len(s.fields) > 0 {
 		flags, errs := checkFields(r.Output, s.fields)
 		if len(errs) > 0 {
-			return T{}, Result{Outcome: Rejected, Flags: r.Flags, Errors: errs, echo: r.echo}
+			return Output{}, Result{Outcome: Rejected, Flags: r.Flags, Errors: errs, echo: r.echo}
 		}
 		if flags != 0 {
 			r.Flags = addFlags(r.Flags, flags)
 		}
 	}
-	return T(*r.Output), r
+	return Output(*r.Output), r
 }
 
-func (s *OutputSchema[T]) built() bool { return s != nil && len(s.schema) > 0 }
+func (s *OutputSchema) built() bool { return s != nil && len(s.schema) > 0 }
 
 // addFlags adds flags to names, keeping the order Result.Flags lists them.
 func addFlags(names []string, add flagSet) []string {

@@ -37,7 +37,6 @@ type SchemaSpec struct {
 	Name        string          // identifier, [a-zA-Z0-9_-]{1,64}
 	Description string          // what the answer is for
 	JSON        json.RawMessage // the JSON Schema of the answer
-	Strict      bool            // ask for strict schema adherence where offered
 }
 
 // Request is one call to a model.

@@ -10,9 +10,9 @@ import (
 
 // Runner asks a model for an LLMOutput answer and re-asks, with precise
 // feedback, until the answer is valid or the schema's retries are spent.
-// T is Output, the one answer type. The zero Runner is ready to use; a
+// The answer is an Output. The zero Runner is ready to use; a
 // Runner holds no state between calls and is safe for concurrent use.
-type Runner[T interface{ Output }] struct {
+type Runner struct {
 	// Limits bounds every reply (MaxBytes, MaxDepth); FinishReason and
 	// Refusal are taken from each Completion.
 	Limits ParseOptions
@@ -24,9 +24,9 @@ type Runner[T interface{ Output }] struct {
 
 // RunResult is the outcome of Runner.Complete. On failure it holds the
 // last attempt: its reply, its errors and the feedback it earned.
-type RunResult[T interface{ Output }] struct {
+type RunResult struct {
 	Success          bool
-	Data             T // the answer, when Success
+	Data             Output // the answer, when Success
 	RawContent       string
 	ValidationErrors []FieldError
 	Attempts         int // calls made to the provider
@@ -40,7 +40,7 @@ type RunResult[T interface{ Output }] struct {
 // Err returns nil on success, a *fault.ModelRefused when the model
 // refused or a content filter stopped it, and a *fault.InvalidOutput when
 // no valid answer came within the retries.
-func (r RunResult[T]) Err() error {
+func (r RunResult) Err() error {
 	if r.Success {
 		return nil
 	}
@@ -63,8 +63,8 @@ func (r RunResult[T]) Err() error {
 // a cancelled context, or a schema that was not built by a constructor
 // (*fault.ConfigError). An invalid answer is not an error of Complete:
 // see RunResult.Success and RunResult.Err.
-func (r *Runner[T]) Complete(ctx context.Context, p Provider, msgs []Message, schema *OutputSchema[T]) (RunResult[T], error) {
-	var res RunResult[T]
+func (r *Runner) Complete(ctx context.Context, p Provider, msgs []Message, schema *OutputSchema) (RunResult, error) {
+	var res RunResult
 	conv, err := r.Instruct(msgs, schema)
 	if err != nil {
 		return res, err
@@ -106,9 +106,9 @@ func (r *Runner[T]) Complete(ctx context.Context, p Provider, msgs []Message, sc
 // Complete makes it: the hook for callers that drive the conversation
 // themselves (an agent's tool loop, which makes its own model calls and
 // hands the Runner each final answer).
-type Judgement[T interface{ Output }] struct {
+type Judgement struct {
 	OK       bool
-	Data     T // the answer, when OK (an Output with the executor's model, provider and raw_response set)
+	Data     Output // the answer, when OK (an Output with the executor's model, provider and raw_response set)
 	Outcome  Outcome
 	Flags    []string
 	Errors   []FieldError
@@ -124,11 +124,11 @@ type Judgement[T interface{ Output }] struct {
 }
 
 // Err is RunResult.Err for a judgement made on the attempt-th reply.
-func (j Judgement[T]) Err(attempt int) error {
+func (j Judgement) Err(attempt int) error {
 	if j.OK {
 		return nil
 	}
-	return RunResult[T]{Outcome: j.Outcome, ValidationErrors: j.Errors, Attempts: attempt}.Err()
+	return RunResult{Outcome: j.Outcome, ValidationErrors: j.Errors, Attempts: attempt}.Err()
 }
 
 // Instruct returns the conversation Complete sends first: msgs with the
@@ -136,7 +136,7 @@ func (j Judgement[T]) Err(attempt int) error {
 // as a system message of its own), or msgs unchanged with
 // SkipInstruction. A schema that was not built by a constructor is a
 // *fault.ConfigError.
-func (r *Runner[T]) Instruct(msgs []Message, schema *OutputSchema[T]) ([]Message, error) {
+func (r *Runner) Instruct(msgs []Message, schema *OutputSchema) ([]Message, error) {
 	if !schema.built() {
 		return nil, &fault.ConfigError{Msg: "structured output: the output schema was not built by a constructor"}
 	}
@@ -151,8 +151,8 @@ func (r *Runner[T]) Instruct(msgs []Message, schema *OutputSchema[T]) ([]Message
 // Complete does: within the Runner's Limits, with the Completion's finish
 // reason and refusal. The error is a *fault.ConfigError for a schema that
 // was not built by a constructor.
-func (r *Runner[T]) Judge(schema *OutputSchema[T], c Completion, attempt int) (Judgement[T], error) {
-	var j Judgement[T]
+func (r *Runner) Judge(schema *OutputSchema, c Completion, attempt int) (Judgement, error) {
+	var j Judgement
 	if !schema.built() {
 		return j, &fault.ConfigError{Msg: "structured output: the output schema was not built by a constructor"}
 	}
@@ -163,7 +163,7 @@ func (r *Runner[T]) Judge(schema *OutputSchema[T], c Completion, attempt int) (J
 	if v.OK {
 		o := Output(data)
 		o.Model, o.Provider, o.RawResponse = c.Model, c.Provider, c.Content
-		j.OK, j.Data = true, T(o)
+		j.OK, j.Data = true, Output(o)
 		return j, nil
 	}
 	j.Feedback = v.Feedback()
@@ -172,9 +172,9 @@ func (r *Runner[T]) Judge(schema *OutputSchema[T], c Completion, attempt int) (J
 	return j, nil
 }
 
-// Complete runs a zero Runner: the common case, with T inferred.
-func Complete[T interface{ Output }](ctx context.Context, p Provider, msgs []Message, schema *OutputSchema[T]) (RunResult[T], error) {
-	var r Runner[T]
+// Complete runs a zero Runner: the common case, with Output inferred.
+func Complete(ctx context.Context, p Provider, msgs []Message, schema *OutputSchema) (RunResult, error) {
+	var r Runner
 	return r.Complete(ctx, p, msgs, schema)
 }
 

@@ -267,7 +267,7 @@ func (f providerFunc) Complete(ctx context.Context, r Request) (Completion, erro
 func TestRunnerOptions(t *testing.T) {
 	p := &scripted{replies: []Completion{reply(goodReply)}}
 	msgs := []Message{{RoleUser, "q"}}
-	r := Runner[Output]{SkipInstruction: true}
+	r := Runner{SkipInstruction: true}
 	if _, err := r.Complete(context.Background(), p, msgs, ContractSchema()); err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestRunnerOptions(t *testing.T) {
 		t.Errorf("no system message was added: %+v", got)
 	}
 
-	small := Runner[Output]{Limits: ParseOptions{MaxBytes: 16}}
+	small := Runner{Limits: ParseOptions{MaxBytes: 16}}
 	p = &scripted{replies: []Completion{reply(goodReply)}}
 	schema := ContractSchema()
 	schema.MaxRetries = 0
@@ -293,13 +293,13 @@ func TestRunnerOptions(t *testing.T) {
 	}
 
 	var cfg *fault.ConfigError
-	if _, err := Complete(context.Background(), p, msgs, &OutputSchema[Output]{}); !errors.As(err, &cfg) {
+	if _, err := Complete(context.Background(), p, msgs, &OutputSchema{}); !errors.As(err, &cfg) {
 		t.Errorf("a zero schema: %v, want *fault.ConfigError", err)
 	}
-	if _, err := Complete[Output](context.Background(), nil, msgs, ContractSchema()); !errors.As(err, &cfg) {
+	if _, err := Complete(context.Background(), nil, msgs, ContractSchema()); !errors.As(err, &cfg) {
 		t.Errorf("a nil provider: %v, want *fault.ConfigError", err)
 	}
-	if err := (RunResult[Output]{}).Err(); !errors.As(err, new(*fault.InvalidOutput)) {
+	if err := (RunResult{}).Err(); !errors.As(err, new(*fault.InvalidOutput)) {
 		t.Errorf("an empty result: %v", err)
 	}
 }
@@ -319,7 +319,7 @@ func TestRunnerBuiltinSchema(t *testing.T) {
 	if !res.Success || res.Attempts != 2 || rerr != nil || ta.TaskType != "code" || ta.ToolsNeeded[0] != "go" || res.Data.Model != "m-1" {
 		t.Fatalf("result %+v, %+v %v", res, ta, rerr)
 	}
-	if s := p.requests[0].Schema; s == nil || s.Strict || s.Name != "task_analysis" || !strings.Contains(string(s.JSON), `"task_type"`) {
+	if s := p.requests[0].Schema; s == nil || s.Name != "task_analysis" || !strings.Contains(string(s.JSON), `"task_type"`) {
 		t.Errorf("request schema %+v", s)
 	}
 	if sys := p.requests[0].Messages[0]; sys.Role != RoleSystem || !strings.Contains(sys.Content, "(task_analysis)") || !strings.Contains(sys.Content, `"next_step_context"`) {
@@ -333,7 +333,7 @@ func TestRunnerBuiltinSchema(t *testing.T) {
 // TestRunnerConcurrent shares one Runner and one schema across goroutines
 // (run with -race).
 func TestRunnerConcurrent(t *testing.T) {
-	var r Runner[Output]
+	var r Runner
 	schema := TaskAnalysisSchema()
 	var wg sync.WaitGroup
 	errs := make(chan error, 32)

@@ -74,7 +74,7 @@ type Handler struct {
 	Agents Agents
 	// Runner asks for LLMOutput answers and re-asks on invalid ones. Nil:
 	// a zero Runner.
-	Runner *llmoutput.Runner[llmoutput.Output]
+	Runner *llmoutput.Runner
 	// Artifacts stores the artifacts outputs carry, the traces too large
 	// for their record and the conversations of agent steps that outlive
 	// one invocation. Nil: artifacts stay inline in the output, and such
@@ -121,9 +121,9 @@ type Handler struct {
 
 	once   sync.Once
 	render *renderer
-	schema *llmoutput.OutputSchema[llmoutput.Output]
+	schema *llmoutput.OutputSchema
 	instr  string // schema's instruction, for agent steps' system prompts
-	runner *llmoutput.Runner[llmoutput.Output]
+	runner *llmoutput.Runner
 	log    *slog.Logger
 	seenMu sync.Mutex
 	seen   map[string]struct{}
@@ -138,7 +138,7 @@ func (h *Handler) init() {
 		h.instr = h.schema.Instruction()
 		h.runner = h.Runner
 		if h.runner == nil {
-			h.runner = &llmoutput.Runner[llmoutput.Output]{}
+			h.runner = &llmoutput.Runner{}
 		}
 		h.log = h.Logger
 		if h.log == nil {

@@ -123,7 +123,7 @@ func testAgent(url string) *agent.Resolved {
 }
 
 func newLoop(a *agent.Resolved, m agent.Model, tb agent.Toolbox) *agent.Loop {
-	return &agent.Loop{Agent: a, Model: m, Tools: tb, Runner: &llmoutput.Runner[llmoutput.Output]{}, Schema: llmoutput.ContractSchema()}
+	return &agent.Loop{Agent: a, Model: m, Tools: tb, Runner: &llmoutput.Runner{}, Schema: llmoutput.ContractSchema()}
 }
 
 func run(t *testing.T, l *agent.Loop, d time.Duration) (*agent.Conversation, error) {
