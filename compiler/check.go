@@ -25,9 +25,9 @@ import (
 // several invocations (see lowerAgentTurns).
 const MaxSyncTimeoutSeconds = 900
 
-// builtinNames are the template names every step context defines; vars
-// named like them would shadow them.
-var builtinNames = []string{"steps", "labels", "team", "pipeline_run_id", "pipeline_name", "current_step", "loop", "artifacts", "item", "fan_out_index", "fan_out_total", "step_failure", "vars", "output"}
+// builtinNames are the template names every step context defines
+// (package pipeline's list); vars named like them would shadow them.
+var builtinNames = pipeline.TemplateNames()
 
 // contextRoots are the roots context_template.include may name.
 var contextRoots = []string{"severity", "summary", "source", "pipeline", "received_at", "labels", "metadata", "fingerprint", "team"}
@@ -213,7 +213,7 @@ func (c *checker) checkNode(n pipeline.Node) {
 		c.checkConfigTemplates(where, n.ExecutorConfig)
 		c.checkTimeout(where, n.Executor, n.TimeoutSeconds, n.Fields, n.Pos, runsAgent(n.Executor, n.ExecutorConfig))
 		c.checkVerifier(where, n.Executor, n.Verifier)
-		if slices.Contains(builtinNames, n.As) && n.As != "item" {
+		if slices.Contains(builtinNames, n.As) && n.As != pipeline.BindItem {
 			c.ds.errorf(n.Fields["as"], "%s: as %q would hide the template name %q", where, n.As, n.As)
 		}
 	}

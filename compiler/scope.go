@@ -18,10 +18,10 @@ import (
 // what validate accepts compiles.
 func whenScope(p *pipeline.Pipeline) when.Scope {
 	s := when.Scope{
-		"vars":            {Expr: "$pipeline.vars", Keyed: 1},
-		"labels":          {Expr: "$trigger.labels", Keyed: 1},
-		"pipeline_name":   {Expr: "$pipeline.name"},
-		"pipeline_run_id": {Expr: "$run.id"},
+		pipeline.BindVars:         {Expr: "$pipeline.vars", Keyed: 1},
+		pipeline.BindLabels:       {Expr: "$trigger.labels", Keyed: 1},
+		pipeline.BindPipelineName: {Expr: "$pipeline.name"},
+		pipeline.BindRunID:        {Expr: "$run.id"},
 	}
 	object := func(root string) int {
 		if root == "labels" || root == "metadata" {

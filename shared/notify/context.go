@@ -20,12 +20,8 @@ func bindings(p task.Pipeline, action string, c Context) map[string]any {
 		}
 	}
 	b := make(map[string]any, 24+len(p.Vars)+len(p.Include))
-	b["pipeline_run_id"] = c.RunID
-	b["pipeline_name"] = p.Name
-	b["current_step"] = c.CurrentStep
-	b["_testing"] = p.Stage != pipeline.StageProduction
-	p.TriggerBindings(b, trig)
-	b["steps"] = steps(c.Steps)
+	p.RunBindings(b, c.RunID, c.CurrentStep, trig)
+	b[pipeline.BindSteps] = steps(c.Steps)
 
 	b["action"] = action
 	b["status"] = c.Status

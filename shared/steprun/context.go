@@ -10,6 +10,7 @@ import (
 
 	"github.com/osteele/liquid/values"
 
+	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/task"
 )
 
@@ -279,27 +280,23 @@ type fanItem struct {
 // with the number of earlier steps: they are read through stepsValue.
 func (h *Handler) bindings(ctx context.Context, req *task.Request, trig map[string]any, sc scope) map[string]any {
 	b := make(map[string]any, 16+len(req.Pipeline.Vars)+len(req.Pipeline.Include))
-	b["pipeline_run_id"] = req.Run.ID
-	b["pipeline_name"] = req.Pipeline.Name
-	b["current_step"] = sc.current
-	b["_testing"] = req.Pipeline.Stage != "production"
-	req.Pipeline.TriggerBindings(b, trig)
+	req.Pipeline.RunBindings(b, req.Run.ID, sc.current, trig)
 	steps := newStepsValue(req.Steps)
-	b["steps"] = steps
-	b["artifacts"] = &artifactsValue{ctx: ctx, steps: steps, store: h.Artifacts}
+	b[pipeline.BindSteps] = steps
+	b[pipeline.BindArtifacts] = &artifactsValue{ctx: ctx, steps: steps, store: h.Artifacts}
 	if sc.loop != nil {
-		b["loop"] = sc.loop
+		b[pipeline.BindLoop] = sc.loop
 	}
 	if it := sc.item; it != nil {
-		b["item"] = it.value
+		b[pipeline.BindItem] = it.value
 		if it.as != "" {
 			b[it.as] = it.value
 		}
-		b["fan_out_index"] = it.index
-		b["fan_out_total"] = it.total
+		b[pipeline.BindFanOutIndex] = it.index
+		b[pipeline.BindFanOutTotal] = it.total
 	}
 	if sc.failure != nil {
-		b["step_failure"] = sc.failure
+		b[pipeline.BindStepFailure] = sc.failure
 	}
 	return b
 }

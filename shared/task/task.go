@@ -221,9 +221,9 @@ func (p Pipeline) TriggerBindings(b, trig map[string]any) {
 	if labels == nil {
 		labels = map[string]any{}
 	}
-	b["labels"] = labels
+	b[pipeline.BindLabels] = labels
 	if team, ok := trig["team"]; ok {
-		b["team"] = team
+		b[pipeline.BindTeam] = team
 	}
 	for _, path := range p.Include {
 		v, ok := lookupPath(trig, path)
@@ -243,6 +243,19 @@ func (p Pipeline) TriggerBindings(b, trig map[string]any) {
 	for k, v := range p.Vars {
 		b[k] = v
 	}
+}
+
+// RunBindings sets the template variables of the run in b: its ID, the
+// pipeline's name, the step rendering (currentStep, "" for none), whether
+// the pipeline is in stage testing, then TriggerBindings. A step's
+// bindings (package steprun) and a notification's (package notify) both
+// start from them.
+func (p Pipeline) RunBindings(b map[string]any, runID, currentStep string, trig map[string]any) {
+	b[pipeline.BindRunID] = runID
+	b[pipeline.BindPipelineName] = p.Name
+	b[pipeline.BindCurrentStep] = currentStep
+	b[pipeline.BindTesting] = p.Stage != pipeline.StageProduction
+	p.TriggerBindings(b, trig)
 }
 
 // lookupPath reads a dotted path in a decoded JSON object.
