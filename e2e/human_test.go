@@ -28,12 +28,7 @@ func TestHumanSteps(t *testing.T) {
 	h := box(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	dir := filepath.Join(testenv.RepoRoot(), "e2e", "testdata", "human")
-	p, err := h.Prepare(Scenario{Name: "human", Dir: dir, Pipeline: "pipeline.yaml", Responses: filepath.Join(dir, "responses.yaml"),
-		Event: filepath.Join(scenarioDir(), "event.json")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := prepareHuman(t, h, "human")
 	// start runs the pipeline up to its human step.
 	start := func(t *testing.T) (Execution, store.Approval) {
 		t.Helper()
@@ -213,4 +208,17 @@ func isAPIError(err error, codes ...string) bool {
 		}
 	}
 	return false
+}
+
+// prepareHuman prepares the human scenario (a run that waits on its
+// approval) under the scenario name given.
+func prepareHuman(t *testing.T, h *Harness, name string) *Prepared {
+	t.Helper()
+	dir := filepath.Join(testenv.RepoRoot(), "e2e", "testdata", "human")
+	p, err := h.Prepare(Scenario{Name: name, Dir: dir, Pipeline: "pipeline.yaml", Responses: filepath.Join(dir, "responses.yaml"),
+		Event: filepath.Join(scenarioDir(), "event.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
-	"github.com/stepline/stepline/internal/testenv"
 	"github.com/stepline/stepline/shared/store"
 )
 
@@ -37,12 +36,7 @@ func TestServeAWS(t *testing.T) {
 	h := box(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	dir := filepath.Join(testenv.RepoRoot(), "e2e", "testdata", "human")
-	p, err := h.Prepare(Scenario{Name: "serve-aws", Dir: dir, Pipeline: "pipeline.yaml", Responses: filepath.Join(dir, "responses.yaml"),
-		Event: filepath.Join(scenarioDir(), "event.json")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := prepareHuman(t, h, "serve-aws")
 	ex, err := h.Start(ctx, p)
 	if err != nil {
 		t.Fatal(err)
