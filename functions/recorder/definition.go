@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -37,107 +34,5 @@ func (d definitions) Pipeline(ctx context.Context, stateMachineARN string) (task
 	if err != nil {
 		return task.Pipeline{}, fmt.Errorf("describe state machine: %w", err)
 	}
-	return pipelineOf(aws.ToString(out.Definition))
-}
-
-// pipelineOf returns the pipeline facts a compiled definition assigns in
-// its first state.
-func pipelineOf(definition string) (task.Pipeline, error) {
-	var def struct {
-		StartAt string `json:"StartAt"`
-		States  map[string]struct {
-			Assign map[string]json.RawMessage `json:"Assign"`
-		} `json:"States"`
-	}
-	if err := json.Unmarshal([]byte(definition), &def); err != nil {
-		return task.Pipeline{}, fmt.Errorf("state machine definition: %w", err)
-	}
-	raw, ok := def.States[def.StartAt].Assign["pipeline"]
-	if !ok {
-		return task.Pipeline{}, errors.New("state machine definition: its first state assigns no pipeline (not compiled by Stepline?)")
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return task.Pipeline{}, fmt.Errorf("state machine definition: pipeline: %w", err)
-	}
-	b, err := json.Marshal(decodeStatic(v))
-	if err != nil {
-		return task.Pipeline{}, fmt.Errorf("state machine definition: pipeline: %w", err)
-	}
-	var p task.Pipeline
-	if err := json.Unmarshal(b, &p); err != nil {
-		return task.Pipeline{}, fmt.Errorf("state machine definition: pipeline: %w", err)
-	}
-	if p.Name == "" {
-		return task.Pipeline{}, errors.New("state machine definition: the pipeline has no name")
-	}
-	return p, nil
-}
-
-// decodeStatic undoes the compiler's encoding of static values: a string
-// that Step Functions would take for JSONata (or that holds a line break,
-// or is empty) is written as the JSONata string literal "{% '…' %}", which
-// evaluates to the original text. Other values are returned as they are.
-func decodeStatic(v any) any {
-	switch v := v.(type) {
-	case string:
-		if s, ok := jsonataLiteral(v); ok {
-			return s
-		}
-		return v
-	case map[string]any:
-		for k, e := range v {
-			v[k] = decodeStatic(e)
-		}
-		return v
-	case []any:
-		for i, e := range v {
-			v[i] = decodeStatic(e)
-		}
-		return v
-	}
-	return v
-}
-
-// jsonataLiteral reads "{% '<text>' %}", a JSONata expression that is a
-// single-quoted string literal, and returns the text. JSONata string
-// escapes are JSON's.
-func jsonataLiteral(s string) (string, bool) {
-	inner, ok := strings.CutPrefix(s, "{%")
-	if !ok {
-		return "", false
-	}
-	if inner, ok = strings.CutSuffix(inner, "%}"); !ok {
-		return "", false
-	}
-	inner = strings.TrimSpace(inner)
-	if len(inner) < 2 || inner[0] != '\'' || inner[len(inner)-1] != '\'' {
-		return "", false
-	}
-	body := inner[1 : len(inner)-1]
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(body); i++ {
-		switch c := body[i]; c {
-		case '\\':
-			if i+1 == len(body) {
-				return "", false
-			}
-			b.WriteByte(c)
-			b.WriteByte(body[i+1])
-			i++
-		case '\'':
-			return "", false // an unescaped quote: not one literal
-		case '"':
-			b.WriteString(`\"`)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('"')
-	var out string
-	if err := json.Unmarshal([]byte(b.String()), &out); err != nil {
-		return "", false
-	}
-	return out, true
+	return task.PipelineOf([]byte(aws.ToString(out.Definition)))
 }

@@ -71,7 +71,7 @@ func compiled(t *testing.T, hookURL string) string {
 }
 
 func TestPipelineOf(t *testing.T) {
-	p, err := pipelineOf(compiled(t, "https://hooks.example.com/escalate"))
+	p, err := task.PipelineOf([]byte(compiled(t, "https://hooks.example.com/escalate")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,32 +113,10 @@ func TestPipelineOfRefuses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := pipelineOf(tc.def); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := task.PipelineOf([]byte(tc.def)); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want %q", err, tc.want)
 			}
 		})
-	}
-}
-
-func TestJSONataLiteral(t *testing.T) {
-	tests := []struct {
-		in   string
-		want string
-		ok   bool
-	}{
-		{`{% 'plain' %}`, "plain", true},
-		{`{% 'it\u0027s "quoted"\n\\ done' %}`, "it's \"quoted\"\n\\ done", true},
-		{`{% '' %}`, "", true},
-		{`{% $states.input %}`, "", false},
-		{`{% 'a' & 'b' %}`, "", false},
-		{`{% 'unterminated\' %}`, "", false},
-		{`plain text`, "", false},
-	}
-	for _, tc := range tests {
-		got, ok := jsonataLiteral(tc.in)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("jsonataLiteral(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
-		}
 	}
 }
 
@@ -246,7 +224,7 @@ func TestRecorder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	facts, err := pipelineOf(compiled(t, "https://hooks.example.com/escalate"))
+	facts, err := task.PipelineOf([]byte(compiled(t, "https://hooks.example.com/escalate")))
 	if err != nil {
 		t.Fatal(err)
 	}
