@@ -10,6 +10,33 @@ import (
 // garbage (startingHeap).
 const runHeapGoal = 64 << 20
 
+// serveGCPercent and serveMemoryLimit are the collector's settings for
+// stepline serve (serverHeap).
+const (
+	serveGCPercent   = 400
+	serveMemoryLimit = 512 << 20
+)
+
+// serverHeap sets the collector of a long-lived server: a target of
+// percent (GOGC semantics: the heap grows to live × (1 + percent/100)
+// before the next collection) and a soft memory limit of limit bytes
+// (GOMEMLIMIT semantics: past it the runtime collects as often as it
+// must, whatever the percent, up to about half the CPU). A run's
+// garbage is short-lived and its live heap small (a few MiB for 100 runs
+// in flight), so collecting every 100% of growth spends CPU for memory
+// nobody needs; with the limit, a server whose live heap grows collects
+// more often again before its memory does. A GOGC or GOMEMLIMIT in the
+// environment (getenv) is left as it is, each on its own; percent ≤ 0 or
+// limit ≤ 0 leaves that setting as it is.
+func serverHeap(percent int, limit int64, getenv func(string) string) {
+	if getenv("GOGC") == "" && percent > 0 {
+		debug.SetGCPercent(percent)
+	}
+	if getenv("GOMEMLIMIT") == "" && limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
+}
+
 // startingHeap lets the process's heap grow to about goal bytes before its
 // first garbage collection, and keeps each collection's target at goal
 // until the live heap passes half of it; from then on it collects as

@@ -48,3 +48,37 @@ func TestStartingHeap(t *testing.T) {
 		runtime.KeepAlive(keep)
 	})
 }
+
+// memoryLimit reads the soft memory limit in force.
+func memoryLimit() int64 { return debug.SetMemoryLimit(-1) }
+
+func TestServerHeap(t *testing.T) {
+	defer debug.SetGCPercent(gcPercent())
+	defer debug.SetMemoryLimit(memoryLimit())
+	for _, tc := range []struct {
+		name      string
+		env       map[string]string
+		percent   int
+		limit     int64
+		wantPct   int
+		wantLimit int64
+	}{
+		{name: "defaults", percent: 400, limit: 512 << 20, wantPct: 400, wantLimit: 512 << 20},
+		{name: "GOGC set", env: map[string]string{"GOGC": "50"}, percent: 400, limit: 512 << 20, wantPct: 100, wantLimit: 512 << 20},
+		{name: "GOMEMLIMIT set", env: map[string]string{"GOMEMLIMIT": "1GiB"}, percent: 400, limit: 512 << 20, wantPct: 400, wantLimit: 1 << 40},
+		{name: "both set", env: map[string]string{"GOGC": "off", "GOMEMLIMIT": "1GiB"}, percent: 400, limit: 512 << 20, wantPct: 100, wantLimit: 1 << 40},
+		{name: "zeros leave it", percent: 0, limit: 0, wantPct: 100, wantLimit: 1 << 40},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			debug.SetGCPercent(100)
+			debug.SetMemoryLimit(1 << 40)
+			serverHeap(tc.percent, tc.limit, func(k string) string { return tc.env[k] })
+			if p := gcPercent(); p != tc.wantPct {
+				t.Errorf("percent %d, want %d", p, tc.wantPct)
+			}
+			if l := memoryLimit(); l != tc.wantLimit {
+				t.Errorf("memory limit %d, want %d", l, tc.wantLimit)
+			}
+		})
+	}
+}

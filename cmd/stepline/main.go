@@ -45,6 +45,9 @@ type env struct {
 	// startHeap is called once a command that drives a run has parsed its
 	// flags (main: startingHeap); nil: the collector is left as it is.
 	startHeap func()
+	// serveHeap is called once stepline serve has parsed its flags
+	// (main: serverHeap); nil: the collector is left as it is.
+	serveHeap func()
 }
 
 // interactive reports whether approvals can be asked for on stdin.
@@ -139,7 +142,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	stop = telemetry.SetupCLI(ctx, os.Getenv, os.Stderr, stop) // traces over OTLP when OTEL_* ask for them; stop() then exports the last
 	code := dispatch(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
-		startHeap: func() { startingHeap(runHeapGoal, os.Getenv) }})
+		startHeap: func() { startingHeap(runHeapGoal, os.Getenv) },
+		serveHeap: func() { serverHeap(serveGCPercent, serveMemoryLimit, os.Getenv) }})
 	stop()
 	os.Exit(code)
 }

@@ -124,6 +124,9 @@ func serve(ctx context.Context, e env, fs *pflag.FlagSet, sf stateFlags, f serve
 	if !useProject(e, fs, *config, &sf, dir) {
 		return exitFailed
 	}
+	if e.serveHeap != nil {
+		e.serveHeap()
+	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
 	tokens, err := loadTokens(ctx, *tokensFile, e.getenv)
 	if err != nil {

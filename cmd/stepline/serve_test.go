@@ -88,10 +88,12 @@ steps:
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut syncBuffer
+	var heapSet atomic.Bool
 	done := make(chan int, 1)
 	go func() {
 		done <- dispatch(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--dir", filepath.Join(dir, "state"), "--pipelines", pipelines},
-			env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }})
+			env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getenv: func(string) string { return "" },
+				serveHeap: func() { heapSet.Store(true) }})
 	}()
 	base := ""
 	for deadline := time.Now().Add(20 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -101,6 +103,9 @@ steps:
 	}
 	if base == "" {
 		t.Fatalf("serve did not start:\n%s\n%s", out.String(), errOut.String())
+	}
+	if !heapSet.Load() {
+		t.Error("serve started without setting its collector (env.serveHeap)")
 	}
 	// serve prints where its web UI is, and the UI answers there.
 	if !strings.Contains(out.String(), "web UI: "+base+"/ui/") {

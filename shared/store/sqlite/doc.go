@@ -67,7 +67,7 @@
 // variables it changed, not every variable of the run. LoadCheckpoint
 // reads the snapshot and the values in one read transaction.
 //
-// # Schema (version 3; PRAGMA user_version holds the version)
+// # Schema (version 8; PRAGMA user_version holds the version)
 //
 //	runs        id PK, pipeline, status, reason, stage, source, team, trigger (JSON),
 //	            fingerprint, parent_run_id, config_fingerprint, input_tokens,
@@ -80,7 +80,8 @@
 //	            raw_response, prompt, model, provider, input_tokens, output_tokens,
 //	            cost_usd, flags (JSON array), started_at, finished_at, duration_ms,
 //	            digest (SHA-256 of the normalized record: repeat or conflict)
-//	            index (run_id, step_index, name, attempt) — execution order
+//	            (ListSteps sorts a run's steps by step_index, name, attempt;
+//	            version 8 dropped the index that kept that order)
 //	approvals   id PK, run_id, step, pipeline, message, task_token, created_at,
 //	            expires_at, decision ('' = pending), decided_by, decided_at
 //	dedup       (pipeline, fingerprint) PK, run_id, claimed_at

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,5 +198,87 @@ func TestMigrateVersion4Steps(t *testing.T) {
 	byName := map[string]store.StepRecord{got[0].Name: got[0], got[1].Name: got[1]}
 	if byName["triage"].Trust != nil || byName["investigate"].Trust == nil || byName["investigate"].Trust.CombinedTrust != 0.9 {
 		t.Errorf("read back %+v / %+v", byName["triage"].Trust, byName["investigate"].Trust)
+	}
+}
+
+// TestMigrateVersion7Steps opens a file written by schema version 7, whose
+// steps table kept an index in execution order: the index is gone, the
+// key's index stays, and a run's steps still list in execution order,
+// the ones written before the migration and after it.
+func TestMigrateVersion7Steps(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v7.db")
+	old, err := open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	err = old.write(ctx, func(tx *sql.Tx) error {
+		for _, q := range append(migrations()[:7], "PRAGMA user_version = 7") {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		for _, st := range []struct {
+			name  string
+			index int
+		}{{"review", 2}, {"triage", 0}, {"draft", 1}} {
+			_, err := tx.ExecContext(ctx, `INSERT INTO steps (run_id, name, attempt, step_index, status, started_at, finished_at, digest)
+				VALUES ('r1', ?, 1, ?, 'completed', ?, ?, 'old')`, st.name, st.index, record.FormatTime(at), record.FormatTime(at))
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, err := s.SchemaVersion(ctx); err != nil || v != len(migrations()) {
+		t.Fatalf("schema version %d (%v), want %d", v, err, len(migrations()))
+	}
+	var indexes []string
+	rows, err := s.r.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'steps' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		indexes = append(indexes, n)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(indexes) != 1 || !strings.HasPrefix(indexes[0], "sqlite_autoindex_steps") {
+		t.Errorf("indexes of steps after the migration: %q, want only the key's", indexes)
+	}
+	if err := s.PutStep(ctx, store.StepRecord{RunID: "r1", Name: "publish", Attempt: 1, Index: 3, Status: store.StepCompleted, StartedAt: at, FinishedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutStep(ctx, store.StepRecord{RunID: "r1", Name: "draft", Attempt: 2, Index: 1, Status: store.StepCompleted, StartedAt: at, FinishedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ListSteps(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, r := range got {
+		order = append(order, fmt.Sprintf("%s/%d", r.Name, r.Attempt))
+	}
+	if want := "triage/1 draft/1 draft/2 review/1 publish/1"; strings.Join(order, " ") != want {
+		t.Errorf("steps in order %q, want %s", order, want)
 	}
 }

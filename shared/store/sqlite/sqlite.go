@@ -215,7 +215,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // schema from version i to i+1. Append only: a released migration never
 // changes.
 func migrations() []string {
-	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaFeedback, schemaTicks}
+	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaFeedback, schemaTicks, schemaStepsOneIndex}
 }
 
 const schemaV1 = `
@@ -375,4 +375,12 @@ CREATE TABLE ticks (
 	claimed_at TEXT NOT NULL,
 	PRIMARY KEY (schedule, tick)
 ) WITHOUT ROWID;
+`
+
+// schemaStepsOneIndex (version 8) drops the index that kept a run's steps
+// in execution order: ListSteps finds a run's steps through the key
+// (run_id, name, attempt) and sorts them, a few hundred rows at most,
+// while every step record paid one more B-tree page for the index.
+const schemaStepsOneIndex = `
+DROP INDEX steps_in_order;
 `
