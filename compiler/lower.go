@@ -119,6 +119,10 @@ func LowerOptions(f *File, opts Options) (*asl.StateMachine, Diagnostics) {
 		limit = MaxDefinitionBytes
 	}
 	l := &lowerer{f: f, p: f.Pipeline, sm: &asl.StateMachine{QueryLanguage: asl.JSONata}}
+	if f.info == nil {
+		l.ds.errorf(l.p.Pos, "internal: Lower needs a checked file: Load it, or Check it first")
+		return nil, l.ds
+	}
 	l.build()
 	l.checkStateNames()
 	if l.ds.HasErrors() {
@@ -388,7 +392,7 @@ func (l *lowerer) whenCond(n pipeline.Node) string {
 	if code, ok := l.conds[n]; ok {
 		return code
 	}
-	code := l.lowerWhen(n, src)
+	code := l.lowerWhen(n)
 	if l.conds == nil {
 		l.conds = map[pipeline.Node]string{}
 	}
@@ -396,13 +400,15 @@ func (l *lowerer) whenCond(n pipeline.Node) string {
 	return code
 }
 
-// lowerWhen lowers when: src of node n; whenCond keeps the result, since
-// the routes into a run of guarded steps ask for the same node again.
-func (l *lowerer) lowerWhen(n pipeline.Node, src string) string {
-	expr, err := when.Parse(src)
-	if err != nil {
+// lowerWhen lowers the when: of node n, as Check parsed it; whenCond
+// keeps the result, since the routes into a run of guarded steps ask for
+// the same node again.
+func (l *lowerer) lowerWhen(n pipeline.Node) string {
+	parsed, ok := l.f.info.when[n]
+	if !ok {
 		return "false" // Check reported it
 	}
+	expr := when.Clone(parsed) // stepRoots rewrites it
 	l.stepRoots(expr)
 	code, err := when.JSONata(expr, l.scope)
 	if err != nil {
@@ -696,10 +702,11 @@ func (l *lowerer) refs(templates ...any) []string {
 	walk = func(v any) bool {
 		switch v := v.(type) {
 		case string:
-			if dynamicSteps(v) {
+			t := l.f.info.template(v)
+			if t.dynamic {
 				return false
 			}
-			for _, r := range templateRefs(v) {
+			for _, r := range t.refs {
 				name, _, _ := strings.Cut(r.name, "/")
 				if real, ok := l.alias[name]; ok {
 					name = real
@@ -873,11 +880,7 @@ func catchAll(next string) []asl.Catcher {
 }
 
 func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
-	templates := []any{s.PromptTemplate, s.ExecutorConfig}
-	if w := s.OnFailure.Webhook; w != nil {
-		templates = append(templates, w.URL, w.Headers, w.Payload)
-	}
-	refs := l.refs(append(templates, trustTemplates(s)...)...)
+	refs := l.refs(stepTemplates(s)...)
 	failed := l.failureCatch(s.Name, s, s.OnFailure.Policy)
 	if s.OnFailure.Policy == pipeline.FailureContinue {
 		defer l.addFailureTask(i, s.Name, s, refs)
@@ -1417,12 +1420,11 @@ func (l *lowerer) lowerParallel(i int, g *pipeline.Parallel) {
 
 // overExpr lowers a fan_out over: to the JSONata of the list it names.
 func (l *lowerer) overExpr(g *pipeline.FanOut) string {
-	src, _ := OverExpr(g.Over)
-	expr, err := when.Parse(src)
-	if err != nil {
-		return "[]"
+	parsed, ok := l.f.info.over[g]
+	if !ok {
+		return "[]" // Check reported it
 	}
-	switch e := expr.(type) {
+	switch e := when.Clone(parsed).(type) {
 	case *when.Literal:
 		return jsonataValue(e.Value)
 	case *when.Path:
