@@ -55,19 +55,25 @@ func (in *checkInfo) template(tpl string) templateScan { return in.templates[tpl
 // noteTemplates scans every string in vs, also nested in maps and slices.
 func (in *checkInfo) noteTemplates(vs ...any) {
 	for _, v := range vs {
-		switch v := v.(type) {
-		case string:
-			in.scanTemplate(v)
-		case map[string]any:
-			for _, e := range v {
-				in.noteTemplates(e)
-			}
-		case map[string]string:
-			for _, e := range v {
-				in.scanTemplate(e)
-			}
-		case []any:
-			in.noteTemplates(v...)
+		in.noteValue(v)
+	}
+}
+
+func (in *checkInfo) noteValue(v any) {
+	switch v := v.(type) {
+	case string:
+		in.scanTemplate(v)
+	case map[string]any:
+		for _, e := range v {
+			in.noteValue(e)
+		}
+	case map[string]string:
+		for _, e := range v {
+			in.scanTemplate(e)
+		}
+	case []any:
+		for _, e := range v {
+			in.noteValue(e)
 		}
 	}
 }

@@ -506,12 +506,12 @@ func (l *lowerer) addTerminal(name string) {
 	switch name {
 	case StateCompleted:
 		st = &asl.Succeed{Output: map[string]any{
-			"status": task.StatusCompleted, "run_id": asl.Expr("$run.id"), "output": asl.Expr("$last"), "usage": asl.Expr("$usage"),
+			"status": task.StatusCompleted, "run_id": exprRunID, "output": exprLast, "usage": exprUsage,
 		}}
 	case StateStopped:
 		st = &asl.Succeed{Output: map[string]any{
-			"status": task.StatusStopped, "run_id": asl.Expr("$run.id"), "step": asl.Expr("$states.input.step"),
-			"reason": cause, "output": asl.Expr("$states.input.output"), "usage": asl.Expr("$usage"),
+			"status": task.StatusStopped, "run_id": exprRunID, "step": asl.Expr("$states.input.step"),
+			"reason": cause, "output": asl.Expr("$states.input.output"), "usage": exprUsage,
 		}}
 	case StateEscalated:
 		st = &asl.Fail{Error: task.ErrorEscalated, Cause: cause}
@@ -590,11 +590,11 @@ func (l *lowerer) payload(mode string, cfg any, refs []string) map[string]any {
 	return map[string]any{
 		"mode":     mode,
 		"step":     asl.LiteralValue(step),
-		"pipeline": asl.Expr("$pipeline"),
-		"run":      asl.Expr("$run"),
-		"trigger":  asl.Expr("$trigger"),
+		"pipeline": exprPipeline,
+		"run":      exprRun,
+		"trigger":  exprTrigger,
 		"steps":    l.stepsExpr(refs),
-		"usage":    asl.Expr("$usage"),
+		"usage":    exprUsage,
 	}
 }
 
@@ -640,8 +640,8 @@ func prefixEach(sep string, xs []string) string {
 // into its items variable) and the run's usage.
 func assignResult(name string, cfg any) map[string]any {
 	a := map[string]any{
-		stepVar(name): asl.Expr("$states.result.Payload.output"),
-		"usage":       asl.Expr("$states.result.Payload.usage"),
+		stepVar(name): exprPayloadOutput,
+		"usage":       exprPayloadUsage,
 	}
 	switch g := cfg.(type) {
 	case *pipeline.Parallel:
@@ -764,7 +764,7 @@ func (l *lowerer) failureCatch(name string, cfg any, policy string) []asl.Catche
 	}
 	return []asl.Catcher{{
 		ErrorEquals: []string{asl.StatesALL},
-		Output:      map[string]any{"error": asl.Expr("$states.errorOutput"), "step": asl.LiteralValue(failureConfig(cfg))},
+		Output:      map[string]any{"error": exprErrorOutput, "step": asl.LiteralValue(failureConfig(cfg))},
 		Next:        l.terminal(StateRecord),
 	}}
 }
@@ -774,7 +774,7 @@ func (l *lowerer) failureCatch(name string, cfg any, policy string) []asl.Catche
 // in steps at confidence 0.
 func (l *lowerer) addFailureTask(i int, name string, cfg any, refs []string) {
 	p := l.payload(task.ModeFailure, failureConfig(cfg), refs)
-	p["error"] = asl.Expr("$states.input")
+	p["error"] = exprInput
 	l.add(&l.sm.States, name+": failed", &asl.Task{
 		Comment:        "Record the failure, send the failure webhook and go on (on_failure: continue).",
 		Resource:       asl.ResourceLambdaInvoke,
@@ -783,7 +783,7 @@ func (l *lowerer) addFailureTask(i int, name string, cfg any, refs []string) {
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch:          recordLost(),
 		Assign:         assignResult(name, cfg),
-		Output:         asl.Expr("$states.result.Payload"),
+		Output:         exprResultPayload,
 		Next:           l.routeTo(i + 1),
 	})
 }
@@ -812,7 +812,7 @@ func (l *lowerer) addRecordFailure() {
 		TimeoutSeconds: bookkeepingTimeoutSeconds,
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch:          recordLost(),
-		Output:         asl.Expr("$states.result.Payload"),
+		Output:         exprResultPayload,
 		Next:           StateFailed,
 	})
 }
@@ -824,7 +824,7 @@ func (l *lowerer) addRecordFailure() {
 // workflow. A run whose record cannot be closed still completes.
 func (l *lowerer) addRecordRun() {
 	p := l.payload(task.ModeFinish, nil, []string{})
-	p["final"] = asl.Expr("$last")
+	p["final"] = exprLast
 	l.add(&l.sm.States, StateRecordRun, &asl.Task{
 		Comment:        "Express workflow: close the completed run's record and count it (no status change event reaches the recorder).",
 		Resource:       asl.ResourceLambdaInvoke,
@@ -850,7 +850,7 @@ func failureConfig(cfg any) any {
 }
 
 func catchAll(next string) []asl.Catcher {
-	return []asl.Catcher{{ErrorEquals: []string{asl.StatesALL}, Output: asl.Expr("$states.errorOutput"), Next: next}}
+	return []asl.Catcher{{ErrorEquals: []string{asl.StatesALL}, Output: exprErrorOutput, Next: next}}
 }
 
 func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
@@ -872,7 +872,7 @@ func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
 		return
 	}
 	p := l.payload(task.ModeStep, s, refs)
-	p["attempt"] = asl.Expr("$states.context.State.RetryCount + 1")
+	p["attempt"] = exprAttempt
 	args := invoke(task.StepFunctionPlaceholder, p)
 	l.checkPayload(s.Name, args)
 	comment := fmt.Sprintf("%s step: execute, verify, decide, record.", s.Executor)
@@ -887,7 +887,7 @@ func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
 		Retry:          stepRetry(s.Retry),
 		Catch:          failed,
 		Assign:         assignResult(s.Name, s),
-		Output:         asl.Expr("$states.result.Payload"),
+		Output:         exprResultPayload,
 	}
 	l.add(&l.sm.States, s.Name, t)
 	l.decided(i, s.Name, t, l.lowerHumanChecks(s, refs, l.endedCatch(failed))...)
@@ -904,7 +904,7 @@ func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
 func (l *lowerer) decided(i int, node string, t *asl.Task, first ...asl.ChoiceRule) {
 	t.Catch = l.endedCatch(t.Catch)
 	if len(first) == 0 {
-		t.Assign["last"] = asl.Expr("$states.result.Payload.output")
+		t.Assign["last"] = exprPayloadOutput
 		t.Next = l.routeTo(i + 1)
 		return
 	}
@@ -952,7 +952,7 @@ func loopVar(name string) string { return "turns_" + pipeline.TemplateName(name)
 func (l *lowerer) lowerAgentTurns(i int, s *pipeline.Step, refs []string, failed []asl.Catcher) {
 	v := loopVar(s.Name)
 	p := l.payload(task.ModeAgentTurns, s, refs)
-	p["attempt"] = asl.Expr("$states.context.State.RetryCount + 1")
+	p["attempt"] = exprAttempt
 	p["agent_loop"] = asl.Expr("$exists($" + v + ") ? $" + v + " : null")
 	args := invoke(task.StepFunctionPlaceholder, p)
 	l.checkPayload(s.Name, args)
@@ -964,7 +964,7 @@ func (l *lowerer) lowerAgentTurns(i int, s *pipeline.Step, refs []string, failed
 		Retry:          stepRetry(s.Retry),
 		Catch:          failed,
 		Assign:         assignResult(s.Name, s),
-		Output:         asl.Expr("$states.result.Payload"),
+		Output:         exprResultPayload,
 	}
 	l.add(&l.sm.States, s.Name, t)
 	l.decided(i, s.Name, t, append([]asl.ChoiceRule{{
@@ -980,7 +980,7 @@ func (l *lowerer) lowerHuman(i int, s *pipeline.Step, refs []string, failed []as
 		timeout = DefaultHumanTimeoutSeconds
 	}
 	p := l.payload(task.ModeApproval, s, refs)
-	p["task_token"] = asl.Expr("$states.context.Task.Token")
+	p["task_token"] = exprTaskToken
 	args := invoke(task.ApprovalFunctionPlaceholder, p)
 	l.checkPayload(s.Name, args)
 	decision := s.Name + ": decision"
@@ -991,11 +991,11 @@ func (l *lowerer) lowerHuman(i int, s *pipeline.Step, refs []string, failed []as
 		TimeoutSeconds: timeout,
 		Retry:          l.humanRetry(s.Retry),
 		Catch:          append(l.testingApproves(decision, nil), failed...),
-		Output:         asl.Expr("$states.result"),
+		Output:         exprResult,
 		Next:           decision,
 	})
 	dp := l.payload(task.ModeHuman, s, []string{})
-	dp["decision"] = asl.Expr("$states.input")
+	dp["decision"] = exprInput
 	l.addDecision(i, s.Name, s, decision, "Turn the decision into the step's output, decide and record.", dp, failed)
 }
 
@@ -1048,7 +1048,7 @@ func (l *lowerer) addDecision(i int, node string, cfg any, state, comment string
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch:          catch,
 		Assign:         assignResult(node, cfg),
-		Output:         asl.Expr("$states.result.Payload"),
+		Output:         exprResultPayload,
 	}
 	l.add(&l.sm.States, state, t)
 	l.decided(i, node, t)
@@ -1072,7 +1072,7 @@ func (l *lowerer) lowerChild(i int, s *pipeline.Step, refs []string, failed []as
 			TimeoutSeconds: bookkeepingTimeoutSeconds,
 			Retry:          []asl.Retrier{lambdaRetrier()},
 			Catch:          failed,
-			Output:         map[string]any{"trigger": asl.Expr("$states.result.Payload.output")},
+			Output:         map[string]any{"trigger": exprPayloadOutput},
 			Next:           s.Name,
 		})
 		trigger = asl.Expr("$states.input.trigger")
@@ -1085,7 +1085,7 @@ func (l *lowerer) lowerChild(i int, s *pipeline.Step, refs []string, failed []as
 		Retry:          stepRetry(s.Retry),
 		Catch: []asl.Catcher{{
 			ErrorEquals: []string{asl.StatesALL},
-			Output:      map[string]any{"error": asl.Expr("$states.errorOutput")},
+			Output:      map[string]any{"error": exprErrorOutput},
 			Next:        decision,
 		}},
 		Output: map[string]any{"child": asl.Expr("$states.result.Output")},
@@ -1117,7 +1117,7 @@ func childArguments(child, trigger string) map[string]any {
 		"StateMachineArn": ChildPlaceholder(child),
 		"Input": map[string]any{
 			"trigger":       trigger,
-			"parent_run_id": asl.Expr("$run.id"),
+			"parent_run_id": exprRunID,
 			"AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID": asl.Expr("$states.context.Execution.Id"),
 		},
 	}
@@ -1204,7 +1204,7 @@ func (l *lowerer) branchStates(states *asl.States, state, step string, payload m
 		TimeoutSeconds: timeout,
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch:          []asl.Catcher{{ErrorEquals: []string{asl.StatesALL}, Output: lostBranch(step), Next: lost}},
-		Output:         asl.Expr("$states.result.Payload"),
+		Output:         exprResultPayload,
 		End:            true,
 	})
 	l.add(states, lost, &asl.Pass{Comment: "A branch that could not answer counts as failed, confidence 0.", End: true})
@@ -1267,7 +1267,7 @@ func (l *lowerer) branchDecision(w waiting, fields map[string]any) string {
 		TimeoutSeconds: bookkeepingTimeoutSeconds,
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch:          lostCatch(w.step, lost),
-		Output:         asl.Expr("$states.result.Payload"),
+		Output:         exprResultPayload,
 		End:            true,
 	})
 	l.add(w.states, lost, &asl.Pass{Comment: "A branch that could not answer counts as failed, confidence 0.", End: true})
@@ -1282,7 +1282,7 @@ func (l *lowerer) humanBranch(w waiting) string {
 		timeout = DefaultHumanTimeoutSeconds
 	}
 	p := l.branchPayload(w, task.ModeApproval, w.refs)
-	p["task_token"] = asl.Expr("$states.context.Task.Token")
+	p["task_token"] = exprTaskToken
 	args := invoke(task.ApprovalFunctionPlaceholder, p)
 	l.checkPayload(w.step, args)
 	decision := w.state + ": decision"
@@ -1293,7 +1293,7 @@ func (l *lowerer) humanBranch(w waiting) string {
 		TimeoutSeconds: timeout,
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch:          append(l.testingApproves(decision, w.carry), lostCatch(w.step, w.state+": lost")...),
-		Output:         w.carry(map[string]any{"decision": asl.Expr("$states.result")}),
+		Output:         w.carry(map[string]any{"decision": exprResult}),
 		Next:           decision,
 	})
 	l.branchDecision(w, map[string]any{"decision": asl.Expr("$states.input.decision")})
@@ -1322,7 +1322,7 @@ func (l *lowerer) childBranch(w waiting) string {
 			TimeoutSeconds: bookkeepingTimeoutSeconds,
 			Retry:          []asl.Retrier{lambdaRetrier()},
 			Catch:          lostCatch(w.step, lost),
-			Output:         w.carry(map[string]any{"trigger": asl.Expr("$states.result.Payload.output")}),
+			Output:         w.carry(map[string]any{"trigger": exprPayloadOutput}),
 			Next:           w.state,
 		})
 		trigger = asl.Expr("$states.input.trigger")
@@ -1336,7 +1336,7 @@ func (l *lowerer) childBranch(w waiting) string {
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch: []asl.Catcher{{
 			ErrorEquals: []string{asl.StatesALL},
-			Output:      w.carry(map[string]any{"error": asl.Expr("$states.errorOutput")}),
+			Output:      w.carry(map[string]any{"error": exprErrorOutput}),
 			Next:        decision,
 		}},
 		Output: w.carry(map[string]any{"child": asl.Expr("$states.result.Output")}),
@@ -1350,14 +1350,14 @@ func (l *lowerer) join(i int, name string, cfg any, branches string) {
 	p := l.payload(task.ModeJoin, cfg, []string{})
 	p["group"] = name
 	p["branches"] = branches
-	p["error"] = asl.Expr("$exists($states.input.error) ? $states.input.error : null")
+	p["error"] = errorExpr
 	l.addDecision(i, name, cfg, name+": join", "Join the branches' confidences, decide and record the group.", p, l.failureCatch(name, cfg, pipeline.FailureAbort))
 }
 
 func (l *lowerer) lowerParallel(i int, g *pipeline.Parallel) {
 	par := &asl.Parallel{
 		Comment: fmt.Sprintf("Run %d branches at once; join: %s.", len(g.Branches), g.Join),
-		Output:  asl.Expr("$states.result"),
+		Output:  exprResult,
 		Catch:   l.failureCatch(g.Name, g, pipeline.FailureAbort),
 		Next:    g.Name + ": join",
 	}
@@ -1389,7 +1389,7 @@ func (l *lowerer) lowerParallel(i int, g *pipeline.Parallel) {
 		par.Branches = append(par.Branches, br)
 	}
 	l.add(&l.sm.States, g.Name, par)
-	l.join(i, g.Name, g, asl.Expr("$states.input"))
+	l.join(i, g.Name, g, exprInput)
 }
 
 // overExpr lowers a fan_out over: to the JSONata of the list it names.
@@ -1482,7 +1482,7 @@ func (l *lowerer) lowerFanOut(i int, g *pipeline.FanOut) {
 			"index": asl.Expr("$states.context.Map.Item.Index"),
 		},
 		MaxConcurrency: min(g.MaxItems, maxMapConcurrency),
-		Output:         map[string]any{"results": asl.Expr("$states.result")},
+		Output:         map[string]any{"results": exprResult},
 		Catch:          l.failureCatch(g.Name, g, pipeline.FailureAbort),
 		Next:           join,
 	}

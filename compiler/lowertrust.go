@@ -78,7 +78,7 @@ func (l *lowerer) lowerHumanChecks(s *pipeline.Step, refs []string, catch []asl.
 		}
 		state := fmt.Sprintf("%s: check %s", s.Name, c.Name)
 		p := l.payload(task.ModeApproval, s, withSelf)
-		p["task_token"] = asl.Expr("$states.context.Task.Token")
+		p["task_token"] = exprTaskToken
 		p["check"] = asl.Expr("$" + v)
 		args := invoke(task.ApprovalFunctionPlaceholder, p)
 		l.add(&l.sm.States, state, &asl.Task{
@@ -92,10 +92,10 @@ func (l *lowerer) lowerHumanChecks(s *pipeline.Step, refs []string, catch []asl.
 			// behaviour; production: the timeout fails the check.
 			Catch: append(l.testingApproves(checked, func(m map[string]any) map[string]any { return m }), asl.Catcher{
 				ErrorEquals: []string{asl.StatesALL},
-				Output:      map[string]any{"error": asl.Expr("$states.errorOutput")},
+				Output:      map[string]any{"error": exprErrorOutput},
 				Next:        checked,
 			}),
-			Output: map[string]any{"decision": asl.Expr("$states.result")},
+			Output: map[string]any{"decision": exprResult},
 			Next:   checked,
 		})
 		rules = append(rules, asl.ChoiceRule{
@@ -107,7 +107,7 @@ func (l *lowerer) lowerHumanChecks(s *pipeline.Step, refs []string, catch []asl.
 	p := l.payload(task.ModeCheck, s, refs)
 	p["check"] = asl.Expr("$" + v)
 	p["decision"] = asl.Expr("$exists($states.input.error) ? null : $states.input.decision")
-	p["error"] = asl.Expr("$exists($states.input.error) ? $states.input.error : null")
+	p["error"] = errorExpr
 	args := invoke(task.StepFunctionPlaceholder, p)
 	l.checkPayload(s.Name, args)
 	l.add(&l.sm.States, checked, &asl.Task{
@@ -118,7 +118,7 @@ func (l *lowerer) lowerHumanChecks(s *pipeline.Step, refs []string, catch []asl.
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch:          catch,
 		Assign:         assignResult(s.Name, s),
-		Output:         asl.Expr("$states.result.Payload"),
+		Output:         exprResultPayload,
 		Next:           s.Name + ": outcome",
 	})
 	return rules
