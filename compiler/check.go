@@ -52,6 +52,8 @@ type checker struct {
 	execCheck ExecutorCheck
 	// proj is the pipeline's project; nil: none.
 	proj *project.Project
+	// info records what the checks parsed, for Lower (see checkInfo).
+	info *checkInfo
 	// openclawWarned: the pipeline's openclaw steps were warned that
 	// executors.openclaw is not configured (once per pipeline).
 	openclawWarned bool
@@ -81,7 +83,8 @@ func checkIn(f *File, env Env) Diagnostics {
 	if f == nil || f.Pipeline == nil {
 		return nil
 	}
-	c := &checker{f: f, p: f.Pipeline, liquid: template.New(template.Limits{}), seen: map[string]string{}, later: map[string]string{}, execCheck: env.CheckExecutor, proj: env.Project}
+	c := &checker{f: f, p: f.Pipeline, liquid: template.New(template.Limits{}), seen: map[string]string{}, later: map[string]string{}, execCheck: env.CheckExecutor, proj: env.Project, info: newCheckInfo()}
+	f.info = c.info
 	c.buildScope()
 	c.checkNames()
 	for _, n := range c.p.Steps {
@@ -95,6 +98,7 @@ func checkIn(f *File, env Env) Diagnostics {
 			delete(c.later, pipeline.TemplateName(name))
 		}
 		c.checkNode(n)
+		c.info.noteTemplates(nodeTemplates(n)...)
 		for _, name := range nodeNames(n) {
 			c.addName(c.seen, name)
 		}
@@ -185,7 +189,7 @@ func (c *checker) checkNode(n pipeline.Node) {
 		c.checkStep(n)
 	case *pipeline.Parallel:
 		where := fmt.Sprintf("parallel %q", n.Name)
-		c.checkWhen(where, n.When, fieldPos(n.Fields, "when", n.Pos))
+		c.checkWhen(where, n.When, fieldPos(n.Fields, "when", n.Pos), n)
 		c.checkGate(where, n.Gate, n.Fields, n.Pos)
 		for _, b := range n.Branches {
 			bw := fmt.Sprintf("branch %q of parallel %q", b.Name, n.Name)
@@ -205,7 +209,7 @@ func (c *checker) checkNode(n pipeline.Node) {
 		}
 	case *pipeline.FanOut:
 		where := fmt.Sprintf("fan_out %q", n.Name)
-		c.checkWhen(where, n.When, fieldPos(n.Fields, "when", n.Pos))
+		c.checkWhen(where, n.When, fieldPos(n.Fields, "when", n.Pos), n)
 		c.checkGate(where, n.Gate, n.Fields, n.Pos)
 		c.checkOver(where, n)
 		n.Agent = c.checkExecutor(where, n.Executor, n.ExecutorConfig, n.Fields, n.Pos)
@@ -221,7 +225,7 @@ func (c *checker) checkNode(n pipeline.Node) {
 
 func (c *checker) checkStep(s *pipeline.Step) {
 	where := fmt.Sprintf("step %q", s.Name)
-	c.checkWhen(where, s.When, fieldPos(s.Fields, "when", s.Pos))
+	c.checkWhen(where, s.When, fieldPos(s.Fields, "when", s.Pos), s)
 	c.checkGate(where, s.Gate, s.Fields, s.Pos)
 	s.Agent = c.checkExecutor(where, s.Executor, s.ExecutorConfig, s.Fields, s.Pos)
 	c.checkTemplate(where, "prompt_template", s.PromptTemplate, fieldPos(s.Fields, "prompt_template", s.Pos))
@@ -491,8 +495,9 @@ func (c *checker) checkVerifier(where, exec string, v *pipeline.Verifier) {
 	}
 }
 
-// checkWhen parses a when: expression and checks what it refers to.
-func (c *checker) checkWhen(where, src string, at pipeline.Pos) {
+// checkWhen parses node n's when: expression, checks what it refers to
+// and records the expression for Lower.
+func (c *checker) checkWhen(where, src string, at pipeline.Pos, n pipeline.Node) {
 	if src == "" {
 		return
 	}
@@ -506,6 +511,7 @@ func (c *checker) checkWhen(where, src string, at pipeline.Pos) {
 		}
 		return
 	}
+	c.info.when[n] = expr
 	for _, p := range when.Paths(expr) {
 		pos := c.f.TextPos(at, src, p.Offset)
 		if !c.scope[p.Root] {
@@ -580,6 +586,7 @@ func (c *checker) checkOver(where string, g *pipeline.FanOut) {
 		}
 		return
 	}
+	c.info.over[g] = expr
 	paths := when.Paths(expr)
 	if !isPathOrList(expr) {
 		c.ds.errorf(at, "%s: over must name a list, such as steps.discover.services, not %q", where, src)
@@ -620,7 +627,7 @@ func (c *checker) checkTemplate(where, field, tpl string, at pipeline.Pos) {
 		c.ds.errorf(templateErrorPos(c.f, at, tpl, err), "%s: %s: %s", where, field, templateMessage(err))
 		return
 	}
-	for _, r := range templateRefs(tpl) {
+	for _, r := range c.info.scanTemplate(tpl).refs {
 		c.checkStepRef(where, field, r.name, c.f.TextPos(at, tpl, r.offset))
 	}
 }

@@ -83,7 +83,9 @@ func collect(states asl.States, g *graph) ([]gnode, []edge) {
 // conditionLabel shortens a Choice condition for an edge label.
 func conditionLabel(c any) string {
 	s, _ := c.(string)
-	s = strings.TrimSuffix(strings.TrimPrefix(s, "{% "), " %}")
+	if body, ok := asl.ExprBody(s); ok {
+		s = body
+	}
 	s = strings.ReplaceAll(s, "$states.input.status = ", "status ")
 	if len(s) > 60 {
 		s = s[:57] + "..."

@@ -119,6 +119,10 @@ func LowerOptions(f *File, opts Options) (*asl.StateMachine, Diagnostics) {
 		limit = MaxDefinitionBytes
 	}
 	l := &lowerer{f: f, p: f.Pipeline, sm: &asl.StateMachine{QueryLanguage: asl.JSONata}}
+	if f.info == nil {
+		l.ds.errorf(l.p.Pos, "internal: Lower needs a checked file: Load it, or Check it first")
+		return nil, l.ds
+	}
 	l.build()
 	l.checkStateNames()
 	if l.ds.HasErrors() {
@@ -181,20 +185,20 @@ func (l *lowerer) build() {
 		l.ds.errorf(l.p.Pos, "pipeline %q: its vars, notifications and budget take %d bytes, more than the %d bytes a state payload can spare", l.p.Name, len(b), payloadBudget)
 	}
 	base := map[string]any{
-		"pipeline": encodeStatic(toPlain(info)),
+		"pipeline": asl.LiteralValue(toPlain(info)),
 		"run": map[string]any{
-			"id":            "{% $states.context.Execution.Name %}",
-			"execution":     "{% $states.context.Execution.Id %}",
-			"started_at":    "{% $states.context.Execution.StartTime %}",
-			"parent_run_id": "{% $exists($states.input.parent_run_id) ? $string($states.input.parent_run_id) : '' %}",
+			"id":            asl.Expr("$states.context.Execution.Name"),
+			"execution":     asl.Expr("$states.context.Execution.Id"),
+			"started_at":    asl.Expr("$states.context.Execution.StartTime"),
+			"parent_run_id": asl.Expr("$exists($states.input.parent_run_id) ? $string($states.input.parent_run_id) : ''"),
 		},
-		"trigger": "{% $exists($states.input.trigger) ? $states.input.trigger : {} %}",
+		"trigger": asl.Expr("$exists($states.input.trigger) ? $states.input.trigger : {}"),
 		"usage":   map[string]any{"input_tokens": 0, "output_tokens": 0, "cost_usd": 0},
 		"last":    nil,
 	}
 	l.add(&l.sm.States, StateStart, &asl.Choice{
 		Comment: "Set the run's variables: every later state reads them. A rerun (input.rerun) sets them with the earlier run's outputs.",
-		Choices: []asl.ChoiceRule{{Condition: "{% $exists(" + rerunInput + ") %}", Next: StateRerunLoad}},
+		Choices: []asl.ChoiceRule{{Condition: asl.Expr("$exists(" + rerunInput + ")"), Next: StateRerunLoad}},
 		Assign:  base,
 		Default: l.routeTo(0),
 	})
@@ -221,7 +225,7 @@ func (l *lowerer) stampConfig(def []byte) {
 	info.Config = ConfigFingerprint(def)
 	for _, a := range []map[string]any{startAssign(l.sm, StateStart), startAssign(l.sm, StateRerunLoad)} {
 		if a != nil {
-			a["pipeline"] = encodeStatic(toPlain(info))
+			a["pipeline"] = asl.LiteralValue(toPlain(info))
 		}
 	}
 	l.p.Config = info.Config
@@ -296,15 +300,6 @@ func jsonataName(s string) string {
 	return "`" + s + "`"
 }
 
-// jsonataString is s as a single-quoted JSONata string literal.
-func jsonataString(s string) string { return asl.Quote(s) }
-
-// encodeStatic makes static data safe to embed in a JSONata state: every
-// string that is not plain text (see asl.IsPlain: it begins with {% or
-// ends with %}, as a Liquid template may, is empty or holds a line break)
-// becomes a JSONata expression that evaluates to it.
-func encodeStatic(v any) any { return asl.LiteralValue(v) }
-
 // toPlain converts a value to the maps and slices its JSON would decode to.
 func toPlain(v any) any {
 	b, err := json.Marshal(v)
@@ -370,7 +365,7 @@ func (l *lowerer) routeTo(j int) string {
 			ch.Default = r.next
 			break
 		}
-		ch.Choices = append(ch.Choices, asl.ChoiceRule{Condition: "{% " + r.cond + " %}", Next: r.next})
+		ch.Choices = append(ch.Choices, asl.ChoiceRule{Condition: asl.Expr(r.cond), Next: r.next})
 	}
 	l.add(&l.sm.States, name, ch)
 	return name
@@ -397,7 +392,7 @@ func (l *lowerer) whenCond(n pipeline.Node) string {
 	if code, ok := l.conds[n]; ok {
 		return code
 	}
-	code := l.lowerWhen(n, src)
+	code := l.lowerWhen(n)
 	if l.conds == nil {
 		l.conds = map[pipeline.Node]string{}
 	}
@@ -405,13 +400,15 @@ func (l *lowerer) whenCond(n pipeline.Node) string {
 	return code
 }
 
-// lowerWhen lowers when: src of node n; whenCond keeps the result, since
-// the routes into a run of guarded steps ask for the same node again.
-func (l *lowerer) lowerWhen(n pipeline.Node, src string) string {
-	expr, err := when.Parse(src)
-	if err != nil {
+// lowerWhen lowers the when: of node n, as Check parsed it; whenCond
+// keeps the result, since the routes into a run of guarded steps ask for
+// the same node again.
+func (l *lowerer) lowerWhen(n pipeline.Node) string {
+	parsed, ok := l.f.info.when[n]
+	if !ok {
 		return "false" // Check reported it
 	}
+	expr := when.Clone(parsed) // stepRoots rewrites it
 	l.stepRoots(expr)
 	code, err := when.JSONata(expr, l.scope)
 	if err != nil {
@@ -504,17 +501,17 @@ func (l *lowerer) addTerminals() {
 }
 
 func (l *lowerer) addTerminal(name string) {
-	cause := "{% $exists($states.input.reason) ? $string($states.input.reason) : 'no reason was recorded' %}"
+	cause := asl.Expr("$exists($states.input.reason) ? $string($states.input.reason) : 'no reason was recorded'")
 	var st asl.State
 	switch name {
 	case StateCompleted:
 		st = &asl.Succeed{Output: map[string]any{
-			"status": task.StatusCompleted, "run_id": "{% $run.id %}", "output": "{% $last %}", "usage": "{% $usage %}",
+			"status": task.StatusCompleted, "run_id": exprRunID, "output": exprLast, "usage": exprUsage,
 		}}
 	case StateStopped:
 		st = &asl.Succeed{Output: map[string]any{
-			"status": task.StatusStopped, "run_id": "{% $run.id %}", "step": "{% $states.input.step %}",
-			"reason": cause, "output": "{% $states.input.output %}", "usage": "{% $usage %}",
+			"status": task.StatusStopped, "run_id": exprRunID, "step": asl.Expr("$states.input.step"),
+			"reason": cause, "output": asl.Expr("$states.input.output"), "usage": exprUsage,
 		}}
 	case StateEscalated:
 		st = &asl.Fail{Error: task.ErrorEscalated, Cause: cause}
@@ -541,8 +538,8 @@ func (l *lowerer) outcomeWith(i int, name string, first ...asl.ChoiceRule) strin
 			cond += " and (" + r.cond + ")"
 		}
 		ch.Choices = append(ch.Choices, asl.ChoiceRule{
-			Condition: "{% " + cond + " %}",
-			Assign:    map[string]any{"last": "{% $states.input.output %}"},
+			Condition: asl.Expr(cond),
+			Assign:    map[string]any{"last": asl.Expr("$states.input.output")},
 			Next:      r.next,
 		})
 	}
@@ -559,7 +556,7 @@ func (l *lowerer) outcomeWith(i int, name string, first ...asl.ChoiceRule) strin
 // the Assign of the rule it follows, or its own for the Default.
 func (l *lowerer) addEnded() {
 	usage := func() map[string]any {
-		return map[string]any{"usage": "{% $exists($states.input.usage) ? $states.input.usage : $usage %}"}
+		return map[string]any{"usage": asl.Expr("$exists($states.input.usage) ? $states.input.usage : $usage")}
 	}
 	ch := &asl.Choice{Comment: "A step did not complete: end the run with its status.", Assign: usage()}
 	for _, t := range []struct{ status, state string }{
@@ -568,7 +565,7 @@ func (l *lowerer) addEnded() {
 		{task.StatusAborted, StateAborted},
 	} {
 		ch.Choices = append(ch.Choices, asl.ChoiceRule{
-			Condition: "{% $states.input.status = '" + t.status + "' %}",
+			Condition: asl.Expr("$states.input.status = '" + t.status + "'"),
 			Assign:    usage(),
 			Next:      t.state,
 		})
@@ -592,12 +589,12 @@ func (l *lowerer) payload(mode string, cfg any, refs []string) map[string]any {
 	}
 	return map[string]any{
 		"mode":     mode,
-		"step":     encodeStatic(step),
-		"pipeline": "{% $pipeline %}",
-		"run":      "{% $run %}",
-		"trigger":  "{% $trigger %}",
+		"step":     asl.LiteralValue(step),
+		"pipeline": exprPipeline,
+		"run":      exprRun,
+		"trigger":  exprTrigger,
 		"steps":    l.stepsExpr(refs),
-		"usage":    "{% $usage %}",
+		"usage":    exprUsage,
 	}
 }
 
@@ -611,22 +608,22 @@ func (l *lowerer) stepsExpr(refs []string) any {
 		var parts, items []string
 		for _, n := range l.p.Steps {
 			for _, name := range nodeNames(n) {
-				parts = append(parts, jsonataString(name)+": "+stepExpr(name))
+				parts = append(parts, asl.Quote(name)+": "+stepExpr(name))
 			}
 			if _, ok := n.(*pipeline.FanOut); ok {
 				items = append(items, "$"+itemsVar(n.NodeName()))
 			}
 		}
-		return "{% $merge([{" + strings.Join(parts, ", ") + "}" + prefixEach(", ", items) + "]) %}"
+		return asl.Expr("$merge([{" + strings.Join(parts, ", ") + "}" + prefixEach(", ", items) + "])")
 	}
 	if len(refs) == 0 {
 		return map[string]any{}
 	}
 	fields := make([]string, len(refs))
 	for i, r := range refs {
-		fields[i] = jsonataString(r) + ": " + stepExpr(r)
+		fields[i] = asl.Quote(r) + ": " + stepExpr(r)
 	}
-	return "{% {" + strings.Join(fields, ", ") + "} %}"
+	return asl.Expr("{" + strings.Join(fields, ", ") + "}")
 }
 
 func prefixEach(sep string, xs []string) string {
@@ -643,17 +640,17 @@ func prefixEach(sep string, xs []string) string {
 // into its items variable) and the run's usage.
 func assignResult(name string, cfg any) map[string]any {
 	a := map[string]any{
-		stepVar(name): "{% $states.result.Payload.output %}",
-		"usage":       "{% $states.result.Payload.usage %}",
+		stepVar(name): exprPayloadOutput,
+		"usage":       exprPayloadUsage,
 	}
 	switch g := cfg.(type) {
 	case *pipeline.Parallel:
 		for _, b := range g.Branches {
 			out := "$states.result.Payload.steps." + jsonataName(b.Name)
-			a[stepVar(b.Name)] = "{% $exists(" + out + ") ? " + out + " : null %}"
+			a[stepVar(b.Name)] = asl.Expr("$exists(" + out + ") ? " + out + " : null")
 		}
 	case *pipeline.FanOut:
-		a[itemsVar(name)] = "{% $states.result.Payload.steps %}"
+		a[itemsVar(name)] = asl.Expr("$states.result.Payload.steps")
 	}
 	return a
 }
@@ -705,10 +702,11 @@ func (l *lowerer) refs(templates ...any) []string {
 	walk = func(v any) bool {
 		switch v := v.(type) {
 		case string:
-			if dynamicSteps(v) {
+			t := l.f.info.template(v)
+			if t.dynamic {
 				return false
 			}
-			for _, r := range templateRefs(v) {
+			for _, r := range t.refs {
 				name, _, _ := strings.Cut(r.name, "/")
 				if real, ok := l.alias[name]; ok {
 					name = real
@@ -750,32 +748,6 @@ func (l *lowerer) refs(templates ...any) []string {
 	return out
 }
 
-// dynamicSteps reports whether a template uses steps other than through
-// steps.NAME or steps['NAME'].
-func dynamicSteps(tpl string) bool {
-	for i := 0; ; {
-		j := strings.Index(tpl[i:], "steps")
-		if j < 0 {
-			return false
-		}
-		at := i + j
-		end := at + len("steps")
-		i = end
-		if at > 0 && isIdentByte(tpl[at-1]) || end < len(tpl) && isIdentByte(tpl[end]) {
-			continue
-		}
-		rest := strings.TrimLeft(tpl[end:], " ")
-		switch {
-		case strings.HasPrefix(rest, "."):
-		case strings.HasPrefix(rest, "['"), strings.HasPrefix(rest, `["`):
-		default:
-			if strings.Contains(tpl[:at], "{{") || strings.Contains(tpl[:at], "{%") {
-				return true
-			}
-		}
-	}
-}
-
 func (l *lowerer) checkPayload(name string, args any) {
 	b, _ := json.Marshal(args)
 	if len(b) > payloadBudget {
@@ -792,7 +764,7 @@ func (l *lowerer) failureCatch(name string, cfg any, policy string) []asl.Catche
 	}
 	return []asl.Catcher{{
 		ErrorEquals: []string{asl.StatesALL},
-		Output:      map[string]any{"error": "{% $states.errorOutput %}", "step": encodeStatic(failureConfig(cfg))},
+		Output:      map[string]any{"error": exprErrorOutput, "step": asl.LiteralValue(failureConfig(cfg))},
 		Next:        l.terminal(StateRecord),
 	}}
 }
@@ -802,7 +774,7 @@ func (l *lowerer) failureCatch(name string, cfg any, policy string) []asl.Catche
 // in steps at confidence 0.
 func (l *lowerer) addFailureTask(i int, name string, cfg any, refs []string) {
 	p := l.payload(task.ModeFailure, failureConfig(cfg), refs)
-	p["error"] = "{% $states.input %}"
+	p["error"] = exprInput
 	l.add(&l.sm.States, name+": failed", &asl.Task{
 		Comment:        "Record the failure, send the failure webhook and go on (on_failure: continue).",
 		Resource:       asl.ResourceLambdaInvoke,
@@ -811,7 +783,7 @@ func (l *lowerer) addFailureTask(i int, name string, cfg any, refs []string) {
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch:          recordLost(),
 		Assign:         assignResult(name, cfg),
-		Output:         "{% $states.result.Payload %}",
+		Output:         exprResultPayload,
 		Next:           l.routeTo(i + 1),
 	})
 }
@@ -820,7 +792,7 @@ func (l *lowerer) addFailureTask(i int, name string, cfg any, refs []string) {
 func recordLost() []asl.Catcher {
 	return []asl.Catcher{{
 		ErrorEquals: []string{asl.StatesALL},
-		Output:      map[string]any{"reason": "{% 'a step failed and the failure could not be recorded: ' & $string($states.errorOutput.Cause) %}"},
+		Output:      map[string]any{"reason": asl.Expr("'a step failed and the failure could not be recorded: ' & $string($states.errorOutput.Cause)")},
 		Next:        StateFailed,
 	}}
 }
@@ -830,8 +802,8 @@ func recordLost() []asl.Catcher {
 // ends the run failed.
 func (l *lowerer) addRecordFailure() {
 	p := l.payload(task.ModeFailure, nil, nil)
-	p["step"] = "{% $states.input.step %}"
-	p["error"] = "{% $states.input.error %}"
+	p["step"] = asl.Expr("$states.input.step")
+	p["error"] = asl.Expr("$states.input.error")
 	l.added[StateFailed] = true
 	l.add(&l.sm.States, StateRecord, &asl.Task{
 		Comment:        "A step failed (on_failure: abort): record it, send its failure webhook, end the run failed.",
@@ -840,7 +812,7 @@ func (l *lowerer) addRecordFailure() {
 		TimeoutSeconds: bookkeepingTimeoutSeconds,
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch:          recordLost(),
-		Output:         "{% $states.result.Payload %}",
+		Output:         exprResultPayload,
 		Next:           StateFailed,
 	})
 }
@@ -852,7 +824,7 @@ func (l *lowerer) addRecordFailure() {
 // workflow. A run whose record cannot be closed still completes.
 func (l *lowerer) addRecordRun() {
 	p := l.payload(task.ModeFinish, nil, []string{})
-	p["final"] = "{% $last %}"
+	p["final"] = exprLast
 	l.add(&l.sm.States, StateRecordRun, &asl.Task{
 		Comment:        "Express workflow: close the completed run's record and count it (no status change event reaches the recorder).",
 		Resource:       asl.ResourceLambdaInvoke,
@@ -878,15 +850,11 @@ func failureConfig(cfg any) any {
 }
 
 func catchAll(next string) []asl.Catcher {
-	return []asl.Catcher{{ErrorEquals: []string{asl.StatesALL}, Output: "{% $states.errorOutput %}", Next: next}}
+	return []asl.Catcher{{ErrorEquals: []string{asl.StatesALL}, Output: exprErrorOutput, Next: next}}
 }
 
 func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
-	templates := []any{s.PromptTemplate, s.ExecutorConfig}
-	if w := s.OnFailure.Webhook; w != nil {
-		templates = append(templates, w.URL, w.Headers, w.Payload)
-	}
-	refs := l.refs(append(templates, trustTemplates(s)...)...)
+	refs := l.refs(stepTemplates(s)...)
 	failed := l.failureCatch(s.Name, s, s.OnFailure.Policy)
 	if s.OnFailure.Policy == pipeline.FailureContinue {
 		defer l.addFailureTask(i, s.Name, s, refs)
@@ -904,7 +872,7 @@ func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
 		return
 	}
 	p := l.payload(task.ModeStep, s, refs)
-	p["attempt"] = "{% $states.context.State.RetryCount + 1 %}"
+	p["attempt"] = exprAttempt
 	args := invoke(task.StepFunctionPlaceholder, p)
 	l.checkPayload(s.Name, args)
 	comment := fmt.Sprintf("%s step: execute, verify, decide, record.", s.Executor)
@@ -919,7 +887,7 @@ func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
 		Retry:          stepRetry(s.Retry),
 		Catch:          failed,
 		Assign:         assignResult(s.Name, s),
-		Output:         "{% $states.result.Payload %}",
+		Output:         exprResultPayload,
 	}
 	l.add(&l.sm.States, s.Name, t)
 	l.decided(i, s.Name, t, l.lowerHumanChecks(s, refs, l.endedCatch(failed))...)
@@ -936,7 +904,7 @@ func (l *lowerer) lowerStep(i int, s *pipeline.Step) {
 func (l *lowerer) decided(i int, node string, t *asl.Task, first ...asl.ChoiceRule) {
 	t.Catch = l.endedCatch(t.Catch)
 	if len(first) == 0 {
-		t.Assign["last"] = "{% $states.result.Payload.output %}"
+		t.Assign["last"] = exprPayloadOutput
 		t.Next = l.routeTo(i + 1)
 		return
 	}
@@ -956,7 +924,7 @@ const endedAnswer = "$parse($parse($states.errorOutput.Cause).errorMessage)"
 func (l *lowerer) endedCatch(catch []asl.Catcher) []asl.Catcher {
 	return append([]asl.Catcher{{
 		ErrorEquals: []string{fault.NameRunEnded},
-		Output:      "{% " + endedAnswer + " %}",
+		Output:      asl.Expr(endedAnswer),
 		Next:        l.terminal(StateEnded),
 	}}, catch...)
 }
@@ -984,8 +952,8 @@ func loopVar(name string) string { return "turns_" + pipeline.TemplateName(name)
 func (l *lowerer) lowerAgentTurns(i int, s *pipeline.Step, refs []string, failed []asl.Catcher) {
 	v := loopVar(s.Name)
 	p := l.payload(task.ModeAgentTurns, s, refs)
-	p["attempt"] = "{% $states.context.State.RetryCount + 1 %}"
-	p["agent_loop"] = "{% $exists($" + v + ") ? $" + v + " : null %}"
+	p["attempt"] = exprAttempt
+	p["agent_loop"] = asl.Expr("$exists($" + v + ") ? $" + v + " : null")
 	args := invoke(task.StepFunctionPlaceholder, p)
 	l.checkPayload(s.Name, args)
 	t := &asl.Task{
@@ -996,12 +964,12 @@ func (l *lowerer) lowerAgentTurns(i int, s *pipeline.Step, refs []string, failed
 		Retry:          stepRetry(s.Retry),
 		Catch:          failed,
 		Assign:         assignResult(s.Name, s),
-		Output:         "{% $states.result.Payload %}",
+		Output:         exprResultPayload,
 	}
 	l.add(&l.sm.States, s.Name, t)
 	l.decided(i, s.Name, t, append([]asl.ChoiceRule{{
-		Condition: "{% $states.input.status = '" + task.StatusContinue + "' %}",
-		Assign:    map[string]any{v: "{% $states.input.agent_loop %}"},
+		Condition: asl.Expr("$states.input.status = '" + task.StatusContinue + "'"),
+		Assign:    map[string]any{v: asl.Expr("$states.input.agent_loop")},
 		Next:      s.Name,
 	}}, l.lowerHumanChecks(s, refs, l.endedCatch(failed))...)...)
 }
@@ -1012,7 +980,7 @@ func (l *lowerer) lowerHuman(i int, s *pipeline.Step, refs []string, failed []as
 		timeout = DefaultHumanTimeoutSeconds
 	}
 	p := l.payload(task.ModeApproval, s, refs)
-	p["task_token"] = "{% $states.context.Task.Token %}"
+	p["task_token"] = exprTaskToken
 	args := invoke(task.ApprovalFunctionPlaceholder, p)
 	l.checkPayload(s.Name, args)
 	decision := s.Name + ": decision"
@@ -1023,11 +991,11 @@ func (l *lowerer) lowerHuman(i int, s *pipeline.Step, refs []string, failed []as
 		TimeoutSeconds: timeout,
 		Retry:          l.humanRetry(s.Retry),
 		Catch:          append(l.testingApproves(decision, nil), failed...),
-		Output:         "{% $states.result %}",
+		Output:         exprResult,
 		Next:           decision,
 	})
 	dp := l.payload(task.ModeHuman, s, []string{})
-	dp["decision"] = "{% $states.input %}"
+	dp["decision"] = exprInput
 	l.addDecision(i, s.Name, s, decision, "Turn the decision into the step's output, decide and record.", dp, failed)
 }
 
@@ -1080,7 +1048,7 @@ func (l *lowerer) addDecision(i int, node string, cfg any, state, comment string
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch:          catch,
 		Assign:         assignResult(node, cfg),
-		Output:         "{% $states.result.Payload %}",
+		Output:         exprResultPayload,
 	}
 	l.add(&l.sm.States, state, t)
 	l.decided(i, node, t)
@@ -1104,10 +1072,10 @@ func (l *lowerer) lowerChild(i int, s *pipeline.Step, refs []string, failed []as
 			TimeoutSeconds: bookkeepingTimeoutSeconds,
 			Retry:          []asl.Retrier{lambdaRetrier()},
 			Catch:          failed,
-			Output:         map[string]any{"trigger": "{% $states.result.Payload.output %}"},
+			Output:         map[string]any{"trigger": exprPayloadOutput},
 			Next:           s.Name,
 		})
-		trigger = "{% $states.input.trigger %}"
+		trigger = asl.Expr("$states.input.trigger")
 	}
 	l.add(&l.sm.States, s.Name, &asl.Task{
 		Comment:        fmt.Sprintf("Run pipeline %q as a run of its own and wait for it.", child),
@@ -1117,10 +1085,10 @@ func (l *lowerer) lowerChild(i int, s *pipeline.Step, refs []string, failed []as
 		Retry:          stepRetry(s.Retry),
 		Catch: []asl.Catcher{{
 			ErrorEquals: []string{asl.StatesALL},
-			Output:      map[string]any{"error": "{% $states.errorOutput %}"},
+			Output:      map[string]any{"error": exprErrorOutput},
 			Next:        decision,
 		}},
-		Output: map[string]any{"child": "{% $states.result.Output %}"},
+		Output: map[string]any{"child": asl.Expr("$states.result.Output")},
 		Next:   decision,
 	})
 	dp := l.payload(task.ModeChild, s, []string{})
@@ -1131,15 +1099,15 @@ func (l *lowerer) lowerChild(i int, s *pipeline.Step, refs []string, failed []as
 
 // What the Task after a sub-pipeline's reads of its outcome: the child's
 // output, or the error that ended it.
-const (
-	childExpr = "{% $exists($states.input.child) ? $states.input.child : null %}"
-	errorExpr = "{% $exists($states.input.error) ? $states.input.error : null %}"
+var (
+	childExpr = asl.Expr("$exists($states.input.child) ? $states.input.child : null")
+	errorExpr = asl.Expr("$exists($states.input.error) ? $states.input.error : null")
 )
 
 // childTrigger is the JSONata of a sub-pipeline's trigger when its step
 // has no executor_config.context: the parent's, as the child's.
 func childTrigger(child string) string {
-	return "{% $merge([$trigger, {'pipeline': " + jsonataString(child) + ", 'source': 'sub-pipeline', 'fingerprint': null}]) %}"
+	return asl.Expr("$merge([$trigger, {'pipeline': " + asl.Quote(child) + ", 'source': 'sub-pipeline', 'fingerprint': null}])")
 }
 
 // childArguments are the Arguments of the startExecution.sync:2 Task that
@@ -1149,8 +1117,8 @@ func childArguments(child, trigger string) map[string]any {
 		"StateMachineArn": ChildPlaceholder(child),
 		"Input": map[string]any{
 			"trigger":       trigger,
-			"parent_run_id": "{% $run.id %}",
-			"AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID": "{% $states.context.Execution.Id %}",
+			"parent_run_id": exprRunID,
+			"AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID": asl.Expr("$states.context.Execution.Id"),
 		},
 	}
 }
@@ -1218,8 +1186,8 @@ func lostBranch(step string) map[string]any {
 		"step":   step,
 		"output": map[string]any{
 			"confidence":        0,
-			"summary":           "{% $string($states.errorOutput.Error) & ': ' & $string($states.errorOutput.Cause) %}",
-			"next_step_context": "{% '' %}",
+			"summary":           asl.Expr("$string($states.errorOutput.Error) & ': ' & $string($states.errorOutput.Cause)"),
+			"next_step_context": asl.Expr("''"),
 			"failed":            true,
 		},
 		"usage": map[string]any{"input_tokens": 0, "output_tokens": 0, "cost_usd": 0},
@@ -1236,7 +1204,7 @@ func (l *lowerer) branchStates(states *asl.States, state, step string, payload m
 		TimeoutSeconds: timeout,
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch:          []asl.Catcher{{ErrorEquals: []string{asl.StatesALL}, Output: lostBranch(step), Next: lost}},
-		Output:         "{% $states.result.Payload %}",
+		Output:         exprResultPayload,
 		End:            true,
 	})
 	l.add(states, lost, &asl.Pass{Comment: "A branch that could not answer counts as failed, confidence 0.", End: true})
@@ -1262,8 +1230,8 @@ type waiting struct {
 // index, which the item's next states read from their input.
 func (w waiting) carry(out map[string]any) map[string]any {
 	if w.item {
-		out["item"] = "{% $states.input.item %}"
-		out["index"] = "{% $states.input.index %}"
+		out["item"] = asl.Expr("$states.input.item")
+		out["index"] = asl.Expr("$states.input.index")
 	}
 	return out
 }
@@ -1299,7 +1267,7 @@ func (l *lowerer) branchDecision(w waiting, fields map[string]any) string {
 		TimeoutSeconds: bookkeepingTimeoutSeconds,
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch:          lostCatch(w.step, lost),
-		Output:         "{% $states.result.Payload %}",
+		Output:         exprResultPayload,
 		End:            true,
 	})
 	l.add(w.states, lost, &asl.Pass{Comment: "A branch that could not answer counts as failed, confidence 0.", End: true})
@@ -1314,7 +1282,7 @@ func (l *lowerer) humanBranch(w waiting) string {
 		timeout = DefaultHumanTimeoutSeconds
 	}
 	p := l.branchPayload(w, task.ModeApproval, w.refs)
-	p["task_token"] = "{% $states.context.Task.Token %}"
+	p["task_token"] = exprTaskToken
 	args := invoke(task.ApprovalFunctionPlaceholder, p)
 	l.checkPayload(w.step, args)
 	decision := w.state + ": decision"
@@ -1325,10 +1293,10 @@ func (l *lowerer) humanBranch(w waiting) string {
 		TimeoutSeconds: timeout,
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch:          append(l.testingApproves(decision, w.carry), lostCatch(w.step, w.state+": lost")...),
-		Output:         w.carry(map[string]any{"decision": "{% $states.result %}"}),
+		Output:         w.carry(map[string]any{"decision": exprResult}),
 		Next:           decision,
 	})
-	l.branchDecision(w, map[string]any{"decision": "{% $states.input.decision %}"})
+	l.branchDecision(w, map[string]any{"decision": asl.Expr("$states.input.decision")})
 	return w.state
 }
 
@@ -1354,10 +1322,10 @@ func (l *lowerer) childBranch(w waiting) string {
 			TimeoutSeconds: bookkeepingTimeoutSeconds,
 			Retry:          []asl.Retrier{lambdaRetrier()},
 			Catch:          lostCatch(w.step, lost),
-			Output:         w.carry(map[string]any{"trigger": "{% $states.result.Payload.output %}"}),
+			Output:         w.carry(map[string]any{"trigger": exprPayloadOutput}),
 			Next:           w.state,
 		})
-		trigger = "{% $states.input.trigger %}"
+		trigger = asl.Expr("$states.input.trigger")
 	}
 	decision := w.state + ": decision"
 	l.add(w.states, w.state, &asl.Task{
@@ -1368,10 +1336,10 @@ func (l *lowerer) childBranch(w waiting) string {
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch: []asl.Catcher{{
 			ErrorEquals: []string{asl.StatesALL},
-			Output:      w.carry(map[string]any{"error": "{% $states.errorOutput %}"}),
+			Output:      w.carry(map[string]any{"error": exprErrorOutput}),
 			Next:        decision,
 		}},
-		Output: w.carry(map[string]any{"child": "{% $states.result.Output %}"}),
+		Output: w.carry(map[string]any{"child": asl.Expr("$states.result.Output")}),
 		Next:   decision,
 	})
 	l.branchDecision(w, map[string]any{"child": childExpr, "error": errorExpr})
@@ -1382,14 +1350,14 @@ func (l *lowerer) join(i int, name string, cfg any, branches string) {
 	p := l.payload(task.ModeJoin, cfg, []string{})
 	p["group"] = name
 	p["branches"] = branches
-	p["error"] = "{% $exists($states.input.error) ? $states.input.error : null %}"
+	p["error"] = errorExpr
 	l.addDecision(i, name, cfg, name+": join", "Join the branches' confidences, decide and record the group.", p, l.failureCatch(name, cfg, pipeline.FailureAbort))
 }
 
 func (l *lowerer) lowerParallel(i int, g *pipeline.Parallel) {
 	par := &asl.Parallel{
 		Comment: fmt.Sprintf("Run %d branches at once; join: %s.", len(g.Branches), g.Join),
-		Output:  "{% $states.result %}",
+		Output:  exprResult,
 		Catch:   l.failureCatch(g.Name, g, pipeline.FailureAbort),
 		Next:    g.Name + ": join",
 	}
@@ -1421,17 +1389,16 @@ func (l *lowerer) lowerParallel(i int, g *pipeline.Parallel) {
 		par.Branches = append(par.Branches, br)
 	}
 	l.add(&l.sm.States, g.Name, par)
-	l.join(i, g.Name, g, "{% $states.input %}")
+	l.join(i, g.Name, g, exprInput)
 }
 
 // overExpr lowers a fan_out over: to the JSONata of the list it names.
 func (l *lowerer) overExpr(g *pipeline.FanOut) string {
-	src, _ := OverExpr(g.Over)
-	expr, err := when.Parse(src)
-	if err != nil {
-		return "[]"
+	parsed, ok := l.f.info.over[g]
+	if !ok {
+		return "[]" // Check reported it
 	}
-	switch e := expr.(type) {
+	switch e := when.Clone(parsed).(type) {
 	case *when.Literal:
 		return jsonataValue(e.Value)
 	case *when.Path:
@@ -1462,7 +1429,7 @@ func listAt(fields []string) string {
 	last := fields[len(fields)-1]
 	key := strings.Trim(last, "`")
 	return "($p := " + parent + "; $exists($p." + last + ") ? $p." + last +
-		" : ($exists($p) and " + jsonataString(key) + " in $keys($p)) ? [] : undefined)"
+		" : ($exists($p) and " + asl.Quote(key) + " in $keys($p)) ? [] : undefined)"
 }
 
 func (l *lowerer) lowerFanOut(i int, g *pipeline.FanOut) {
@@ -1476,20 +1443,20 @@ func (l *lowerer) lowerFanOut(i int, g *pipeline.FanOut) {
 		Comment: "over: " + g.Over,
 		Choices: []asl.ChoiceRule{
 			{
-				Condition: "{% " + notList + " %}",
+				Condition: asl.Expr(notList),
 				Output:    map[string]any{"error": map[string]any{"Error": "Stepline.NotAList", "Cause": asl.Literal("over: " + g.Over + " is not a list")}},
 				Next:      join,
 			},
 			{
-				Condition: "{% " + count + " > " + strconv.Itoa(g.MaxItems) + " %}",
+				Condition: asl.Expr(count + " > " + strconv.Itoa(g.MaxItems)),
 				Output: map[string]any{"error": map[string]any{
 					"Error": "Stepline.TooManyItems",
-					"Cause": "{% $string(" + count + ") & ' items, more than max_items " + strconv.Itoa(g.MaxItems) + "' %}",
+					"Cause": asl.Expr("$string(" + count + ") & ' items, more than max_items " + strconv.Itoa(g.MaxItems) + "'"),
 				}},
 				Next: join,
 			},
 			{
-				Condition: "{% " + count + " = 0 %}",
+				Condition: asl.Expr(count + " = 0"),
 				Output:    map[string]any{"results": []any{}},
 				Next:      join,
 			},
@@ -1499,9 +1466,9 @@ func (l *lowerer) lowerFanOut(i int, g *pipeline.FanOut) {
 	refs := l.refs(g.PromptTemplate, g.ExecutorConfig)
 	extra := map[string]any{
 		"group": g.Name,
-		"item":  "{% $states.input.item %}",
-		"index": "{% $states.input.index %}",
-		"total": "{% " + count + " %}",
+		"item":  asl.Expr("$states.input.item"),
+		"index": asl.Expr("$states.input.index"),
+		"total": asl.Expr(count),
 	}
 	p := l.payload(task.ModeBranch, g, refs)
 	for k, v := range extra {
@@ -1509,13 +1476,13 @@ func (l *lowerer) lowerFanOut(i int, g *pipeline.FanOut) {
 	}
 	m := &asl.Map{
 		Comment: fmt.Sprintf("One branch per item, up to %d; join: %s.", g.MaxItems, g.Join),
-		Items:   "{% " + items + " %}",
+		Items:   asl.Expr(items),
 		ItemSelector: map[string]any{
-			"item":  "{% $states.context.Map.Item.Value %}",
-			"index": "{% $states.context.Map.Item.Index %}",
+			"item":  asl.Expr("$states.context.Map.Item.Value"),
+			"index": asl.Expr("$states.context.Map.Item.Index"),
 		},
 		MaxConcurrency: min(g.MaxItems, maxMapConcurrency),
-		Output:         map[string]any{"results": "{% $states.result %}"},
+		Output:         map[string]any{"results": exprResult},
 		Catch:          l.failureCatch(g.Name, g, pipeline.FailureAbort),
 		Next:           join,
 	}
@@ -1537,7 +1504,7 @@ func (l *lowerer) lowerFanOut(i int, g *pipeline.FanOut) {
 		l.branchStates(&m.ItemProcessor.States, state, g.Name, p, itemTaskTimeout(g))
 	}
 	l.add(&l.sm.States, g.Name, m)
-	l.join(i, g.Name, g, "{% $exists($states.input.results) ? $states.input.results : [] %}")
+	l.join(i, g.Name, g, asl.Expr("$exists($states.input.results) ? $states.input.results : []"))
 }
 
 // Marshal encodes a state machine as indented JSON in a stable order. A

@@ -78,8 +78,8 @@ func (l *lowerer) lowerHumanChecks(s *pipeline.Step, refs []string, catch []asl.
 		}
 		state := fmt.Sprintf("%s: check %s", s.Name, c.Name)
 		p := l.payload(task.ModeApproval, s, withSelf)
-		p["task_token"] = "{% $states.context.Task.Token %}"
-		p["check"] = "{% $" + v + " %}"
+		p["task_token"] = exprTaskToken
+		p["check"] = asl.Expr("$" + v)
 		args := invoke(task.ApprovalFunctionPlaceholder, p)
 		l.add(&l.sm.States, state, &asl.Task{
 			Comment:        fmt.Sprintf("Ask for deterministic check %q of the step's answer and wait for the decision (task token).", c.Name),
@@ -92,22 +92,22 @@ func (l *lowerer) lowerHumanChecks(s *pipeline.Step, refs []string, catch []asl.
 			// behaviour; production: the timeout fails the check.
 			Catch: append(l.testingApproves(checked, func(m map[string]any) map[string]any { return m }), asl.Catcher{
 				ErrorEquals: []string{asl.StatesALL},
-				Output:      map[string]any{"error": "{% $states.errorOutput %}"},
+				Output:      map[string]any{"error": exprErrorOutput},
 				Next:        checked,
 			}),
-			Output: map[string]any{"decision": "{% $states.result %}"},
+			Output: map[string]any{"decision": exprResult},
 			Next:   checked,
 		})
 		rules = append(rules, asl.ChoiceRule{
-			Condition: fmt.Sprintf("{%% $states.input.status = '%s' and $states.input.check.index = %d %%}", task.StatusCheck, i),
-			Assign:    map[string]any{v: "{% $states.input.check %}"},
+			Condition: asl.Expr(fmt.Sprintf("$states.input.status = '%s' and $states.input.check.index = %d", task.StatusCheck, i)),
+			Assign:    map[string]any{v: asl.Expr("$states.input.check")},
 			Next:      state,
 		})
 	}
 	p := l.payload(task.ModeCheck, s, refs)
-	p["check"] = "{% $" + v + " %}"
-	p["decision"] = "{% $exists($states.input.error) ? null : $states.input.decision %}"
-	p["error"] = "{% $exists($states.input.error) ? $states.input.error : null %}"
+	p["check"] = asl.Expr("$" + v)
+	p["decision"] = asl.Expr("$exists($states.input.error) ? null : $states.input.decision")
+	p["error"] = errorExpr
 	args := invoke(task.StepFunctionPlaceholder, p)
 	l.checkPayload(s.Name, args)
 	l.add(&l.sm.States, checked, &asl.Task{
@@ -118,7 +118,7 @@ func (l *lowerer) lowerHumanChecks(s *pipeline.Step, refs []string, catch []asl.
 		Retry:          []asl.Retrier{lambdaRetrier()},
 		Catch:          catch,
 		Assign:         assignResult(s.Name, s),
-		Output:         "{% $states.result.Payload %}",
+		Output:         exprResultPayload,
 		Next:           s.Name + ": outcome",
 	})
 	return rules

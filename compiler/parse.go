@@ -36,6 +36,9 @@ type File struct {
 	unresolved map[*yaml.Node]bool
 	uses       []Use
 	usedAt     map[string]*libraryUse
+
+	// info is what Check parsed, for Lower; nil before Check.
+	info *checkInfo
 }
 
 // span is how a scalar's text sits in the file, so that an offset into the

@@ -97,3 +97,29 @@ func scanRefs(code string, base int) []templateRef {
 func isIdentByte(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
+
+// dynamicSteps reports whether a template uses steps other than through
+// steps.NAME or steps['NAME'].
+func dynamicSteps(tpl string) bool {
+	for i := 0; ; {
+		j := strings.Index(tpl[i:], "steps")
+		if j < 0 {
+			return false
+		}
+		at := i + j
+		end := at + len("steps")
+		i = end
+		if at > 0 && isIdentByte(tpl[at-1]) || end < len(tpl) && isIdentByte(tpl[end]) {
+			continue
+		}
+		rest := strings.TrimLeft(tpl[end:], " ")
+		switch {
+		case strings.HasPrefix(rest, "."):
+		case strings.HasPrefix(rest, "['"), strings.HasPrefix(rest, `["`):
+		default:
+			if strings.Contains(tpl[:at], "{{") || strings.Contains(tpl[:at], "{%") {
+				return true
+			}
+		}
+	}
+}

@@ -34,7 +34,7 @@ func (l *lowerer) addRerun(base map[string]any) {
 	assign := maps.Clone(base)
 	seed := func(name string) {
 		v := rerunInput + ".steps." + jsonataName(name)
-		assign[stepVar(name)] = "{% $exists(" + v + ") ? " + v + " : null %}"
+		assign[stepVar(name)] = asl.Expr("$exists(" + v + ") ? " + v + " : null")
 	}
 	from := &asl.Choice{Comment: "Go on at the rerun's from_step.", Default: StateRerunUnknown}
 	for i, n := range l.p.Steps {
@@ -44,10 +44,10 @@ func (l *lowerer) addRerun(base map[string]any) {
 		switch n := n.(type) {
 		case *pipeline.FanOut:
 			v := rerunInput + ".items." + jsonataName(n.Name)
-			assign[itemsVar(n.Name)] = "{% $exists(" + v + ") ? " + v + " : {} %}"
+			assign[itemsVar(n.Name)] = asl.Expr("$exists(" + v + ") ? " + v + " : {}")
 		case *pipeline.Step:
 			from.Choices = append(from.Choices, asl.ChoiceRule{
-				Condition: "{% " + rerunInput + ".from_step = " + jsonataString(n.Name) + " %}",
+				Condition: asl.Expr(rerunInput + ".from_step = " + asl.Quote(n.Name)),
 				Next:      l.routeTo(i),
 			})
 		}
@@ -66,6 +66,6 @@ func (l *lowerer) addRerun(base map[string]any) {
 	}
 	l.add(&l.sm.States, StateRerunUnknown, &asl.Fail{
 		Error: ErrorRerunUnknownStep,
-		Cause: "{% 'from_step ' & $string(" + rerunInput + ".from_step) & ' is not a sequential step of this pipeline' %}",
+		Cause: asl.Expr("'from_step ' & $string(" + rerunInput + ".from_step) & ' is not a sequential step of this pipeline'"),
 	})
 }

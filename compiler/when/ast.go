@@ -1,6 +1,7 @@
 package when
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -300,4 +301,31 @@ func isIdent(s string) bool {
 		return false
 	}
 	return true
+}
+
+// Clone returns a deep copy of e, to rewrite without changing e. A
+// Literal's Value is shared: nothing rewrites it.
+func Clone(e Expr) Expr {
+	switch n := e.(type) {
+	case *Binary:
+		c := *n
+		c.X, c.Y = Clone(n.X), Clone(n.Y)
+		return &c
+	case *Not:
+		c := *n
+		c.X = Clone(n.X)
+		return &c
+	case *Test:
+		c := *n
+		c.X = Clone(n.X)
+		return &c
+	case *Path:
+		c := *n
+		c.Segments = slices.Clone(n.Segments)
+		return &c
+	case *Literal:
+		c := *n
+		return &c
+	}
+	return e
 }

@@ -58,7 +58,7 @@ func Condition(e Expr, s Scope) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return "{% " + j + " %}", nil
+	return asl.Expr(j), nil
 }
 
 type lowerer struct {
@@ -393,7 +393,7 @@ func (l *lowerer) defined(p *Path, neg bool) frag {
 	last, guarded := l.key(ri, p, n-1)
 	parent, simple := l.walk(ri, p, n-1, false)
 	test := func(v string) string {
-		t := jsonataString(last) + " in $keys(" + v + ")"
+		t := asl.Quote(last) + " in $keys(" + v + ")"
 		if guarded {
 			t = "$type(" + v + ") = 'object' and " + t
 		}
@@ -475,7 +475,7 @@ func (l *lowerer) walk(ri rootInfo, p *Path, n int, exact bool) (string, bool) {
 			b.WriteString(") ? $p")
 			writeField(&b, k)
 			b.WriteString(" : ")
-			b.WriteString(jsonataString(k))
+			b.WriteString(asl.Quote(k))
 			b.WriteString(" in $keys($p) ? []")
 			if guarded {
 				b.WriteByte(')')
@@ -612,7 +612,7 @@ func (l *lowerer) in(x, y operand, neg, strict bool) frag {
 		if s, ok := y.lit.Value.(string); ok {
 			a, simple := l.value(x, false)
 			f := bind("$v", a, simple, 2, func(v string) string {
-				return "$type(" + v + ") = 'string' ? " + not(neg, "$contains("+jsonataString(s)+", "+v+")") + errTail(strict)
+				return "$type(" + v + ") = 'string' ? " + not(neg, "$contains("+asl.Quote(s)+", "+v+")") + errTail(strict)
 			})
 			f.tri = !strict
 			return f
@@ -809,7 +809,7 @@ func jsonataLiteral(v any) string {
 	case float64:
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	case string:
-		return jsonataString(x)
+		return asl.Quote(x)
 	case []any:
 		var b strings.Builder
 		b.WriteByte('[')
@@ -824,8 +824,3 @@ func jsonataLiteral(v any) string {
 	}
 	return "null"
 }
-
-// jsonataString renders s as a single-quoted JSONata string (single
-// quotes keep the ASL JSON readable), with the escapes of asl.Quote: the
-// literal is one line in which no {% %} delimiter occurs.
-func jsonataString(s string) string { return asl.Quote(s) }

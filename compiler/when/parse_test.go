@@ -238,3 +238,30 @@ func TestWalkStops(t *testing.T) {
 		t.Errorf("Walk visited %q, want %q", seen, want)
 	}
 }
+
+// TestClone: a clone reads the same and can be rewritten without changing
+// the original.
+func TestClone(t *testing.T) {
+	src := "not (steps.a.b == 1 or steps.c is not defined) and vars.x in [1, 'two']"
+	e, err := Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Clone(e)
+	if c.String() != e.String() {
+		t.Fatalf("clone reads %q, original %q", c.String(), e.String())
+	}
+	Walk(c, func(n Expr) bool {
+		if p, ok := n.(*Path); ok {
+			p.Root = "@" + p.Root
+			p.Segments = append(p.Segments[:0], "z")
+		}
+		return true
+	})
+	if again, _ := Parse(src); e.String() != again.String() {
+		t.Errorf("rewriting the clone changed the original: %q", e.String())
+	}
+	if c.String() == e.String() {
+		t.Error("the rewrite did not reach the clone")
+	}
+}
