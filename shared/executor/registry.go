@@ -143,14 +143,9 @@ type Deps struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// Call is one step's use of an executor.
-type Call struct {
-	Executor string         // executor name
-	Step     string         // the step's key: "triage", "triage:verifier", "fan/0"
-	Config   map[string]any // executor_config, Liquid rendered, ${NAME} unresolved
-	Stage    string         // StageProduction, or StageTesting (the default: any other value counts as testing)
-	Timeout  time.Duration  // the step's timeout; 0: none
-}
+// Call is one step's use of an executor (defined in package pipeline, so
+// that the step runner names it without linking this package).
+type Call = pipeline.ExecutorCall
 
 // Registry hands out a Provider per call. Build one per process; it is safe
 // for concurrent use.

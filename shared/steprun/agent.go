@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/shared/agent"
-	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
+	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
 )
@@ -18,10 +18,8 @@ import (
 // Agents hands out the model and the toolbox of an agent step (satisfied
 // by *executor.Registry).
 type Agents interface {
-	Agent(call executor.Call, a *agent.Resolved) (agent.Model, agent.Toolbox, error)
+	Agent(call pipeline.ExecutorCall, a *agent.Resolved) (agent.Model, agent.Toolbox, error)
 }
-
-var _ Agents = (*executor.Registry)(nil)
 
 // Record flags of agent steps.
 const (
@@ -58,7 +56,7 @@ func (t *taskRun) agentCall(ctx context.Context, u unit, cfg map[string]any, pro
 		return nil, fault.Errorf[fault.ConfigError]("step %q: agent %q: this step function has no agent runtime", u.name, u.agent.Profile.Name)
 	}
 	timeout := time.Duration(u.timeout) * time.Second
-	model, tools, err := agents.Agent(executor.Call{
+	model, tools, err := agents.Agent(pipeline.ExecutorCall{
 		Executor: u.executor, Step: u.key, Config: cfg,
 		Stage: string(t.req.Pipeline.Stage), Timeout: timeout,
 	}, u.agent)

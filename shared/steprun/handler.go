@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda/messages"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 	"github.com/stepline/stepline/shared/metrics"
@@ -44,10 +43,8 @@ var _ Store = (store.Store)(nil)
 // Providers hands out the executor of a call (satisfied by
 // *executor.Registry).
 type Providers interface {
-	Provider(call executor.Call) (llmoutput.Provider, error)
+	Provider(call pipeline.ExecutorCall) (llmoutput.Provider, error)
 }
-
-var _ Providers = (*executor.Registry)(nil)
 
 // Defaults.
 const (

@@ -14,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/stepline/stepline/shared/agent"
-	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 	"github.com/stepline/stepline/shared/pipeline"
@@ -119,7 +118,7 @@ type result struct {
 
 // call asks an executor for an LLMOutput answer through the runner.
 func (t *taskRun) call(ctx context.Context, exec, key string, cfg map[string]any, prompt string, timeout int, res *result) (*llmoutput.Output, error) {
-	p, err := t.h.Executors.Provider(executor.Call{
+	p, err := t.h.Executors.Provider(pipeline.ExecutorCall{
 		Executor: exec,
 		Step:     key,
 		Config:   cfg,

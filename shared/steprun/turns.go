@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/shared/agent"
-	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 	"github.com/stepline/stepline/shared/pipeline"
@@ -138,7 +137,7 @@ func (t *taskRun) agentTurns(ctx context.Context) (task.Response, error) {
 	if err != nil {
 		return t.stepFailed(ctx, st, attempt, started, &res, err, res.usage)
 	}
-	model, tools, err := agents.Agent(executor.Call{
+	model, tools, err := agents.Agent(pipeline.ExecutorCall{
 		Executor: u.executor, Step: u.key, Config: cfg,
 		Stage: string(t.req.Pipeline.Stage), Timeout: time.Duration(u.timeout) * time.Second,
 	}, u.agent)
