@@ -58,13 +58,10 @@ func collect(states asl.States, g *graph) ([]gnode, []edge) {
 		nodes = append(nodes, gnode{name, st.Type()})
 		for _, t := range asl.Transitions(st) {
 			e := edge{from: name, to: t.To}
+			e.label, e.dashed = t.Label()
 			switch t.Kind {
 			case asl.KindChoice:
-				e.label = conditionLabel(t.Condition)
-			case asl.KindDefault:
-				e.label = "otherwise"
-			case asl.KindCatch:
-				e.label, e.dashed = strings.Join(t.Errors, ", "), true
+				e.label = shortCondition(e.label)
 			case asl.KindBranch:
 				gn, ge := collect(st.(*asl.Parallel).Branches[t.Branch].States, g)
 				g.groups = append(g.groups, ggroup{name: fmt.Sprintf("%s (branch %d)", name, t.Branch+1), nodes: gn, edges: ge})
@@ -72,7 +69,6 @@ func collect(states asl.States, g *graph) ([]gnode, []edge) {
 			case asl.KindItem:
 				gn, ge := collect(st.(*asl.Map).ItemProcessor.States, g)
 				g.groups = append(g.groups, ggroup{name: name + " (each item)", nodes: gn, edges: ge})
-				e.label = "each item"
 			}
 			edges = append(edges, e)
 		}
@@ -80,12 +76,8 @@ func collect(states asl.States, g *graph) ([]gnode, []edge) {
 	return nodes, edges
 }
 
-// conditionLabel shortens a Choice condition for an edge label.
-func conditionLabel(c any) string {
-	s, _ := c.(string)
-	if body, ok := asl.ExprBody(s); ok {
-		s = body
-	}
+// shortCondition shortens a Choice condition for an edge label.
+func shortCondition(s string) string {
 	s = strings.ReplaceAll(s, "$states.input.status = ", "status ")
 	if len(s) > 60 {
 		s = s[:57] + "..."

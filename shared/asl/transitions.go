@@ -1,5 +1,7 @@
 package asl
 
+import "strings"
+
 // Transition is one way out of a state, as drawn in a graph of the
 // machine.
 type Transition struct {
@@ -71,4 +73,27 @@ func Transitions(st State) []Transition {
 		catches(st.Catch)
 	}
 	return ts
+}
+
+// Label is how a graph names the transition: a Choice rule's condition
+// (the body of its JSONata expression, whole), "otherwise" for a Default,
+// a Catcher's errors, "each item" for a Map's item processor; "" for Next
+// and for a Parallel branch, which each graph names its own way. Dashed
+// reports the failure path (a Catcher).
+func (t Transition) Label() (label string, dashed bool) {
+	switch t.Kind {
+	case KindChoice:
+		s, _ := t.Condition.(string)
+		if body, ok := ExprBody(s); ok {
+			s = body
+		}
+		return s, false
+	case KindDefault:
+		return "otherwise", false
+	case KindCatch:
+		return strings.Join(t.Errors, ", "), true
+	case KindItem:
+		return "each item", false
+	}
+	return "", false
 }

@@ -120,19 +120,15 @@ func drawGraph(sm *asl.StateMachine, facts *runFacts) template.HTML {
 			add(name, st.Type())
 			for _, t := range asl.Transitions(st) {
 				l := pending{from: name, to: t.To}
+				l.label, l.dashed = t.Label()
 				switch t.Kind {
 				case asl.KindChoice:
-					l.label = conditionText(t.Condition)
-				case asl.KindDefault:
-					l.label = "otherwise"
-				case asl.KindCatch:
-					l.label, l.dashed = strings.Join(t.Errors, ", "), true
+					l.label = clip(l.label, 120)
 				case asl.KindBranch:
 					collect(st.(*asl.Parallel).Branches[t.Branch].States)
 					l.label = fmt.Sprintf("branch %d", t.Branch+1)
 				case asl.KindItem:
 					collect(st.(*asl.Map).ItemProcessor.States)
-					l.label = "each item"
 				}
 				links = append(links, l)
 			}
@@ -363,11 +359,4 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
-}
-
-// conditionText shortens a Choice condition for an edge's tooltip.
-func conditionText(c any) string {
-	s, _ := c.(string)
-	s = strings.TrimSuffix(strings.TrimPrefix(s, "{% "), " %}")
-	return clip(s, 120)
 }
