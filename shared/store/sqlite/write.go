@@ -107,13 +107,20 @@ func (s *Store) commit(batch []*writeReq) {
 			r.done <- err
 		}
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		fail(err)
-		return
+	// begin opens the batch's transaction with the staged writes in it.
+	begin := func() (*sql.Tx, error) {
+		tx, err := s.w.BeginTx(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.writeStaged(ctx, tx, pending); err != nil {
+			tx.Rollback()
+			return nil, err
+		}
+		return tx, nil
 	}
-	if err := s.writeStaged(ctx, tx, pending); err != nil {
-		tx.Rollback()
+	tx, err := begin()
+	if err != nil {
 		fail(err)
 		return
 	}
@@ -130,12 +137,7 @@ func (s *Store) commit(batch []*writeReq) {
 	}
 	if failed {
 		tx.Rollback()
-		if tx, err = s.w.BeginTx(ctx, nil); err != nil {
-			fail(err)
-			return
-		}
-		if err := s.writeStaged(ctx, tx, pending); err != nil {
-			tx.Rollback()
+		if tx, err = begin(); err != nil {
 			fail(err)
 			return
 		}
