@@ -59,15 +59,24 @@ func WorkflowOf(p *pipeline.Pipeline) WorkflowDecision {
 	waits := func(pos pipeline.Pos, what string) {
 		d.Reasons = append(d.Reasons, Reason{pos, what})
 	}
+	// waitsOn records why a node (what names it) running executor waits,
+	// and reports whether it does: a human step waits for a task token, a
+	// sub-pipeline for startExecution.sync.
+	waitsOn := func(pos pipeline.Pos, executor, what string) bool {
+		switch executor {
+		case pipeline.ExecHuman:
+			waits(pos, what+" is a human step: Express workflows cannot wait for a task token")
+		case pipeline.ExecPipeline:
+			waits(pos, what+" runs a sub-pipeline: Express workflows cannot run startExecution.sync")
+		default:
+			return false
+		}
+		return true
+	}
 	for _, n := range p.Steps {
 		switch n := n.(type) {
 		case *pipeline.Step:
-			switch n.Executor {
-			case pipeline.ExecHuman:
-				waits(n.Pos, fmt.Sprintf("step %q is a human step: Express workflows cannot wait for a task token", n.Name))
-				continue
-			case pipeline.ExecPipeline:
-				waits(n.Pos, fmt.Sprintf("step %q runs a sub-pipeline: Express workflows cannot run startExecution.sync", n.Name))
+			if waitsOn(n.Pos, n.Executor, fmt.Sprintf("step %q", n.Name)) {
 				continue
 			}
 			if n.HumanChecks() {
@@ -88,24 +97,14 @@ func WorkflowOf(p *pipeline.Pipeline) WorkflowDecision {
 		case *pipeline.Parallel:
 			longest := 0
 			for _, b := range n.Branches {
-				switch b.Executor {
-				case pipeline.ExecHuman:
-					waits(b.Pos, fmt.Sprintf("branch %q of parallel %q is a human step: Express workflows cannot wait for a task token", b.Name, n.Name))
-				case pipeline.ExecPipeline:
-					waits(b.Pos, fmt.Sprintf("branch %q of parallel %q runs a sub-pipeline: Express workflows cannot run startExecution.sync", b.Name, n.Name))
-				default:
+				if !waitsOn(b.Pos, b.Executor, fmt.Sprintf("branch %q of parallel %q", b.Name, n.Name)) {
 					longest = max(longest, branchTaskTimeout(b, n))
 				}
 			}
 			total += longest + bookkeepingTimeoutSeconds // the join
 			failTask = true
 		case *pipeline.FanOut:
-			switch n.Executor {
-			case pipeline.ExecHuman:
-				waits(n.Pos, fmt.Sprintf("fan_out %q is a human step: Express workflows cannot wait for a task token", n.Name))
-				continue
-			case pipeline.ExecPipeline:
-				waits(n.Pos, fmt.Sprintf("fan_out %q runs a sub-pipeline: Express workflows cannot run startExecution.sync", n.Name))
+			if waitsOn(n.Pos, n.Executor, fmt.Sprintf("fan_out %q", n.Name)) {
 				continue
 			}
 			waves := (n.MaxItems + maxMapConcurrency - 1) / maxMapConcurrency
