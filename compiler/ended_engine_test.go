@@ -3,45 +3,13 @@ package compiler
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 
 	"github.com/stepline/stepline/shared/engine"
+	"github.com/stepline/stepline/shared/engine/enginetest"
 	"github.com/stepline/stepline/shared/fault"
-	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
 )
-
-// memJournal keeps each run's history in memory.
-type memJournal struct {
-	mu     sync.Mutex
-	cps    map[string]store.Checkpoint
-	events map[string][]store.HistoryEvent
-}
-
-func (j *memJournal) SaveCheckpoint(_ context.Context, cp store.Checkpoint, evs []store.HistoryEvent) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.cps[cp.RunID] = cp
-	j.events[cp.RunID] = append(j.events[cp.RunID], evs...)
-	return nil
-}
-
-func (j *memJournal) LoadCheckpoint(_ context.Context, id string) (store.Checkpoint, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	cp, ok := j.cps[id]
-	if !ok {
-		return cp, store.ErrNotFound
-	}
-	return cp, nil
-}
-
-func (j *memJournal) History(_ context.Context, id string) ([]store.HistoryEvent, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.events[id], nil
-}
 
 // TestRunEndedThroughTheEngine runs a compiled three-step pipeline in the
 // local engine with a step function that answers as steprun does (a
@@ -86,7 +54,7 @@ func TestRunEndedThroughTheEngine(t *testing.T) {
 				}
 				return b, nil
 			}
-			j := &memJournal{cps: map[string]store.Checkpoint{}, events: map[string][]store.HistoryEvent{}}
+			j := enginetest.NewJournal()
 			e := engine.New(engine.Config{Journal: j, Resources: engine.Functions{task.StepFunctionPlaceholder: step}})
 			res, err := e.Start(context.Background(), "run-1", sm, json.RawMessage(`{"trigger": {}}`))
 			if err != nil {

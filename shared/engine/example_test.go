@@ -4,43 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	"github.com/stepline/stepline/shared/asl"
 	"github.com/stepline/stepline/shared/engine"
-	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/engine/enginetest"
 )
-
-// journal is a minimal in-memory Journal for the example.
-type journal struct {
-	mu   sync.Mutex
-	cps  map[string]store.Checkpoint
-	hist map[string][]store.HistoryEvent
-}
-
-func (j *journal) SaveCheckpoint(_ context.Context, cp store.Checkpoint, evs []store.HistoryEvent) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.cps[cp.RunID] = cp
-	j.hist[cp.RunID] = append(j.hist[cp.RunID], evs...)
-	return nil
-}
-
-func (j *journal) LoadCheckpoint(_ context.Context, id string) (store.Checkpoint, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	cp, ok := j.cps[id]
-	if !ok {
-		return cp, store.ErrNotFound
-	}
-	return cp, nil
-}
-
-func (j *journal) History(_ context.Context, id string) ([]store.HistoryEvent, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.hist[id], nil
-}
 
 func Example() {
 	def, err := asl.Parse([]byte(`{
@@ -68,7 +36,7 @@ func Example() {
 		return json.Marshal(map[string]string{"greeting": "hello " + in.Name})
 	}
 	e := engine.New(engine.Config{
-		Journal:   &journal{cps: map[string]store.Checkpoint{}, hist: map[string][]store.HistoryEvent{}},
+		Journal:   enginetest.NewJournal(), // in memory; a real one persists (package shared/store/sqlite)
 		Resources: engine.Functions{"greeter": greeter},
 	})
 	res, err := e.Start(context.Background(), "run-1", def, json.RawMessage(`{"name":"Ada"}`))
