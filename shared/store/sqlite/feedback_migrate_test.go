@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,11 +16,6 @@ import (
 // is still a repeat, and the run takes feedback.
 func TestMigrateVersion5Feedback(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "v5.db")
-	old, err := open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	const v1 = `{"version":1,"mode":"shadow","signals":{"S":0.9,"S_after_V":0.9,"V":null,"G":null,"C":null,"D":null},"combined_trust":0.9,` +
 		`"gate":{"policy":"legacy_confidence","confidence_threshold":0.75,"on_low_confidence":"escalate","decision":"completed"}}`
@@ -36,12 +30,7 @@ func TestMigrateVersion5Feedback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = old.write(ctx, func(tx *sql.Tx) error {
-		for _, q := range []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, "PRAGMA user_version = 5"} {
-			if _, err := tx.ExecContext(ctx, q); err != nil {
-				return err
-			}
-		}
+	s := migrated(t, 5, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, pipeline, status, started_at) VALUES ('r1', 'p', 'completed', ?)`, record.FormatTime(at)); err != nil {
 			return err
 		}
@@ -49,20 +38,6 @@ func TestMigrateVersion5Feedback(t *testing.T) {
 			VALUES ('r1', 'triage', 1, 0, 'gateway', 'completed', ?, ?, ?, ?)`, record.FormatTime(at), record.FormatTime(at), digest, v1)
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if v, err := s.SchemaVersion(ctx); err != nil || v != len(migrations()) {
-		t.Fatalf("schema version %d, %v", v, err)
-	}
 	if err := s.PutStep(ctx, rec); err != nil {
 		t.Fatalf("the same record again: %v", err)
 	}

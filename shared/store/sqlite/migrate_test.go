@@ -14,20 +14,52 @@ import (
 	"github.com/stepline/stepline/shared/store/internal/record"
 )
 
+// migrated writes a store file in schema version v (the first v
+// migrations) with fill's rows, in one transaction through the raw open,
+// then opens it with Open, which migrates it, and checks that it reached
+// the current version. The store is closed when the test ends.
+func migrated(t *testing.T, v int, fill func(ctx context.Context, tx *sql.Tx) error) *Store {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), fmt.Sprintf("v%d.db", v))
+	old, err := open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = old.write(ctx, func(tx *sql.Tx) error {
+		for _, q := range append(migrations()[:v], fmt.Sprintf("PRAGMA user_version = %d", v)) {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		return fill(ctx, tx)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if got, err := s.SchemaVersion(ctx); err != nil || got != len(migrations()) {
+		t.Fatalf("schema version %d (%v), want %d", got, err, len(migrations()))
+	}
+	return s
+}
+
 // TestMigrateVersion1Checkpoints opens a file written by schema version 1,
 // whose checkpoints hold their whole state in the snapshot: it is brought
 // to the current version, its checkpoints load as they were, and they can
 // go on with values.
 func TestMigrateVersion1Checkpoints(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "v1.db")
-	old, err := open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	err = old.write(ctx, func(tx *sql.Tx) error {
-		for _, q := range []string{schemaV1, "PRAGMA user_version = 1",
+	s := migrated(t, 1, func(ctx context.Context, tx *sql.Tx) error {
+		for _, q := range []string{
 			`INSERT INTO checkpoints (run_id, seq, snapshot, updated_at) VALUES ('r1', 1, '{"v":1,"vars":{"a":1}}', '2026-03-01T12:00:00.000000000Z')`,
 			`INSERT INTO history (run_id, seq, time, type) VALUES ('r1', 1, '2026-03-01T12:00:00.000000000Z', 'ExecutionStarted')`,
 		} {
@@ -37,21 +69,6 @@ func TestMigrateVersion1Checkpoints(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if v, err := s.SchemaVersion(ctx); err != nil || v != len(migrations()) {
-		t.Fatalf("schema version %d (%v), want %d", v, err, len(migrations()))
-	}
 	cp, err := s.LoadCheckpoint(ctx, "r1")
 	if err != nil {
 		t.Fatal(err)
@@ -79,11 +96,6 @@ func TestMigrateVersion1Checkpoints(t *testing.T) {
 // beside them.
 func TestMigrateVersion3Steps(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "v3.db")
-	old, err := open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	rec := store.StepRecord{RunID: "r1", Name: "triage", Attempt: 1, Status: store.StepCompleted, Executor: "gateway",
 		Output: json.RawMessage(`{"confidence":0.9}`), StartedAt: at, FinishedAt: at}
@@ -95,29 +107,13 @@ func TestMigrateVersion3Steps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = old.write(ctx, func(tx *sql.Tx) error {
-		for _, q := range []string{schemaV1, schemaV2, schemaV3, "PRAGMA user_version = 3"} {
-			if _, err := tx.ExecContext(ctx, q); err != nil {
-				return err
-			}
-		}
+	s := migrated(t, 3, func(ctx context.Context, tx *sql.Tx) error {
 		// The row as version 3 wrote it, without the agent columns.
 		_, err := tx.ExecContext(ctx, `INSERT INTO steps (run_id, name, attempt, step_index, executor, status, output, started_at, finished_at, digest)
 			VALUES ('r1', 'triage', 1, 0, 'gateway', 'completed', '{"confidence":0.9}', ?, ?, ?)`,
 			record.FormatTime(at), record.FormatTime(at), digest)
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	if err := s.PutStep(ctx, rec); err != nil {
 		t.Fatalf("the same record again: %v", err)
 	}
@@ -143,11 +139,6 @@ func TestMigrateVersion3Steps(t *testing.T) {
 // one is still a repeat, and records with a report go in beside them.
 func TestMigrateVersion4Steps(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "v4.db")
-	old, err := open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	rec := store.StepRecord{RunID: "r1", Name: "triage", Attempt: 1, Status: store.StepCompleted, Executor: "gateway",
 		Output: json.RawMessage(`{"confidence":0.9}`), StartedAt: at, FinishedAt: at}
@@ -159,28 +150,12 @@ func TestMigrateVersion4Steps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = old.write(ctx, func(tx *sql.Tx) error {
-		for _, q := range []string{schemaV1, schemaV2, schemaV3, schemaV4, "PRAGMA user_version = 4"} {
-			if _, err := tx.ExecContext(ctx, q); err != nil {
-				return err
-			}
-		}
+	s := migrated(t, 4, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO steps (run_id, name, attempt, step_index, executor, status, output, started_at, finished_at, digest)
 			VALUES ('r1', 'triage', 1, 0, 'gateway', 'completed', '{"confidence":0.9}', ?, ?, ?)`,
 			record.FormatTime(at), record.FormatTime(at), digest)
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	if err := s.PutStep(ctx, rec); err != nil {
 		t.Fatalf("the same record again: %v", err)
 	}
@@ -207,18 +182,8 @@ func TestMigrateVersion4Steps(t *testing.T) {
 // the ones written before the migration and after it.
 func TestMigrateVersion7Steps(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "v7.db")
-	old, err := open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	err = old.write(ctx, func(tx *sql.Tx) error {
-		for _, q := range append(migrations()[:7], "PRAGMA user_version = 7") {
-			if _, err := tx.ExecContext(ctx, q); err != nil {
-				return err
-			}
-		}
+	s := migrated(t, 7, func(ctx context.Context, tx *sql.Tx) error {
 		for _, st := range []struct {
 			name  string
 			index int
@@ -231,21 +196,6 @@ func TestMigrateVersion7Steps(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if v, err := s.SchemaVersion(ctx); err != nil || v != len(migrations()) {
-		t.Fatalf("schema version %d (%v), want %d", v, err, len(migrations()))
-	}
 	var indexes []string
 	rows, err := s.r.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'steps' ORDER BY name`)
 	if err != nil {
