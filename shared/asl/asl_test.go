@@ -2,6 +2,7 @@ package asl
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -217,3 +218,82 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestDecodeShapes checks that the shortcut reading a state's leading
+// Type and the full decode agree, and what Decode refuses that
+// json.Unmarshal refused before it.
+func TestDecodeShapes(t *testing.T) {
+	const pre, post = `{"QueryLanguage":"JSONata","StartAt":"X","States":{"X":`, `}}`
+	same := []string{
+		`{"Type":"Succeed"}`,                  // the shortcut
+		"{ \n\t\"Type\" :\r \"Succeed\" }",    // the shortcut through whitespace
+		`{"Comment":"c","Type":"Succeed"}`,    // Type not first: the full decode
+		`{"type":"Succeed"}`,                  // another case: encoding/json matches it
+		`{"Type":"Succ\u0065ed"}`,             // an escape: the full decode
+		`{"Type":"Succeed","Type":"Succeed"}`, // the same Type twice
+		`{"Type":"Succeed","Comment":"\"Type\""}`,
+	}
+	for _, st := range same {
+		m, err := Decode([]byte(pre + st + post))
+		if err != nil {
+			t.Errorf("%s: %v", st, err)
+			continue
+		}
+		if x, _ := m.States.Get("X"); !isSucceed(x) {
+			t.Errorf("%s: decoded %T", st, x)
+		}
+	}
+	refused := []struct{ def, want string }{
+		{pre + `{"Type":"Succeed","Type":"Pass"}` + post, `state "X": two Types given, "Succeed" and "Pass"`},
+		{pre + `{"Type":"Succeed","type":"Fail"}` + post, `two Types given, "Succeed" and "Fail"`},
+		{pre + `{"Type":"Succeed"}` + post + `{}`, "invalid JSON after the definition"},
+		{pre + `{"Type":"Succeed"}` + post + ` x`, "invalid JSON after the definition"},
+		{``, "empty definition"},
+		{`   `, "empty definition"},
+		{pre + `{"Type":"Succeed"`, "unexpected EOF"},
+		{pre + `{"Type":"Nope"}` + post, `unknown Type "Nope"`},
+		{pre + `{"Type":""}` + post, "missing Type"},
+		{pre + `{"Comment":"c"}` + post, "missing Type"},
+		{pre + `{"Type":7}` + post, "Type: number is not a valid string"},
+	}
+	for _, c := range refused {
+		_, err := Decode([]byte(c.def))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Decode(%q) = %v, want an error with %q", c.def, err, c.want)
+		}
+	}
+	// Trailing whitespace is not more JSON.
+	if _, err := Decode([]byte(pre + `{"Type":"Succeed"}` + post + " \n")); err != nil {
+		t.Errorf("trailing whitespace: %v", err)
+	}
+}
+
+// TestMarshalIsEncodingJSON pins Marshal's bytes to encoding/json's
+// output for the machine's MarshalJSON, indented: the definition hash the
+// engine keeps in snapshots depends on them.
+func TestMarshalIsEncodingJSON(t *testing.T) {
+	src, err := os.ReadFile("testdata/all_states.asl.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(m); err != nil {
+		t.Fatal(err)
+	}
+	if want := bytes.TrimRight(b.Bytes(), "\n"); !bytes.Equal(got, want) {
+		t.Errorf("Marshal differs from encoding/json:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func isSucceed(s State) bool { _, ok := s.(*Succeed); return ok }

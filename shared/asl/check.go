@@ -74,7 +74,7 @@ func (m *StateMachine) Validate() error {
 func (m *StateMachine) Check() []Problem {
 	probs := m.CheckStates()
 	if len(probs) == 0 {
-		if b, err := encode(m); err != nil {
+		if b, err := m.MarshalJSON(); err != nil {
 			probs = append(probs, Problem{Msg: fmt.Sprintf("definition cannot be encoded: %v", err)})
 		} else if len(b) > MaxDefinitionBytes {
 			probs = append(probs, Problem{Msg: fmt.Sprintf("definition is %d bytes, over the %d-byte limit", len(b), MaxDefinitionBytes)})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"strings"
 )
@@ -146,12 +147,16 @@ func (e *stateError) Error() string { return fmt.Sprintf("state %q: %v", e.name,
 func (e *stateError) Unwrap() error { return e.err }
 
 func decodeState(raw json.RawMessage) (State, error) {
-	var head struct{ Type string }
-	if err := json.Unmarshal(raw, &head); err != nil {
-		return nil, cleanJSONError(err)
+	typ, ok := leadingType(raw)
+	if !ok {
+		var head struct{ Type string }
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return nil, cleanJSONError(err)
+		}
+		typ = head.Type
 	}
 	var st State
-	switch head.Type {
+	switch typ {
 	case TypePass:
 		st = &Pass{}
 	case TypeTask:
@@ -171,67 +176,123 @@ func decodeState(raw json.RawMessage) (State, error) {
 	case "":
 		return nil, errors.New("missing Type")
 	default:
-		return nil, fmt.Errorf("unknown Type %q", head.Type)
+		return nil, fmt.Errorf("unknown Type %q", typ)
 	}
 	// Decode into the concrete struct with Type accepted and any other
 	// unknown field rejected.
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	var err error
+	var (
+		err error
+		got string // the Type the decode read: the last one given
+	)
 	switch v := st.(type) {
 	case *Pass:
 		type alias Pass
-		err = dec.Decode(&struct {
+		w := struct {
 			Type string
 			*alias
-		}{alias: (*alias)(v)})
+		}{alias: (*alias)(v)}
+		err, got = dec.Decode(&w), w.Type
 	case *Task:
 		type alias Task
-		err = dec.Decode(&struct {
+		w := struct {
 			Type string
 			*alias
-		}{alias: (*alias)(v)})
+		}{alias: (*alias)(v)}
+		err, got = dec.Decode(&w), w.Type
 	case *Choice:
 		type alias Choice
-		err = dec.Decode(&struct {
+		w := struct {
 			Type string
 			*alias
-		}{alias: (*alias)(v)})
+		}{alias: (*alias)(v)}
+		err, got = dec.Decode(&w), w.Type
 	case *Parallel:
 		type alias Parallel
-		err = dec.Decode(&struct {
+		w := struct {
 			Type string
 			*alias
-		}{alias: (*alias)(v)})
+		}{alias: (*alias)(v)}
+		err, got = dec.Decode(&w), w.Type
 	case *Map:
 		type alias Map
-		err = dec.Decode(&struct {
+		w := struct {
 			Type string
 			*alias
-		}{alias: (*alias)(v)})
+		}{alias: (*alias)(v)}
+		err, got = dec.Decode(&w), w.Type
 	case *Wait:
 		type alias Wait
-		err = dec.Decode(&struct {
+		w := struct {
 			Type string
 			*alias
-		}{alias: (*alias)(v)})
+		}{alias: (*alias)(v)}
+		err, got = dec.Decode(&w), w.Type
 	case *Succeed:
 		type alias Succeed
-		err = dec.Decode(&struct {
+		w := struct {
 			Type string
 			*alias
-		}{alias: (*alias)(v)})
+		}{alias: (*alias)(v)}
+		err, got = dec.Decode(&w), w.Type
 	case *Fail:
 		type alias Fail
-		err = dec.Decode(&struct {
+		w := struct {
 			Type string
 			*alias
-		}{alias: (*alias)(v)})
+		}{alias: (*alias)(v)}
+		err, got = dec.Decode(&w), w.Type
 	}
 	if err != nil {
 		return nil, cleanJSONError(err)
 	}
+	if got != typ {
+		return nil, fmt.Errorf("two Types given, %q and %q", typ, got)
+	}
 	return st, nil
+}
+
+// leadingType reads the Type of a state whose first member is "Type" with
+// a plain string value (as Marshal and the compiler write every state)
+// without decoding the rest; ok is false for any other shape, which the
+// caller decodes in full. A state it reads is still decoded in full
+// afterwards, which checks the whole object; decodeState refuses a second
+// Type that differs from the first.
+func leadingType(raw []byte) (string, bool) {
+	rest, ok := skipPrefix(raw, '{')
+	if !ok {
+		return "", false
+	}
+	rest, ok = cutPrefix(rest, `"Type"`)
+	if !ok {
+		return "", false
+	}
+	if rest, ok = skipPrefix(rest, ':'); !ok {
+		return "", false
+	}
+	if rest, ok = skipPrefix(rest, '"'); !ok {
+		return "", false
+	}
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return "", false
+	}
+	return string(rest[:end]), true
+}
+
+// skipPrefix skips JSON whitespace, then c.
+func skipPrefix(b []byte, c byte) ([]byte, bool) {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 || b[0] != c {
+		return nil, false
+	}
+	return b[1:], true
+}
+
+// cutPrefix skips JSON whitespace, then p.
+func cutPrefix(b []byte, p string) ([]byte, bool) {
+	return bytes.CutPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte(p))
 }
 
 // cleanJSONError rewrites encoding/json's messages into ones about the
@@ -400,7 +461,13 @@ func (m *StateMachine) UnmarshalJSON(data []byte) error {
 		States         States
 	}
 	if err := dec.Decode(&v); err != nil {
+		if err == io.EOF {
+			return errors.New("empty definition")
+		}
 		return cleanJSONError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("invalid JSON after the definition")
 	}
 	*m = StateMachine{Comment: v.Comment, QueryLanguage: v.QueryLanguage, StartAt: v.StartAt,
 		TimeoutSeconds: v.TimeoutSeconds, States: v.States}
@@ -411,7 +478,7 @@ func (m *StateMachine) UnmarshalJSON(data []byte) error {
 // the order they were added and each state's fields in a fixed order, so the
 // same machine always yields the same bytes. It does not validate.
 func Marshal(m *StateMachine) ([]byte, error) {
-	compact, err := encode(m)
+	compact, err := m.MarshalJSON() // compact already: encoding/json would only check and copy it
 	if err != nil {
 		return nil, fmt.Errorf("marshal state machine: %w", err)
 	}
@@ -425,15 +492,23 @@ func Marshal(m *StateMachine) ([]byte, error) {
 // Parse decodes and validates a definition. The error is an ErrorList when
 // the definition decodes but breaks the rules Validate checks.
 func Parse(data []byte) (*StateMachine, error) {
-	var m StateMachine
-	if err := json.Unmarshal(data, &m); err != nil {
-		var se *stateError
-		if errors.As(err, &se) {
-			return nil, fmt.Errorf("parse state machine: %w", err)
-		}
-		return nil, fmt.Errorf("parse state machine: %w", cleanJSONError(err))
+	m, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("parse state machine: %w", err)
 	}
 	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Decode reads a definition without validating it: json.Unmarshal into a
+// StateMachine, less the pass over the whole text that json.Unmarshal
+// makes before decoding (the decoder checks what it reads). Errors name
+// the state they are about.
+func Decode(data []byte) (*StateMachine, error) {
+	var m StateMachine
+	if err := m.UnmarshalJSON(data); err != nil {
 		return nil, err
 	}
 	return &m, nil

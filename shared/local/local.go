@@ -240,11 +240,11 @@ func (d definitions) Definition(_ context.Context, name string) (*asl.StateMachi
 	if err != nil {
 		return nil, fmt.Errorf("load definition of %q: %w", name, err)
 	}
-	var sm asl.StateMachine
-	if err := json.Unmarshal(b, &sm); err != nil {
+	sm, err := asl.Decode(b)
+	if err != nil {
 		return nil, fmt.Errorf("load definition of %q: %w", name, err)
 	}
-	return &sm, nil
+	return sm, nil
 }
 
 // Outcome is where a run stands after Run, Resume or a decision.
@@ -369,11 +369,11 @@ func (r *Runner) cached(cache defcache.Cache, key defcache.Key) (*asl.StateMachi
 			def = f.Data
 		}
 	}
-	var sm asl.StateMachine
-	if err := json.Unmarshal(def, &sm); err != nil {
+	sm, err := asl.Decode(def)
+	if err != nil {
 		return nil, e, fmt.Errorf("%w: %v", defcache.ErrCorrupt, err)
 	}
-	return &sm, e, nil
+	return sm, e, nil
 }
 
 // compile compiles a pipeline and, from the same directory, the
