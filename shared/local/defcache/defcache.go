@@ -144,7 +144,8 @@ func (k *keyer) file(path string) error {
 }
 
 // dir hashes the files of dir whose names keep says to, sorted, down to
-// depth levels of subdirectories (0: the files of dir only).
+// depth levels of subdirectories (0: the files of dir only; a
+// subdirectory below depth counts only when keep takes its name).
 func (k *keyer) dir(dir string, depth int, keep func(name string) bool) error {
 	entries, err := os.ReadDir(dir) // sorted by name
 	if errors.Is(err, fs.ErrNotExist) {
@@ -154,6 +155,12 @@ func (k *keyer) dir(dir string, depth int, keep func(name string) bool) error {
 	if err != nil {
 		return err
 	}
+	// Only the entries the compile may read are hashed and counted: a
+	// log, a profile or the state directory created beside a pipeline
+	// does not make it compile again.
+	entries = slices.DeleteFunc(entries, func(e fs.DirEntry) bool {
+		return !keep(e.Name()) && (depth == 0 || !isDir(filepath.Join(dir, e.Name())))
+	})
 	k.field("list", dir, strconv.Itoa(len(entries)))
 	for _, e := range entries {
 		path := filepath.Join(dir, e.Name())
@@ -174,6 +181,12 @@ func (k *keyer) dir(dir string, depth int, keep func(name string) bool) error {
 		}
 	}
 	return nil
+}
+
+// isDir reports whether path is a directory, through a link.
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 func pipelineFileName(name string) bool {
