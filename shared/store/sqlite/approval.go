@@ -24,17 +24,23 @@ func (s *Store) CreateApproval(ctx context.Context, a store.Approval) error {
 	if err != nil {
 		return fmt.Errorf("create approval: %w", err)
 	}
-	res, err := s.w.ExecContext(ctx, `INSERT INTO approvals (`+approvalColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', '', NULL) ON CONFLICT (id) DO NOTHING`,
-		a.ID, a.RunID, a.Step, a.Pipeline, a.Message, a.TaskToken,
-		record.FormatTime(a.CreatedAt), record.FormatTime(a.ExpiresAt))
+	err = s.write(ctx, func(tx wtx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO approvals (`+approvalColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', '', NULL) ON CONFLICT (id) DO NOTHING`,
+			a.ID, a.RunID, a.Step, a.Pipeline, a.Message, a.TaskToken,
+			record.FormatTime(a.CreatedAt), record.FormatTime(a.ExpiresAt))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return store.ErrExists
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("create approval for run %q step %q: %w", a.RunID, a.Step, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("create approval for run %q step %q: %w", a.RunID, a.Step, err)
-	} else if n == 0 {
-		return fmt.Errorf("create approval for run %q step %q: %w", a.RunID, a.Step, store.ErrExists)
 	}
 	return nil
 }
@@ -60,7 +66,7 @@ func (s *Store) DecideApproval(ctx context.Context, id string, d store.Decision,
 		return store.Approval{}, fmt.Errorf("decide approval: %w", err)
 	}
 	var a store.Approval
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx wtx) error {
 		var err error
 		a, err = scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = ?`, id))
 		if errors.Is(err, sql.ErrNoRows) {

@@ -62,8 +62,12 @@ func (s *Store) prepareCheckpoints(ctx context.Context) error {
 				` ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value`},
 			query{&s.cp.deleteValues[n-1], `DELETE FROM checkpoint_values WHERE run_id = ? AND key IN (` + rows(n, "?") + `)`})
 	}
+	prepare := s.w.PrepareContext
+	if s.wc != nil {
+		prepare = s.wc.PrepareContext // connTx
+	}
 	for _, q := range queries {
-		st, err := s.w.PrepareContext(ctx, q.text)
+		st, err := prepare(ctx, q.text)
 		if err != nil {
 			return fmt.Errorf("prepare checkpoint statements: %w", err)
 		}
@@ -94,7 +98,7 @@ func (c *checkpointStmts) close() error {
 // execRows runs stmts[size-1] for each batch of up to batchRows rows of
 // width arguments, row i's given by row(i, args). head is put before the
 // rows' arguments of every batch.
-func execRows(ctx context.Context, tx *sql.Tx, stmts *[batchRows]*sql.Stmt, n, width int, head []any, row func(i int, args []any) []any) error {
+func execRows(ctx context.Context, tx wtx, stmts *[batchRows]*sql.Stmt, n, width int, head []any, row func(i int, args []any) []any) error {
 	if n == 0 {
 		return nil
 	}
@@ -119,7 +123,7 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events 
 	if err := store.CheckCheckpoint(cp, events); err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx wtx) error {
 		var prev int64
 		err := tx.StmtContext(ctx, s.cp.seq).QueryRowContext(ctx, cp.RunID).Scan(&prev)
 		exists := err == nil
@@ -198,7 +202,7 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events 
 // sameCheckpoint checks that a checkpoint saved again at the stored seq
 // holds the stored snapshot and, for each of its values, the stored value
 // (or its absence for a deletion).
-func (s *Store) sameCheckpoint(ctx context.Context, tx *sql.Tx, cp store.Checkpoint) error {
+func (s *Store) sameCheckpoint(ctx context.Context, tx wtx, cp store.Checkpoint) error {
 	var snapshot string
 	if err := tx.StmtContext(ctx, s.cp.snapshot).QueryRowContext(ctx, cp.RunID).Scan(&snapshot); err != nil {
 		return err
@@ -224,7 +228,7 @@ func (s *Store) sameCheckpoint(ctx context.Context, tx *sql.Tx, cp store.Checkpo
 	return nil
 }
 
-func (s *Store) sameStoredEvent(ctx context.Context, tx *sql.Tx, runID string, e store.HistoryEvent) error {
+func (s *Store) sameStoredEvent(ctx context.Context, tx wtx, runID string, e store.HistoryEvent) error {
 	stored, err := scanEvent(tx.StmtContext(ctx, s.cp.event).QueryRowContext(ctx, runID, e.Seq))
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w: history event %d is not stored", store.ErrConflict, e.Seq)

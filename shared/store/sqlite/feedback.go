@@ -69,7 +69,7 @@ func (s *Store) putFeedback(ctx context.Context, runID, step string, f store.Fee
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx wtx) error {
 		if err := runExists(ctx, tx, runID); err != nil {
 			return err
 		}
@@ -90,7 +90,7 @@ func (s *Store) putFeedback(ctx context.Context, runID, step string, f store.Fee
 	})
 }
 
-func runExists(ctx context.Context, tx *sql.Tx, runID string) error {
+func runExists(ctx context.Context, tx wtx, runID string) error {
 	var one int
 	err := tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, runID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -159,11 +159,14 @@ func (s *Store) RecordSample(ctx context.Context, smp store.Sample) error {
 	if smp.DeterministicFailed {
 		det = 1
 	}
-	_, err = s.w.ExecContext(ctx, `INSERT INTO samples (bucket, started_at, run_id, step, pipeline, bucket_step, executor, model, provider,
+	err = s.write(ctx, func(tx wtx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO samples (bucket, started_at, run_id, step, pipeline, bucket_step, executor, model, provider,
 		prompt_hash, agent_version, trust, deterministic_failed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (bucket, started_at, run_id, step) DO UPDATE SET trust = excluded.trust, deterministic_failed = excluded.deterministic_failed`,
-		b.Key(), record.FormatTime(smp.StartedAt), smp.RunID, smp.Step, b.Pipeline, b.Step, b.Executor, b.Model, b.Provider,
-		b.PromptHash, b.AgentVersion, smp.Trust, det)
+			b.Key(), record.FormatTime(smp.StartedAt), smp.RunID, smp.Step, b.Pipeline, b.Step, b.Executor, b.Model, b.Provider,
+			b.PromptHash, b.AgentVersion, smp.Trust, det)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("record sample of step %q of run %q: %w", smp.Step, smp.RunID, err)
 	}

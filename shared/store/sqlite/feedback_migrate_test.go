@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 	"time"
 
@@ -30,7 +29,7 @@ func TestMigrateVersion5Feedback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := migrated(t, 5, func(ctx context.Context, tx *sql.Tx) error {
+	s := migrated(t, 5, func(ctx context.Context, tx wtx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, pipeline, status, started_at) VALUES ('r1', 'p', 'completed', ?)`, record.FormatTime(at)); err != nil {
 			return err
 		}

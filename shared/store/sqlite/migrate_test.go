@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -18,7 +17,7 @@ import (
 // migrations) with fill's rows, in one transaction through the raw open,
 // then opens it with Open, which migrates it, and checks that it reached
 // the current version. The store is closed when the test ends.
-func migrated(t *testing.T, v int, fill func(ctx context.Context, tx *sql.Tx) error) *Store {
+func migrated(t *testing.T, v int, fill func(ctx context.Context, tx wtx) error) *Store {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), fmt.Sprintf("v%d.db", v))
@@ -26,7 +25,7 @@ func migrated(t *testing.T, v int, fill func(ctx context.Context, tx *sql.Tx) er
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = old.write(ctx, func(tx *sql.Tx) error {
+	err = old.write(ctx, func(tx wtx) error {
 		for _, q := range append(migrations()[:v], fmt.Sprintf("PRAGMA user_version = %d", v)) {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return err
@@ -58,7 +57,7 @@ func migrated(t *testing.T, v int, fill func(ctx context.Context, tx *sql.Tx) er
 func TestMigrateVersion1Checkpoints(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	s := migrated(t, 1, func(ctx context.Context, tx *sql.Tx) error {
+	s := migrated(t, 1, func(ctx context.Context, tx wtx) error {
 		for _, q := range []string{
 			`INSERT INTO checkpoints (run_id, seq, snapshot, updated_at) VALUES ('r1', 1, '{"v":1,"vars":{"a":1}}', '2026-03-01T12:00:00.000000000Z')`,
 			`INSERT INTO history (run_id, seq, time, type) VALUES ('r1', 1, '2026-03-01T12:00:00.000000000Z', 'ExecutionStarted')`,
@@ -107,7 +106,7 @@ func TestMigrateVersion3Steps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := migrated(t, 3, func(ctx context.Context, tx *sql.Tx) error {
+	s := migrated(t, 3, func(ctx context.Context, tx wtx) error {
 		// The row as version 3 wrote it, without the agent columns.
 		_, err := tx.ExecContext(ctx, `INSERT INTO steps (run_id, name, attempt, step_index, executor, status, output, started_at, finished_at, digest)
 			VALUES ('r1', 'triage', 1, 0, 'gateway', 'completed', '{"confidence":0.9}', ?, ?, ?)`,
@@ -150,7 +149,7 @@ func TestMigrateVersion4Steps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := migrated(t, 4, func(ctx context.Context, tx *sql.Tx) error {
+	s := migrated(t, 4, func(ctx context.Context, tx wtx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO steps (run_id, name, attempt, step_index, executor, status, output, started_at, finished_at, digest)
 			VALUES ('r1', 'triage', 1, 0, 'gateway', 'completed', '{"confidence":0.9}', ?, ?, ?)`,
 			record.FormatTime(at), record.FormatTime(at), digest)
@@ -183,7 +182,7 @@ func TestMigrateVersion4Steps(t *testing.T) {
 func TestMigrateVersion7Steps(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	s := migrated(t, 7, func(ctx context.Context, tx *sql.Tx) error {
+	s := migrated(t, 7, func(ctx context.Context, tx wtx) error {
 		for _, st := range []struct {
 			name  string
 			index int

@@ -41,6 +41,8 @@ const readers = 4
 // read while a write is in progress.
 type Store struct {
 	w     *sql.DB
+	wc    *sql.Conn   // a file store's writer connection, held while open (connTx); nil in memory
+	ws    writerStmts // prepared on wc
 	r     *sql.DB
 	cp    checkpointStmts
 	group committer
@@ -62,7 +64,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	if err := retryBusy(ctx, s.migrate, BusyTimeout*time.Millisecond); err != nil {
+	if err := retryBusy(ctx, s.start, BusyTimeout*time.Millisecond); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -120,6 +122,54 @@ func open(path string) (*Store, error) {
 	return &Store{w: w, r: r}, nil
 }
 
+// start takes a file store's writer connection (holdWriter) and brings
+// the schema up to date. The first connection to a fresh file may find it
+// busy (see retryBusy), which Open retries.
+func (s *Store) start(ctx context.Context) error {
+	if s.r != s.w && s.wc == nil {
+		if err := s.holdWriter(ctx); err != nil {
+			return err
+		}
+	}
+	return s.migrate(ctx)
+}
+
+// holdWriter takes the writer pool's one connection for the Store's life
+// and prepares the transaction statements on it (connTx). On an error it
+// holds nothing.
+func (s *Store) holdWriter(ctx context.Context) error {
+	wc, err := s.w.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	s.wc = wc
+	for _, q := range []struct {
+		dst  **sql.Stmt
+		text string
+	}{{&s.ws.begin, "BEGIN IMMEDIATE"}, {&s.ws.commit, "COMMIT"}, {&s.ws.rollback, "ROLLBACK"}} {
+		if *q.dst, err = wc.PrepareContext(ctx, q.text); err != nil {
+			return errors.Join(err, s.releaseWriter())
+		}
+	}
+	return nil
+}
+
+// releaseWriter closes the transaction statements and gives the writer
+// connection back to its pool.
+func (s *Store) releaseWriter() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{s.ws.begin, s.ws.commit, s.ws.rollback} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	if s.wc != nil {
+		errs = append(errs, s.wc.Close())
+	}
+	s.wc, s.ws = nil, writerStmts{}
+	return errors.Join(errs...)
+}
+
 // retryBusy runs fn until it succeeds, fails for a reason other than a
 // busy database, or limit has passed since the first try, waiting a
 // little longer each time (1 ms growing to 100 ms, as SQLite's own busy
@@ -170,7 +220,7 @@ func connect(name string, q url.Values) (*sql.DB, error) {
 // Close commits the staged writes (DeferWrites) and closes the database.
 func (s *Store) Close() error {
 	err := s.settle(context.Background())
-	err = errors.Join(err, s.cp.close(), s.w.Close())
+	err = errors.Join(err, s.cp.close(), s.releaseWriter(), s.w.Close())
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
 	}
@@ -181,7 +231,7 @@ func (s *Store) Close() error {
 // PRAGMA user_version holds the number applied.
 func (s *Store) migrate(ctx context.Context) error {
 	steps := migrations()
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx wtx) error {
 		var v int
 		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 			return fmt.Errorf("read schema version: %w", err)

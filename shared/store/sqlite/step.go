@@ -56,7 +56,7 @@ func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 		s.stage(staged{
 			run:  rec.RunID,
 			what: fmt.Sprintf("put step %q attempt %d of run %q", rec.Name, rec.Attempt, rec.RunID),
-			fn: func(ctx context.Context, tx *sql.Tx) error {
+			fn: func(ctx context.Context, tx wtx) error {
 				_, err := tx.StmtContext(ctx, s.cp.putStep).ExecContext(ctx, args...)
 				return err
 			},
@@ -64,7 +64,7 @@ func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 		return nil
 	}
 	var conflict bool
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx wtx) error {
 		res, err := tx.StmtContext(ctx, s.cp.putStep).ExecContext(ctx, args...)
 		if err != nil {
 			return err

@@ -14,9 +14,79 @@ const maxBatch = 256
 // writeReq is one write transaction's work, waiting for a group commit.
 type writeReq struct {
 	ctx  context.Context
-	fn   func(tx *sql.Tx) error
+	fn   func(tx wtx) error
 	done chan error    // the outcome, once committed or refused
 	lead chan struct{} // closed: this request's goroutine commits the next batch
+}
+
+// wtx runs a write request's statements inside its batch's transaction:
+// a *sql.Tx on an in-memory store, the writer connection itself
+// (connTx) on a file.
+type wtx interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	// StmtContext returns st, prepared by prepareCheckpoints, for use in
+	// the transaction.
+	StmtContext(ctx context.Context, st *sql.Stmt) *sql.Stmt
+}
+
+// connTx is a transaction on the writer connection of a file store, which
+// the Store holds while it is open: BEGIN IMMEDIATE, COMMIT and ROLLBACK
+// are statements prepared once on it (writerStmts), and the statements of
+// prepareCheckpoints are prepared on it too. A *sql.Tx would prepare
+// BEGIN and COMMIT again for every transaction and start a goroutine to
+// watch its context: together about 13% of a local run's time per step
+// (BenchmarkRun's profile, 2026-12-03). Only the committer's leader uses
+// the connection, one batch at a time, so no other statement can run
+// inside a transaction it opened.
+type connTx struct{ *sql.Conn }
+
+// StmtContext returns st: the statements of a file store are prepared on
+// its writer connection.
+func (connTx) StmtContext(_ context.Context, st *sql.Stmt) *sql.Stmt { return st }
+
+// writerStmts are the transaction statements prepared on a file store's
+// writer connection.
+type writerStmts struct {
+	begin, commit, rollback *sql.Stmt
+}
+
+// writeTx is an open write transaction and how to end it.
+type writeTx struct {
+	wtx
+	commit   func() error
+	rollback func()
+}
+
+// begin opens a write transaction (IMMEDIATE: on a file, the write lock
+// is taken at once, waiting up to BusyTimeout for another process's
+// writer). ctx must not be cancellable: a transaction ends by its commit
+// or rollback, never half-way.
+func (s *Store) begin(ctx context.Context) (writeTx, error) {
+	if s.wc == nil {
+		tx, err := s.w.BeginTx(ctx, nil)
+		if err != nil {
+			return writeTx{}, err
+		}
+		return writeTx{wtx: tx, commit: tx.Commit, rollback: func() { tx.Rollback() }}, nil
+	}
+	if _, err := s.ws.begin.ExecContext(ctx); err != nil {
+		return writeTx{}, err
+	}
+	rollback := func() {
+		// An error means no transaction is open any more (SQLite
+		// rolled it back itself): nothing is left to undo.
+		_, _ = s.ws.rollback.ExecContext(ctx)
+	}
+	commit := func() error {
+		if _, err := s.ws.commit.ExecContext(ctx); err != nil {
+			rollback() // a COMMIT that failed (SQLITE_BUSY) leaves the transaction open
+			return err
+		}
+		return nil
+	}
+	return writeTx{wtx: connTx{s.wc}, commit: commit, rollback: rollback}, nil
 }
 
 // committer queues the write requests of this Store's goroutines and
@@ -42,7 +112,7 @@ type committer struct {
 type staged struct {
 	run  string // the run the write belongs to
 	what string // for errors: "put step \"s1\" attempt 1 of run \"r\""
-	fn   func(ctx context.Context, tx *sql.Tx) error
+	fn   func(ctx context.Context, tx wtx) error
 }
 
 // write runs fn in a write transaction and returns once that transaction
@@ -57,7 +127,7 @@ type staged struct {
 // writes of those before it, as if each had a transaction of its own one
 // after the other; none is answered before the batch committed. Each
 // transaction first writes the staged step writes (DeferWrites).
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) write(ctx context.Context, fn func(tx wtx) error) error {
 	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1), lead: make(chan struct{})}
 	g := &s.group
 	g.mu.Lock()
@@ -108,14 +178,14 @@ func (s *Store) commit(batch []*writeReq) {
 		}
 	}
 	// begin opens the batch's transaction with the staged writes in it.
-	begin := func() (*sql.Tx, error) {
-		tx, err := s.w.BeginTx(ctx, nil)
+	begin := func() (writeTx, error) {
+		tx, err := s.begin(ctx)
 		if err != nil {
-			return nil, err
+			return tx, err
 		}
 		if err := s.writeStaged(ctx, tx, pending); err != nil {
-			tx.Rollback()
-			return nil, err
+			tx.rollback()
+			return writeTx{}, err
 		}
 		return tx, nil
 	}
@@ -136,7 +206,7 @@ func (s *Store) commit(batch []*writeReq) {
 		}
 	}
 	if failed {
-		tx.Rollback()
+		tx.rollback()
 		if tx, err = begin(); err != nil {
 			fail(err)
 			return
@@ -144,13 +214,13 @@ func (s *Store) commit(batch []*writeReq) {
 		if !s.savepoints(ctx, tx, batch, errs) {
 			// The transaction is broken (SQLite rolled it back): run
 			// each request in a transaction of its own.
-			tx.Rollback()
+			tx.rollback()
 			s.restage(pending)
 			s.alone(batch)
 			return
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if err := tx.commit(); err != nil {
 		fail(err)
 		return
 	}
@@ -163,7 +233,7 @@ func (s *Store) commit(batch []*writeReq) {
 // savepoints runs each request of batch in tx inside a savepoint of its
 // own, rolled back when the request fails, and sets errs. It reports
 // false when tx is no longer usable.
-func (s *Store) savepoints(ctx context.Context, tx *sql.Tx, batch []*writeReq, errs []error) bool {
+func (s *Store) savepoints(ctx context.Context, tx wtx, batch []*writeReq, errs []error) bool {
 	for i, r := range batch {
 		if errs[i] = r.ctx.Err(); errs[i] != nil {
 			continue
@@ -191,28 +261,28 @@ func (s *Store) alone(batch []*writeReq) {
 	}
 }
 
-func (s *Store) writeAlone(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) writeAlone(ctx context.Context, fn func(tx wtx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	wctx := context.WithoutCancel(ctx)
 	pending := s.takeStaged()
-	tx, err := s.w.BeginTx(wctx, nil)
+	tx, err := s.begin(wctx)
 	if err != nil {
 		s.restage(pending)
 		return err
 	}
 	if err := s.writeStaged(wctx, tx, pending); err != nil {
-		tx.Rollback()
+		tx.rollback()
 		s.restage(pending)
 		return err
 	}
 	if err := fn(tx); err != nil {
-		tx.Rollback()
+		tx.rollback()
 		s.restage(pending)
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := tx.commit(); err != nil {
 		s.restage(pending)
 		return err
 	}
@@ -293,7 +363,7 @@ func (s *Store) restage(p []staged) {
 // writeStaged runs the staged writes in tx. A staged write's expected
 // refusals (a conflicting step record, a run that does not exist) are
 // no-ops inside its fn; any other error fails the transaction.
-func (s *Store) writeStaged(ctx context.Context, tx *sql.Tx, p []staged) error {
+func (s *Store) writeStaged(ctx context.Context, tx wtx, p []staged) error {
 	for _, w := range p {
 		if err := w.fn(ctx, tx); err != nil {
 			return fmt.Errorf("%s (staged): %w", w.what, err)
@@ -307,7 +377,7 @@ func (s *Store) settle(ctx context.Context) error {
 	if s.group.npending.Load() == 0 {
 		return nil
 	}
-	return s.write(ctx, func(*sql.Tx) error { return nil })
+	return s.write(ctx, func(wtx) error { return nil })
 }
 
 // settleRun commits the staged writes when one of them belongs to runID,
@@ -330,5 +400,5 @@ func (s *Store) settleRun(ctx context.Context, runID string) error {
 	if !found {
 		return nil
 	}
-	return s.write(ctx, func(*sql.Tx) error { return nil })
+	return s.write(ctx, func(wtx) error { return nil })
 }
