@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
@@ -583,5 +584,30 @@ func TestAcceptNormalizedEvent(t *testing.T) {
 	// The same event again is deduplicated like any other.
 	if d2, err := f.in.Accept(ctx, Request{Event: &ev}); err != nil || d2.Status != StatusDeduplicated || d2.RunID != d.RunID {
 		t.Errorf("repeat: %+v %v", d2, err)
+	}
+}
+
+// TestNewRunIDOrder: run IDs keep their form and sort by the millisecond
+// they were made in, whatever their random part.
+func TestNewRunIDOrder(t *testing.T) {
+	t0 := time.UnixMilli(1_780_000_000_000)
+	prev := ""
+	for i := range 200 {
+		id := newRunID(t0.Add(time.Duration(i) * time.Millisecond))
+		if !runIDPattern.MatchString(id) {
+			t.Fatalf("%q is not a run ID", id)
+		}
+		if id <= prev {
+			t.Fatalf("%q made after %q sorts before it", id, prev)
+		}
+		prev = id
+	}
+	// The same millisecond: the random part differs.
+	if a, b := newRunID(t0), newRunID(t0); a == b || a[:16] != b[:16] {
+		t.Errorf("two IDs of one millisecond: %q, %q", a, b)
+	}
+	// The time part is the milliseconds since 1970.
+	if got, want := newRunID(t0)[4:16], fmt.Sprintf("%012x", t0.UnixMilli()); got != want {
+		t.Errorf("time part %s, want %s", got, want)
 	}
 }

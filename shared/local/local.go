@@ -57,8 +57,6 @@ package local
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,6 +73,7 @@ import (
 	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/fault"
+	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/internal/atomicfile"
 	"github.com/stepline/stepline/shared/local/defcache"
 	"github.com/stepline/stepline/shared/project"
@@ -257,12 +256,9 @@ type Outcome struct {
 	Waiting  []store.Approval // the approvals a waiting run needs
 }
 
-// NewRunID returns a random run ID.
-func NewRunID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "run-" + hex.EncodeToString(b[:])
-}
+// NewRunID returns a new run ID (intake.NewRunID, as runs started through
+// serve get).
+func NewRunID() string { return intake.NewRunID() }
 
 // Compile compiles a pipeline file and saves its definition for later
 // resumes. Diagnostics with errors are returned as an error. With
