@@ -6,14 +6,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strings"
+
+	"github.com/stepline/stepline/infra/assembly"
 )
 
 // Unsupported are the resource types of the synthesized template that
@@ -281,23 +281,9 @@ type Asset struct {
 // (moto ignores Architectures). The function is recognised by comparing
 // the asset's bootstrap with bin/lambda/<fn>/bootstrap.
 func Assets(cdkOut, stack string, t Tools) ([]Asset, error) {
-	raw, err := readFile(filepath.Join(cdkOut, stack+".assets.json"))
+	files, err := assembly.FileAssets(cdkOut, stack)
 	if err != nil {
 		return nil, err
-	}
-	var manifest struct {
-		Files map[string]struct {
-			Source struct {
-				Path      string `json:"path"`
-				Packaging string `json:"packaging"`
-			} `json:"source"`
-			Destinations map[string]struct {
-				ObjectKey string `json:"objectKey"`
-			} `json:"destinations"`
-		} `json:"files"`
-	}
-	if err := json.Unmarshal(raw, &manifest); err != nil {
-		return nil, fmt.Errorf("%s.assets.json: %w", stack, err)
 	}
 	arm := map[string]string{} // sha of bin/lambda/<fn>/bootstrap → fn
 	dirs, _ := filepath.Glob(filepath.Join(t.Root, "bin", "lambda", "*", "bootstrap"))
@@ -307,46 +293,29 @@ func Assets(cdkOut, stack string, t Tools) ([]Asset, error) {
 		}
 	}
 	var out []Asset
-	ids := make([]string, 0, len(manifest.Files))
-	for id := range manifest.Files {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		f := manifest.Files[id]
-		if !strings.HasPrefix(f.Source.Path, "asset.") {
-			continue // the template itself
-		}
-		if f.Source.Packaging == "file" {
-			b, err := readFile(filepath.Join(cdkOut, f.Source.Path))
+	for _, f := range files {
+		switch f.Packaging {
+		case assembly.PackagingFile:
+			b, err := readFile(filepath.Join(cdkOut, f.Path))
 			if err != nil {
-				return nil, fmt.Errorf("asset %s: %w", f.Source.Path, err)
+				return nil, fmt.Errorf("asset %s: %w", f.Path, err)
 			}
-			for _, d := range f.Destinations {
-				out = append(out, Asset{Key: d.ObjectKey, Body: b})
-				break
+			out = append(out, Asset{Key: f.ObjectKey, Body: b})
+		case assembly.PackagingZip:
+			dir := filepath.Join(cdkOut, f.Path)
+			sum, err := fileHash(filepath.Join(dir, "bootstrap"))
+			if err != nil {
+				return nil, fmt.Errorf("asset %s: %w", f.Path, err)
 			}
-			continue
-		}
-		if f.Source.Packaging != "zip" {
-			continue
-		}
-		dir := filepath.Join(cdkOut, f.Source.Path)
-		sum, err := fileHash(filepath.Join(dir, "bootstrap"))
-		if err != nil {
-			return nil, fmt.Errorf("asset %s: %w", f.Source.Path, err)
-		}
-		fn, ok := arm[sum]
-		if !ok {
-			return nil, fmt.Errorf("asset %s: its bootstrap is none of bin/lambda/*/bootstrap: run make build synth", f.Source.Path)
-		}
-		z, err := zipAsset(dir, t.bootstrap(fn))
-		if err != nil {
-			return nil, fmt.Errorf("asset %s: %w", f.Source.Path, err)
-		}
-		for _, d := range f.Destinations {
-			out = append(out, Asset{Key: d.ObjectKey, Function: fn, Body: z})
-			break
+			fn, ok := arm[sum]
+			if !ok {
+				return nil, fmt.Errorf("asset %s: its bootstrap is none of bin/lambda/*/bootstrap: run make build synth", f.Path)
+			}
+			z, err := zipAsset(dir, t.bootstrap(fn))
+			if err != nil {
+				return nil, fmt.Errorf("asset %s: %w", f.Path, err)
+			}
+			out = append(out, Asset{Key: f.ObjectKey, Function: fn, Body: z})
 		}
 	}
 	return out, nil

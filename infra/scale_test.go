@@ -23,6 +23,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/stepline/stepline/infra"
+	"github.com/stepline/stepline/infra/assembly"
 	"github.com/stepline/stepline/shared/catalog"
 )
 
@@ -253,43 +254,27 @@ func checkBundles(t *testing.T, dep *deployment, prefix string, machines map[str
 // manifest in the cloud assembly, and returns its files and object key.
 func stackBundle(t *testing.T, out, stack string) ([]catalog.File, string) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(out, stack+".assets.json"))
+	assets, err := assembly.FileAssets(out, stack)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var m struct {
-		Files map[string]struct {
-			Source struct {
-				Path      string `json:"path"`
-				Packaging string `json:"packaging"`
-			} `json:"source"`
-			Destinations map[string]struct {
-				ObjectKey string `json:"objectKey"`
-			} `json:"destinations"`
-		} `json:"files"`
-	}
-	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatal(err)
 	}
 	var files []catalog.File
 	var key string
 	n := 0
-	for _, f := range m.Files {
-		if f.Source.Packaging != "file" || !strings.HasPrefix(f.Source.Path, "asset.") {
-			continue // the template, and code
+	for _, f := range assets {
+		if f.Packaging != assembly.PackagingFile {
+			continue // code
 		}
-		b, err := os.ReadFile(filepath.Join(out, f.Source.Path))
+		b, err := os.ReadFile(filepath.Join(out, f.Path))
 		if err != nil {
 			t.Fatal(err)
 		}
 		bundle, err := catalog.Decode(b)
 		if err != nil {
-			t.Fatalf("%s: %s: %v", stack, f.Source.Path, err)
+			t.Fatalf("%s: %s: %v", stack, f.Path, err)
 		}
 		files = append(files, bundle.Files...)
-		for _, d := range f.Destinations {
-			key = d.ObjectKey
-		}
+		key = f.ObjectKey
 		n++
 	}
 	if n != 1 {
