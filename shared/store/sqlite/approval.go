@@ -24,7 +24,7 @@ func (s *Store) CreateApproval(ctx context.Context, a store.Approval) error {
 	if err != nil {
 		return fmt.Errorf("create approval: %w", err)
 	}
-	err = s.write(ctx, func(tx wtx) error {
+	err = s.write(ctx, func(ctx context.Context, tx wtx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO approvals (`+approvalColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', '', NULL) ON CONFLICT (id) DO NOTHING`,
 			a.ID, a.RunID, a.Step, a.Pipeline, a.Message, a.TaskToken,
@@ -66,7 +66,7 @@ func (s *Store) DecideApproval(ctx context.Context, id string, d store.Decision,
 		return store.Approval{}, fmt.Errorf("decide approval: %w", err)
 	}
 	var a store.Approval
-	err := s.write(ctx, func(tx wtx) error {
+	err := s.write(ctx, func(ctx context.Context, tx wtx) error {
 		var err error
 		a, err = scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = ?`, id))
 		if errors.Is(err, sql.ErrNoRows) {

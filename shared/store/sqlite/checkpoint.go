@@ -123,7 +123,7 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events 
 	if err := store.CheckCheckpoint(cp, events); err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
-	err := s.write(ctx, func(tx wtx) error {
+	err := s.write(ctx, func(ctx context.Context, tx wtx) error {
 		var prev int64
 		err := tx.StmtContext(ctx, s.cp.seq).QueryRowContext(ctx, cp.RunID).Scan(&prev)
 		exists := err == nil

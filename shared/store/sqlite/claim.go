@@ -26,7 +26,7 @@ func (s *Store) ClaimRun(ctx context.Context, c store.RunClaim, takeover string,
 	c.ExpiresAt = c.ExpiresAt.UTC()
 	var stored store.RunClaim
 	var claimed bool
-	err := s.write(ctx, func(tx wtx) error {
+	err := s.write(ctx, func(ctx context.Context, tx wtx) error {
 		stored, claimed = store.RunClaim{RunID: c.RunID}, false
 		var expires string
 		err := tx.StmtContext(ctx, s.cp.getClaim).QueryRowContext(ctx, c.RunID).
@@ -59,7 +59,7 @@ func (s *Store) ReleaseRun(ctx context.Context, runID, holder string) error {
 	if runID == "" || holder == "" {
 		return fmt.Errorf("release run: %w: empty run ID or holder", store.ErrInvalid)
 	}
-	err := s.write(ctx, func(tx wtx) error {
+	err := s.write(ctx, func(ctx context.Context, tx wtx) error {
 		_, err := tx.StmtContext(ctx, s.cp.releaseClaim).ExecContext(ctx, runID, holder)
 		return err
 	})

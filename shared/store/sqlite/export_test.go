@@ -7,7 +7,7 @@ import (
 
 // SetSchemaVersionForTest stamps the file with schema version v.
 func (s *Store) SetSchemaVersionForTest(ctx context.Context, v int) error {
-	return s.write(ctx, func(tx wtx) error {
+	return s.write(ctx, func(ctx context.Context, tx wtx) error {
 		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v))
 		return err
 	})
@@ -16,6 +16,6 @@ func (s *Store) SetSchemaVersionForTest(ctx context.Context, v int) error {
 // WriterPragmaForTest reads PRAGMA name on the writer connection.
 func (s *Store) WriterPragmaForTest(ctx context.Context, name string) (string, error) {
 	var v string
-	err := s.write(ctx, func(tx wtx) error { return tx.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v) })
+	err := s.write(ctx, func(ctx context.Context, tx wtx) error { return tx.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v) })
 	return v, err
 }

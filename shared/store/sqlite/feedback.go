@@ -69,7 +69,7 @@ func (s *Store) putFeedback(ctx context.Context, runID, step string, f store.Fee
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx wtx) error {
+	return s.write(ctx, func(ctx context.Context, tx wtx) error {
 		if err := runExists(ctx, tx, runID); err != nil {
 			return err
 		}
@@ -159,7 +159,7 @@ func (s *Store) RecordSample(ctx context.Context, smp store.Sample) error {
 	if smp.DeterministicFailed {
 		det = 1
 	}
-	err = s.write(ctx, func(tx wtx) error {
+	err = s.write(ctx, func(ctx context.Context, tx wtx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO samples (bucket, started_at, run_id, step, pipeline, bucket_step, executor, model, provider,
 		prompt_hash, agent_version, trust, deterministic_failed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (bucket, started_at, run_id, step) DO UPDATE SET trust = excluded.trust, deterministic_failed = excluded.deterministic_failed`,

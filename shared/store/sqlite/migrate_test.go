@@ -25,7 +25,7 @@ func migrated(t *testing.T, v int, fill func(ctx context.Context, tx wtx) error)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = old.write(ctx, func(tx wtx) error {
+	err = old.write(ctx, func(ctx context.Context, tx wtx) error {
 		for _, q := range append(migrations()[:v], fmt.Sprintf("PRAGMA user_version = %d", v)) {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return err

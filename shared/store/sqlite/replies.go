@@ -33,7 +33,7 @@ func (s *Store) SetReplies(ctx context.Context, runID string, r Replies) error {
 	if err != nil {
 		return fmt.Errorf("set replies of run %q: %w", runID, err)
 	}
-	err = s.write(ctx, func(tx wtx) error {
+	err = s.write(ctx, func(ctx context.Context, tx wtx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO run_replies (run_id, source, consumed) VALUES (?, ?, ?)
 			ON CONFLICT (run_id) DO UPDATE SET source = excluded.source, consumed = excluded.consumed`,
 			runID, r.Source, consumed)
@@ -65,7 +65,7 @@ func (s *Store) SetConsumed(ctx context.Context, runID string, consumed map[stri
 		})
 		return nil
 	}
-	err = s.write(ctx, func(tx wtx) error {
+	err = s.write(ctx, func(ctx context.Context, tx wtx) error {
 		res, err := tx.StmtContext(ctx, s.cp.setConsumed).ExecContext(ctx, text, runID)
 		if err != nil {
 			return err

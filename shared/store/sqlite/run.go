@@ -32,7 +32,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 		return fmt.Errorf("create run: %w", err)
 	}
 	var exists bool
-	err = s.write(ctx, func(tx wtx) error {
+	err = s.write(ctx, func(ctx context.Context, tx wtx) error {
 		res, err := tx.StmtContext(ctx, s.cp.createRun).ExecContext(ctx,
 			r.ID, r.Pipeline, string(r.Status), r.Reason, r.Stage, r.Source, r.Team, jsonText(r.Trigger),
 			r.Fingerprint, r.ParentRunID, r.ConfigFingerprint, r.Usage.InputTokens, r.Usage.OutputTokens,
@@ -100,7 +100,7 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u store.RunUpdate) err
 	if err != nil {
 		return fmt.Errorf("update run %q: %w", id, err)
 	}
-	err = s.write(ctx, func(tx wtx) error {
+	err = s.write(ctx, func(ctx context.Context, tx wtx) error {
 		var cur string
 		err := tx.StmtContext(ctx, s.cp.runStatus).QueryRowContext(ctx, id).Scan(&cur)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -214,7 +214,7 @@ func (s *Store) AddUsage(ctx context.Context, runID, key string, u store.Usage) 
 		})
 		return nil
 	}
-	err := s.write(ctx, func(tx wtx) error { return s.addUsage(ctx, tx, runID, key, u) })
+	err := s.write(ctx, func(ctx context.Context, tx wtx) error { return s.addUsage(ctx, tx, runID, key, u) })
 	if err != nil {
 		return fmt.Errorf("add usage to run %q: %w", runID, err)
 	}
@@ -256,7 +256,7 @@ func (s *Store) ClaimDedup(ctx context.Context, pipeline, fingerprint, runID str
 	}
 	var existing string
 	var claimed bool
-	err := s.write(ctx, func(tx wtx) error {
+	err := s.write(ctx, func(ctx context.Context, tx wtx) error {
 		existing, claimed = "", false
 		var holder, at string
 		err := tx.QueryRowContext(ctx, `SELECT run_id, claimed_at FROM dedup WHERE pipeline = ? AND fingerprint = ?`,
@@ -382,7 +382,7 @@ func (s *Store) ReleaseDedup(ctx context.Context, pipeline, fingerprint, runID s
 	if pipeline == "" || fingerprint == "" || runID == "" {
 		return fmt.Errorf("release dedup: %w: empty pipeline, fingerprint or run id", store.ErrInvalid)
 	}
-	err := s.write(ctx, func(tx wtx) error {
+	err := s.write(ctx, func(ctx context.Context, tx wtx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM dedup WHERE pipeline = ? AND fingerprint = ? AND run_id = ?`, pipeline, fingerprint, runID)
 		return err
 	})

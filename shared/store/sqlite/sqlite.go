@@ -231,7 +231,7 @@ func (s *Store) Close() error {
 // PRAGMA user_version holds the number applied.
 func (s *Store) migrate(ctx context.Context) error {
 	steps := migrations()
-	return s.write(ctx, func(tx wtx) error {
+	return s.write(ctx, func(ctx context.Context, tx wtx) error {
 		var v int
 		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 			return fmt.Errorf("read schema version: %w", err)

@@ -64,7 +64,7 @@ func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 		return nil
 	}
 	var conflict bool
-	err = s.write(ctx, func(tx wtx) error {
+	err = s.write(ctx, func(ctx context.Context, tx wtx) error {
 		res, err := tx.StmtContext(ctx, s.cp.putStep).ExecContext(ctx, args...)
 		if err != nil {
 			return err

@@ -21,7 +21,7 @@ func (s *Store) ClaimTick(ctx context.Context, c store.TickClaim) (store.TickCla
 	}
 	tick := record.FormatTime(c.Tick)
 	var stored store.TickClaim
-	err = s.write(ctx, func(tx wtx) error {
+	err = s.write(ctx, func(ctx context.Context, tx wtx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM ticks WHERE schedule = ? AND tick < ?`,
 			c.Schedule, record.FormatTime(c.Tick.Add(-store.TickRetention))); err != nil {
 			return err

@@ -14,7 +14,7 @@ const maxBatch = 256
 // writeReq is one write transaction's work, waiting for a group commit.
 type writeReq struct {
 	ctx  context.Context
-	fn   func(tx wtx) error
+	fn   func(ctx context.Context, tx wtx) error
 	done chan error    // the outcome, once committed or refused
 	lead chan struct{} // closed: this request's goroutine commits the next batch
 }
@@ -127,7 +127,13 @@ type staged struct {
 // writes of those before it, as if each had a transaction of its own one
 // after the other; none is answered before the batch committed. Each
 // transaction first writes the staged step writes (DeferWrites).
-func (s *Store) write(ctx context.Context, fn func(tx wtx) error) error {
+//
+// fn runs its statements under the ctx it is given, the transaction's,
+// which is never cancelled: a request whose own ctx ended before its
+// turn is refused, and one that has begun runs to its end (a statement
+// under a cancellable context registers a callback to interrupt it, at a
+// cost every statement paid).
+func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx wtx) error) error {
 	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1), lead: make(chan struct{})}
 	g := &s.group
 	g.mu.Lock()
@@ -200,7 +206,7 @@ func (s *Store) commit(batch []*writeReq) {
 		if errs[i] = r.ctx.Err(); errs[i] != nil {
 			continue
 		}
-		if err := r.fn(tx); err != nil {
+		if err := r.fn(ctx, tx); err != nil {
 			failed = true
 			break
 		}
@@ -241,7 +247,7 @@ func (s *Store) savepoints(ctx context.Context, tx wtx, batch []*writeReq, errs 
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
 			return false
 		}
-		if errs[i] = r.fn(tx); errs[i] != nil {
+		if errs[i] = r.fn(ctx, tx); errs[i] != nil {
 			if _, err := tx.ExecContext(ctx, "ROLLBACK TO w"); err != nil {
 				return false
 			}
@@ -261,7 +267,7 @@ func (s *Store) alone(batch []*writeReq) {
 	}
 }
 
-func (s *Store) writeAlone(ctx context.Context, fn func(tx wtx) error) error {
+func (s *Store) writeAlone(ctx context.Context, fn func(ctx context.Context, tx wtx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -277,7 +283,7 @@ func (s *Store) writeAlone(ctx context.Context, fn func(tx wtx) error) error {
 		s.restage(pending)
 		return err
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(wctx, tx); err != nil {
 		tx.rollback()
 		s.restage(pending)
 		return err
@@ -377,7 +383,7 @@ func (s *Store) settle(ctx context.Context) error {
 	if s.group.npending.Load() == 0 {
 		return nil
 	}
-	return s.write(ctx, func(wtx) error { return nil })
+	return s.write(ctx, func(context.Context, wtx) error { return nil })
 }
 
 // settleRun commits the staged writes when one of them belongs to runID,
@@ -400,5 +406,5 @@ func (s *Store) settleRun(ctx context.Context, runID string) error {
 	if !found {
 		return nil
 	}
-	return s.write(ctx, func(wtx) error { return nil })
+	return s.write(ctx, func(context.Context, wtx) error { return nil })
 }
