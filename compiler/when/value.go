@@ -114,8 +114,9 @@ func Equal(a, b any) bool {
 // Truthy is a JSON value's truth value in the when: language, Python's
 // (Jinja's): false for null, false, 0 (and 0.0), "", [] and {}; true for
 // every other boolean, number, string, list and object. A value of any
-// other Go type is false. Undefined (a path that does not resolve) is
-// the caller's to decide: it is false too.
+// other Go type is false. Undefined (a path that does not resolve) is no
+// value: the language reads it as false, and callers check for it before
+// they ask.
 func Truthy(v any) bool {
 	switch x := v.(type) {
 	case bool:
