@@ -82,7 +82,7 @@ func openRunner(ctx context.Context, e env, sf stateFlags, prog *progress) (*run
 	}
 	regs := &registries{}
 	cfg := local.Config{Dir: dir, DBPath: sf.db, Handler: stepHandler(e, dir, nil, regs), Scripted: scriptedHandler(e, dir, nil),
-		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Project: sf.project,
+		Notifications: stepNotifications, Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Project: sf.project,
 		BuildID: compilerBuild()}
 	if prog != nil {
 		cfg.OnEvent = prog.event

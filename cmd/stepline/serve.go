@@ -185,7 +185,7 @@ func serve(ctx context.Context, e env, fs *pflag.FlagSet, sf stateFlags, f serve
 	regs := &registries{}
 	defer regs.Close()
 	r, err := local.Open(ctx, local.Config{Dir: stateDir, DBPath: sf.db, Logger: logger, Project: sf.project,
-		Handler: stepHandler(e, stateDir, notifier, regs), Scripted: scriptedHandler(e, stateDir, notifier)})
+		Handler: stepHandler(e, stateDir, notifier, regs), Scripted: scriptedHandler(e, stateDir, notifier), Notifications: stepNotifications})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed

@@ -12,6 +12,7 @@ import (
 	"github.com/stepline/stepline/shared/local"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/pricing"
+	"github.com/stepline/stepline/shared/runend"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store/sqlite"
@@ -113,6 +114,19 @@ func handler(e env, st *sqlite.Store, dir string, approvals steprun.Notifier, cl
 		// pipeline's author wrote them (never on Lambda).
 		ShellChecks: true,
 	}
+}
+
+// stepNotifications is the local runner's Config.Notifications: the
+// dispatcher of the step function handler built (live or scripted),
+// through which the runner fires the notifications of a run it closes
+// outside a step, so they go where the run's steps' own go (nowhere over
+// the network for a scripted run).
+func stepNotifications(h local.StepHandler) runend.Notifications {
+	sh, ok := h.(*steprun.Handler)
+	if !ok || sh.Notifications == nil {
+		return nil
+	}
+	return sh.Notifications
 }
 
 // offline is the transport of scripted runs: it refuses every request.

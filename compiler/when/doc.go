@@ -87,6 +87,11 @@
 // Jinja would also read steps.x.items as the dict method items; here it is
 // always the key "items".
 //
+// Truthy and Equal are the truth value and == of the table above over
+// defined JSON values, in Go: the lowering folds literals with them, and
+// a deterministic check's expect: (package shared/steprun), which uses
+// this language, evaluates with them.
+//
 // # Lowering
 //
 // JSONata returns an expression that evaluates to true or false for every

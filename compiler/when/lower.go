@@ -276,7 +276,7 @@ func (l *lowerer) cond(e Expr, neg, strict bool) frag {
 	case *Test:
 		return l.test(n, neg)
 	case *Literal:
-		return constFrag(litTruthy(n.Value) != neg)
+		return constFrag(Truthy(n.Value) != neg)
 	case *Path:
 		return l.truthy(n, neg)
 	}
@@ -724,9 +724,9 @@ func (l *lowerer) inList(x operand, items []any, neg bool) frag {
 func foldComparison(op Op, a, b any) bool {
 	switch op {
 	case OpEq:
-		return litEqual(a, b)
+		return Equal(a, b)
 	case OpNe:
-		return !litEqual(a, b)
+		return !Equal(a, b)
 	case OpIn, OpNotIn:
 		found := false
 		switch c := b.(type) {
@@ -734,7 +734,7 @@ func foldComparison(op Op, a, b any) bool {
 			found = strings.Contains(c, a.(string))
 		case []any:
 			for _, it := range c {
-				if litEqual(a, it) {
+				if Equal(a, it) {
 					found = true
 					break
 				}

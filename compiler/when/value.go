@@ -62,9 +62,16 @@ func validLiteral(v any) bool {
 	return false
 }
 
-// litEqual is == between two literal values: deep, with booleans never
-// equal to numbers.
-func litEqual(a, b any) bool {
+// Equal is the when: language's == between two JSON values, as
+// encoding/json decodes them into an any (nil, bool, float64, string,
+// []any, map[string]any): null equals only null, booleans never equal
+// numbers (true != 1), numbers compare by value (1 == 1.0), a string never
+// equals a number ("1" != 1), and lists and objects compare element by
+// element and key by key. A value of any other Go type equals nothing.
+// The state machine's lowering of == folds literals with it, and a
+// deterministic check's expect: evaluates with it (package
+// shared/steprun), so both read == alike.
+func Equal(a, b any) bool {
 	switch x := a.(type) {
 	case nil:
 		return b == nil
@@ -83,7 +90,19 @@ func litEqual(a, b any) bool {
 			return false
 		}
 		for i := range x {
-			if !litEqual(x[i], y[i]) {
+			if !Equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !Equal(xv, yv) {
 				return false
 			}
 		}
@@ -92,8 +111,13 @@ func litEqual(a, b any) bool {
 	return false
 }
 
-// litTruthy is Python's truth value of a literal.
-func litTruthy(v any) bool {
+// Truthy is a JSON value's truth value in the when: language, Python's
+// (Jinja's): false for null, false, 0 (and 0.0), "", [] and {}; true for
+// every other boolean, number, string, list and object. A value of any
+// other Go type is false. Undefined (a path that does not resolve) is no
+// value: the language reads it as false, and callers check for it before
+// they ask.
+func Truthy(v any) bool {
 	switch x := v.(type) {
 	case bool:
 		return x
@@ -102,6 +126,8 @@ func litTruthy(v any) bool {
 	case string:
 		return x != ""
 	case []any:
+		return len(x) > 0
+	case map[string]any:
 		return len(x) > 0
 	}
 	return false

@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/stepline/stepline/shared/awsenv"
-	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/runend"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
@@ -99,14 +98,6 @@ type Pipelines interface {
 	Pipeline(ctx context.Context, stateMachineARN string) (task.Pipeline, error)
 }
 
-// Notifications sends a pipeline's notifications (satisfied by
-// *notify.Dispatcher).
-type Notifications interface {
-	Fire(ctx context.Context, p task.Pipeline, action string, data notify.Context) []notify.Delivery
-}
-
-var _ Notifications = (*notify.Dispatcher)(nil)
-
 // PipelineNames names the pipeline of a state machine (satisfied by
 // awsenv.StateMachines, the deployment's naming rule).
 type PipelineNames interface {
@@ -130,9 +121,9 @@ func (r *Recorder) pipelineOf(arn string) string {
 type Recorder struct {
 	Store         RunStore
 	Pipelines     Pipelines
-	Notifications Notifications // nil: none are sent
-	Machines      PipelineNames // names the pipeline of a state machine; nil: none
-	Metrics       *Metrics      // nil: none are written
+	Notifications runend.Notifications // nil: none are sent
+	Machines      PipelineNames        // names the pipeline of a state machine; nil: none
+	Metrics       *Metrics             // nil: none are written
 	Log           *slog.Logger
 }
 
@@ -206,7 +197,7 @@ func (r *Recorder) close(ctx context.Context, d statusChange, o outcome) (store.
 			// The notifications must be known before the run is closed:
 			// once it is, a retried event would find it closed and
 			// notify nobody.
-			if notify.Action(string(o.Status), "") != "" {
+			if o.Action() != "" {
 				if err := pipelineFacts(); err != nil {
 					return store.Run{}, false, p, err
 				}
@@ -311,35 +302,23 @@ func triggerOf(d statusChange) json.RawMessage {
 	return in.Trigger
 }
 
-// notify fires the action the outcome calls for (escalate for failed and
-// escalated, the default on_abort action for aborted, stopped for
-// stopped; nothing for completed). Deliveries are logged; a failed one is
-// not retried.
+// notify fires the notifications of a run closed here (runend.Notify:
+// escalate for failed and escalated, the default on_abort action for
+// aborted, stopped for stopped; nothing for completed), with the
+// execution's ARN, status and error as extra variables. Deliveries are
+// logged; a failed one is not retried.
 func (r *Recorder) notify(ctx context.Context, d statusChange, o outcome, p task.Pipeline) {
-	action := notify.Action(string(o.Status), "")
-	if action == "" || r.Notifications == nil {
-		return
-	}
-	deliveries := r.Notifications.Fire(ctx, p, action, notify.Context{
-		RunID:            d.Name,
-		Status:           string(o.Status),
-		Trigger:          triggerOf(d),
-		EscalationReason: o.Escalation,
-		StepSummary:      o.Reason,
+	runend.Notify(ctx, r.Notifications, r.Log, runend.Closed{
+		RunID:    d.Name,
+		Pipeline: p,
+		Outcome:  o,
+		Trigger:  triggerOf(d),
 		Extra: map[string]any{
 			"execution_arn":    d.ExecutionARN,
 			"execution_status": d.Status,
 			"error":            deref(d.Error),
 		},
 	})
-	for _, dl := range deliveries {
-		attrs := []any{"run", d.Name, "action", dl.Action, "channel", dl.Channel, "via", dl.Via, "muted", dl.Muted}
-		if dl.Err != nil {
-			r.Log.WarnContext(ctx, "notification not delivered", append(attrs, "error", dl.Err.Error())...)
-			continue
-		}
-		r.Log.InfoContext(ctx, "notification delivered", attrs...)
-	}
 }
 
 // Metrics writes CloudWatch embedded metric format records, one JSON line

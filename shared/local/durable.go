@@ -16,7 +16,9 @@ import (
 	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/internal/atomicfile"
 	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/runend"
 	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/task"
 )
 
 // meta is what the sweep needs to know of a pipeline as it was when its
@@ -64,8 +66,10 @@ type Swept struct {
 // started with, and the run is younger than max_resume_age_seconds —
 // applying on_interrupted: rerun
 // resumes it (the step in flight runs again), escalate ends it escalated
-// without running that step. Any other interrupted run is marked
-// interrupted. Runs that wait for an approval are not interrupted.
+// without running that step and fires the pipeline's escalate
+// notifications (escalation_reason "escalated"; see Config.Notifications).
+// Any other interrupted run is marked interrupted. Runs that wait for an
+// approval are not interrupted.
 func (r *Runner) Sweep(ctx context.Context) ([]Swept, error) {
 	runs, err := r.Store.ListRuns(ctx, store.RunFilter{Status: store.RunRunning, Limit: 1000})
 	if err != nil {
@@ -119,9 +123,15 @@ func (r *Runner) sweepOne(ctx context.Context, run store.Run) Swept {
 	case m.Durable.OnInterrupted == "escalate":
 		s.Action = "escalated"
 		s.Reason = interruptedReason(r.inFlight(ctx, run.ID))
+		// Ended as a Fail state of the escalate policy would end it.
+		end, _ := runend.Of(runend.End{Kind: runend.Failed, Error: task.ErrorEscalated, Cause: s.Reason})
 		now := r.now().UTC()
-		if err := r.Store.UpdateRun(ctx, run.ID, store.RunUpdate{Status: store.RunEscalated, Reason: s.Reason, CompletedAt: &now}); err != nil {
+		closed, rec, err := r.closeRun(ctx, run.ID, store.RunUpdate{Status: end.Status, Reason: end.Reason, CompletedAt: &now})
+		switch {
+		case err != nil:
 			s.Action, s.Reason = "interrupted", "escalate: "+err.Error()
+		case closed:
+			r.notifyClosed(ctx, run.Pipeline, nil, rec, end, nil)
 		}
 		return s
 	default:

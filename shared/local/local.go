@@ -44,6 +44,19 @@
 // pipeline's notifications apply as for any failed step. Server calls
 // ExpireApprovals every ServerConfig.ApprovalPoll and at each expiry.
 //
+// # Notifications of ends outside a step
+//
+// A step that ends a run early fires the pipeline's notifications itself
+// (package steprun). A run that ends where no step recorded why — past its
+// state machine's time limit, by an error the state machine could not
+// catch, escalated by Sweep under durable: on_interrupted: escalate — is
+// closed by the runner, which then fires the notifications its outcome
+// calls for (runend.Notify, as the recorder function does on AWS: escalate
+// with escalation_reason timed_out, failed or escalated), once, through
+// the dispatcher of the run's step function (Config.Notifications). A run
+// a step had closed already is not notified again, and a completed one
+// fires nothing.
+//
 // # Reruns and schedules
 //
 // PrepareRerun and StartRerun (RerunIn for the CLI) start a new run that
@@ -123,6 +136,8 @@ type Runner struct {
 	stuck    map[string]bool // waiting runs whose expiry could not be applied
 
 	metrics *prom.Metrics // served by Server at GET /metrics
+
+	notifications func(StepHandler) runend.Notifications // Config.Notifications
 }
 
 // Config wires a Runner.
@@ -154,6 +169,16 @@ type Config struct {
 	// of BuildID (package defcache), and reuses it while none of them
 	// changes. "": every Compile compiles.
 	BuildID string
+	// Notifications returns the notifications dispatcher of a step
+	// function (one Handler or Scripted built): through it the runner
+	// fires the notifications of a run it closes outside a step
+	// (runend.Notify) — a run past its state machine's time limit, one
+	// ended by an error the state machine could not catch, a durable run
+	// that Sweep escalates — as the recorder function does on AWS. A run
+	// is given its own step function's (a scripted run's answers from its
+	// replies), so they go where its steps' notifications go. Nil, or a
+	// nil result: none are sent.
+	Notifications func(h StepHandler) runend.Notifications
 }
 
 // Open opens (creating if needed) the state directory and the store.
@@ -175,7 +200,7 @@ func Open(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	r := &Runner{dir: dir, Store: st, now: time.Now, log: cfg.Logger, scripted: cfg.Scripted, project: cfg.Project, build: cfg.BuildID,
 		driver: newDriver(), lease: cfg.Lease, claims: map[string]*claim{}, sessions: map[string]*session{},
-		stuck: map[string]bool{}}
+		stuck: map[string]bool{}, notifications: cfg.Notifications}
 	if r.log == nil {
 		r.log = discard
 	}
@@ -479,15 +504,7 @@ func (s *startFacts) record(o Outcome, now time.Time) store.Run {
 	if len(o.Output) > 0 && string(o.Output) != "null" {
 		run.FinalOutput = o.Output
 	}
-	st, _ := s.sm.States.Get(s.sm.StartAt)
-	var assign map[string]any
-	switch first := st.(type) {
-	case *asl.Pass:
-		assign = first.Assign
-	case *asl.Choice: // the first state of a compiled pipeline
-		assign = first.Assign
-	}
-	if facts, ok := assign["pipeline"].(map[string]any); ok {
+	if facts, ok := pipelineAssigned(s.sm).(map[string]any); ok {
 		if facts["stage"] == store.StageProduction {
 			run.Stage = store.StageProduction
 		}
@@ -593,12 +610,15 @@ func (r *Runner) Decide(ctx context.Context, runID, step, decision, by string, o
 	return Outcome{}, fmt.Errorf("run %s step %q: %w", runID, step, ErrNoApproval)
 }
 
-// settle records what the engine reports as the run's status.
+// settle records what the engine reports as the run's status. A run it
+// closes with an outcome that fires notifications (see closeRun) has
+// them fired here: no step recorded that end.
 func (r *Runner) settle(ctx context.Context, pipelineName string, res engine.Result, start *startFacts) (Outcome, error) {
 	o := Outcome{RunID: res.RunID, Pipeline: pipelineName}
 	if res.Status != engine.StatusRunning {
 		defer r.forget(res.RunID) // no longer driven: read afresh next time
 	}
+	var end runend.Outcome
 	switch res.Status {
 	case engine.StatusSucceeded, engine.StatusFailed, engine.StatusTimedOut:
 		kind := runend.Failed
@@ -608,7 +628,7 @@ func (r *Runner) settle(ctx context.Context, pipelineName string, res engine.Res
 		case engine.StatusTimedOut:
 			kind = runend.TimedOut
 		}
-		end, _ := runend.Of(runend.End{Kind: kind, Error: res.Error, Cause: res.Cause, Output: res.Output})
+		end, _ = runend.Of(runend.End{Kind: kind, Error: res.Error, Cause: res.Cause, Output: res.Output})
 		o.Status, o.Reason, o.Output = end.Status, end.Reason, end.Final
 	case engine.StatusWaiting:
 		o.Status = store.RunWaiting
@@ -633,10 +653,26 @@ func (r *Runner) settle(ctx context.Context, pipelineName string, res engine.Res
 			u.FinalOutput = o.Output
 		}
 	}
-	err := r.Store.UpdateRun(ctx, res.RunID, u)
+	// Only an end that fires notifications needs to know whether a step
+	// closed the run first; any other is written as it is.
+	notifying := o.Status.Terminal() && end.Action() != "" && r.notifications != nil
+	var (
+		closed bool
+		rec    store.Run // the run as it was before closeRun closed it
+		err    error
+	)
+	if notifying {
+		closed, rec, err = r.closeRun(ctx, res.RunID, u)
+	} else {
+		err = r.Store.UpdateRun(ctx, res.RunID, u)
+	}
 	if errors.Is(err, store.ErrNotFound) && start != nil && o.Status.Terminal() {
-		// No step recorded the run (every one was skipped): record it.
-		if err = r.Store.CreateRun(ctx, start.record(o, *u.CompletedAt)); errors.Is(err, store.ErrExists) {
+		// No step recorded the run (every one was skipped, or it ended
+		// before its first step did): record it, closed here.
+		rec = start.record(o, *u.CompletedAt)
+		if err = r.Store.CreateRun(ctx, rec); err == nil {
+			closed = true
+		} else if errors.Is(err, store.ErrExists) {
 			err = r.Store.UpdateRun(ctx, res.RunID, u)
 		}
 	}
@@ -644,7 +680,101 @@ func (r *Runner) settle(ctx context.Context, pipelineName string, res engine.Res
 		return o, fmt.Errorf("record run status: %w", err)
 	}
 	r.metrics.RunEnded(pipelineName, o.Status)
+	if notifying && closed {
+		var sm *asl.StateMachine
+		if start != nil {
+			sm = start.sm
+		}
+		r.notifyClosed(ctx, pipelineName, sm, rec, end, map[string]any{
+			"execution_status": string(res.Status),
+			"error":            res.Error,
+		})
+	}
 	return o, nil
+}
+
+// closeRun writes u, a terminal status, to a run's record and reports
+// whether this call closed the run: false when a step had closed it
+// already (then the record keeps the status it ended with, and a
+// different status is store.ErrConflict, as UpdateRun has it). It returns
+// the record as it was before. The runner drives the run (it holds its
+// claim), so no step writes it between the read and the write.
+func (r *Runner) closeRun(ctx context.Context, runID string, u store.RunUpdate) (bool, store.Run, error) {
+	before, err := r.Store.GetRun(ctx, runID)
+	if err != nil {
+		return false, before, err
+	}
+	err = r.Store.UpdateRun(ctx, runID, u)
+	return err == nil && !before.Status.Terminal(), before, err
+}
+
+// notifyClosed fires the notifications of a run this runner closed
+// outside a step (runend.Notify), through the dispatcher of the run's own
+// step function (Config.Notifications), with the facts of the pipeline it
+// ran: those of sm, the definition it started with, or when nil those
+// saved under its name (what a resume runs). Problems are logged: a run's
+// end is recorded whatever its notifications do.
+func (r *Runner) notifyClosed(ctx context.Context, pipelineName string, sm *asl.StateMachine, run store.Run, end runend.Outcome, extra map[string]any) {
+	if r.notifications == nil || end.Action() == "" {
+		return
+	}
+	h := r.handler
+	s, err := r.sessionOf(ctx, run.ID, run.ParentRunID)
+	if err != nil {
+		// A scripted run whose replies cannot be read: its notifications
+		// must not go out through the live step function's dispatcher.
+		r.log.WarnContext(ctx, "notifications not sent", "run", run.ID, "error", err.Error())
+		return
+	}
+	if s != nil {
+		h = s.handler
+	}
+	n := r.notifications(h)
+	if n == nil {
+		return
+	}
+	p, err := r.pipelineFacts(pipelineName, sm)
+	if err != nil {
+		r.log.WarnContext(ctx, "notifications not sent", "run", run.ID, "pipeline", pipelineName, "error", err.Error())
+		return
+	}
+	runend.Notify(ctx, n, r.log, runend.Closed{RunID: run.ID, Pipeline: p, Outcome: end, Trigger: run.Trigger, Extra: extra})
+}
+
+// pipelineFacts reads the facts a compiled definition assigns its
+// pipeline (task.PipelineOf): sm's, else those of the definition saved
+// under name. Of sm, only what its first state assigns is encoded (the
+// part task.PipelineOf reads), not the whole definition.
+func (r *Runner) pipelineFacts(name string, sm *asl.StateMachine) (task.Pipeline, error) {
+	var (
+		def []byte
+		err error
+	)
+	if sm != nil {
+		def, err = json.Marshal(map[string]any{
+			"StartAt": sm.StartAt,
+			"States":  map[string]any{sm.StartAt: map[string]any{"Assign": map[string]any{"pipeline": pipelineAssigned(sm)}}},
+		})
+	} else {
+		def, err = os.ReadFile(filepath.Join(r.dir, "definitions", name+".asl.json"))
+	}
+	if err != nil {
+		return task.Pipeline{}, fmt.Errorf("read pipeline %q: %w", name, err)
+	}
+	return task.PipelineOf(def)
+}
+
+// pipelineAssigned is the value a compiled definition's first state
+// assigns the variable "pipeline" (its facts), nil when it assigns none.
+func pipelineAssigned(sm *asl.StateMachine) any {
+	st, _ := sm.States.Get(sm.StartAt)
+	switch first := st.(type) {
+	case *asl.Pass:
+		return first.Assign["pipeline"]
+	case *asl.Choice: // the first state of a compiled pipeline
+		return first.Assign["pipeline"]
+	}
+	return nil
 }
 
 // History returns a run's execution history.

@@ -16,6 +16,13 @@
 //   - Timed out (the state machine's own time limit) and aborted (stopped
 //     from outside, StopExecution): failed, with escalation reasons
 //     "timed_out" and "execution_aborted" for the notifications.
+//
+// A run that its driver closes outside a step (the recorder, or the local
+// runner: a time-out, an error the state machine could not catch, a
+// durable run escalated as it is swept) has its notifications fired by
+// Notify, the one rule for what is sent: the action Outcome.Action names,
+// with the outcome's escalation reason and reason. A run a step closed
+// was notified by the step, and is not notified again.
 package runend
 
 import (

@@ -71,9 +71,9 @@ func evalCond(e when.Expr, env map[string]any) (bool, bool) {
 		x, y := evalValue(n.X, env), evalValue(n.Y, env)
 		switch n.Op {
 		case when.OpEq:
-			return x.defined && y.defined && deepEqual(x.v, y.v), true
+			return x.defined && y.defined && when.Equal(x.v, y.v), true
 		case when.OpNe:
-			return !(x.defined && y.defined && deepEqual(x.v, y.v)), true
+			return !(x.defined && y.defined && when.Equal(x.v, y.v)), true
 		case when.OpIn:
 			return contains(x, y)
 		case when.OpNotIn:
@@ -90,7 +90,7 @@ func evalCond(e when.Expr, env map[string]any) (bool, bool) {
 		return r != n.Negated, true
 	}
 	x := evalValue(e, env)
-	return x.defined && truthy(x.v), true
+	return x.defined && when.Truthy(x.v), true
 }
 
 func evalValue(e when.Expr, env map[string]any) xvalue {
@@ -113,65 +113,6 @@ func evalValue(e when.Expr, env map[string]any) xvalue {
 	return xvalue{} // the parser gives comparisons values only
 }
 
-// truthy is Python's truth value of a JSON value.
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case bool:
-		return x
-	case float64:
-		return x != 0
-	case string:
-		return x != ""
-	case []any:
-		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
-	}
-	return false
-}
-
-// deepEqual is == between JSON values: element-wise for lists and
-// objects, numbers by value, booleans never equal to numbers.
-func deepEqual(a, b any) bool {
-	switch x := a.(type) {
-	case nil:
-		return b == nil
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case float64:
-		y, ok := b.(float64)
-		return ok && x == y
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !deepEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, xv := range x {
-			yv, ok := y[k]
-			if !ok || !deepEqual(xv, yv) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
 // contains is "x in c": list membership, substring, object key.
 func contains(x, c xvalue) (bool, bool) {
 	if !c.defined {
@@ -183,7 +124,7 @@ func contains(x, c xvalue) (bool, bool) {
 			return false, true
 		}
 		for _, e := range cv {
-			if deepEqual(x.v, e) {
+			if when.Equal(x.v, e) {
 				return true, true
 			}
 		}
