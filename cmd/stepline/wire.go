@@ -12,7 +12,6 @@ import (
 	"github.com/stepline/stepline/shared/local"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/pricing"
-	"github.com/stepline/stepline/shared/runend"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store/sqlite"
@@ -121,7 +120,7 @@ func handler(e env, st *sqlite.Store, dir string, approvals steprun.Notifier, cl
 // through which the runner fires the notifications of a run it closes
 // outside a step, so they go where the run's steps' own go (nowhere over
 // the network for a scripted run).
-func stepNotifications(h local.StepHandler) runend.Notifications {
+func stepNotifications(h local.StepHandler) notify.Notifier {
 	sh, ok := h.(*steprun.Handler)
 	if !ok || sh.Notifications == nil {
 		return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/stepline/stepline/shared/awsenv"
+	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/runend"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
@@ -121,9 +122,9 @@ func (r *Recorder) pipelineOf(arn string) string {
 type Recorder struct {
 	Store         RunStore
 	Pipelines     Pipelines
-	Notifications runend.Notifications // nil: none are sent
-	Machines      PipelineNames        // names the pipeline of a state machine; nil: none
-	Metrics       *Metrics             // nil: none are written
+	Notifications notify.Notifier // nil: none are sent
+	Machines      PipelineNames   // names the pipeline of a state machine; nil: none
+	Metrics       *Metrics        // nil: none are written
 	Log           *slog.Logger
 }
 

@@ -89,6 +89,7 @@ import (
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/internal/atomicfile"
 	"github.com/stepline/stepline/shared/local/defcache"
+	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/runend"
 	"github.com/stepline/stepline/shared/steprun"
@@ -137,7 +138,7 @@ type Runner struct {
 
 	metrics *prom.Metrics // served by Server at GET /metrics
 
-	notifications func(StepHandler) runend.Notifications // Config.Notifications
+	notifications func(StepHandler) notify.Notifier // Config.Notifications
 }
 
 // Config wires a Runner.
@@ -178,7 +179,7 @@ type Config struct {
 	// is given its own step function's (a scripted run's answers from its
 	// replies), so they go where its steps' notifications go. Nil, or a
 	// nil result: none are sent.
-	Notifications func(h StepHandler) runend.Notifications
+	Notifications func(h StepHandler) notify.Notifier
 }
 
 // Open opens (creating if needed) the state directory and the store.

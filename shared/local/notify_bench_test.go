@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/shared/notify"
-	"github.com/stepline/stepline/shared/runend"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/sqlite"
@@ -45,7 +44,7 @@ func BenchmarkSettleNotifying(b *testing.B) {
 				}}
 				if notifications {
 					d := &notify.Dispatcher{}
-					cfg.Notifications = func(StepHandler) runend.Notifications { return d }
+					cfg.Notifications = func(StepHandler) notify.Notifier { return d }
 				}
 				r, err := Open(ctx, cfg)
 				if err != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/notify"
-	"github.com/stepline/stepline/shared/runend"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/sqlite"
@@ -78,7 +77,7 @@ func endsRunner(t testing.TB, dir, responsesYAML string, clock engine.Clock, wra
 			}
 			return h
 		},
-		Notifications: func(StepHandler) runend.Notifications { return d },
+		Notifications: func(StepHandler) notify.Notifier { return d },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -294,7 +293,7 @@ func TestNotifyScriptedRunOffline(t *testing.T) {
 		Scripted: func(st *sqlite.Store, replies *executor.Responses) StepHandler {
 			return &steprun.Handler{Store: st, Executors: executor.NewRegistry(executor.Deps{Responses: replies}), Notifications: dispatcher("scripted")}
 		},
-		Notifications: func(h StepHandler) runend.Notifications { return h.(*steprun.Handler).Notifications },
+		Notifications: func(h StepHandler) notify.Notifier { return h.(*steprun.Handler).Notifications },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -109,6 +109,32 @@ type Delivery struct {
 	Duration time.Duration
 }
 
+// Notifier fires a pipeline's notifications: what a step handler, the
+// local runner, the recorder and the approval function send through
+// (*Dispatcher, or a stand-in in tests).
+type Notifier interface {
+	Fire(ctx context.Context, p task.Pipeline, action string, data Context) []Delivery
+}
+
+var _ Notifier = (*Dispatcher)(nil)
+
+// LogDeliveries logs each delivery to log ("notification delivered" at
+// info, "notification not delivered" with its error at warn); nil log
+// logs nothing. Deliveries are not retried.
+func LogDeliveries(ctx context.Context, log *slog.Logger, ds []Delivery) {
+	if log == nil {
+		return
+	}
+	for _, d := range ds {
+		attrs := []any{"run", d.RunID, "action", d.Action, "channel", d.Channel, "via", d.Via, "muted", d.Muted}
+		if d.Err != nil {
+			log.WarnContext(ctx, "notification not delivered", append(attrs, "error", d.Err.Error())...)
+			continue
+		}
+		log.InfoContext(ctx, "notification delivered", attrs...)
+	}
+}
+
 // Dispatcher sends notifications. The zero value logs to slog.Default,
 // sends HTTP with a plain client, resolves no secrets and has no SNS. Safe
 // for concurrent use once its fields are set.

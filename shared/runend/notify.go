@@ -18,14 +18,6 @@ func (o Outcome) Action() string {
 	return notify.Action(string(o.Status), "")
 }
 
-// Notifications sends a pipeline's notifications (satisfied by
-// *notify.Dispatcher).
-type Notifications interface {
-	Fire(ctx context.Context, p task.Pipeline, action string, data notify.Context) []notify.Delivery
-}
-
-var _ Notifications = (*notify.Dispatcher)(nil)
-
 // Closed is a run that its driver closed outside a step — the recorder
 // function on AWS, the local runner — as its notifications are told of
 // it.
@@ -49,7 +41,7 @@ type Closed struct {
 // n is nil or the outcome fires nothing. A caller fires once per run: only
 // when it was the one that closed the run, not when a step had already
 // closed it (the step notified then).
-func Notify(ctx context.Context, n Notifications, log *slog.Logger, c Closed) []notify.Delivery {
+func Notify(ctx context.Context, n notify.Notifier, log *slog.Logger, c Closed) []notify.Delivery {
 	action := c.Outcome.Action()
 	if action == "" || n == nil {
 		return nil
@@ -62,16 +54,6 @@ func Notify(ctx context.Context, n Notifications, log *slog.Logger, c Closed) []
 		StepSummary:      c.Outcome.Reason,
 		Extra:            c.Extra,
 	})
-	if log == nil {
-		return deliveries
-	}
-	for _, dl := range deliveries {
-		attrs := []any{"run", c.RunID, "action", dl.Action, "channel", dl.Channel, "via", dl.Via, "muted", dl.Muted}
-		if dl.Err != nil {
-			log.WarnContext(ctx, "notification not delivered", append(attrs, "error", dl.Err.Error())...)
-			continue
-		}
-		log.InfoContext(ctx, "notification delivered", attrs...)
-	}
+	notify.LogDeliveries(ctx, log, deliveries)
 	return deliveries
 }

@@ -68,8 +68,8 @@ func TestNotify(t *testing.T) {
 	closed := Closed{RunID: "run-1", Pipeline: p, Outcome: timedOut, Trigger: json.RawMessage(`{"team":"sre"}`),
 		Extra: map[string]any{"execution_status": "TIMED_OUT"}}
 	f := &fired{deliveries: []notify.Delivery{
-		{Action: "escalate", Channel: "webhook", Via: "webhook"},
-		{Action: "escalate", Channel: "slack", Via: "slack", Err: errors.New("hooks.slack.com answered 500")},
+		{RunID: "run-1", Action: "escalate", Channel: "webhook", Via: "webhook"}, // as the Dispatcher fills them
+		{RunID: "run-1", Action: "escalate", Channel: "slack", Via: "slack", Err: errors.New("hooks.slack.com answered 500")},
 	}}
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))

@@ -92,7 +92,7 @@ type Handler struct {
 	// the run (escalated or failed: escalate; aborted: the step's
 	// on_abort; stopped: stopped; budget exceeded: notify). nil: none are
 	// sent.
-	Notifications Notifications
+	Notifications notify.Notifier
 	// Pricing prices model calls. Nil: no call has a cost (cost unknown).
 	Pricing *pricing.Table
 	// Now is the clock. Nil: time.Now.
@@ -364,12 +364,6 @@ func (t *taskRun) addUsage(ctx context.Context, key string, u stepUsage) error {
 	return nil
 }
 
-// Notifications sends a pipeline's notifications (package notify's
-// Dispatcher).
-type Notifications interface {
-	Fire(ctx context.Context, p task.Pipeline, action string, data notify.Context) []notify.Delivery
-}
-
 // endRun closes the run when a step ended it and, when this call is the one
 // that closed it (a retried Task finds it closed) and notified is false,
 // fires the pipeline's notifications for the outcome.
@@ -484,14 +478,7 @@ func (t *taskRun) notify(ctx context.Context, status, reason string, output json
 		Contradicts:         out.Reasoning.Contradicts,
 		ProceedReason:       out.ProceedReason,
 	})
-	for _, d := range deliveries {
-		attrs := []any{"run", d.RunID, "action", d.Action, "channel", d.Channel, "via", d.Via, "muted", d.Muted}
-		if d.Err != nil {
-			t.h.log.Warn("notification not delivered", append(attrs, "err", d.Err)...)
-			continue
-		}
-		t.h.log.Info("notification delivered", attrs...)
-	}
+	notify.LogDeliveries(ctx, t.h.log, deliveries)
 	return deliveries
 }
 
