@@ -106,6 +106,15 @@ type probe struct {
 
 // Handle is the Lambda handler.
 func (h *handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
+	return serve(ctx, raw, func() (*handler, error) { return h, nil }, nil)
+}
+
+// serve tells the event kinds apart and answers an event with the handler
+// get returns. An event of no kind the function serves is refused without
+// calling get, so that it costs no compile of the pipelines. When get
+// fails (the pipelines do not compile), an API request is answered 500
+// and the failure logged with log; a trigger event returns the error.
+func serve(ctx context.Context, raw json.RawMessage, get func() (*handler, error), log *slog.Logger) (any, error) {
 	var p probe
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, fmt.Errorf("ingest: the event is not a JSON object: %w", err)
@@ -116,11 +125,23 @@ func (h *handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return nil, fmt.Errorf("ingest: API Gateway request: %w", err)
 		}
+		h, err := get()
+		if err != nil {
+			log.ErrorContext(ctx, "pipelines do not load", "path", ev.RawPath, "request_id", ev.RequestContext.RequestID, "error", err.Error())
+			return jsonResponse(http.StatusInternalServerError, map[string]any{
+				"error":      "the deployment's pipelines do not load; the function's log says why",
+				"request_id": ev.RequestContext.RequestID,
+			}), nil
+		}
 		return h.api(ctx, ev), nil
 	case len(p.Trigger) > 0:
 		var ev triggerEvent
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return nil, fmt.Errorf("ingest: trigger event: %w", err)
+		}
+		h, err := get()
+		if err != nil {
+			return nil, fmt.Errorf("ingest trigger event %s: %w", ev.Event.ID, err)
 		}
 		return h.trigger(ctx, ev)
 	}

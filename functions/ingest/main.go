@@ -38,19 +38,25 @@
 // their files as a bundle (package shared/catalog): an object in the CDK
 // asset bucket named by a parameter under
 // /stepline/<STATE_MACHINE_PREFIX>/pipelines. The function lists those
-// parameters and reads every bundle when its container starts, compiles
-// the files in file-name order (the routing order) in the project staged
-// beside its bootstrap (stepline.yaml, the agents and step library), and
-// lists the parameters again at most once a minute, on an invocation:
-// when a parameter changed (a stack deployed new files), it reads the
-// bundles again and routes with them from then on; when that fails, it
-// logs the error and keeps the pipelines it had. So adding a pipeline
+// parameters and reads every bundle when its container starts (a bundle
+// that cannot be read fails the start), and compiles the files in
+// file-name order (the routing order) in the project staged beside its
+// bootstrap (stepline.yaml, the agents and step library) when the first
+// request or trigger event arrives: compiling is most of a start's work,
+// and an event the function does not serve needs none of it. Files that
+// do not compile are logged then, and every request is answered 500 (a
+// trigger event fails) until a deployment changes them. It lists the
+// parameters again at most once a minute, on an invocation: when a
+// parameter changed (a stack deployed new files), it reads and compiles
+// the bundles again and routes with them from then on; when that fails,
+// it logs the error and keeps the pipelines it had. So adding a pipeline
 // changes its own stack only, and reaches a warm function within a
 // minute of its stack's deployment. With PIPELINE_DIR set, the files of
-// that directory are read instead, once. Each pipeline's state machine is
-// found by the naming rule of package shared/awsenv,
-// <STATE_MACHINE_PREFIX>-<pipeline> in STATE_MACHINE_ACCOUNT and the
-// function's region: the environment does not grow with the pipelines.
+// that directory are read and compiled instead, once, at start. Each
+// pipeline's state machine is found by the naming rule of package
+// shared/awsenv, <STATE_MACHINE_PREFIX>-<pipeline> in
+// STATE_MACHINE_ACCOUNT and the function's region: the environment does
+// not grow with the pipelines.
 //
 // Environment:
 //
@@ -112,11 +118,12 @@ func main() {
 	}
 	env := environment{names: names, runs: st, sfn: sfn.NewFromConfig(f.AWS), tokens: tokens, log: f.Log}
 
-	var current func(context.Context) (*handler, error)
+	var current func(context.Context) (*pipelineSet, error)
 	if dir := os.Getenv("PIPELINE_DIR"); dir != "" {
 		h, err := env.handler(dir, nil)
 		f.Check(err, "pipelines")
-		current = func(context.Context) (*handler, error) { return h, nil }
+		set := builtSet(h, f.Log)
+		current = func(context.Context) (*pipelineSet, error) { return set, nil }
 	} else {
 		exe, err := os.Executable()
 		f.Check(err, "find the bootstrap's directory")
@@ -127,7 +134,7 @@ func main() {
 		f.Check(err, "parameter store")
 		s3, err := awsrest.NewS3(f.AWS)
 		f.Check(err, "s3")
-		w := &catalog.Watcher[*handler]{
+		w := &catalog.Watcher[*pipelineSet]{
 			Loader: catalog.Loader{Params: ps, Objects: s3, Prefix: names.Prefix},
 			Every:  reloadEvery,
 			Build:  env.fromBundles(proj),
@@ -140,11 +147,11 @@ func main() {
 		current = w.Current
 	}
 	lambda.Start(telemetry.Lambda(tp, "ingest", func(ctx context.Context, raw json.RawMessage) (any, error) {
-		h, err := current(ctx)
+		set, err := current(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return h.Handle(ctx, raw)
+		return set.Handle(ctx, raw)
 	}))
 }
 
@@ -195,28 +202,38 @@ func (e environment) handler(dir string, p *project.Project) (*handler, error) {
 
 // fromBundles returns the Build of the function's catalog.Watcher: the
 // bundles' files are written to a new directory under the temporary one
-// (the directory of the handler they replace is removed once they load).
-func (e environment) fromBundles(p *project.Project) func([]catalog.File) (*handler, error) {
+// (the directory of the set they replace is removed once they load).
+//
+// The first set, read when the container starts, is compiled when the
+// first event that needs it arrives (see pipelineSet). Every later set,
+// read on an invocation when a deployment changed the bundles, is
+// compiled before it replaces the one in use, so that files which do not
+// compile leave the pipelines the function had in place.
+func (e environment) fromBundles(p *project.Project) func([]catalog.File) (*pipelineSet, error) {
 	var last string
-	return func(files []catalog.File) (*handler, error) {
+	return func(files []catalog.File) (*pipelineSet, error) {
 		dir, err := os.MkdirTemp("", "pipelines-")
 		if err != nil {
 			return nil, err
 		}
-		h, err := func() (*handler, error) {
-			if err := catalog.WriteDir(dir, files); err != nil {
-				return nil, err
-			}
-			return e.handler(dir, p)
-		}()
-		if err != nil {
+		if err := catalog.WriteDir(dir, files); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
 		}
-		if last != "" {
+		build := func() (*handler, error) { return e.handler(dir, p) }
+		var set *pipelineSet
+		if last == "" {
+			set = lazySet(build, e.log)
+		} else {
+			h, err := build()
+			if err != nil {
+				os.RemoveAll(dir)
+				return nil, err
+			}
+			set = builtSet(h, e.log)
 			os.RemoveAll(last)
 		}
 		last = dir
-		return h, nil
+		return set, nil
 	}
 }
