@@ -124,7 +124,7 @@ func TestFromBundles(t *testing.T) {
 		}
 		return out
 	}
-	e := environment{names: testNames, runs: newEnv(t).store, sfn: &fakeStarts{}, tokens: intake.Tokens{"": testToken}, log: slog.New(slog.DiscardHandler)}
+	e := &environment{names: testNames, runs: newEnv(t).store, sfn: &fakeStarts{}, tokens: intake.Tokens{"": testToken}, log: slog.New(slog.DiscardHandler)}
 
 	build := e.fromBundles(nil)
 	first, err := build(bad)

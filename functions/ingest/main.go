@@ -107,19 +107,31 @@ func main() {
 	if tokenARN == "" {
 		f.Fail("WEBHOOK_TOKEN_SECRET_ARN is not set: webhooks would be unauthenticated")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	v, err := sm.GetSecretValue(ctx, tokenARN)
-	cancel()
-	f.Check(err, "WEBHOOK_TOKEN_SECRET_ARN")
-	tokens, err := intake.ParseTokenList(v.String)
-	if err != nil || len(tokens) == 0 {
-		// The parse error may quote the secret: say where, not what.
-		f.Fail("WEBHOOK_TOKEN_SECRET_ARN: the secret holds no usable token list (want a token, team=token pairs or a JSON object)", "secret", tokenARN)
+	// The webhook tokens are read while the pipeline bundles are: two
+	// independent round trips of the start, one after the other before.
+	secretRead := make(chan error, 1)
+	var tokenList secret.SecretValue
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var err error
+		tokenList, err = sm.GetSecretValue(ctx, tokenARN)
+		secretRead <- err
+	}()
+	env := &environment{names: names, runs: st, sfn: sfn.NewFromConfig(f.AWS), log: f.Log}
+	readTokens := func() {
+		f.Check(<-secretRead, "WEBHOOK_TOKEN_SECRET_ARN")
+		tokens, err := intake.ParseTokenList(tokenList.String)
+		if err != nil || len(tokens) == 0 {
+			// The parse error may quote the secret: say where, not what.
+			f.Fail("WEBHOOK_TOKEN_SECRET_ARN: the secret holds no usable token list (want a token, team=token pairs or a JSON object)", "secret", tokenARN)
+		}
+		env.tokens = tokens
 	}
-	env := environment{names: names, runs: st, sfn: sfn.NewFromConfig(f.AWS), tokens: tokens, log: f.Log}
 
 	var current func(context.Context) (*pipelineSet, error)
 	if dir := os.Getenv("PIPELINE_DIR"); dir != "" {
+		readTokens()
 		h, err := env.handler(dir, nil)
 		f.Check(err, "pipelines")
 		set := builtSet(h, f.Log)
@@ -144,6 +156,7 @@ func main() {
 		_, err = w.Current(ctx)
 		cancel()
 		f.Check(err, "pipelines")
+		readTokens() // before the first set compiles, on the first event
 		current = w.Current
 	}
 	lambda.Start(telemetry.Lambda(tp, "ingest", func(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -160,7 +173,8 @@ func main() {
 const reloadEvery = time.Minute
 
 // environment is what every handler of the container shares; the
-// pipelines are what a reload changes.
+// pipelines are what a reload changes. Its tokens are set before the
+// first handler is built.
 type environment struct {
 	names awsenv.StateMachines
 	runs  interface {
@@ -174,7 +188,7 @@ type environment struct {
 
 // handler builds the handler of the pipeline files in dir, compiled in
 // project p (nil: each file's, found walking up from it).
-func (e environment) handler(dir string, p *project.Project) (*handler, error) {
+func (e *environment) handler(dir string, p *project.Project) (*handler, error) {
 	ps, machines, err := loadPipelines(dir, p, e.names)
 	if err != nil {
 		return nil, err
@@ -209,7 +223,7 @@ func (e environment) handler(dir string, p *project.Project) (*handler, error) {
 // read on an invocation when a deployment changed the bundles, is
 // compiled before it replaces the one in use, so that files which do not
 // compile leave the pipelines the function had in place.
-func (e environment) fromBundles(p *project.Project) func([]catalog.File) (*pipelineSet, error) {
+func (e *environment) fromBundles(p *project.Project) func([]catalog.File) (*pipelineSet, error) {
 	var last string
 	return func(files []catalog.File) (*pipelineSet, error) {
 		dir, err := os.MkdirTemp("", "pipelines-")
