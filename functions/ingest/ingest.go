@@ -14,10 +14,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/stepline/stepline/functions/internal/apigw"
+	"github.com/stepline/stepline/functions/internal/states"
 	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/pipeline"
@@ -41,12 +40,12 @@ func loadPipelines(dir string, p *project.Project, names awsenv.StateMachines) (
 }
 
 // ExecutionStarter is the Step Functions call that starts a run
-// (satisfied by *sfn.Client).
+// (satisfied by *states.Client): it returns the execution's ARN.
 type ExecutionStarter interface {
-	StartExecution(ctx context.Context, in *sfn.StartExecutionInput, optFns ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error)
+	StartExecution(ctx context.Context, x states.Execution) (string, error)
 }
 
-var _ ExecutionStarter = (*sfn.Client)(nil)
+var _ ExecutionStarter = (*states.Client)(nil)
 
 // starter implements intake.Starter with StartExecution: the execution is
 // named after the run, and its input is {"trigger": <the normalized
@@ -70,11 +69,7 @@ func (s starter) Start(ctx context.Context, p *pipeline.Pipeline, runID string, 
 	if err != nil {
 		return fmt.Errorf("encode input: %w", err)
 	}
-	_, err = s.sfn.StartExecution(ctx, &sfn.StartExecutionInput{
-		StateMachineArn: aws.String(arn),
-		Name:            aws.String(runID),
-		Input:           aws.String(string(input)),
-	})
+	_, err = s.sfn.StartExecution(ctx, states.Execution{StateMachineARN: arn, Name: runID, Input: string(input)})
 	if err != nil {
 		return fmt.Errorf("start execution: %w", err)
 	}

@@ -83,9 +83,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/stepline/stepline/functions/internal/boot"
+	"github.com/stepline/stepline/functions/internal/states"
 	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/awsrest"
 	"github.com/stepline/stepline/shared/catalog"
@@ -118,7 +118,9 @@ func main() {
 		tokenList, err = sm.GetSecretValue(ctx, tokenARN)
 		secretRead <- err
 	}()
-	env := &environment{names: names, runs: st, sfn: sfn.NewFromConfig(f.AWS), log: f.Log}
+	executions, err := states.New(f.AWS)
+	f.Check(err, "step functions")
+	env := &environment{names: names, runs: st, sfn: executions, log: f.Log}
 	readTokens := func() {
 		f.Check(<-secretRead, "WEBHOOK_TOKEN_SECRET_ARN")
 		tokens, err := intake.ParseTokenList(tokenList.String)

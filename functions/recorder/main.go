@@ -47,9 +47,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/stepline/stepline/functions/internal/boot"
+	"github.com/stepline/stepline/functions/internal/states"
 	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/secret"
@@ -74,9 +74,11 @@ func main() {
 	f.Check(err, "secrets")
 	sns, err := notify.NewSNS(f.AWS)
 	f.Check(err, "sns")
+	described, err := states.New(f.AWS)
+	f.Check(err, "step functions")
 	r := &Recorder{
 		Store:     st,
-		Pipelines: definitions{sfn: sfn.NewFromConfig(f.AWS)},
+		Pipelines: definitions{sfn: described},
 		Notifications: &notify.Dispatcher{
 			HTTP:    &http.Client{},
 			Secrets: secrets,
