@@ -82,8 +82,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/stepline/stepline/functions/internal/boot"
 	"github.com/stepline/stepline/functions/internal/states"
 	"github.com/stepline/stepline/shared/awsenv"
@@ -92,12 +90,10 @@ import (
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/secret"
-	"github.com/stepline/stepline/shared/telemetry"
 )
 
 func main() {
-	f := boot.Start()
-	tp := telemetry.SetupFunction(context.Background(), os.Getenv, "ingest", f.Log) // OTEL_* variables; off when none
+	f := boot.Start("ingest")
 	st := f.Store()
 	names, err := awsenv.StateMachinesFromEnv(os.Environ())
 	f.Check(err, "state machines")
@@ -112,7 +108,7 @@ func main() {
 	secretRead := make(chan error, 1)
 	var tokenList secret.SecretValue
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), boot.SecretTimeout)
 		defer cancel()
 		var err error
 		tokenList, err = sm.GetSecretValue(ctx, tokenARN)
@@ -161,13 +157,13 @@ func main() {
 		readTokens() // before the first set compiles, on the first event
 		current = w.Current
 	}
-	lambda.Start(telemetry.Lambda(tp, "ingest", func(ctx context.Context, raw json.RawMessage) (any, error) {
+	boot.Serve(f, func(ctx context.Context, raw json.RawMessage) (any, error) {
 		set, err := current(ctx)
 		if err != nil {
 			return nil, err
 		}
 		return set.Handle(ctx, raw)
-	}))
+	})
 }
 
 // reloadEvery is how often, at most, the function checks whether the
