@@ -7,10 +7,12 @@
 // with the same positioned diagnostics.
 //
 // It runs every phase of the compiler (compiler.BuildIn: parse, check,
-// lower, the definition's limits) with package executor's configuration
-// checks. The compiler takes those checks as a value, so that it does not
-// link the executors; this is the one place they are joined to it. The
-// executor.Defaults say what the place the pipeline will run provides
+// lower, the definition's limits) with the executors' configuration
+// checks (package shared/executor/settings, which the executors read their
+// configs with too). The compiler takes those checks as a value; this is
+// the one place they are joined to it, and it does not link the executors
+// themselves (nor their MCP SDK). The Defaults (executor.Defaults is the
+// same type) say what the place the pipeline will run provides
 // (OPENAI_BASE_URL): main reads them from its environment, and only the
 // warnings depend on them, never whether a file compiles.
 //

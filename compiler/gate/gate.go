@@ -7,7 +7,7 @@ import (
 
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/shared/asl"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/project"
 )
 
@@ -15,13 +15,13 @@ import (
 // project (no agents). It returns the file (nil when the source is not a
 // pipeline at all), the state machine (nil when there is any error) and
 // every error and warning, sorted.
-func Compile(name string, src []byte, d executor.Defaults) (*compiler.File, *asl.StateMachine, compiler.Diagnostics) {
+func Compile(name string, src []byte, d settings.Defaults) (*compiler.File, *asl.StateMachine, compiler.Diagnostics) {
 	return CompileIn(name, src, nil, d)
 }
 
 // CompileIn is Compile in project p (nil: none): p's own problems are
 // the pipeline's, and agent steps run p's agents.
-func CompileIn(name string, src []byte, p *project.Project, d executor.Defaults) (*compiler.File, *asl.StateMachine, compiler.Diagnostics) {
+func CompileIn(name string, src []byte, p *project.Project, d settings.Defaults) (*compiler.File, *asl.StateMachine, compiler.Diagnostics) {
 	return compiler.BuildIn(name, src, compiler.Env{CheckExecutor: d.CheckConfig, Project: p})
 }
 
@@ -30,7 +30,7 @@ func CompileIn(name string, src []byte, p *project.Project, d executor.Defaults)
 // it runs is defined by a file beside it (where run, serve and the CDK
 // app look for it). The error is the file's reading, or its project's;
 // the pipeline's problems are in the diagnostics.
-func CompileFile(path string, d executor.Defaults) (*compiler.File, *asl.StateMachine, compiler.Diagnostics, error) {
+func CompileFile(path string, d settings.Defaults) (*compiler.File, *asl.StateMachine, compiler.Diagnostics, error) {
 	p, err := Project(path, "")
 	if err != nil {
 		return nil, nil, nil, err
@@ -40,7 +40,7 @@ func CompileFile(path string, d executor.Defaults) (*compiler.File, *asl.StateMa
 
 // CompileFileIn is CompileFile in project p (nil: none), whatever
 // stepline.yaml lies above the file.
-func CompileFileIn(path string, p *project.Project, d executor.Defaults) (*compiler.File, *asl.StateMachine, compiler.Diagnostics, error) {
+func CompileFileIn(path string, p *project.Project, d settings.Defaults) (*compiler.File, *asl.StateMachine, compiler.Diagnostics, error) {
 	return compiler.BuildFileIn(path, compiler.Env{CheckExecutor: d.CheckConfig, Project: p})
 }
 
@@ -57,7 +57,7 @@ func Project(path, config string) (*project.Project, error) {
 // Library loads the step library of project p (nil: none, so no
 // library) with the executor checks: each step file parsed and checked
 // on its own, as every pipeline of p sees it.
-func Library(p *project.Project, d executor.Defaults) *compiler.Library {
+func Library(p *project.Project, d settings.Defaults) *compiler.Library {
 	return compiler.LoadLibrary(compiler.Env{CheckExecutor: d.CheckConfig, Project: p})
 }
 
@@ -65,7 +65,7 @@ func Library(p *project.Project, d executor.Defaults) *compiler.Library {
 // project p (nil: none): what stepline validate does with a file of the
 // steps directory. The error is the file's reading; the step's problems
 // are in the diagnostics.
-func CheckStepFile(path string, p *project.Project, d executor.Defaults) (*compiler.LibraryStep, compiler.Diagnostics, error) {
+func CheckStepFile(path string, p *project.Project, d settings.Defaults) (*compiler.LibraryStep, compiler.Diagnostics, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read library step: %w", err)

@@ -33,29 +33,22 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"time"
-
-	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/stepline/stepline/functions/internal/boot"
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/notify"
-	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/steprun"
-	"github.com/stepline/stepline/shared/telemetry"
 )
 
 func main() {
-	f := boot.Start()
-	tp := telemetry.SetupFunction(context.Background(), os.Getenv, "approval", f.Log) // OTEL_* variables; off when none
+	f := boot.Start("approval")
 	st := f.Store()
 	baseURL := os.Getenv("API_BASE_URL")
 	if baseURL == "" {
 		f.Fail("API_BASE_URL is not set")
 	}
-	secrets, sm, err := secret.ForFunction(f.AWS, os.Getenv)
-	f.Check(err, "secrets")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	secrets, sm := f.Secrets()
+	ctx, cancel := context.WithTimeout(context.Background(), boot.SecretTimeout)
 	key, err := approval.LoadKey(ctx, sm, os.Getenv("APPROVAL_KEY_SECRET_ARN"))
 	cancel()
 	f.Check(err, "APPROVAL_KEY_SECRET_ARN")
@@ -90,5 +83,5 @@ func main() {
 		Secrets: secrets,
 		Logger:  f.Log,
 	}
-	lambda.Start(telemetry.Lambda(tp, "approval", approvalTasks(h.Lambda())))
+	boot.Serve(f, approvalTasks(h.Lambda()))
 }

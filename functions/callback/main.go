@@ -34,26 +34,21 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/stepline/stepline/functions/internal/apigw"
 	"github.com/stepline/stepline/functions/internal/boot"
 	"github.com/stepline/stepline/shared/approval"
-	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/tasktoken"
-	"github.com/stepline/stepline/shared/telemetry"
 )
 
 func main() {
-	f := boot.Start()
-	tp := telemetry.SetupFunction(context.Background(), os.Getenv, "callback", f.Log) // OTEL_* variables; off when none
+	f := boot.Start("callback")
 	st := f.Store()
-	secrets, sm, err := secret.ForFunction(f.AWS, os.Getenv)
-	f.Check(err, "secrets")
+	secrets, sm := f.Secrets()
 	routesCfg, err := approval.ParseRoutes(os.Getenv("HUMAN_APPROVAL"))
 	f.Check(err, "HUMAN_APPROVAL")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), boot.SecretTimeout)
 	key, err := approval.LoadKey(ctx, sm, os.Getenv("APPROVAL_KEY_SECRET_ARN"))
 	cancel()
 	f.Check(err, "APPROVAL_KEY_SECRET_ARN")
@@ -70,7 +65,7 @@ func main() {
 		BaseURL: os.Getenv("API_BASE_URL"), Logger: f.Log,
 	}
 	h := routes(svc, chat)
-	lambda.Start(telemetry.Lambda(tp, "callback", func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	boot.Serve(f, func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return apigw.Serve(ctx, h, ev, maxRequestBody), nil
-	}))
+	})
 }

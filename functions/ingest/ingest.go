@@ -14,10 +14,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/stepline/stepline/functions/internal/apigw"
+	"github.com/stepline/stepline/functions/internal/states"
 	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/pipeline"
@@ -41,12 +40,12 @@ func loadPipelines(dir string, p *project.Project, names awsenv.StateMachines) (
 }
 
 // ExecutionStarter is the Step Functions call that starts a run
-// (satisfied by *sfn.Client).
+// (satisfied by *states.Client): it returns the execution's ARN.
 type ExecutionStarter interface {
-	StartExecution(ctx context.Context, in *sfn.StartExecutionInput, optFns ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error)
+	StartExecution(ctx context.Context, x states.Execution) (string, error)
 }
 
-var _ ExecutionStarter = (*sfn.Client)(nil)
+var _ ExecutionStarter = (*states.Client)(nil)
 
 // starter implements intake.Starter with StartExecution: the execution is
 // named after the run, and its input is {"trigger": <the normalized
@@ -70,11 +69,7 @@ func (s starter) Start(ctx context.Context, p *pipeline.Pipeline, runID string, 
 	if err != nil {
 		return fmt.Errorf("encode input: %w", err)
 	}
-	_, err = s.sfn.StartExecution(ctx, &sfn.StartExecutionInput{
-		StateMachineArn: aws.String(arn),
-		Name:            aws.String(runID),
-		Input:           aws.String(string(input)),
-	})
+	_, err = s.sfn.StartExecution(ctx, states.Execution{StateMachineARN: arn, Name: runID, Input: string(input)})
 	if err != nil {
 		return fmt.Errorf("start execution: %w", err)
 	}
@@ -106,6 +101,15 @@ type probe struct {
 
 // Handle is the Lambda handler.
 func (h *handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
+	return serve(ctx, raw, func() (*handler, error) { return h, nil }, nil)
+}
+
+// serve tells the event kinds apart and answers an event with the handler
+// get returns. An event of no kind the function serves is refused without
+// calling get, so that it costs no compile of the pipelines. When get
+// fails (the pipelines do not compile), an API request is answered 500
+// and the failure logged with log; a trigger event returns the error.
+func serve(ctx context.Context, raw json.RawMessage, get func() (*handler, error), log *slog.Logger) (any, error) {
 	var p probe
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, fmt.Errorf("ingest: the event is not a JSON object: %w", err)
@@ -116,11 +120,23 @@ func (h *handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return nil, fmt.Errorf("ingest: API Gateway request: %w", err)
 		}
+		h, err := get()
+		if err != nil {
+			log.ErrorContext(ctx, "pipelines do not load", "path", ev.RawPath, "request_id", ev.RequestContext.RequestID, "error", err.Error())
+			return jsonResponse(http.StatusInternalServerError, map[string]any{
+				"error":      "the deployment's pipelines do not load; the function's log says why",
+				"request_id": ev.RequestContext.RequestID,
+			}), nil
+		}
 		return h.api(ctx, ev), nil
 	case len(p.Trigger) > 0:
 		var ev triggerEvent
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return nil, fmt.Errorf("ingest: trigger event: %w", err)
+		}
+		h, err := get()
+		if err != nil {
+			return nil, fmt.Errorf("ingest trigger event %s: %w", ev.Event.ID, err)
 		}
 		return h.trigger(ctx, ev)
 	}

@@ -15,9 +15,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
+	"github.com/stepline/stepline/functions/internal/states"
 	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/store"
@@ -39,24 +38,24 @@ var testMachines = map[string]string{
 // fakeStarts records StartExecution calls and answers err when set.
 type fakeStarts struct {
 	mu    sync.Mutex
-	calls []*sfn.StartExecutionInput
+	calls []states.Execution
 	err   error
 }
 
-func (f *fakeStarts) StartExecution(_ context.Context, in *sfn.StartExecutionInput, _ ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error) {
+func (f *fakeStarts) StartExecution(_ context.Context, x states.Execution) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls = append(f.calls, in)
+	f.calls = append(f.calls, x)
 	if f.err != nil {
-		return nil, f.err
+		return "", f.err
 	}
-	return &sfn.StartExecutionOutput{ExecutionArn: aws.String("arn:aws:states:us-east-1:123456789012:execution:x:" + aws.ToString(in.Name))}, nil
+	return "arn:aws:states:us-east-1:123456789012:execution:x:" + x.Name, nil
 }
 
-func (f *fakeStarts) started() []*sfn.StartExecutionInput {
+func (f *fakeStarts) started() []states.Execution {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]*sfn.StartExecutionInput(nil), f.calls...)
+	return append([]states.Execution(nil), f.calls...)
 }
 
 type env struct {
@@ -253,14 +252,14 @@ func TestWebhook(t *testing.T) {
 	var input struct {
 		Trigger intake.Context `json:"trigger"`
 	}
-	if err := json.Unmarshal([]byte(aws.ToString(first.Input)), &input); err != nil {
+	if err := json.Unmarshal([]byte(first.Input), &input); err != nil {
 		t.Fatal(err)
 	}
-	if aws.ToString(first.StateMachineArn) != testMachines["rie-orders"] || input.Trigger.Fingerprint != "order-1042" ||
+	if first.StateMachineARN != testMachines["rie-orders"] || input.Trigger.Fingerprint != "order-1042" ||
 		input.Trigger.Labels["event"] != "order.created" || input.Trigger.Metadata["order_id"] != "1042" {
-		t.Errorf("StartExecution %s %s %s", aws.ToString(first.StateMachineArn), aws.ToString(first.Name), aws.ToString(first.Input))
+		t.Errorf("StartExecution %s %s %s", first.StateMachineARN, first.Name, first.Input)
 	}
-	run, err := e.store.GetRun(ctx, aws.ToString(first.Name))
+	run, err := e.store.GetRun(ctx, first.Name)
 	if err != nil || run.Status != store.RunRunning || run.Pipeline != "rie-orders" || run.Fingerprint != "order-1042" {
 		t.Errorf("run record %+v, %v", run, err)
 	}
@@ -348,14 +347,14 @@ func TestTriggerEvents(t *testing.T) {
 		Trigger intake.Context `json:"trigger"`
 	}
 	first := e.starts.started()[0]
-	if err := json.Unmarshal([]byte(aws.ToString(first.Input)), &input); err != nil {
+	if err := json.Unmarshal([]byte(first.Input), &input); err != nil {
 		t.Fatal(err)
 	}
 	c := input.Trigger
-	if aws.ToString(first.StateMachineArn) != testMachines["rie-alerts"] || c.Source != "alertmanager" || c.Severity != "critical" ||
+	if first.StateMachineARN != testMachines["rie-alerts"] || c.Source != "alertmanager" || c.Severity != "critical" ||
 		c.Fingerprint != "5f1c2a9e7d3b4c10:firing" || c.Labels["service"] != "checkout-api" || c.Metadata["receiver"] != "stepline" ||
 		c.Pipeline != "rie-alerts" || c.Team != "checkout" || !c.ReceivedAt.Equal(time.Date(2026, 11, 29, 17, 52, 3, 0, time.UTC)) {
-		t.Errorf("trigger %s: the normalized event must arrive as it was sent, team and time included", aws.ToString(first.Input))
+		t.Errorf("trigger %s: the normalized event must arrive as it was sent, team and time included", first.Input)
 	}
 
 	// A failed start may succeed when retried: the error goes back to

@@ -38,19 +38,25 @@
 // their files as a bundle (package shared/catalog): an object in the CDK
 // asset bucket named by a parameter under
 // /stepline/<STATE_MACHINE_PREFIX>/pipelines. The function lists those
-// parameters and reads every bundle when its container starts, compiles
-// the files in file-name order (the routing order) in the project staged
-// beside its bootstrap (stepline.yaml, the agents and step library), and
-// lists the parameters again at most once a minute, on an invocation:
-// when a parameter changed (a stack deployed new files), it reads the
-// bundles again and routes with them from then on; when that fails, it
-// logs the error and keeps the pipelines it had. So adding a pipeline
+// parameters and reads every bundle when its container starts (a bundle
+// that cannot be read fails the start), and compiles the files in
+// file-name order (the routing order) in the project staged beside its
+// bootstrap (stepline.yaml, the agents and step library) when the first
+// request or trigger event arrives: compiling is most of a start's work,
+// and an event the function does not serve needs none of it. Files that
+// do not compile are logged then, and every request is answered 500 (a
+// trigger event fails) until a deployment changes them. It lists the
+// parameters again at most once a minute, on an invocation: when a
+// parameter changed (a stack deployed new files), it reads and compiles
+// the bundles again and routes with them from then on; when that fails,
+// it logs the error and keeps the pipelines it had. So adding a pipeline
 // changes its own stack only, and reaches a warm function within a
 // minute of its stack's deployment. With PIPELINE_DIR set, the files of
-// that directory are read instead, once. Each pipeline's state machine is
-// found by the naming rule of package shared/awsenv,
-// <STATE_MACHINE_PREFIX>-<pipeline> in STATE_MACHINE_ACCOUNT and the
-// function's region: the environment does not grow with the pipelines.
+// that directory are read and compiled instead, once, at start. Each
+// pipeline's state machine is found by the naming rule of package
+// shared/awsenv, <STATE_MACHINE_PREFIX>-<pipeline> in
+// STATE_MACHINE_ACCOUNT and the function's region: the environment does
+// not grow with the pipelines.
 //
 // Environment:
 //
@@ -76,22 +82,18 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
-
 	"github.com/stepline/stepline/functions/internal/boot"
+	"github.com/stepline/stepline/functions/internal/states"
 	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/awsrest"
 	"github.com/stepline/stepline/shared/catalog"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/secret"
-	"github.com/stepline/stepline/shared/telemetry"
 )
 
 func main() {
-	f := boot.Start()
-	tp := telemetry.SetupFunction(context.Background(), os.Getenv, "ingest", f.Log) // OTEL_* variables; off when none
+	f := boot.Start("ingest")
 	st := f.Store()
 	names, err := awsenv.StateMachinesFromEnv(os.Environ())
 	f.Check(err, "state machines")
@@ -101,22 +103,37 @@ func main() {
 	if tokenARN == "" {
 		f.Fail("WEBHOOK_TOKEN_SECRET_ARN is not set: webhooks would be unauthenticated")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	v, err := sm.GetSecretValue(ctx, tokenARN)
-	cancel()
-	f.Check(err, "WEBHOOK_TOKEN_SECRET_ARN")
-	tokens, err := intake.ParseTokenList(v.String)
-	if err != nil || len(tokens) == 0 {
-		// The parse error may quote the secret: say where, not what.
-		f.Fail("WEBHOOK_TOKEN_SECRET_ARN: the secret holds no usable token list (want a token, team=token pairs or a JSON object)", "secret", tokenARN)
+	// The webhook tokens are read while the pipeline bundles are: two
+	// independent round trips of the start, one after the other before.
+	secretRead := make(chan error, 1)
+	var tokenList secret.SecretValue
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), boot.SecretTimeout)
+		defer cancel()
+		var err error
+		tokenList, err = sm.GetSecretValue(ctx, tokenARN)
+		secretRead <- err
+	}()
+	executions, err := states.New(f.AWS)
+	f.Check(err, "step functions")
+	env := &environment{names: names, runs: st, sfn: executions, log: f.Log}
+	readTokens := func() {
+		f.Check(<-secretRead, "WEBHOOK_TOKEN_SECRET_ARN")
+		tokens, err := intake.ParseTokenList(tokenList.String)
+		if err != nil || len(tokens) == 0 {
+			// The parse error may quote the secret: say where, not what.
+			f.Fail("WEBHOOK_TOKEN_SECRET_ARN: the secret holds no usable token list (want a token, team=token pairs or a JSON object)", "secret", tokenARN)
+		}
+		env.tokens = tokens
 	}
-	env := environment{names: names, runs: st, sfn: sfn.NewFromConfig(f.AWS), tokens: tokens, log: f.Log}
 
-	var current func(context.Context) (*handler, error)
+	var current func(context.Context) (*pipelineSet, error)
 	if dir := os.Getenv("PIPELINE_DIR"); dir != "" {
+		readTokens()
 		h, err := env.handler(dir, nil)
 		f.Check(err, "pipelines")
-		current = func(context.Context) (*handler, error) { return h, nil }
+		set := builtSet(h, f.Log)
+		current = func(context.Context) (*pipelineSet, error) { return set, nil }
 	} else {
 		exe, err := os.Executable()
 		f.Check(err, "find the bootstrap's directory")
@@ -127,7 +144,7 @@ func main() {
 		f.Check(err, "parameter store")
 		s3, err := awsrest.NewS3(f.AWS)
 		f.Check(err, "s3")
-		w := &catalog.Watcher[*handler]{
+		w := &catalog.Watcher[*pipelineSet]{
 			Loader: catalog.Loader{Params: ps, Objects: s3, Prefix: names.Prefix},
 			Every:  reloadEvery,
 			Build:  env.fromBundles(proj),
@@ -137,15 +154,16 @@ func main() {
 		_, err = w.Current(ctx)
 		cancel()
 		f.Check(err, "pipelines")
+		readTokens() // before the first set compiles, on the first event
 		current = w.Current
 	}
-	lambda.Start(telemetry.Lambda(tp, "ingest", func(ctx context.Context, raw json.RawMessage) (any, error) {
-		h, err := current(ctx)
+	boot.Serve(f, func(ctx context.Context, raw json.RawMessage) (any, error) {
+		set, err := current(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return h.Handle(ctx, raw)
-	}))
+		return set.Handle(ctx, raw)
+	})
 }
 
 // reloadEvery is how often, at most, the function checks whether the
@@ -153,7 +171,8 @@ func main() {
 const reloadEvery = time.Minute
 
 // environment is what every handler of the container shares; the
-// pipelines are what a reload changes.
+// pipelines are what a reload changes. Its tokens are set before the
+// first handler is built.
 type environment struct {
 	names awsenv.StateMachines
 	runs  interface {
@@ -167,7 +186,7 @@ type environment struct {
 
 // handler builds the handler of the pipeline files in dir, compiled in
 // project p (nil: each file's, found walking up from it).
-func (e environment) handler(dir string, p *project.Project) (*handler, error) {
+func (e *environment) handler(dir string, p *project.Project) (*handler, error) {
 	ps, machines, err := loadPipelines(dir, p, e.names)
 	if err != nil {
 		return nil, err
@@ -195,28 +214,38 @@ func (e environment) handler(dir string, p *project.Project) (*handler, error) {
 
 // fromBundles returns the Build of the function's catalog.Watcher: the
 // bundles' files are written to a new directory under the temporary one
-// (the directory of the handler they replace is removed once they load).
-func (e environment) fromBundles(p *project.Project) func([]catalog.File) (*handler, error) {
+// (the directory of the set they replace is removed once they load).
+//
+// The first set, read when the container starts, is compiled when the
+// first event that needs it arrives (see pipelineSet). Every later set,
+// read on an invocation when a deployment changed the bundles, is
+// compiled before it replaces the one in use, so that files which do not
+// compile leave the pipelines the function had in place.
+func (e *environment) fromBundles(p *project.Project) func([]catalog.File) (*pipelineSet, error) {
 	var last string
-	return func(files []catalog.File) (*handler, error) {
+	return func(files []catalog.File) (*pipelineSet, error) {
 		dir, err := os.MkdirTemp("", "pipelines-")
 		if err != nil {
 			return nil, err
 		}
-		h, err := func() (*handler, error) {
-			if err := catalog.WriteDir(dir, files); err != nil {
-				return nil, err
-			}
-			return e.handler(dir, p)
-		}()
-		if err != nil {
+		if err := catalog.WriteDir(dir, files); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
 		}
-		if last != "" {
+		build := func() (*handler, error) { return e.handler(dir, p) }
+		var set *pipelineSet
+		if last == "" {
+			set = lazySet(build, e.log)
+		} else {
+			h, err := build()
+			if err != nil {
+				os.RemoveAll(dir)
+				return nil, err
+			}
+			set = builtSet(h, e.log)
 			os.RemoveAll(last)
 		}
 		last = dir
-		return h, nil
+		return set, nil
 	}
 }

@@ -12,9 +12,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
+	"github.com/stepline/stepline/functions/internal/states"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/rerun"
 	"github.com/stepline/stepline/shared/runview"
@@ -172,9 +171,7 @@ func (h *handler) rerun(ctx context.Context, ev events.APIGatewayV2HTTPRequest, 
 		}
 		return h.serverError(ctx, ev, "rerun", err)
 	}
-	_, err = h.start.sfn.StartExecution(ctx, &sfn.StartExecutionInput{
-		StateMachineArn: aws.String(arn), Name: aws.String(newID), Input: aws.String(string(plan.Input)),
-	})
+	_, err = h.start.sfn.StartExecution(ctx, states.Execution{StateMachineARN: arn, Name: newID, Input: string(plan.Input)})
 	if err != nil {
 		now := time.Now().UTC()
 		if uerr := h.runs.UpdateRun(context.WithoutCancel(ctx), newID, store.RunUpdate{Status: store.RunFailed, Reason: "start: " + err.Error(), CompletedAt: &now}); uerr != nil {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/stepline/stepline/shared/schedule"
 	"github.com/stepline/stepline/shared/store"
@@ -99,14 +98,14 @@ func TestRunRoutes(t *testing.T) {
 			Steps         map[string]json.RawMessage `json:"steps"`
 		} `json:"rerun"`
 	}
-	if err := json.Unmarshal([]byte(aws.ToString(starts[0].Input)), &in); err != nil {
+	if err := json.Unmarshal([]byte(starts[0].Input), &in); err != nil {
 		t.Fatal(err)
 	}
 	if in.Rerun.OriginalRunID != "r1" || in.Rerun.FromStep != "validate" || len(in.Rerun.Steps) != 0 || in.Trigger["source"] != "rerun" ||
-		aws.ToString(starts[0].StateMachineArn) != testMachines["rie-orders"] {
-		t.Errorf("rerun execution %s %s", aws.ToString(starts[0].StateMachineArn), aws.ToString(starts[0].Input))
+		starts[0].StateMachineARN != testMachines["rie-orders"] {
+		t.Errorf("rerun execution %s %s", starts[0].StateMachineARN, starts[0].Input)
 	}
-	run, err := e.store.GetRun(ctx, aws.ToString(starts[0].Name))
+	run, err := e.store.GetRun(ctx, starts[0].Name)
 	if err != nil || run.Source != "rerun" || run.Team != "shop" || run.Fingerprint != "" || run.Status != store.RunRunning {
 		t.Errorf("rerun record %+v, %v", run, err)
 	}

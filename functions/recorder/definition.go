@@ -4,19 +4,17 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
-
+	"github.com/stepline/stepline/functions/internal/states"
 	"github.com/stepline/stepline/shared/task"
 )
 
 // StateMachines is the Step Functions call the recorder reads pipelines
-// with (satisfied by *sfn.Client).
+// with (satisfied by *states.Client): a state machine's definition.
 type StateMachines interface {
-	DescribeStateMachine(ctx context.Context, in *sfn.DescribeStateMachineInput, optFns ...func(*sfn.Options)) (*sfn.DescribeStateMachineOutput, error)
+	Definition(ctx context.Context, stateMachineARN string) (string, error)
 }
 
-var _ StateMachines = (*sfn.Client)(nil)
+var _ StateMachines = (*states.Client)(nil)
 
 // definitions reads a pipeline's facts from its deployed state machine:
 // every compiled definition starts with a Pass state that assigns the
@@ -30,9 +28,9 @@ var _ Pipelines = definitions{}
 
 // Pipeline implements Pipelines.
 func (d definitions) Pipeline(ctx context.Context, stateMachineARN string) (task.Pipeline, error) {
-	out, err := d.sfn.DescribeStateMachine(ctx, &sfn.DescribeStateMachineInput{StateMachineArn: aws.String(stateMachineARN)})
+	def, err := d.sfn.Definition(ctx, stateMachineARN)
 	if err != nil {
 		return task.Pipeline{}, fmt.Errorf("describe state machine: %w", err)
 	}
-	return task.PipelineOf([]byte(aws.ToString(out.Definition)))
+	return task.PipelineOf([]byte(def))
 }

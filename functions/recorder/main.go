@@ -46,14 +46,11 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/stepline/stepline/functions/internal/boot"
+	"github.com/stepline/stepline/functions/internal/states"
 	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/notify"
-	"github.com/stepline/stepline/shared/secret"
-	"github.com/stepline/stepline/shared/telemetry"
 )
 
 // DefaultMetricNamespace is the namespace of the Runs metric when
@@ -61,8 +58,7 @@ import (
 const DefaultMetricNamespace = "Stepline"
 
 func main() {
-	f := boot.Start()
-	tp := telemetry.SetupFunction(context.Background(), os.Getenv, "recorder", f.Log) // OTEL_* variables; off when none
+	f := boot.Start("recorder")
 	st := f.Store()
 	machines, err := awsenv.StateMachinesFromEnv(os.Environ())
 	f.Check(err, "state machines")
@@ -70,13 +66,14 @@ func main() {
 	if namespace == "" {
 		namespace = DefaultMetricNamespace
 	}
-	secrets, _, err := secret.ForFunction(f.AWS, os.Getenv)
-	f.Check(err, "secrets")
+	secrets, _ := f.Secrets()
 	sns, err := notify.NewSNS(f.AWS)
 	f.Check(err, "sns")
+	described, err := states.New(f.AWS)
+	f.Check(err, "step functions")
 	r := &Recorder{
 		Store:     st,
-		Pipelines: definitions{sfn: sfn.NewFromConfig(f.AWS)},
+		Pipelines: definitions{sfn: described},
 		Notifications: &notify.Dispatcher{
 			HTTP:    &http.Client{},
 			Secrets: secrets,
@@ -87,7 +84,7 @@ func main() {
 		Metrics:  &Metrics{W: os.Stdout, Namespace: namespace},
 		Log:      f.Log,
 	}
-	lambda.Start(telemetry.Lambda(tp, "recorder", func(ctx context.Context, ev events.CloudWatchEvent) (any, error) {
+	boot.Serve(f, func(ctx context.Context, ev events.CloudWatchEvent) (any, error) {
 		return nil, r.Handle(ctx, ev)
-	}))
+	})
 }

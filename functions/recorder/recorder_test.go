@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/shared/awsenv"
@@ -397,11 +395,11 @@ func TestRecorderIgnoresOtherEvents(t *testing.T) {
 
 type fakeDescribe struct{ def string }
 
-func (f fakeDescribe) DescribeStateMachine(_ context.Context, in *sfn.DescribeStateMachineInput, _ ...func(*sfn.Options)) (*sfn.DescribeStateMachineOutput, error) {
-	if aws.ToString(in.StateMachineArn) != testMachineARN {
-		return nil, errors.New("StateMachineDoesNotExist")
+func (f fakeDescribe) Definition(_ context.Context, arn string) (string, error) {
+	if arn != testMachineARN {
+		return "", errors.New("StateMachineDoesNotExist")
 	}
-	return &sfn.DescribeStateMachineOutput{Definition: aws.String(f.def)}, nil
+	return f.def, nil
 }
 
 func TestDefinitions(t *testing.T) {

@@ -75,17 +75,14 @@ import (
 	"github.com/stepline/stepline/shared/metrics"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/pricing"
-	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/telemetry"
 )
 
 func main() {
-	f := boot.Start()
-	tp := telemetry.SetupFunction(context.Background(), os.Getenv, "step", f.Log) // OTEL_* variables; off when none
+	f := boot.Start("step")
 	st := f.Store()
-	secrets, _, err := secret.ForFunction(f.AWS, os.Getenv)
-	f.Check(err, "secrets")
+	secrets, _ := f.Secrets()
 	bedrock, err := awsrest.NewBedrockRuntime(f.AWS)
 	f.Check(err, "bedrock")
 	sns, err := notify.NewSNS(f.AWS)
@@ -118,7 +115,7 @@ func main() {
 		// The MCP sessions of agent steps close when the container stops.
 		opts = append(opts, lambda.WithEnableSIGTERM(func() { _ = registry.Close() }))
 	}
-	lambda.StartWithOptions(telemetry.Lambda(tp, "step", h.Lambda()), opts...)
+	boot.Serve(f, h.Lambda(), opts...)
 }
 
 // xrayTraceParent is the invocation's X-Ray trace (the runtime puts its

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/shared/agent"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 )
@@ -221,10 +222,10 @@ func (g *gateway) turn(a *attempt, req agent.ModelRequest) (agent.ModelReply, er
 	if err != nil {
 		return agent.ModelReply{}, err
 	}
-	if req.MaxTokens > 0 && p.cfg.maxTokens == 0 && p.cfg.maxCompletionTokens == 0 {
+	if req.MaxTokens > 0 && p.cfg.MaxTokens == 0 && p.cfg.MaxCompletionTokens == 0 {
 		p.body["max_tokens"] = req.MaxTokens
 	}
-	if req.Temperature != nil && p.cfg.temperature == nil {
+	if req.Temperature != nil && p.cfg.Temperature == nil {
 		p.body["temperature"] = *req.Temperature
 	}
 	if l := req.ThinkingLevel; l != "" && l != "off" && p.body["reasoning_effort"] == nil {
@@ -278,7 +279,7 @@ func (g *gateway) turn(a *attempt, req agent.ModelRequest) (agent.ModelReply, er
 	if err != nil {
 		return agent.ModelReply{}, err
 	}
-	c, err := parseChatCompletion(rep, p.cfg.model, p.provider, hostProvider(p.host))
+	c, err := parseChatCompletion(rep, p.cfg.Model, p.provider, hostProvider(p.host))
 	if err != nil {
 		return agent.ModelReply{}, err
 	}
@@ -338,24 +339,24 @@ func replyOf(c llmoutput.Completion) agent.ModelReply {
 // The answer's schema is left to the instruction: forcing the answer
 // tool would stop the model from calling the others.
 func (p *anthropic) turn(a *attempt, req agent.ModelRequest) (agent.ModelReply, error) {
-	cfg := readAnthropic(a.cfg)
-	if err := configError(Anthropic, a.cfg.done()); err != nil {
+	cfg := settings.ReadAnthropic(a.cfg)
+	if err := settings.IssuesError(Anthropic, a.cfg.Done()); err != nil {
 		return agent.ModelReply{}, err
 	}
 	system := req.System
-	if cfg.system != "" {
-		system = cfg.system + "\n\n" + system
+	if cfg.System != "" {
+		system = cfg.System + "\n\n" + system
 	}
-	body := map[string]any{"model": cfg.model, "max_tokens": cfg.maxTokens}
-	if a.cfg.get("max_tokens") == nil && req.MaxTokens > 0 {
+	body := map[string]any{"model": cfg.Model, "max_tokens": cfg.MaxTokens}
+	if a.cfg.Get("max_tokens") == nil && req.MaxTokens > 0 {
 		body["max_tokens"] = int64(req.MaxTokens)
 	}
 	if system != "" {
 		body["system"] = system
 	}
 	switch {
-	case cfg.temperature != nil:
-		body["temperature"] = *cfg.temperature
+	case cfg.Temperature != nil:
+		body["temperature"] = *cfg.Temperature
 	case req.Temperature != nil:
 		body["temperature"] = *req.Temperature
 	}
@@ -386,10 +387,10 @@ func (p *anthropic) turn(a *attempt, req agent.ModelRequest) (agent.ModelReply, 
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "application/json")
-	h.Set("X-Api-Key", cfg.apiKey)
-	h.Set("Anthropic-Version", cfg.version)
-	setHeaders(h, cfg.headers)
-	endpoint := strings.TrimRight(cfg.baseURL, "/")
+	h.Set("X-Api-Key", cfg.APIKey)
+	h.Set("Anthropic-Version", cfg.Version)
+	setHeaders(h, cfg.Headers)
+	endpoint := strings.TrimRight(cfg.BaseURL, "/")
 	if !strings.HasSuffix(endpoint, "/v1/messages") {
 		endpoint += "/v1/messages"
 	}
@@ -397,7 +398,7 @@ func (p *anthropic) turn(a *attempt, req agent.ModelRequest) (agent.ModelReply, 
 	if err != nil {
 		return agent.ModelReply{}, err
 	}
-	c, err := parseAnthropic(rep, cfg.model, "")
+	c, err := parseAnthropic(rep, cfg.Model, "")
 	if err != nil {
 		return agent.ModelReply{}, err
 	}
@@ -504,39 +505,39 @@ func objectOrEmpty(raw json.RawMessage) json.RawMessage {
 // turn sends the conversation with toolConfig (toolUse blocks in the
 // assistant's content, toolResult blocks in the next user message).
 func (p *bedrock) turn(a *attempt, req agent.ModelRequest) (agent.ModelReply, error) {
-	cfg := readBedrock(a.cfg)
-	if err := configError(Bedrock, a.cfg.done()); err != nil {
+	cfg := settings.ReadBedrock(a.cfg)
+	if err := settings.IssuesError(Bedrock, a.cfg.Done()); err != nil {
 		return agent.ModelReply{}, err
 	}
 	body := map[string]any{}
 	system := req.System
-	if cfg.system != "" {
-		system = cfg.system + "\n\n" + system
+	if cfg.System != "" {
+		system = cfg.System + "\n\n" + system
 	}
 	if system != "" {
 		body["system"] = []converseText{{Text: system}}
 	}
 	inf := map[string]any{}
 	switch {
-	case cfg.maxTokens > 0:
-		inf["maxTokens"] = cfg.maxTokens
+	case cfg.MaxTokens > 0:
+		inf["maxTokens"] = cfg.MaxTokens
 	case req.MaxTokens > 0:
 		inf["maxTokens"] = req.MaxTokens
 	}
 	switch {
-	case cfg.temperature != nil:
-		inf["temperature"] = *cfg.temperature
+	case cfg.Temperature != nil:
+		inf["temperature"] = *cfg.Temperature
 	case req.Temperature != nil:
 		inf["temperature"] = *req.Temperature
 	}
-	if cfg.topP != nil {
-		inf["topP"] = *cfg.topP
+	if cfg.TopP != nil {
+		inf["topP"] = *cfg.TopP
 	}
 	additional := map[string]any{}
-	for k, v := range cfg.additional {
+	for k, v := range cfg.Additional {
 		additional[k] = v
 	}
-	lower := strings.ToLower(cfg.model)
+	lower := strings.ToLower(cfg.Model)
 	if budget, ok := thinkingBudget[req.ThinkingLevel]; ok && (strings.Contains(lower, "anthropic") || strings.Contains(lower, "claude")) && additional["thinking"] == nil {
 		additional["thinking"] = map[string]any{"type": "enabled", "budget_tokens": budget}
 		if mt, _ := inf["maxTokens"].(int64); mt <= int64(budget) {
@@ -572,14 +573,14 @@ func (p *bedrock) turn(a *attempt, req agent.ModelRequest) (agent.ModelReply, er
 		return agent.ModelReply{}, fault.Errorf[fault.ConfigError]("bedrock: cannot encode the request: %v", err)
 	}
 	start := time.Now()
-	out, err := p.client.Converse(a.ctx, cfg.model, payload)
+	out, err := p.client.Converse(a.ctx, cfg.Model, payload)
 	p.reg.log.DebugContext(a.ctx, "executor aws call", "executor", Bedrock, "operation", "Converse", "step", p.call.Step,
 		"duration", time.Since(start), "error", err != nil)
 	if err != nil {
-		return agent.ModelReply{}, bedrockError(a, cfg.model, err)
+		return agent.ModelReply{}, bedrockError(a, cfg.Model, err)
 	}
 	out = []byte(a.red.Redact(string(out)))
-	c, err := parseConverse(out, cfg.model, "")
+	c, err := parseConverse(out, cfg.Model, "")
 	if err != nil {
 		return agent.ModelReply{}, err
 	}

@@ -6,15 +6,9 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
-)
-
-// Anthropic Messages API defaults.
-const (
-	AnthropicBaseURL   = "https://api.anthropic.com"
-	AnthropicVersion   = "2023-06-01"
-	AnthropicMaxTokens = 4096
 )
 
 // anthropic calls the Anthropic Messages API (POST /v1/messages).
@@ -35,41 +29,6 @@ const (
 type anthropic struct {
 	reg  *Registry
 	call Call
-}
-
-type anthropicConfig struct {
-	apiKey      string
-	model       string
-	maxTokens   int64
-	temperature *float64
-	system      string
-	toolUse     bool
-	baseURL     string
-	version     string
-	headers     map[string]string
-}
-
-func readAnthropic(r *reader) anthropicConfig {
-	c := anthropicConfig{maxTokens: AnthropicMaxTokens, baseURL: AnthropicBaseURL, version: AnthropicVersion}
-	c.apiKey = r.str("api_key", true)
-	c.model = r.str("model", true)
-	if n, ok := r.integer("max_tokens", 1); ok {
-		c.maxTokens = n
-	}
-	if t, ok := r.num("temperature", 0, 1); ok {
-		c.temperature = &t
-	}
-	c.system = r.str("system", false)
-	c.toolUse = r.boolean("tool_use", true)
-	if u := r.url("base_url", false); u != "" {
-		c.baseURL = u
-	}
-	if v := strings.TrimSpace(r.str("anthropic_version", false)); v != "" {
-		c.version = v
-	}
-	c.headers = r.headers("headers")
-	r.seconds("timeout_seconds")
-	return c
 }
 
 // Complete sends one Messages API request.
@@ -99,20 +58,20 @@ type anthropicRequest struct {
 }
 
 func (p *anthropic) complete(a *attempt, req llmoutput.Request) (llmoutput.Completion, error) {
-	cfg := readAnthropic(a.cfg)
-	if err := configError(Anthropic, a.cfg.done()); err != nil {
+	cfg := settings.ReadAnthropic(a.cfg)
+	if err := settings.IssuesError(Anthropic, a.cfg.Done()); err != nil {
 		return llmoutput.Completion{}, err
 	}
-	system, turns := messagesOf(req, cfg.system)
+	system, turns := messagesOf(req, cfg.System)
 	if len(turns) == 0 {
 		return llmoutput.Completion{}, fault.Errorf[fault.ConfigError]("anthropic: the request has no user message")
 	}
-	body := anthropicRequest{Model: cfg.model, MaxTokens: cfg.maxTokens, System: system, Temperature: cfg.temperature}
+	body := anthropicRequest{Model: cfg.Model, MaxTokens: cfg.MaxTokens, System: system, Temperature: cfg.Temperature}
 	for _, t := range turns {
 		body.Messages = append(body.Messages, anthropicMessage{Role: string(t.Role), Content: t.Content})
 	}
 	tool := ""
-	if cfg.toolUse && req.Schema != nil && len(req.Schema.JSON) > 0 {
+	if cfg.ToolUse && req.Schema != nil && len(req.Schema.JSON) > 0 {
 		if !json.Valid(req.Schema.JSON) {
 			return llmoutput.Completion{}, fault.Errorf[fault.ConfigError]("anthropic: the answer schema is not valid JSON")
 		}
@@ -131,10 +90,10 @@ func (p *anthropic) complete(a *attempt, req llmoutput.Request) (llmoutput.Compl
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "application/json")
-	h.Set("X-Api-Key", cfg.apiKey)
-	h.Set("Anthropic-Version", cfg.version)
-	setHeaders(h, cfg.headers)
-	endpoint := strings.TrimRight(cfg.baseURL, "/")
+	h.Set("X-Api-Key", cfg.APIKey)
+	h.Set("Anthropic-Version", cfg.Version)
+	setHeaders(h, cfg.Headers)
+	endpoint := strings.TrimRight(cfg.BaseURL, "/")
 	if !strings.HasSuffix(endpoint, "/v1/messages") {
 		endpoint += "/v1/messages"
 	}
@@ -142,7 +101,7 @@ func (p *anthropic) complete(a *attempt, req llmoutput.Request) (llmoutput.Compl
 	if err != nil {
 		return llmoutput.Completion{}, err
 	}
-	return parseAnthropic(rep, cfg.model, tool)
+	return parseAnthropic(rep, cfg.Model, tool)
 }
 
 type anthropicResponse struct {

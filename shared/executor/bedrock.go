@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/shared/awsrest"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 )
@@ -34,33 +35,6 @@ type bedrock struct {
 	reg    *Registry
 	call   Call
 	client ConverseAPI
-}
-
-type bedrockConfig struct {
-	model       string
-	maxTokens   int64
-	temperature *float64
-	topP        *float64
-	system      string
-	toolUse     bool
-	additional  map[string]any
-}
-
-func readBedrock(r *reader) bedrockConfig {
-	var c bedrockConfig
-	c.model = r.str("model", true)
-	c.maxTokens, _ = r.integer("max_tokens", 1)
-	if t, ok := r.num("temperature", 0, 1); ok {
-		c.temperature = &t
-	}
-	if t, ok := r.num("top_p", 0, 1); ok {
-		c.topP = &t
-	}
-	c.system = r.str("system", false)
-	c.toolUse = r.boolean("tool_use", true)
-	c.additional = r.object("additional_model_request_fields")
-	r.seconds("timeout_seconds")
-	return c
 }
 
 // Complete sends one Converse request.
@@ -140,15 +114,15 @@ type converseResponse struct {
 }
 
 func (p *bedrock) complete(a *attempt, req llmoutput.Request) (llmoutput.Completion, error) {
-	cfg := readBedrock(a.cfg)
-	if err := configError(Bedrock, a.cfg.done()); err != nil {
+	cfg := settings.ReadBedrock(a.cfg)
+	if err := settings.IssuesError(Bedrock, a.cfg.Done()); err != nil {
 		return llmoutput.Completion{}, err
 	}
-	system, turns := messagesOf(req, cfg.system)
+	system, turns := messagesOf(req, cfg.System)
 	if len(turns) == 0 {
 		return llmoutput.Completion{}, fault.Errorf[fault.ConfigError]("bedrock: the request has no user message")
 	}
-	in := converseRequest{Additional: cfg.additional}
+	in := converseRequest{Additional: cfg.Additional}
 	for _, t := range turns {
 		role := "user"
 		if t.Role == llmoutput.RoleAssistant {
@@ -159,11 +133,11 @@ func (p *bedrock) complete(a *attempt, req llmoutput.Request) (llmoutput.Complet
 	if system != "" {
 		in.System = []converseText{{Text: system}}
 	}
-	if cfg.maxTokens > 0 || cfg.temperature != nil || cfg.topP != nil {
-		in.InferenceConfig = &inferenceConfig{MaxTokens: cfg.maxTokens, Temperature: cfg.temperature, TopP: cfg.topP}
+	if cfg.MaxTokens > 0 || cfg.Temperature != nil || cfg.TopP != nil {
+		in.InferenceConfig = &inferenceConfig{MaxTokens: cfg.MaxTokens, Temperature: cfg.Temperature, TopP: cfg.TopP}
 	}
 	tool := ""
-	if cfg.toolUse && req.Schema != nil && len(req.Schema.JSON) > 0 {
+	if cfg.ToolUse && req.Schema != nil && len(req.Schema.JSON) > 0 {
 		if !json.Valid(req.Schema.JSON) {
 			return llmoutput.Completion{}, fault.Errorf[fault.ConfigError]("bedrock: the answer schema is not valid JSON")
 		}
@@ -181,14 +155,14 @@ func (p *bedrock) complete(a *attempt, req llmoutput.Request) (llmoutput.Complet
 		return llmoutput.Completion{}, fault.Errorf[fault.ConfigError]("bedrock: cannot encode the request: %v", err)
 	}
 	start := time.Now()
-	out, err := p.client.Converse(a.ctx, cfg.model, body)
+	out, err := p.client.Converse(a.ctx, cfg.Model, body)
 	p.reg.log.DebugContext(a.ctx, "executor aws call", "executor", Bedrock, "operation", "Converse", "step", p.call.Step,
 		"duration", time.Since(start), "error", err != nil)
 	if err != nil {
-		return llmoutput.Completion{}, bedrockError(a, cfg.model, err)
+		return llmoutput.Completion{}, bedrockError(a, cfg.Model, err)
 	}
 	// Scrubbed as it arrives, as transport does for the HTTP executors.
-	return parseConverse([]byte(a.red.Redact(string(out))), cfg.model, tool)
+	return parseConverse([]byte(a.red.Redact(string(out))), cfg.Model, tool)
 }
 
 // bedrockError maps a Converse failure by its AWS error code, else by its

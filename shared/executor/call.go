@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/llmoutput"
 	"github.com/stepline/stepline/shared/secret"
 )
@@ -15,7 +16,7 @@ type attempt struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	limit  time.Duration
-	cfg    *reader
+	cfg    *settings.Reader
 	red    *secret.Redactor
 }
 
@@ -23,7 +24,7 @@ type attempt struct {
 // timeout_seconds (def when unset), then resolves the call's secrets
 // within that bound.
 func (r *Registry) begin(ctx context.Context, call Call, def time.Duration) (*attempt, error) {
-	own := newReader(call.Config, modeBuild).seconds("timeout_seconds")
+	own := settings.NewReader(call.Config, settings.ModeBuild).Seconds("timeout_seconds")
 	if own <= 0 {
 		own = def
 	}
@@ -35,7 +36,7 @@ func (r *Registry) begin(ctx context.Context, call Call, def time.Duration) (*at
 		return nil, fmt.Errorf("%s: executor_config.%w", call.Executor, err)
 	}
 	cfg, _ := resolved.(map[string]any)
-	a.cfg = newReader(cfg, modeCall)
+	a.cfg = settings.NewReader(cfg, settings.ModeCall)
 	return a, nil
 }
 

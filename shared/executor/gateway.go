@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 )
@@ -42,72 +43,6 @@ type gateway struct {
 	call Call
 }
 
-type gatewayConfig struct {
-	baseURL             string
-	model               string
-	apiKey              string
-	apiKeySet           bool // api_key is in the config (else OpenAIAPIKeySecret, when set)
-	apiKeyHeader        string
-	provider            string
-	temperature         *float64
-	maxTokens           int64
-	maxCompletionTokens int64
-	structured          string // "json_schema", "json_object", "off", "" (by provider)
-	headers             map[string]string
-	extraBody           map[string]any
-}
-
-// Structured output modes of the gateway executor.
-const (
-	structuredSchema = "json_schema"
-	structuredObject = "json_object"
-	structuredOff    = "off"
-)
-
-func readGateway(r *reader, d Defaults) gatewayConfig {
-	var c gatewayConfig
-	switch {
-	case r.get("base_url") != nil:
-		c.baseURL = r.url("base_url", true)
-	case d.OpenAIBaseURL != "" && httpURL(d.OpenAIBaseURL):
-		c.baseURL = strings.TrimSpace(d.OpenAIBaseURL)
-	case d.OpenAIBaseURL != "" && r.mode == modeCompile:
-		r.warn("base_url", "not set, and %s is not an absolute http or https URL", EnvOpenAIBaseURL)
-	case d.OpenAIBaseURL != "" && r.mode == modeCall:
-		r.fail("base_url", "not set, and %s is not an absolute http or https URL", EnvOpenAIBaseURL)
-	case r.mode == modeCompile:
-		r.warn("base_url", "not set, and %s is not set here: the step fails unless %s is set where it runs", EnvOpenAIBaseURL, EnvOpenAIBaseURL)
-	case r.mode == modeCall:
-		r.fail("base_url", "required: set it, or %s where the step runs", EnvOpenAIBaseURL)
-	}
-	c.model = r.str("model", true)
-	c.apiKeySet = r.get("api_key") != nil
-	c.apiKey = r.str("api_key", false)
-	if !c.apiKeySet && r.mode == modeCompile && liquid(r.cfg["base_url"]) {
-		r.fail("api_key", "required when base_url is a template (write api_key: \"\" to send none): the default ${%s} must not go wherever a rendered URL points", OpenAIAPIKeySecret)
-	}
-	c.apiKeyHeader = r.str("api_key_header", false)
-	if c.apiKeyHeader != "" && !r.pending(c.apiKeyHeader) && !validHeaderName(c.apiKeyHeader) {
-		r.fail("api_key_header", "%q is not a valid header name", c.apiKeyHeader)
-	}
-	c.provider = strings.ToLower(strings.TrimSpace(r.str("provider", false)))
-	if t, ok := r.num("temperature", 0, 2); ok {
-		c.temperature = &t
-	}
-	c.maxTokens, _ = r.integer("max_tokens", 1)
-	c.maxCompletionTokens, _ = r.integer("max_completion_tokens", 1)
-	c.structured = readStructured(r)
-	c.headers = r.headers("headers")
-	c.extraBody = r.object("extra_body")
-	for _, k := range []string{"model", "messages", "stream", "n"} {
-		if _, ok := c.extraBody[k]; ok {
-			r.fail("extra_body."+k, "is set by the executor and cannot be overridden")
-		}
-	}
-	r.seconds("timeout_seconds")
-	return c
-}
-
 // DefaultSecrets lists the secrets a step of executor with config cfg
 // reads without naming them: OpenAIAPIKeySecret for a gateway step without
 // api_key. The call sends none when such a secret is not set, so a stack
@@ -117,36 +52,6 @@ func DefaultSecrets(executor string, cfg map[string]any) []string {
 		return []string{OpenAIAPIKeySecret}
 	}
 	return nil
-}
-
-// liquid reports whether v is a string holding a Liquid tag or output.
-func liquid(v any) bool {
-	s, ok := v.(string)
-	return ok && (strings.Contains(s, "{{") || strings.Contains(s, "{%"))
-}
-
-func readStructured(r *reader) string {
-	v := r.get("structured_output")
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case bool:
-		if x {
-			return structuredSchema
-		}
-		return structuredOff
-	case string:
-		if r.pending(x) {
-			return ""
-		}
-		if b, err := strconv.ParseBool(strings.TrimSpace(x)); err == nil {
-			if b {
-				return structuredSchema
-			}
-			return structuredOff
-		}
-	}
-	return r.oneOf("structured_output", structuredSchema, structuredObject, structuredOff)
 }
 
 // Complete sends one chat completion.
@@ -171,13 +76,13 @@ func (g *gateway) complete(a *attempt, req llmoutput.Request) (llmoutput.Complet
 	if err != nil {
 		return llmoutput.Completion{}, err
 	}
-	return parseChatCompletion(rep, p.cfg.model, p.provider, hostProvider(p.host))
+	return parseChatCompletion(rep, p.cfg.Model, p.provider, hostProvider(p.host))
 }
 
 // gatewayRequest is a chat-completions request being built: where it
 // goes, its headers, and its body without messages.
 type gatewayRequest struct {
-	cfg      gatewayConfig
+	cfg      settings.GatewayConfig
 	endpoint string
 	host     string
 	provider string
@@ -189,49 +94,49 @@ type gatewayRequest struct {
 // around the messages: endpoint, credentials, headers, the body's model,
 // sampling, token limits, extra_body and, with a schema, response_format.
 func (g *gateway) prepare(a *attempt, schema *llmoutput.SchemaSpec) (gatewayRequest, error) {
-	cfg := readGateway(a.cfg, g.reg.deps.Defaults)
-	if err := configError(Gateway, a.cfg.done()); err != nil {
+	cfg := settings.ReadGateway(a.cfg, g.reg.deps.Defaults)
+	if err := settings.IssuesError(Gateway, a.cfg.Done()); err != nil {
 		return gatewayRequest{}, err
 	}
-	if !cfg.apiKeySet {
+	if !cfg.APIKeySet {
 		key, err := a.red.Resolve(a.ctx, OpenAIAPIKeySecret)
 		var unset *fault.ConfigError
 		switch {
 		case err == nil:
-			cfg.apiKey = key
+			cfg.APIKey = key
 		case !errors.As(err, &unset): // a store that cannot be reached: retryable
 			return gatewayRequest{}, fmt.Errorf("gateway: default api_key: %w", err)
 		}
 	}
-	endpoint, host, err := chatURL(cfg.baseURL)
+	endpoint, host, err := chatURL(cfg.BaseURL)
 	if err != nil {
 		return gatewayRequest{}, err
 	}
-	p := gatewayRequest{cfg: cfg, endpoint: endpoint, host: host, provider: gatewayProvider(cfg.provider, cfg.model, host), body: map[string]any{}}
-	for k, v := range cfg.extraBody {
+	p := gatewayRequest{cfg: cfg, endpoint: endpoint, host: host, provider: gatewayProvider(cfg.Provider, cfg.Model, host), body: map[string]any{}}
+	for k, v := range cfg.ExtraBody {
 		p.body[k] = v
 	}
-	p.body["model"] = wireModel(cfg.model, host)
-	if cfg.temperature != nil {
-		p.body["temperature"] = *cfg.temperature
+	p.body["model"] = wireModel(cfg.Model, host)
+	if cfg.Temperature != nil {
+		p.body["temperature"] = *cfg.Temperature
 	}
-	if cfg.maxTokens > 0 {
-		p.body["max_tokens"] = cfg.maxTokens
+	if cfg.MaxTokens > 0 {
+		p.body["max_tokens"] = cfg.MaxTokens
 	}
-	if cfg.maxCompletionTokens > 0 {
-		p.body["max_completion_tokens"] = cfg.maxCompletionTokens
+	if cfg.MaxCompletionTokens > 0 {
+		p.body["max_completion_tokens"] = cfg.MaxCompletionTokens
 	}
-	mode := cfg.structured
+	mode := cfg.Structured
 	if mode == "" {
-		mode = structuredOff
+		mode = settings.StructuredOff
 		switch p.provider {
 		case "openai", "azure", "openrouter":
-			mode = structuredSchema
+			mode = settings.StructuredSchema
 		}
 	}
 	if schema != nil && len(schema.JSON) > 0 {
 		switch mode {
-		case structuredSchema:
+		case settings.StructuredSchema:
 			if !json.Valid(schema.JSON) {
 				return gatewayRequest{}, fault.Errorf[fault.ConfigError]("gateway: the answer schema is not valid JSON")
 			}
@@ -240,24 +145,24 @@ func (g *gateway) prepare(a *attempt, schema *llmoutput.SchemaSpec) (gatewayRequ
 				spec["description"] = schema.Description
 			}
 			p.body["response_format"] = map[string]any{"type": "json_schema", "json_schema": spec}
-		case structuredObject:
+		case settings.StructuredObject:
 			p.body["response_format"] = map[string]any{"type": "json_object"}
 		}
 	}
 	p.header = http.Header{}
 	p.header.Set("Content-Type", "application/json")
 	p.header.Set("Accept", "application/json")
-	if cfg.apiKey != "" {
+	if cfg.APIKey != "" {
 		switch {
-		case cfg.apiKeyHeader != "":
-			p.header.Set(cfg.apiKeyHeader, cfg.apiKey)
+		case cfg.APIKeyHeader != "":
+			p.header.Set(cfg.APIKeyHeader, cfg.APIKey)
 		case hostProvider(host) == "azure":
-			p.header.Set("api-key", cfg.apiKey)
+			p.header.Set("api-key", cfg.APIKey)
 		default:
-			p.header.Set("Authorization", "Bearer "+cfg.apiKey)
+			p.header.Set("Authorization", "Bearer "+cfg.APIKey)
 		}
 	}
-	setHeaders(p.header, cfg.headers)
+	setHeaders(p.header, cfg.Headers)
 	return p, nil
 }
 

@@ -5,11 +5,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sort"
 	"time"
 
 	"github.com/stepline/stepline/shared/agent/mcp"
 	"github.com/stepline/stepline/shared/awsrest"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 	"github.com/stepline/stepline/shared/pipeline"
@@ -44,24 +44,6 @@ const (
 	MaxBodyBytes           = 8 << 20          // response bytes read
 	MaxRawBytes            = 64 << 10         // response bytes kept for audit
 )
-
-// Names returns every executor name a pipeline may use, sorted. Some of
-// them have no Provider: human and pipeline are run by the state machine,
-// openclaw runs an agent (Registry.Agent).
-func Names() []string {
-	n := []string{Anthropic, Bedrock, Gateway, Human, Notify, OpenClaw, Pipeline, Scripted, Webhook}
-	sort.Strings(n)
-	return n
-}
-
-// Known reports whether name is an executor a pipeline may use.
-func Known(name string) bool {
-	switch name {
-	case Gateway, Anthropic, Bedrock, Webhook, Notify, Scripted, Human, Pipeline, OpenClaw:
-		return true
-	}
-	return false
-}
 
 // scripts reports whether the executor is answered from scripted replies
 // when a registry has them.
@@ -220,7 +202,7 @@ func (r *Registry) provider(call Call) (llmoutput.Provider, error) {
 	case OpenClaw:
 		return nil, fault.Errorf[fault.ConfigError]("step %q: executor %q runs an agent on the OpenClaw gateway: its step carries no resolved agent (compile it with this Stepline)", call.Step, call.Executor)
 	}
-	if err := configError(call.Executor, check(call.Executor, call.Config, modeBuild, r.deps.Defaults)); err != nil {
+	if err := settings.IssuesError(call.Executor, settings.Check(call.Executor, call.Config, settings.ModeBuild, r.deps.Defaults)); err != nil {
 		return nil, err
 	}
 	if r.deps.Responses != nil && scripts(call.Executor) {

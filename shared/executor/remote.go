@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/stepline/stepline/shared/agent"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 	"github.com/stepline/stepline/shared/secret"
@@ -100,8 +101,8 @@ func (m *remoteModel) Turn(ctx context.Context, req agent.ModelRequest) (agent.M
 		return agent.ModelReply{}, err
 	}
 	defer a.cancel()
-	set, issues := remoteSettings(rt.Runtime, a.cfg.cfg, modeCall)
-	if err := configError(name, issues); err != nil {
+	set, issues := settings.ReadRemote(rt.Runtime, a.cfg.Config, settings.ModeCall)
+	if err := settings.IssuesError(name, issues); err != nil {
 		return agent.ModelReply{}, a.red.Error(err)
 	}
 	rq, err := m.request(a.ctx, req, set)
@@ -175,13 +176,13 @@ func notConfigured(runtime string) string {
 // request builds the turn's request: the session key the step rendered
 // (checked: it must start with "agent:<agent>:"), the message, the
 // overrides.
-func (m *remoteModel) request(ctx context.Context, req agent.ModelRequest, set remoteConfig) (remoteRequest, error) {
+func (m *remoteModel) request(ctx context.Context, req agent.ModelRequest, set settings.RemoteConfig) (remoteRequest, error) {
 	name := m.agent.Profile.Name
-	rq := remoteRequest{agentID: name, model: set.model, thinkingLevel: req.ThinkingLevel, traceMax: agent.DefaultTraceToolResultMaxChars, runID: newUUID()}
-	if set.traceMax > 0 {
-		rq.traceMax, rq.traceMaxSent = set.traceMax, true
+	rq := remoteRequest{agentID: name, model: set.Model, thinkingLevel: req.ThinkingLevel, traceMax: agent.DefaultTraceToolResultMaxChars, runID: newUUID()}
+	if set.TraceMax > 0 {
+		rq.traceMax, rq.traceMaxSent = set.TraceMax, true
 	}
-	key := strings.TrimSpace(set.sessionKey)
+	key := strings.TrimSpace(set.SessionKey)
 	prefix := "agent:" + name + ":"
 	switch {
 	case key == "":
@@ -252,33 +253,6 @@ func flatten(req agent.ModelRequest) string {
 		}
 	}
 	return b.String()
-}
-
-// remoteConfig is a remote agent step's executor_config.
-type remoteConfig struct {
-	agent, sessionKey, model, thinkingLevel string
-	traceMax                                int
-}
-
-// remoteSettings reads a remote agent step's executor_config (runtime
-// agent.RuntimeOpenClaw or agent.RuntimeGateway).
-func remoteSettings(runtime string, cfg map[string]any, m mode) (remoteConfig, []*ConfigIssue) {
-	r := newReader(cfg, m)
-	var c remoteConfig
-	c.agent = r.str("agent", true)
-	c.sessionKey = r.str("session_key", false)
-	c.model = strings.TrimSpace(r.str("model", false))
-	c.thinkingLevel = r.oneOf("thinking_level", agent.ThinkingLevels()...)
-	if runtime == agent.RuntimeGateway {
-		if n, ok := r.integer("trace_max_chars", 1); ok {
-			if n > 1000000 {
-				r.fail("trace_max_chars", "must be between 1 and 1000000, got %d", n)
-			} else {
-				c.traceMax = int(n)
-			}
-		}
-	}
-	return c, r.done()
 }
 
 // wsURL reports whether s is an absolute URL a WebSocket client dials.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/executor/remotetest"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 )
@@ -297,7 +298,7 @@ func TestSessionKeyBound(t *testing.T) {
 	for _, n := range []int{MaxSessionKeyBytes - 1, MaxSessionKeyBytes, MaxSessionKeyBytes + 1} {
 		key := "agent:sre-triage:" + strings.Repeat("k", n-len("agent:sre-triage:"))
 		m := &remoteModel{reg: NewRegistry(Deps{}), call: Call{Step: "triage"}, agent: openclawAgent("ws://x")}
-		_, err := m.request(context.Background(), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "go"}}}, remoteConfig{sessionKey: key})
+		_, err := m.request(context.Background(), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "go"}}}, settings.RemoteConfig{SessionKey: key})
 		if (err != nil) != (n > MaxSessionKeyBytes) {
 			t.Errorf("%d bytes: err %v", n, err)
 		}

@@ -6,13 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"mime"
 	"net/http"
-	"net/url"
-	"sort"
-	"strconv"
 	"strings"
 
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 )
@@ -58,85 +55,6 @@ type webhook struct {
 	call Call
 }
 
-type deliveryConfig struct {
-	url         string
-	method      string
-	headers     map[string]string
-	contentType string
-	// payload is the structured body: a mapping or a list (for notify
-	// also a string, sent as it is); nil when there is none.
-	payload any
-}
-
-func readWebhook(r *reader) deliveryConfig {
-	return readDelivery(r, Webhook)
-}
-
-func readNotify(r *reader) deliveryConfig {
-	return readDelivery(r, Notify)
-}
-
-func readDelivery(r *reader, executor string) deliveryConfig {
-	c := deliveryConfig{contentType: "application/json"}
-	c.url = r.url("url", true)
-	c.method = r.method("method")
-	c.headers = r.headers("headers")
-	ctKnown := true
-	if ct := strings.TrimSpace(r.str("content_type", false)); ct != "" {
-		if _, _, err := mime.ParseMediaType(ct); err != nil && !r.pending(ct) {
-			r.fail("content_type", "%q is not a media type", ct)
-			ctKnown = false
-		}
-		ctKnown = ctKnown && !r.pending(ct)
-		c.contentType = ct
-	}
-	r.seconds("timeout_seconds")
-	readPayload(r, executor, &c, ctKnown)
-	return c
-}
-
-// readPayload reads executor_config.payload into c and checks that it can
-// be sent: a structured payload needs a body (not GET) and a content type
-// it can be encoded as (checked when ctKnown).
-func readPayload(r *reader, executor string, c *deliveryConfig, ctKnown bool) {
-	v := r.get("payload")
-	switch x := v.(type) {
-	case nil:
-		if executor == Notify && c.method != http.MethodGet {
-			c.payload = map[string]any{} // notify always posts a body: {} by default
-		}
-		return
-	case string:
-		if executor != Notify {
-			r.fail("payload", "want a mapping or a list, got a string (a text body is the prompt_template)")
-			return
-		}
-		c.payload = x
-	case []any:
-		c.payload = x
-	default:
-		m, ok := stringMap(v)
-		if !ok {
-			want := "a mapping or a list"
-			if executor == Notify {
-				want = "a mapping, a list or a string"
-			}
-			r.fail("payload", "want %s, got %s", want, typeName(v))
-			return
-		}
-		c.payload = m
-	}
-	if c.method == http.MethodGet {
-		r.fail("payload", "a GET request has no body: use POST, PUT, PATCH or DELETE, or drop payload")
-		return
-	}
-	if ctKnown {
-		if _, is := encodePayload(c.payload, c.contentType); is != nil {
-			r.issues = append(r.issues, is)
-		}
-	}
-}
-
 // Complete delivers the prompt.
 func (w *webhook) Complete(ctx context.Context, req llmoutput.Request) (llmoutput.Completion, error) {
 	a, err := w.reg.begin(ctx, w.call, DefaultDeliveryTimeout)
@@ -149,8 +67,8 @@ func (w *webhook) Complete(ctx context.Context, req llmoutput.Request) (llmoutpu
 }
 
 func (w *webhook) complete(a *attempt, req llmoutput.Request) (llmoutput.Completion, error) {
-	cfg := readWebhook(a.cfg)
-	if err := configError(Webhook, a.cfg.done()); err != nil {
+	cfg := settings.ReadWebhook(a.cfg)
+	if err := settings.IssuesError(Webhook, a.cfg.Done()); err != nil {
 		return llmoutput.Completion{}, err
 	}
 	reqBody, err := webhookBody(cfg, prompt(req))
@@ -166,14 +84,14 @@ func (w *webhook) complete(a *attempt, req llmoutput.Request) (llmoutput.Complet
 
 // webhookBody is a webhook's request body: the encoded payload, or else
 // the rendered prompt as text. Both at once is a ConfigError.
-func webhookBody(cfg deliveryConfig, prompt string) ([]byte, error) {
-	if cfg.payload == nil {
+func webhookBody(cfg settings.DeliveryConfig, prompt string) ([]byte, error) {
+	if cfg.Payload == nil {
 		return []byte(prompt), nil
 	}
 	if strings.TrimSpace(prompt) != "" {
 		return nil, fault.Errorf[fault.ConfigError]("webhook: executor_config.payload and prompt_template both give the request body; keep one (payload)")
 	}
-	b, is := encodePayload(cfg.payload, cfg.contentType)
+	b, is := settings.EncodePayload(cfg.Payload, cfg.ContentType)
 	if is != nil {
 		return nil, fault.Errorf[fault.ConfigError]("webhook: %s", is.Error())
 	}
@@ -191,13 +109,13 @@ func prompt(req llmoutput.Request) string {
 }
 
 // deliver sends body per cfg.
-func deliver(a *attempt, reg *Registry, executor string, cfg deliveryConfig, body []byte) (reply, error) {
+func deliver(a *attempt, reg *Registry, executor string, cfg settings.DeliveryConfig, body []byte) (reply, error) {
 	h := http.Header{}
-	if len(body) > 0 || cfg.method != http.MethodGet {
-		h.Set("Content-Type", cfg.contentType)
+	if len(body) > 0 || cfg.Method != http.MethodGet {
+		h.Set("Content-Type", cfg.ContentType)
 	}
-	setHeaders(h, cfg.headers)
-	return reg.send(a.ctx, exchange{executor: executor, method: cfg.method, url: cfg.url, header: h, body: body, limit: a.limit, red: a.red})
+	setHeaders(h, cfg.Headers)
+	return reg.send(a.ctx, exchange{executor: executor, method: cfg.Method, url: cfg.URL, header: h, body: body, limit: a.limit, red: a.red})
 }
 
 // webhookAnswer is a webhook step's answer to a 2xx reply.
@@ -299,14 +217,14 @@ func mutedAnswer() llmoutput.Completion {
 }
 
 func (n *notify) complete(a *attempt) (llmoutput.Completion, error) {
-	cfg := readNotify(a.cfg)
-	if err := configError(Notify, a.cfg.done()); err != nil {
+	cfg := settings.ReadNotify(a.cfg)
+	if err := settings.IssuesError(Notify, a.cfg.Done()); err != nil {
 		return llmoutput.Completion{}, err
 	}
 	var body []byte
-	if cfg.payload != nil {
+	if cfg.Payload != nil {
 		var is *ConfigIssue
-		if body, is = encodePayload(cfg.payload, cfg.contentType); is != nil {
+		if body, is = settings.EncodePayload(cfg.Payload, cfg.ContentType); is != nil {
 			return llmoutput.Completion{}, fault.Errorf[fault.ConfigError]("notify: %s", is.Error())
 		}
 	}
@@ -324,53 +242,4 @@ func notifyAnswer(status int, body []byte, truncated bool) llmoutput.Completion 
 		Provider:     Notify,
 		Raw:          deliveryRaw(status, body, truncated),
 	}
-}
-
-// encodePayload encodes a payload for its content type: a string as it
-// is; a mapping or a list as JSON, or a mapping of scalars as form fields
-// for application/x-www-form-urlencoded. A problem is returned as the
-// issue of the payload key it concerns; it never quotes a value, which
-// may hold a resolved secret.
-func encodePayload(payload any, contentType string) ([]byte, *ConfigIssue) {
-	if s, ok := payload.(string); ok {
-		return []byte(s), nil
-	}
-	mt, _, _ := mime.ParseMediaType(contentType)
-	switch {
-	case mt == "application/x-www-form-urlencoded":
-		m, ok := payload.(map[string]any)
-		if !ok {
-			return nil, &ConfigIssue{Key: "payload", Msg: "form fields need a mapping, got " + typeName(payload)}
-		}
-		form := url.Values{}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			switch v := m[k].(type) {
-			case string:
-				form.Set(k, v)
-			case bool:
-				form.Set(k, strconv.FormatBool(v))
-			case nil:
-				form.Set(k, "")
-			default:
-				f, ok := number(v)
-				if !ok {
-					return nil, &ConfigIssue{Key: "payload." + k, Msg: "form fields must be scalars"}
-				}
-				form.Set(k, strconv.FormatFloat(f, 'f', -1, 64))
-			}
-		}
-		return []byte(form.Encode()), nil
-	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
-		b, err := json.Marshal(payload)
-		if err != nil {
-			return nil, &ConfigIssue{Key: "payload", Msg: "cannot be encoded as JSON: " + err.Error()}
-		}
-		return b, nil
-	}
-	return nil, &ConfigIssue{Key: "payload", Msg: fmt.Sprintf("a mapping or a list cannot be sent as %q: use application/json (the default) or application/x-www-form-urlencoded", mt)}
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/stepline/stepline/compiler/gate"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/project"
 )
@@ -145,7 +145,7 @@ func LoadPipelinesIn(dir string, p *project.Project) ([]*pipeline.Pipeline, erro
 				continue
 			}
 		}
-		f, _, ds, err := gate.CompileFileIn(path, in, executor.Defaults{})
+		f, _, ds, err := gate.CompileFileIn(path, in, settings.Defaults{})
 		switch {
 		case err != nil:
 			errs = append(errs, err)

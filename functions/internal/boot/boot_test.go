@@ -2,6 +2,8 @@ package boot
 
 import (
 	"bytes"
+	"context"
+	"os"
 	"strings"
 	"testing"
 )
@@ -36,7 +38,7 @@ func TestStart(t *testing.T) {
 	t.Setenv("LOG_LEVEL", "warn")
 	var f *Function
 	status, log := run(t, func(exit func(int), w *bytes.Buffer) {
-		f = start(w, exit)
+		f = start("test", w, os.Getenv, exit)
 		f.Log.Info("hidden")
 		f.Log.Warn("shown")
 	})
@@ -53,7 +55,7 @@ func TestStartFails(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
 	t.Setenv("LOG_LEVEL", "loud") // unknown: info
-	status, log := run(t, func(exit func(int), w *bytes.Buffer) { start(w, exit) })
+	status, log := run(t, func(exit func(int), w *bytes.Buffer) { start("test", w, os.Getenv, exit) })
 	if status != 1 || !strings.Contains(log, `"level":"ERROR","msg":"load AWS configuration"`) {
 		t.Errorf("exit %d, log %s; want 1 and the reason", status, log)
 	}
@@ -64,17 +66,56 @@ func TestStore(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKID")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
 	t.Setenv("TABLE_NAME", "")
-	status, log := run(t, func(exit func(int), w *bytes.Buffer) { start(w, exit).Store() })
+	status, log := run(t, func(exit func(int), w *bytes.Buffer) { start("test", w, os.Getenv, exit).Store() })
 	if status != 1 || !strings.Contains(log, "TABLE_NAME is not set") {
 		t.Errorf("exit %d, log %s; want 1 and TABLE_NAME named", status, log)
 	}
 	t.Setenv("TABLE_NAME", "runs")
 	status, log = run(t, func(exit func(int), w *bytes.Buffer) {
-		if start(w, exit).Store() == nil {
+		if start("test", w, os.Getenv, exit).Store() == nil {
 			t.Error("no store")
 		}
 	})
 	if status != -1 {
 		t.Errorf("exit %d: %s", status, log)
 	}
+}
+
+func TestSecrets(t *testing.T) {
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKID")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("SECRET_REFS", "SLACK_URL=ssm:/stepline/slack")
+	status, log := run(t, func(exit func(int), w *bytes.Buffer) {
+		secrets, sm := start("test", w, os.Getenv, exit).Secrets()
+		if secrets == nil || sm == nil {
+			t.Error("no secrets")
+		}
+	})
+	if status != -1 {
+		t.Errorf("exit %d: %s", status, log)
+	}
+	t.Setenv("SECRET_REFS", "SLACK_URL=vault:/stepline/slack")
+	status, log = run(t, func(exit func(int), w *bytes.Buffer) { start("test", w, os.Getenv, exit).Secrets() })
+	if status != 1 || !strings.Contains(log, `"msg":"secrets"`) || !strings.Contains(log, "SECRET_REFS") {
+		t.Errorf("exit %d, log %s; want 1 and SECRET_REFS named", status, log)
+	}
+}
+
+// TestTracing pins that Start sets tracing up from the OTEL_* variables:
+// off without them, on with an endpoint.
+func TestTracing(t *testing.T) {
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKID")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	if f := Start("test"); f.Tracing != nil || f.Name != "test" {
+		t.Errorf("tracing %v, name %q; want off and test", f.Tracing, f.Name)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+	f := Start("test")
+	if f.Tracing == nil {
+		t.Fatal("tracing off with OTEL_EXPORTER_OTLP_ENDPOINT set")
+	}
+	_ = f.Tracing.Shutdown(context.Background())
 }

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+)
+
+// pipelineSet is the handler of one set of pipeline files, built (the
+// files compiled, the router made) once, when the first event that needs
+// it arrives. The container's first set is built so (see fromBundles):
+// compiling is most of what the function would do at start otherwise,
+// and an event of no kind the function serves needs none of it.
+type pipelineSet struct {
+	once  sync.Once
+	build func() (*handler, error)
+	log   *slog.Logger
+	h     *handler
+	err   error
+}
+
+// lazySet returns the set that build builds on first need. A failure is
+// logged once, when it happens, and kept: the same files would fail
+// again, until a reload brings others.
+func lazySet(build func() (*handler, error), log *slog.Logger) *pipelineSet {
+	return &pipelineSet{build: build, log: log}
+}
+
+// builtSet returns the set of h, built already.
+func builtSet(h *handler, log *slog.Logger) *pipelineSet {
+	s := &pipelineSet{h: h, log: log}
+	s.once.Do(func() {})
+	return s
+}
+
+// handler returns the set's handler, building it on the first call.
+func (s *pipelineSet) handler() (*handler, error) {
+	s.once.Do(func() {
+		s.h, s.err = s.build()
+		if s.err != nil {
+			s.log.Error("pipelines do not compile: every event that needs them fails until a deployment changes them", "error", s.err.Error())
+		}
+	})
+	return s.h, s.err
+}
+
+// Handle answers an event with the set's handler (see serve).
+func (s *pipelineSet) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
+	return serve(ctx, raw, s.handler, s.log)
+}

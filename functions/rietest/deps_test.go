@@ -1,0 +1,61 @@
+package rietest
+
+import (
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stepline/stepline/internal/testenv"
+)
+
+// TestBootstrapDependencies pins what each function's bootstrap does not
+// link, as built for Lambda: every package linked runs its initialisers
+// at every cold start, and these are the heavy ones a function does not
+// need.
+func TestBootstrapDependencies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("lists the bootstraps' dependencies with go list")
+	}
+	const (
+		sfnSDK   = "github.com/aws/aws-sdk-go-v2/service/sfn"
+		mcpSDK   = "github.com/modelcontextprotocol/go-sdk/mcp"
+		gob      = "encoding/gob"
+		executor = "github.com/stepline/stepline/shared/executor"
+	)
+	for _, tc := range []struct {
+		function string
+		absent   []string
+	}{
+		// The step function runs agents: it links the MCP SDK.
+		{"step", []string{sfnSDK}},
+		{"approval", []string{executor, mcpSDK, gob, sfnSDK}},
+		// The callback resumes runs through shared/tasktoken, which takes
+		// the SDK's client.
+		{"callback", []string{executor, mcpSDK, gob}},
+		{"recorder", []string{executor, mcpSDK, gob, sfnSDK}},
+		// Compiling pipelines checks executor configs (package
+		// shared/executor/settings), not the executors.
+		{"ingest", []string{executor, mcpSDK, gob, sfnSDK}},
+	} {
+		t.Run(tc.function, func(t *testing.T) {
+			cmd := exec.Command("go", "list", "-tags", "lambda.norpc", "-deps", "./functions/"+tc.function)
+			cmd.Dir = testenv.RepoRoot()
+			cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("go list: %v\n%s", err, out)
+			}
+			deps := strings.Fields(string(out))
+			if !slices.Contains(deps, "github.com/stepline/stepline/functions/"+filepath.Base(tc.function)) {
+				t.Fatalf("go list did not list the function itself:\n%s", out)
+			}
+			for _, p := range tc.absent {
+				if slices.Contains(deps, p) {
+					t.Errorf("the %s bootstrap links %s", tc.function, p)
+				}
+			}
+		})
+	}
+}
