@@ -17,7 +17,7 @@ import (
 
 	"github.com/stepline/stepline/infra"
 	"github.com/stepline/stepline/infra/plan"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/project"
 )
 
@@ -128,7 +128,7 @@ func synth(t *testing.T, props infra.Props) (*synthesized, error) {
 	} else if proj, err = project.ForFile(props.PipelineDir); err != nil {
 		return nil, err
 	}
-	if s.pipelines, err = plan.LoadIn(props.PipelineDir, proj, executor.Defaults{}); err != nil {
+	if s.pipelines, err = plan.LoadIn(props.PipelineDir, proj, settings.Defaults{}); err != nil {
 		return nil, err
 	}
 	return s, nil

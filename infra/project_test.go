@@ -14,7 +14,7 @@ import (
 	"github.com/stepline/stepline/infra"
 	"github.com/stepline/stepline/infra/plan"
 	"github.com/stepline/stepline/shared/catalog"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/project"
 )
@@ -145,7 +145,7 @@ func TestIngestCarriesTheStepLibrary(t *testing.T) {
 	if err := catalog.WriteDir(dir, onlyBundle(t, assets)); err != nil {
 		t.Fatal(err)
 	}
-	f, sm, ds, err := gate.CompileFileIn(filepath.Join(dir, "checks.yaml"), staged, executor.Defaults{})
+	f, sm, ds, err := gate.CompileFileIn(filepath.Join(dir, "checks.yaml"), staged, settings.Defaults{})
 	if err != nil || sm == nil {
 		t.Fatalf("the staged pipeline does not compile: %v\n%s", err, ds)
 	}
@@ -190,7 +190,7 @@ func TestLibraryEditRedeploys(t *testing.T) {
 	})
 	definition := func() string {
 		t.Helper()
-		ps, err := plan.Load(filepath.Join(proj, "pipelines"), executor.Defaults{})
+		ps, err := plan.Load(filepath.Join(proj, "pipelines"), settings.Defaults{})
 		if err != nil || len(ps) != 1 {
 			t.Fatalf("plan: %v", err)
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/stepline/stepline/infra/plan"
 	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/catalog"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/secret"
 )
@@ -62,7 +62,7 @@ const (
 	EnvWebhookTokenSecretARN = "WEBHOOK_TOKEN_SECRET_ARN"    // ingest: the bearer token of POST /webhook
 	EnvStateMachinePrefix    = awsenv.EnvStateMachinePrefix  // ingest, recorder: state machines are <prefix>-<pipeline>
 	EnvStateMachineAccount   = awsenv.EnvStateMachineAccount // ingest, recorder: the account they live in
-	EnvOpenAIBaseURL         = executor.EnvOpenAIBaseURL     // step, when Props.OpenAIBaseURL is set
+	EnvOpenAIBaseURL         = settings.EnvOpenAIBaseURL     // step, when Props.OpenAIBaseURL is set
 	EnvMCPCloseOnShutdown    = "MCP_CLOSE_ON_SHUTDOWN"       // step, "true" when an agent of the pipelines uses MCP servers
 )
 
@@ -231,7 +231,7 @@ func newConfig(props *Props) (*config, error) {
 			errs = append(errs, err)
 		}
 	}
-	ps, err := plan.LoadIn(p.PipelineDir, proj, executor.Defaults{OpenAIBaseURL: p.OpenAIBaseURL})
+	ps, err := plan.LoadIn(p.PipelineDir, proj, settings.Defaults{OpenAIBaseURL: p.OpenAIBaseURL})
 	if err != nil {
 		errs = append(errs, err)
 	} else {

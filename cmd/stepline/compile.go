@@ -10,7 +10,7 @@ import (
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/compiler/gate"
 	"github.com/stepline/stepline/shared/asl"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 )
 
 // cmdCompile writes a pipeline's state machine definition.
@@ -99,7 +99,7 @@ func compileIn(e env, path, config string) (*compiler.File, *asl.StateMachine, c
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return gate.CompileFileIn(path, p, executor.DefaultsFromEnv(e.getenv))
+	return gate.CompileFileIn(path, p, settings.DefaultsFromEnv(e.getenv))
 }
 
 // compilerBuild identifies this program to the definition cache

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stepline/stepline/compiler/gate"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/store"
 )
@@ -164,7 +164,7 @@ func cmdCalibration(c *cobra.Command) action {
 func calibration(ctx context.Context, e env, sf stateFlags, pos []string, flags binning, set map[string]bool, asJSON bool) int {
 	steps := map[string]binning{}
 	if ext := filepath.Ext(pos[0]); ext == ".yaml" || ext == ".yml" {
-		f, _, ds, err := gate.CompileFile(pos[0], executor.Defaults{})
+		f, _, ds, err := gate.CompileFile(pos[0], settings.Defaults{})
 		if err == nil && (f == nil || f.Pipeline == nil) {
 			err = ds.Err()
 		}

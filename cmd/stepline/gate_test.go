@@ -12,7 +12,7 @@ import (
 
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/infra/plan"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/local"
 	"github.com/stepline/stepline/shared/store/sqlite"
@@ -212,7 +212,7 @@ func collect(t *testing.T, dir, path string) diagnostics {
 	}
 	d.errors["local.Runner.Compile"], d.warnings["local.Runner.Compile"] = ds.Errors().String(), ds.Warnings().String()
 
-	ps, err := plan.Load(dir, executor.Defaults{})
+	ps, err := plan.Load(dir, settings.Defaults{})
 	d.errors["plan.Load"] = fromErr(err)
 	for _, p := range ps {
 		if filepath.Base(p.File) == filepath.Base(path) {

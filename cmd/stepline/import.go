@@ -12,7 +12,7 @@ import (
 
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/compiler/gate"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/importer"
 )
 
@@ -123,7 +123,7 @@ func noteLine(src string, n importer.Note) string {
 // does; it returns how many files are not valid.
 func validateImported(e env, res *importer.Result) int {
 	fmt.Fprintln(e.stdout, "\nvalidate:")
-	defaults := executor.DefaultsFromEnv(e.getenv)
+	defaults := settings.DefaultsFromEnv(e.getenv)
 	invalid := 0
 	for _, path := range append(append([]string(nil), res.Pipelines...), res.Steps...) {
 		p, err := gate.Project(path, "")

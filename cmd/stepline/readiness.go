@@ -16,7 +16,7 @@ import (
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/compiler/gate"
 	"github.com/stepline/stepline/shared/asl"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/readiness"
 )
@@ -82,9 +82,9 @@ func judgeReadiness(ctx context.Context, e env, sf stateFlags, arg, config strin
 // proj, else in the project of the file.
 func compileFor(path string, proj *project.Project) (*compiler.File, *asl.StateMachine, compiler.Diagnostics, error) {
 	if proj != nil {
-		return gate.CompileFileIn(path, proj, executor.Defaults{})
+		return gate.CompileFileIn(path, proj, settings.Defaults{})
 	}
-	return gate.CompileFile(path, executor.Defaults{})
+	return gate.CompileFile(path, settings.Defaults{})
 }
 
 // pipelineFile is arg when it names a file, else the file of the
@@ -111,7 +111,7 @@ func pipelineFile(arg string, proj *project.Project) (string, error) {
 		return "", err
 	}
 	for _, file := range files {
-		f, _, _, err := gate.CompileFileIn(file, proj, executor.Defaults{})
+		f, _, _, err := gate.CompileFileIn(file, proj, settings.Defaults{})
 		if err == nil && f != nil && f.Pipeline != nil && f.Pipeline.Name == arg {
 			return file, nil
 		}

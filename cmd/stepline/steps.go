@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stepline/stepline/compiler/gate"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/project"
 )
 
@@ -67,7 +67,7 @@ func steps(e env, config string, asJSON bool) int {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return exitFailed
 	}
-	defaults := executor.DefaultsFromEnv(e.getenv)
+	defaults := settings.DefaultsFromEnv(e.getenv)
 	lib := gate.Library(p, defaults)
 	uses, err := libraryUses(p, defaults)
 	if err != nil {
@@ -113,7 +113,7 @@ func steps(e env, config string, asJSON bool) int {
 // libraryUses compiles every pipeline of the project and collects where
 // each uses a library step, by the library step's name. A project
 // without a pipelines directory uses none.
-func libraryUses(p *project.Project, d executor.Defaults) (map[string][]stepUse, error) {
+func libraryUses(p *project.Project, d settings.Defaults) (map[string][]stepUse, error) {
 	files, err := projectPipelines(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

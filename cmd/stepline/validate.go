@@ -10,7 +10,7 @@ import (
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/compiler/gate"
 	"github.com/stepline/stepline/shared/agent"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/project"
 )
@@ -63,7 +63,7 @@ func validate(e env, files []string, config string, quiet, verbose bool) int {
 			files = append(files, sf.Path)
 		}
 	}
-	defaults := executor.DefaultsFromEnv(e.getenv)
+	defaults := settings.DefaultsFromEnv(e.getenv)
 	printed := map[string]bool{}
 	for _, path := range files {
 		p, err := gate.Project(path, config)
@@ -114,7 +114,7 @@ func validate(e env, files []string, config string, quiet, verbose bool) int {
 
 // validateStepFile checks one library step file on its own and reports
 // it as validate reports a pipeline; false when it has an error.
-func validateStepFile(e env, path string, p *project.Project, d executor.Defaults, quiet bool, printed map[string]bool) bool {
+func validateStepFile(e env, path string, p *project.Project, d settings.Defaults, quiet bool, printed map[string]bool) bool {
 	ls, ds, err := gate.CheckStepFile(path, p, d)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "%s: %v\n", path, err)

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/local"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/pricing"
@@ -98,7 +99,7 @@ func handler(e env, st *sqlite.Store, dir string, approvals steprun.Notifier, cl
 	if err != nil {
 		logger.Warn("price table does not load; costs stay unknown", "err", err)
 	}
-	deps.HTTP, deps.Secrets, deps.Logger, deps.Defaults = client, secrets, logger, executor.DefaultsFromEnv(e.getenv)
+	deps.HTTP, deps.Secrets, deps.Logger, deps.Defaults = client, secrets, logger, settings.DefaultsFromEnv(e.getenv)
 	return &steprun.Handler{
 		Notifier:      approvals,
 		Notifications: &notify.Dispatcher{HTTP: client, Secrets: secrets, Logger: logger, TelegramAPI: e.getenv("STEPLINE_TELEGRAM_API")},

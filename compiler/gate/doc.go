@@ -11,8 +11,8 @@
 // checks (package shared/executor/settings, which the executors read their
 // configs with too). The compiler takes those checks as a value; this is
 // the one place they are joined to it, and it does not link the executors
-// themselves (nor their MCP SDK). The Defaults (executor.Defaults is the
-// same type) say what the place the pipeline will run provides
+// themselves (nor their MCP SDK). The Defaults (settings.Defaults)
+// say what the place the pipeline will run provides
 // (OPENAI_BASE_URL): main reads them from its environment, and only the
 // warnings depend on them, never whether a file compiles.
 //

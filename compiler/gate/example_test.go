@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/stepline/stepline/compiler/gate"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 )
 
 // Compile refuses what any path would refuse, with the executor checks the
@@ -16,7 +16,7 @@ steps:
     executor: gateway
     executor_config: {model: gpt-4o-mini, temperature: 7}
 `)
-	_, sm, ds := gate.Compile("triage.yaml", src, executor.Defaults{OpenAIBaseURL: "https://api.openai.com/v1"})
+	_, sm, ds := gate.Compile("triage.yaml", src, settings.Defaults{OpenAIBaseURL: "https://api.openai.com/v1"})
 	fmt.Print(ds)
 	fmt.Println(sm == nil)
 	// Output:
@@ -33,7 +33,7 @@ steps:
     executor: gateway
     executor_config: {model: gpt-4o-mini}
 `)
-	_, sm, ds := gate.Compile("triage.yaml", src, executor.Defaults{})
+	_, sm, ds := gate.Compile("triage.yaml", src, settings.Defaults{})
 	fmt.Print(ds)
 	fmt.Println(sm != nil)
 	// Output:

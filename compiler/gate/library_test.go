@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/stepline/stepline/compiler/gate"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/pipeline"
 )
 
@@ -28,19 +28,19 @@ func TestLibraryThroughTheGate(t *testing.T) {
 	}
 
 	const hot = `steps/hot.yaml:3:18: step "hot": executor_config.temperature: must be between 0 and 2, got 7`
-	_, ds, err := gate.CheckStepFile("steps/hot.yaml", p, executor.Defaults{})
+	_, ds, err := gate.CheckStepFile("steps/hot.yaml", p, settings.Defaults{})
 	if err != nil || ds.String() != hot+"\n" {
 		t.Errorf("hot on its own: %v\n%s\nwant %s", err, ds, hot)
 	}
-	ls, ds, err := gate.CheckStepFile("steps/classify.yaml", p, executor.Defaults{})
+	ls, ds, err := gate.CheckStepFile("steps/classify.yaml", p, settings.Defaults{})
 	if err != nil || len(ds) != 0 || ls.Name != "classify" || ls.Description != "Classify." {
 		t.Errorf("classify on its own: %v %+v\n%s", err, ls, ds)
 	}
-	if _, _, err := gate.CheckStepFile("steps/missing.yaml", p, executor.Defaults{}); err == nil || !strings.HasPrefix(err.Error(), "read library step: ") {
+	if _, _, err := gate.CheckStepFile("steps/missing.yaml", p, settings.Defaults{}); err == nil || !strings.HasPrefix(err.Error(), "read library step: ") {
 		t.Errorf("a missing file: %v", err)
 	}
 
-	lib := gate.Library(p, executor.Defaults{})
+	lib := gate.Library(p, settings.Defaults{})
 	var names []string
 	for _, s := range lib.Steps() {
 		names = append(names, s.Name)
@@ -50,7 +50,7 @@ func TestLibraryThroughTheGate(t *testing.T) {
 	}
 
 	// hot's error is the pipeline's, though it does not use hot.
-	f, sm, ds, err := gate.CompileFile(filepath.Join("pipelines", "p.yaml"), executor.Defaults{})
+	f, sm, ds, err := gate.CompileFile(filepath.Join("pipelines", "p.yaml"), settings.Defaults{})
 	if err != nil || sm != nil || ds.String() != hot+"\n" {
 		t.Fatalf("with hot in the library: %v\n%s", err, ds)
 	}
@@ -58,7 +58,7 @@ func TestLibraryThroughTheGate(t *testing.T) {
 		t.Errorf("resolved %+v", s)
 	}
 	write(t, root, map[string]string{"steps/hot.yaml": "name: hot\nexecutor: gateway\nexecutor_config: {model: m, base_url: 'https://llm.example.com/v1', temperature: 1}\n"})
-	if _, sm, ds, err = gate.CompileFile(filepath.Join("pipelines", "p.yaml"), executor.Defaults{}); err != nil || sm == nil || len(ds) != 0 {
+	if _, sm, ds, err = gate.CompileFile(filepath.Join("pipelines", "p.yaml"), settings.Defaults{}); err != nil || sm == nil || len(ds) != 0 {
 		t.Errorf("once hot is fixed: %v\n%s", err, ds)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/stepline/stepline/compiler/gate"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/pipeline"
 )
 
@@ -39,7 +39,7 @@ func TestCompileFileProject(t *testing.T) {
 	write(t, other, map[string]string{"stepline.yaml": "", "pipelines/p.yaml": pipe})
 	write(t, bare, map[string]string{"p.yaml": pipe})
 
-	f, sm, ds, err := gate.CompileFile(filepath.Join(root, "pipelines", "p.yaml"), executor.Defaults{})
+	f, sm, ds, err := gate.CompileFile(filepath.Join(root, "pipelines", "p.yaml"), settings.Defaults{})
 	if err != nil || sm == nil {
 		t.Fatalf("in its project: %v\n%s", err, ds)
 	}
@@ -48,7 +48,7 @@ func TestCompileFileProject(t *testing.T) {
 	}
 
 	// The project above other/ has no agent helper...
-	_, sm, ds, err = gate.CompileFile(filepath.Join(other, "pipelines", "p.yaml"), executor.Defaults{})
+	_, sm, ds, err = gate.CompileFile(filepath.Join(other, "pipelines", "p.yaml"), settings.Defaults{})
 	if err != nil || sm != nil || !strings.Contains(ds.String(), `unknown agent "helper": `) {
 		t.Errorf("in a project without the agent: %v\n%s", err, ds)
 	}
@@ -57,13 +57,13 @@ func TestCompileFileProject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, sm, ds, err = gate.CompileFileIn(filepath.Join(other, "pipelines", "p.yaml"), p, executor.Defaults{}); err != nil || sm == nil {
+	if _, sm, ds, err = gate.CompileFileIn(filepath.Join(other, "pipelines", "p.yaml"), p, settings.Defaults{}); err != nil || sm == nil {
 		t.Errorf("in the project given: %v\n%s", err, ds)
 	}
 
 	// Outside any project (unless a stepline.yaml lies above the temporary
 	// directory) there are no agents.
-	_, sm, ds, err = gate.CompileFile(filepath.Join(bare, "p.yaml"), executor.Defaults{})
+	_, sm, ds, err = gate.CompileFile(filepath.Join(bare, "p.yaml"), settings.Defaults{})
 	if err != nil || sm != nil || !strings.Contains(ds.String(), `unknown agent "helper"`) {
 		t.Errorf("outside a project: %v\n%s", err, ds)
 	}

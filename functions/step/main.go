@@ -72,6 +72,7 @@ import (
 	"github.com/stepline/stepline/functions/internal/boot"
 	"github.com/stepline/stepline/shared/awsrest"
 	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/metrics"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/pricing"
@@ -88,7 +89,7 @@ func main() {
 	sns, err := notify.NewSNS(f.AWS)
 	f.Check(err, "sns")
 	client := &http.Client{}
-	registry := executor.NewRegistry(executor.Deps{HTTP: client, Secrets: secrets, Bedrock: bedrock, Logger: f.Log, Defaults: executor.DefaultsFromEnv(os.Getenv),
+	registry := executor.NewRegistry(executor.Deps{HTTP: client, Secrets: secrets, Bedrock: bedrock, Logger: f.Log, Defaults: settings.DefaultsFromEnv(os.Getenv),
 		TraceParent: xrayTraceParent})
 	h := &steprun.Handler{
 		Store:     st,

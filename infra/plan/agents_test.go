@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/stepline/stepline/infra/plan"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/project"
 )
 
@@ -56,7 +56,7 @@ func TestLoadAgents(t *testing.T) {
 	root := agentTree(t, map[string]string{
 		"investigate.yaml": "name: investigate\nsteps:\n  - name: dig\n    executor: gateway\n    executor_config: {agent: investigator}\n",
 	})
-	ps, err := plan.Load(filepath.Join(root, "pipelines"), executor.Defaults{})
+	ps, err := plan.Load(filepath.Join(root, "pipelines"), settings.Defaults{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ steps:
 		"fine.yaml": "name: fine\nsteps:\n  - {name: a, executor: gateway, executor_config: {agent: investigator}}\n",
 	})
 	dir := filepath.Join(root, "pipelines")
-	_, err := plan.Load(dir, executor.Defaults{})
+	_, err := plan.Load(dir, settings.Defaults{})
 	want := []string{
 		filepath.Join(dir, "local.yaml") + `:5:22: step "triage": agent "local" needs MCP server "files", a stdio server (command "npx") that only local runs can start: give the server a url (streamable HTTP) in stepline.yaml to deploy this pipeline`,
 		filepath.Join(dir, "local.yaml") + `:12:13: branch "b" of parallel "g": agent "local" needs MCP server "files", a stdio server (command "npx") that only local runs can start: give the server a url (streamable HTTP) in stepline.yaml to deploy this pipeline`,
@@ -123,14 +123,14 @@ steps:
 func TestLoadInProject(t *testing.T) {
 	root := agentTree(t, map[string]string{"investigate.yaml": "name: investigate\nsteps:\n  - {name: dig, executor: gateway, executor_config: {agent: investigator}}\n"})
 	elsewhere := writePipelines(t, map[string]string{"investigate.yaml": "name: investigate\nsteps:\n  - {name: dig, executor: gateway, executor_config: {agent: investigator}}\n"})
-	if _, err := plan.Load(elsewhere, executor.Defaults{}); err == nil || !strings.Contains(err.Error(), `unknown agent "investigator": no stepline.yaml above`) {
+	if _, err := plan.Load(elsewhere, settings.Defaults{}); err == nil || !strings.Contains(err.Error(), `unknown agent "investigator": no stepline.yaml above`) {
 		t.Errorf("without a project: %v", err)
 	}
 	p, err := project.Load(filepath.Join(root, "stepline.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ps, err := plan.LoadIn(elsewhere, p, executor.Defaults{}); err != nil || len(ps) != 1 || ps[0].Agents[0] != "investigator" {
+	if ps, err := plan.LoadIn(elsewhere, p, settings.Defaults{}); err != nil || len(ps) != 1 || ps[0].Agents[0] != "investigator" {
 		t.Errorf("in the project given: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/asl"
 	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/secret"
@@ -75,7 +76,7 @@ func (p *Pipeline) Approvals() bool {
 // as a *compiler.Error); so are duplicate pipeline names, sub-pipeline
 // steps that name a pipeline the directory does not hold, and agent steps
 // whose agent needs a stdio MCP server.
-func Load(dir string, d executor.Defaults) ([]*Pipeline, error) {
+func Load(dir string, d settings.Defaults) ([]*Pipeline, error) {
 	p, err := project.ForFile(dir)
 	if err != nil {
 		return nil, fmt.Errorf("load pipelines: %w", err)
@@ -85,7 +86,7 @@ func Load(dir string, d executor.Defaults) ([]*Pipeline, error) {
 
 // LoadIn is Load in project p (nil: none), whatever stepline.yaml lies
 // above dir.
-func LoadIn(dir string, p *project.Project, d executor.Defaults) ([]*Pipeline, error) {
+func LoadIn(dir string, p *project.Project, d settings.Defaults) ([]*Pipeline, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("load pipelines: %w", err)
@@ -122,7 +123,7 @@ func LoadIn(dir string, p *project.Project, d executor.Defaults) ([]*Pipeline, e
 }
 
 // compile compiles one file and derives what is known of it alone.
-func compile(path string, proj *project.Project, d executor.Defaults) (*Pipeline, error) {
+func compile(path string, proj *project.Project, d settings.Defaults) (*Pipeline, error) {
 	f, sm, ds, err := gate.CompileFileIn(path, proj, d)
 	if err != nil {
 		return nil, err

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/infra/plan"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/secret"
 )
@@ -68,7 +68,7 @@ func taskTimeouts(t *testing.T, def string) []float64 {
 }
 
 func TestLoadExamples(t *testing.T) {
-	ps, err := plan.Load("../../pipelines", executor.Defaults{})
+	ps, err := plan.Load("../../pipelines", settings.Defaults{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ steps:
 `,
 		"notes.txt": "not a pipeline",
 	})
-	ps, err := plan.Load(dir, executor.Defaults{})
+	ps, err := plan.Load(dir, settings.Defaults{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestLoadErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := plan.Load(writePipelines(t, tt.files), executor.Defaults{})
+			_, err := plan.Load(writePipelines(t, tt.files), settings.Defaults{})
 			if err == nil {
 				t.Fatal("Load succeeded, want an error")
 			}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/stepline/stepline/infra/plan"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 )
 
 // remoteTree writes a project whose stepline.yaml is cfg and whose
@@ -44,7 +44,7 @@ steps:
 func TestLoadRemoteAgents(t *testing.T) {
 	dir := remoteTree(t, "executors:\n  gateway: {url: \"wss://agents.example/rpc\", token: \"${AGENT_GATEWAY_TOKEN}\"}\n  openclaw: {url: \"wss://${OPENCLAW_HOST}/\"}\n",
 		map[string]string{"remote.yaml": remotePipeline})
-	ps, err := plan.Load(dir, executor.Defaults{})
+	ps, err := plan.Load(dir, settings.Defaults{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestUnreachableRemoteAgents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := plan.Load(remoteTree(t, tt.cfg, map[string]string{"remote.yaml": remotePipeline}), executor.Defaults{})
+			_, err := plan.Load(remoteTree(t, tt.cfg, map[string]string{"remote.yaml": remotePipeline}), settings.Defaults{})
 			switch {
 			case tt.want == "" && err != nil:
 				t.Errorf("err %v", err)

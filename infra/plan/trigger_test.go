@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/stepline/stepline/infra/plan"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/pipeline"
 )
 
@@ -122,7 +122,7 @@ func TestRules(t *testing.T) {
 }
 
 func TestExampleTriggerPatterns(t *testing.T) {
-	ps, err := plan.Load("../../pipelines", executor.Defaults{})
+	ps, err := plan.Load("../../pipelines", settings.Defaults{})
 	if err != nil {
 		t.Fatal(err)
 	}

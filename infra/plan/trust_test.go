@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/stepline/stepline/infra/plan"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 )
 
 // TestLoadTrust: what deploying a step with a grounding judge and
@@ -34,7 +34,7 @@ steps:
 		"agents/judge/agent.yaml":      "name: judge\nmodel: bedrock/anthropic.claude-3-haiku-20240307-v1:0\n",
 		"agents/judge/soul.md":         "Judge.",
 	})
-	ps, err := plan.Load(filepath.Join(root, "pipelines"), executor.Defaults{})
+	ps, err := plan.Load(filepath.Join(root, "pipelines"), settings.Defaults{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ steps:
 		"shell.yaml": "name: shell\nsteps:\n  - name: a\n    executor: gateway\n    executor_config: {agent: investigator}\n    deterministic_checks:\n      - {name: disk, type: shell, run: df -h}\n",
 	})
 	dir := filepath.Join(shell, "pipelines")
-	_, err = plan.Load(dir, executor.Defaults{})
+	_, err = plan.Load(dir, settings.Defaults{})
 	want := filepath.Join(dir, "shell.yaml") + `:7:28: step "a": deterministic check "disk" is a shell check, which runs only in local runs (stepline run, serve)`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %v\ndoes not say %q", err, want)

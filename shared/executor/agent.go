@@ -363,7 +363,7 @@ func (p *anthropic) turn(a *attempt, req agent.ModelRequest) (agent.ModelReply, 
 	if budget, ok := thinkingBudget[req.ThinkingLevel]; ok {
 		body["thinking"] = map[string]any{"type": "enabled", "budget_tokens": budget}
 		if mt, _ := body["max_tokens"].(int64); mt <= int64(budget) {
-			body["max_tokens"] = int64(budget) + AnthropicMaxTokens
+			body["max_tokens"] = int64(budget) + settings.AnthropicMaxTokens
 		}
 		delete(body, "temperature") // extended thinking takes none
 	}
@@ -541,7 +541,7 @@ func (p *bedrock) turn(a *attempt, req agent.ModelRequest) (agent.ModelReply, er
 	if budget, ok := thinkingBudget[req.ThinkingLevel]; ok && (strings.Contains(lower, "anthropic") || strings.Contains(lower, "claude")) && additional["thinking"] == nil {
 		additional["thinking"] = map[string]any{"type": "enabled", "budget_tokens": budget}
 		if mt, _ := inf["maxTokens"].(int64); mt <= int64(budget) {
-			inf["maxTokens"] = int64(budget) + AnthropicMaxTokens
+			inf["maxTokens"] = int64(budget) + settings.AnthropicMaxTokens
 		}
 		delete(inf, "temperature")
 	}

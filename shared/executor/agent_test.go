@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stepline/stepline/shared/agent"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 	"github.com/stepline/stepline/shared/secret"
@@ -208,7 +209,7 @@ func TestAgentThinkingLevels(t *testing.T) {
 		{agent.APIGateway, "xhigh", []any{"reasoning_effort"}, "high"},
 		{agent.APIGateway, "off", []any{"reasoning_effort"}, nil},
 		{agent.APIAnthropic, "medium", []any{"thinking", "budget_tokens"}, 8192.0},
-		{agent.APIAnthropic, "medium", []any{"max_tokens"}, 8192.0 + AnthropicMaxTokens},
+		{agent.APIAnthropic, "medium", []any{"max_tokens"}, 8192.0 + settings.AnthropicMaxTokens},
 		{agent.APIAnthropic, "off", []any{"thinking"}, nil},
 	}
 	for _, c := range cases {

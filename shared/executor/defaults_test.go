@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/secret"
 )
@@ -41,8 +42,8 @@ func TestGatewayDefaultsCheck(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var got []issue
-			for _, err := range (Defaults{OpenAIBaseURL: c.env}).CheckConfig(Gateway, c.cfg) {
-				var is *ConfigIssue
+			for _, err := range (settings.Defaults{OpenAIBaseURL: c.env}).CheckConfig(Gateway, c.cfg) {
+				var is *settings.ConfigIssue
 				if !errors.As(err, &is) {
 					t.Fatalf("%T is not a *ConfigIssue", err)
 				}
@@ -61,10 +62,10 @@ func TestGatewayDefaultsCheck(t *testing.T) {
 }
 
 func TestDefaultsFromEnv(t *testing.T) {
-	d := DefaultsFromEnv(func(k string) string {
+	d := settings.DefaultsFromEnv(func(k string) string {
 		return map[string]string{"OPENAI_BASE_URL": " https://x/v1 ", "OPENAI_API_KEY": "sk"}[k]
 	})
-	if d != (Defaults{OpenAIBaseURL: "https://x/v1"}) {
+	if d != (settings.Defaults{OpenAIBaseURL: "https://x/v1"}) {
 		t.Errorf("DefaultsFromEnv = %+v", d)
 	}
 }
@@ -101,7 +102,7 @@ func TestGatewayDefaultsCall(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			stepSrv := newServer(t, answer(200, okChat))
 			envSrv := newServer(t, answer(200, okChat))
-			d := Defaults{}
+			d := settings.Defaults{}
 			if c.envURL {
 				d.OpenAIBaseURL = envSrv.URL + "/v1"
 			}
@@ -166,7 +167,7 @@ func TestGatewayDefaultKeyRedacted(t *testing.T) {
 	srv := newServer(t, answer(200, `{"model":"`+key+`","choices":[{"message":{"content":"{\"confidence\":0.9,\"summary\":\"`+key+`\",\"next_step_context\":\"\"}"},"finish_reason":"stop"}]}`))
 	reg, _ := newRegistry(t, Deps{Secrets: secret.Env(func(k string) string {
 		return map[string]string{"OPENAI_API_KEY": key}[k]
-	}), Defaults: Defaults{OpenAIBaseURL: srv.URL}})
+	}), Defaults: settings.Defaults{OpenAIBaseURL: srv.URL}})
 	p := provider(t, reg, Call{Executor: Gateway, Config: map[string]any{"model": "m"}})
 	c, err := p.Complete(context.Background(), request())
 	if err != nil {

@@ -49,7 +49,7 @@ type gateway struct {
 // maps it only when it is configured.
 func DefaultSecrets(executor string, cfg map[string]any) []string {
 	if executor == Gateway && cfg["api_key"] == nil {
-		return []string{OpenAIAPIKeySecret}
+		return []string{settings.OpenAIAPIKeySecret}
 	}
 	return nil
 }
@@ -99,7 +99,7 @@ func (g *gateway) prepare(a *attempt, schema *llmoutput.SchemaSpec) (gatewayRequ
 		return gatewayRequest{}, err
 	}
 	if !cfg.APIKeySet {
-		key, err := a.red.Resolve(a.ctx, OpenAIAPIKeySecret)
+		key, err := a.red.Resolve(a.ctx, settings.OpenAIAPIKeySecret)
 		var unset *fault.ConfigError
 		switch {
 		case err == nil:

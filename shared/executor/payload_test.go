@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 	"github.com/stepline/stepline/shared/secret"
@@ -199,9 +200,9 @@ func TestPayloadConfig(t *testing.T) {
 			for k, v := range c.cfg {
 				cfg[k] = v
 			}
-			var errs []*ConfigIssue
-			for _, err := range CheckConfig(c.executor, cfg) {
-				var is *ConfigIssue
+			var errs []*settings.ConfigIssue
+			for _, err := range settings.CheckConfig(c.executor, cfg) {
+				var is *settings.ConfigIssue
 				if !errors.As(err, &is) {
 					t.Fatalf("%T is not a *ConfigIssue", err)
 				}

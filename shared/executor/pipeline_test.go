@@ -16,6 +16,7 @@ import (
 
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/llmoutput"
 	"github.com/stepline/stepline/shared/local"
 	"github.com/stepline/stepline/shared/secret"
@@ -219,7 +220,7 @@ func TestValidatePayload(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, ds := compiler.LoadWith("p.yaml", []byte(c.src), executor.CheckConfig)
+			_, ds := compiler.LoadWith("p.yaml", []byte(c.src), settings.CheckConfig)
 			var got []string
 			for _, d := range ds {
 				got = append(got, d.String())

@@ -90,7 +90,7 @@ type Deps struct {
 	Bedrock ConverseAPI
 	// Defaults are the values executor configs fall back on (the
 	// gateway's OPENAI_BASE_URL), read from the environment by main.
-	Defaults Defaults
+	Defaults settings.Defaults
 	// Responses, when set, answers every model, webhook and notify call
 	// from scripted replies instead of the network (offline runs).
 	Responses *Responses
@@ -161,11 +161,11 @@ func NewRegistry(deps Deps) *Registry {
 
 // Known reports whether name is an executor a pipeline may use; see the
 // package function Known.
-func (r *Registry) Known(name string) bool { return Known(name) }
+func (r *Registry) Known(name string) bool { return settings.Known(name) }
 
 // Names returns every executor name a pipeline may use; see the package
 // function Names.
-func (r *Registry) Names() []string { return Names() }
+func (r *Registry) Names() []string { return settings.Names() }
 
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
@@ -191,8 +191,8 @@ func (r *Registry) Provider(call Call) (llmoutput.Provider, error) {
 }
 
 func (r *Registry) provider(call Call) (llmoutput.Provider, error) {
-	if !Known(call.Executor) {
-		return nil, fault.Errorf[fault.ConfigError]("unknown executor %q (known: %v)", call.Executor, Names())
+	if !settings.Known(call.Executor) {
+		return nil, fault.Errorf[fault.ConfigError]("unknown executor %q (known: %v)", call.Executor, settings.Names())
 	}
 	switch call.Executor {
 	case Human:

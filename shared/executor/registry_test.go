@@ -9,22 +9,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/fault"
 )
 
 func TestKnownAndNames(t *testing.T) {
 	want := []string{"anthropic", "bedrock", "gateway", "human", "notify", "openclaw", "pipeline", "scripted", "webhook"}
-	if got := Names(); !reflect.DeepEqual(got, want) {
+	if got := settings.Names(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Names = %v", got)
 	}
 	reg := NewRegistry(Deps{})
 	for _, n := range want {
-		if !Known(n) || !reg.Known(n) {
+		if !settings.Known(n) || !reg.Known(n) {
 			t.Errorf("Known(%q) = false", n)
 		}
 	}
 	for _, n := range []string{"", "openai", "Gateway", "shell"} {
-		if Known(n) {
+		if settings.Known(n) {
 			t.Errorf("Known(%q) = true", n)
 		}
 	}
@@ -49,10 +50,10 @@ func TestProviderRefusals(t *testing.T) {
 	}
 	// Human and pipeline steps are run by the state machine, yet their
 	// configurations validate.
-	if errs := CheckConfig(Human, map[string]any{"timeout_seconds": 300, "approvers": []any{"oncall-lead"}}); len(errs) != 0 {
+	if errs := settings.CheckConfig(Human, map[string]any{"timeout_seconds": 300, "approvers": []any{"oncall-lead"}}); len(errs) != 0 {
 		t.Errorf("human config: %v", errs)
 	}
-	if errs := CheckConfig(Pipeline, map[string]any{"pipeline": "child", "context": map[string]any{"summary": "x"}}); len(errs) != 0 {
+	if errs := settings.CheckConfig(Pipeline, map[string]any{"pipeline": "child", "context": map[string]any{"summary": "x"}}); len(errs) != 0 {
 		t.Errorf("pipeline config: %v", errs)
 	}
 }
@@ -101,8 +102,8 @@ func TestCheckConfig(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var got []issue
-			for _, err := range CheckConfig(c.executor, c.cfg) {
-				var is *ConfigIssue
+			for _, err := range settings.CheckConfig(c.executor, c.cfg) {
+				var is *settings.ConfigIssue
 				if !errors.As(err, &is) {
 					t.Fatalf("%T is not a *ConfigIssue", err)
 				}
@@ -121,10 +122,10 @@ func TestCheckConfig(t *testing.T) {
 }
 
 func TestConfigIssueMessage(t *testing.T) {
-	if got := (&ConfigIssue{Key: "base_url", Msg: "required"}).Error(); got != "executor_config.base_url: required" {
+	if got := (&settings.ConfigIssue{Key: "base_url", Msg: "required"}).Error(); got != "executor_config.base_url: required" {
 		t.Errorf("Error() = %q", got)
 	}
-	if got := (&ConfigIssue{Msg: "x"}).Error(); got != "executor_config: x" {
+	if got := (&settings.ConfigIssue{Msg: "x"}).Error(); got != "executor_config: x" {
 		t.Errorf("Error() = %q", got)
 	}
 }

@@ -223,7 +223,7 @@ func (n *notify) complete(a *attempt) (llmoutput.Completion, error) {
 	}
 	var body []byte
 	if cfg.Payload != nil {
-		var is *ConfigIssue
+		var is *settings.ConfigIssue
 		if body, is = settings.EncodePayload(cfg.Payload, cfg.ContentType); is != nil {
 			return llmoutput.Completion{}, fault.Errorf[fault.ConfigError]("notify: %s", is.Error())
 		}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/stepline/stepline/compiler/gate"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 )
 
 // BenchmarkCompile compiles a 100-step pipeline file as Run does: every
@@ -32,7 +32,7 @@ func BenchmarkCompile(b *testing.B) {
 			}
 			if c.name == "validate" {
 				for b.Loop() {
-					if _, sm, ds, err := gate.CompileFile(path, executor.Defaults{}); err != nil || sm == nil {
+					if _, sm, ds, err := gate.CompileFile(path, settings.Defaults{}); err != nil || sm == nil {
 						b.Fatal(err, ds)
 					}
 				}

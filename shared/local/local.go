@@ -85,6 +85,7 @@ import (
 	"github.com/stepline/stepline/shared/asl"
 	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/internal/atomicfile"
@@ -410,9 +411,9 @@ func (r *Runner) compile(path string, seen map[string]bool, saved *[]defcache.Fi
 	)
 	r.compiles.Add(1)
 	if r.project != nil {
-		f, sm, ds, err = gate.CompileFileIn(path, r.project, executor.Defaults{})
+		f, sm, ds, err = gate.CompileFileIn(path, r.project, settings.Defaults{})
 	} else {
-		f, sm, ds, err = gate.CompileFile(path, executor.Defaults{})
+		f, sm, ds, err = gate.CompileFile(path, settings.Defaults{})
 	}
 	if err != nil {
 		return nil, "", nil, err

@@ -8,9 +8,9 @@ import (
 
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/compiler/gate"
-	"github.com/stepline/stepline/shared/executor"
 
 	"github.com/stepline/stepline/shared/asl"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/rerun"
 )
@@ -84,9 +84,9 @@ func (r *Runner) findPipeline(dir, name string) (string, *pipeline.Pipeline, err
 		var file *compiler.File
 		var err error
 		if r.project != nil {
-			file, _, _, err = gate.CompileFileIn(f, r.project, executor.Defaults{})
+			file, _, _, err = gate.CompileFileIn(f, r.project, settings.Defaults{})
 		} else {
-			file, _, _, err = gate.CompileFile(f, executor.Defaults{})
+			file, _, _, err = gate.CompileFile(f, settings.Defaults{})
 		}
 		if err == nil && file != nil && file.Pipeline != nil && file.Pipeline.Name == name {
 			return f, file.Pipeline, nil

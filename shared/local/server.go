@@ -21,7 +21,7 @@ import (
 	"github.com/stepline/stepline/compiler/gate"
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/engine"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/project"
@@ -640,9 +640,9 @@ func (s *Server) newUI() (*webui.Handler, error) {
 			// that runs resume with (Runner.Compile would).
 			var diags compiler.Diagnostics
 			if s.project != nil {
-				_, _, diags, err = gate.CompileFileIn(file, s.project, executor.Defaults{})
+				_, _, diags, err = gate.CompileFileIn(file, s.project, settings.Defaults{})
 			} else {
-				_, _, diags, err = gate.CompileFile(file, executor.Defaults{})
+				_, _, diags, err = gate.CompileFile(file, settings.Defaults{})
 			}
 			var problems []string
 			for _, d := range diags {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stepline/stepline/compiler/gate"
 	"github.com/stepline/stepline/shared/asl"
-	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/store"
 )
 
@@ -122,7 +122,7 @@ func TestGraphColours(t *testing.T) {
 // TestGraphOfExample: an example pipeline's machine draws every state,
 // names escaped, within a sane size.
 func TestGraphOfExample(t *testing.T) {
-	_, sm, ds, err := gate.CompileFile("../../pipelines/sre-alert-triage.yaml", executor.Defaults{})
+	_, sm, ds, err := gate.CompileFile("../../pipelines/sre-alert-triage.yaml", settings.Defaults{})
 	if err != nil || sm == nil {
 		t.Fatalf("compile: %v %v", err, ds)
 	}
