@@ -27,14 +27,6 @@ const ActionApproval = "approval"
 const DefaultApprovalTemplate = `{{ pipeline_name }} run {{ pipeline_run_id }} waits for approval at step {{ current_step }}: {{ approval_message }}
 Approve or reject: {{ approval_url }} (open until {{ approval_expires_at }})`
 
-// Notifications sends a pipeline's notifications (satisfied by
-// *notify.Dispatcher).
-type Notifications interface {
-	Fire(ctx context.Context, p task.Pipeline, action string, data notify.Context) []notify.Delivery
-}
-
-var _ Notifications = (*notify.Dispatcher)(nil)
-
 // facts is what the Notifier needs of the Task being handled beyond the
 // approval itself: the pipeline's notifications and the run's context.
 type facts struct {
@@ -61,7 +53,7 @@ func factsFrom(ctx context.Context) (facts, bool) {
 type linkNotifier struct {
 	links         *approval.Service // only Signer and Link are used
 	baseURL       string            // the API's public URL
-	notifications Notifications     // nil: links are only logged
+	notifications notify.Notifier   // nil: links are only logged
 	// chat sends the request to the run's team's chat channel
 	// (human_approval); nil: none.
 	chat *approval.Router
