@@ -13,9 +13,11 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/stepline/stepline/compiler/when"
+	"github.com/stepline/stepline/internal/lazyregexp"
 	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/project"
+	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/template"
 )
 
@@ -414,20 +416,13 @@ func (c *checker) checkSecretRefs(where string, cfg map[string]any, at pipeline.
 }
 
 // pipelineNameRE is the schema's identifier: what a pipeline's name may be.
-var pipelineNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$`)
+var pipelineNameRE = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$`)
 
-var secretRefRE = regexp.MustCompile(`\$\{([^}]*)\}?`)
-var secretNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// badSecretRef describes a malformed ${NAME} placeholder in s, or "".
+// badSecretRef describes a malformed ${NAME} placeholder in s, or ""
+// (secret.CheckRefs).
 func badSecretRef(s string) string {
-	for _, m := range secretRefRE.FindAllStringSubmatch(s, -1) {
-		if !strings.HasSuffix(m[0], "}") {
-			return fmt.Sprintf("placeholder %q is not closed with }", m[0])
-		}
-		if !secretNameRE.MatchString(m[1]) {
-			return fmt.Sprintf("placeholder %q: a secret name holds letters, digits and _", m[0])
-		}
+	if err := secret.CheckRefs(s); err != nil {
+		return err.Error()
 	}
 	return ""
 }
@@ -755,7 +750,7 @@ func (c *checker) checkNotification(action string, n pipeline.Notification) {
 		switch tok, set := n.Config["bot_token"]; {
 		case !set:
 			c.ds.errorf(n.Pos, "%s: channel telegram needs config.bot_token (a ${NAME} secret), or notifications.telegram.bot_token in %s", where, project.FileName)
-		case !wholeSecretRE.MatchString(fmt.Sprint(tok)):
+		case !secret.IsRef(fmt.Sprint(tok)):
 			c.ds.errorf(n.Pos, "%s: config.bot_token: write it as one ${NAME} secret reference: a token written out would be compiled into the state machine", where)
 		}
 		switch id, set := n.Config["chat_id"]; {
@@ -774,7 +769,7 @@ func (c *checker) checkNotification(action string, n pipeline.Notification) {
 				switch tok, set := t["bot_token"]; {
 				case t == nil || !project.ChatID(chatIDText(t["chat_id"])):
 					c.ds.errorf(n.Pos, "%s: config.teams.%s: want {chat_id: a chat ID, bot_token: an optional ${NAME}}", where, name)
-				case set && !wholeSecretRE.MatchString(fmt.Sprint(tok)):
+				case set && !secret.IsRef(fmt.Sprint(tok)):
 					c.ds.errorf(n.Pos, "%s: config.teams.%s.bot_token: write it as one ${NAME} secret reference: a token written out would be compiled into the state machine", where, name)
 				}
 			}
@@ -788,9 +783,6 @@ func (c *checker) checkNotification(action string, n pipeline.Notification) {
 		}
 	}
 }
-
-// wholeSecretRE matches one whole ${NAME} reference.
-var wholeSecretRE = regexp.MustCompile(`^\$\{[A-Za-z_][A-Za-z0-9_]*\}$`)
 
 // chatIDText is a chat_id as YAML gave it, as text.
 func chatIDText(v any) string {

@@ -6,10 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stepline/stepline/shared/secret"
 	"go.yaml.in/yaml/v3"
 )
-
-var secretRefRE = regexp.MustCompile(`^\$\{[A-Za-z_][A-Za-z0-9_]*\}$`)
 
 // config is what the importer takes from the reference's config.yaml.
 type config struct {
@@ -88,7 +87,7 @@ func (c *config) secret(n *yaml.Node, field, def string) string {
 	if n == nil || n.Kind != yaml.ScalarNode || n.Value == "" {
 		return ""
 	}
-	if secretRefRE.MatchString(n.Value) {
+	if secret.IsRef(n.Value) {
 		return n.Value
 	}
 	c.add(n, Person, "secret", fmt.Sprintf("%s is written out in config.yaml; it was not copied: store it as the secret %s, which the imported project names", field, def))

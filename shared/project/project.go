@@ -18,6 +18,7 @@ import (
 	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/internal/yamlread"
+	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/yamldoc"
 )
 
@@ -278,12 +279,6 @@ var fromGateway = map[string]string{
 	"logging":       "Stepline logs where its commands and functions run",
 	"observability": "Stepline traces through X-Ray on AWS",
 }
-
-var (
-	secretRefRE   = regexp.MustCompile(`^\$\{[A-Za-z_][A-Za-z0-9_]*\}$`)
-	placeholderRE = regexp.MustCompile(`\$\{([^}]*)\}?`)
-	secretNameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-)
 
 type decoder struct {
 	p     *Project
@@ -591,15 +586,9 @@ func credential(name string) bool {
 
 // checkRefs checks the ${NAME} placeholders in a value.
 func (d *decoder) checkRefs(n *yaml.Node, field, s string) bool {
-	for _, m := range placeholderRE.FindAllStringSubmatch(s, -1) {
-		if !strings.HasSuffix(m[0], "}") {
-			d.fail(n, "%s: placeholder %q is not closed with }", field, m[0])
-			return false
-		}
-		if !secretNameRE.MatchString(m[1]) {
-			d.fail(n, "%s: placeholder %q: a secret name holds letters, digits and _", field, m[0])
-			return false
-		}
+	if err := secret.CheckRefs(s); err != nil {
+		d.fail(n, "%s: %v", field, err)
+		return false
 	}
 	return true
 }
@@ -611,7 +600,7 @@ func (d *decoder) secretRef(n *yaml.Node, field string, empty bool) (string, boo
 	if !ok {
 		return "", false
 	}
-	if (s == "" && empty) || secretRefRE.MatchString(s) {
+	if (s == "" && empty) || secret.IsRef(s) {
 		return s, true
 	}
 	d.fail(n, "%s: write it as one ${NAME} secret reference: a value written out would be compiled into the state machine", field)

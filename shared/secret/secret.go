@@ -226,6 +226,44 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
+// IsRef reports whether s is exactly one ${NAME} reference.
+func IsRef(s string) bool {
+	return len(s) > 3 && strings.HasPrefix(s, "${") && strings.HasSuffix(s, "}") && ValidName(s[2:len(s)-1])
+}
+
+// CheckRefs returns an error for the first "${" in s that Expand would
+// not read as a reference, and so would keep as text: one not closed with
+// "}", or whose name is not letters, digits and _ (ValidName). "$${" is
+// the escape of a literal "${", not a reference. The compiler and the
+// project file's reader refuse such a value: it is nearly always a
+// mistyped reference.
+func CheckRefs(s string) error {
+	for i := 0; i < len(s); {
+		j := strings.IndexByte(s[i:], '$')
+		if j < 0 {
+			return nil
+		}
+		i += j
+		switch {
+		case strings.HasPrefix(s[i:], "$$"):
+			i += 2
+		case strings.HasPrefix(s[i:], "${"):
+			end := strings.IndexByte(s[i:], '}')
+			if end < 0 {
+				return fmt.Errorf("placeholder %q is not closed with }", s[i:])
+			}
+			ref := s[i : i+end+1]
+			if !ValidName(ref[2:end]) {
+				return fmt.Errorf("placeholder %q: a secret name holds letters, digits and _", ref)
+			}
+			i += end + 1
+		default:
+			i++
+		}
+	}
+	return nil
+}
+
 // MapRefs returns s as Expand reads it, with each ${NAME} reference
 // replaced by f(NAME) and the "$$" escapes resolved. A renderer uses it to
 // mark the references a template itself wrote before rendering, so that

@@ -275,3 +275,47 @@ func TestMapRefs(t *testing.T) {
 		t.Errorf("MapRefs = %q, want %q", got, want)
 	}
 }
+
+// TestRefSyntax: what the compiler and the project reader accept as a
+// reference (IsRef) and refuse as a mistyped one (CheckRefs), as Expand
+// reads references.
+func TestRefSyntax(t *testing.T) {
+	for s, want := range map[string]bool{
+		"${A}": true, "${_x9}": true, "${TOKEN_2}": true,
+		"": false, "${}": false, "${9A}": false, "${A-B}": false, "${A}x": false, "x${A}": false,
+		"${A}${B}": false, "$${A}": false, "${A": false, "{A}": false, "$A": false,
+	} {
+		if got := IsRef(s); got != want {
+			t.Errorf("IsRef(%q) = %v, want %v", s, got, want)
+		}
+	}
+	for s, want := range map[string]string{
+		"":                   "",
+		"plain text":         "",
+		"cost $5":            "",
+		"${A} and ${B_2}":    "",
+		"$${not a ref":       "", // an escaped ${
+		"$$${A}":             "", // an escaped $, then a reference
+		"ends with $":        "",
+		"${A":                `placeholder "${A" is not closed with }`,
+		"x ${A} then ${B":    `placeholder "${B" is not closed with }`,
+		"${A-B}":             `placeholder "${A-B}": a secret name holds letters, digits and _`,
+		"${}":                `placeholder "${}": a secret name holds letters, digits and _`,
+		"${9}":               `placeholder "${9}": a secret name holds letters, digits and _`,
+		"$${ok} ${bad name}": `placeholder "${bad name}": a secret name holds letters, digits and _`,
+	} {
+		err := CheckRefs(s)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != want {
+			t.Errorf("CheckRefs(%q) = %q, want %q", s, got, want)
+		}
+		// What CheckRefs accepts without escapes, Expand reads as text
+		// and references: no ${ is left as text.
+		if want == "" && !strings.Contains(s, "$$") && strings.Contains(MapRefs(s, func(string) string { return "X" }), "${") {
+			t.Errorf("CheckRefs(%q) accepted a ${ that Expand keeps as text", s)
+		}
+	}
+}
