@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/stepline/stepline/internal/lazyregexp"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/yamldoc"
 )
@@ -102,7 +102,7 @@ func parse(name string, src []byte, lib *Library) (*File, Diagnostics) {
 	return f, ds
 }
 
-var yamlLineRE = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
+var yamlLineRE = lazyregexp.New(`^yaml: (?:line (\d+): )?(.*)$`)
 
 // yamlError turns a YAML syntax error into a positioned diagnostic.
 func yamlError(name string, err error) Diagnostic {

@@ -58,3 +58,8 @@ func (r *Regexp) FindAllStringSubmatchIndex(s string, n int) [][]int {
 
 // String is the pattern's source text.
 func (r *Regexp) String() string { return r.str }
+
+// ReplaceAllLiteralString is regexp.Regexp.ReplaceAllLiteralString.
+func (r *Regexp) ReplaceAllLiteralString(src, repl string) string {
+	return r.re().ReplaceAllLiteralString(src, repl)
+}

@@ -16,7 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/stepline/stepline/shared/internal/lazyregexp"
+	"github.com/stepline/stepline/internal/lazyregexp"
 	"github.com/stepline/stepline/shared/internal/yamlread"
 	"github.com/stepline/stepline/shared/yamldoc"
 )

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/stepline/stepline/shared/internal/lazyregexp"
+	"github.com/stepline/stepline/internal/lazyregexp"
 )
 
 // Providers maps provider names to where their models are called.

@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/stepline/stepline/shared/internal/lazyregexp"
+	"github.com/stepline/stepline/internal/lazyregexp"
 )
 
 // Problem is one finding of Check.

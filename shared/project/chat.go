@@ -1,12 +1,12 @@
 package project
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/stepline/stepline/internal/lazyregexp"
 	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/internal/yamlread"
@@ -39,9 +39,9 @@ type TelegramTeam struct {
 }
 
 var (
-	chatIDRE    = regexp.MustCompile(`^(-?[1-9][0-9]{0,18}|@[A-Za-z][A-Za-z0-9_]{4,31})$`)
-	slackChanRE = regexp.MustCompile(`^[CGD][A-Z0-9]{2,30}$`)
-	teamNameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+	chatIDRE    = lazyregexp.New(`^(-?[1-9][0-9]{0,18}|@[A-Za-z][A-Za-z0-9_]{4,31})$`)
+	slackChanRE = lazyregexp.New(`^[CGD][A-Z0-9]{2,30}$`)
+	teamNameRE  = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 )
 
 // ChatID reads a Telegram chat_id: a whole number (a group's is

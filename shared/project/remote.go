@@ -5,10 +5,10 @@ import (
 	"maps"
 	"math"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/stepline/stepline/internal/lazyregexp"
 	"github.com/stepline/stepline/shared/agent"
 )
 
@@ -51,7 +51,7 @@ var remoteKeys = map[string][]string{
 
 // agentTag is {{agent}} (any spacing, with or without whitespace
 // control) in a session key.
-var agentTag = regexp.MustCompile(`\{\{-?\s*agent\s*-?\}\}`)
+var agentTag = lazyregexp.New(`\{\{-?\s*agent\s*-?\}\}`)
 
 // Runtime says where a step of executor naming agent name runs, by the
 // project's one rule: a profile of the project wins (RunsInProcess);

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/stepline/stepline/internal/lazyregexp"
 	"github.com/stepline/stepline/shared/fault"
-	"github.com/stepline/stepline/shared/internal/lazyregexp"
 	"github.com/stepline/stepline/shared/template"
 )
 

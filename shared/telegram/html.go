@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/stepline/stepline/shared/internal/lazyregexp"
+	"github.com/stepline/stepline/internal/lazyregexp"
 )
 
 // Escape makes s Telegram HTML text: &, <, > and " become entities, so
