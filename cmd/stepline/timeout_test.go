@@ -161,7 +161,12 @@ func TestServeTimesOutHumanSteps(t *testing.T) {
 			if took := v.Run.CompletedAt.Sub(v.Run.StartedAt); took < time.Second || took > 3*time.Second {
 				t.Errorf("the run ended %v after it started, want just over the step's 1 s timeout", took)
 			}
+			// The notification goes out once the step has recorded the
+			// run's end: wait for it a while.
 			sent := hook.got()[before:]
+			for deadline := time.Now().Add(5 * time.Second); len(sent) < len(c.hooks) && time.Now().Before(deadline); sent = hook.got()[before:] {
+				time.Sleep(20 * time.Millisecond)
+			}
 			if len(sent) != len(c.hooks) {
 				t.Fatalf("outbound calls %q, want %q", sent, c.hooks)
 			}
