@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -487,16 +488,10 @@ func validHeaderName(s string) bool {
 // them have no Provider: human and pipeline are run by the state machine,
 // openclaw runs an agent (Registry.Agent).
 func Names() []string {
-	n := []string{pipeline.ExecAnthropic, pipeline.ExecBedrock, pipeline.ExecGateway, pipeline.ExecHuman, pipeline.ExecNotify, pipeline.ExecOpenClaw, pipeline.ExecPipeline, pipeline.ExecScripted, pipeline.ExecWebhook}
-	sort.Strings(n)
-	return n
+	return slices.Sorted(slices.Values(pipeline.Executors()))
 }
 
 // Known reports whether name is an executor a pipeline may use.
 func Known(name string) bool {
-	switch name {
-	case pipeline.ExecGateway, pipeline.ExecAnthropic, pipeline.ExecBedrock, pipeline.ExecWebhook, pipeline.ExecNotify, pipeline.ExecScripted, pipeline.ExecHuman, pipeline.ExecPipeline, pipeline.ExecOpenClaw:
-		return true
-	}
-	return false
+	return slices.Contains(pipeline.Executors(), name)
 }
