@@ -45,6 +45,17 @@ const (
 // StatusBudget is the outcome Action maps to the budget action.
 const StatusBudget = "budget_exceeded"
 
+// The escalation_reason a notification names when it is not the run's
+// status: a run that ended past its time limit or was aborted from
+// outside (no step decided it), a budget that ran out, a step escalated
+// or aborted below its confidence threshold.
+const (
+	EscalationTimedOut       = "timed_out"
+	EscalationAborted        = "execution_aborted"
+	EscalationBudgetExceeded = StatusBudget
+	EscalationLowConfidence  = "low_confidence"
+)
+
 // Action returns the action a step outcome fires: escalated and failed
 // fire "escalate", aborted fires onAbort (default "notify"), stopped
 // fires "stopped", StatusBudget fires "notify". Any other status fires

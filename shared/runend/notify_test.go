@@ -78,7 +78,7 @@ func TestNotify(t *testing.T) {
 	if f.calls != 1 || len(got) != 2 {
 		t.Fatalf("%d calls, %d deliveries; want 1 call, 2 deliveries", f.calls, len(got))
 	}
-	want := notify.Context{RunID: "run-1", Status: "failed", Trigger: closed.Trigger, EscalationReason: EscalationTimedOut,
+	want := notify.Context{RunID: "run-1", Status: "failed", Trigger: closed.Trigger, EscalationReason: notify.EscalationTimedOut,
 		StepSummary: "the execution timed out (the state machine's time limit passed): after 3600 s"}
 	d := f.data
 	if f.p.Name != "triage" || f.action != notify.ActionEscalate || d.RunID != want.RunID || d.Status != want.Status ||

@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
 )
@@ -64,12 +65,6 @@ type Outcome struct {
 	Escalation string
 }
 
-// Escalation reasons of the ends no step decided.
-const (
-	EscalationTimedOut = "timed_out"
-	EscalationAborted  = "execution_aborted"
-)
-
 // Of maps an end to its outcome; ok is false for an unknown Kind.
 func Of(e End) (o Outcome, ok bool) {
 	cause, errName := strings.TrimSpace(e.Cause), strings.TrimSpace(e.Error)
@@ -95,9 +90,9 @@ func Of(e End) (o Outcome, ok bool) {
 		}
 		return Outcome{Status: store.RunFailed, Reason: describe("the execution failed", errName, cause), Escalation: task.StatusFailed}, true
 	case TimedOut:
-		return Outcome{Status: store.RunFailed, Reason: describe("the execution timed out (the state machine's time limit passed)", "", cause), Escalation: EscalationTimedOut}, true
+		return Outcome{Status: store.RunFailed, Reason: describe("the execution timed out (the state machine's time limit passed)", "", cause), Escalation: notify.EscalationTimedOut}, true
 	case Aborted:
-		return Outcome{Status: store.RunFailed, Reason: describe("the execution was aborted (stopped through Step Functions)", "", cause), Escalation: EscalationAborted}, true
+		return Outcome{Status: store.RunFailed, Reason: describe("the execution was aborted (stopped through Step Functions)", "", cause), Escalation: notify.EscalationAborted}, true
 	}
 	return Outcome{}, false
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
 )
@@ -36,9 +37,9 @@ func TestOf(t *testing.T) {
 		{"no error at all", End{Kind: Failed},
 			Outcome{Status: store.RunFailed, Reason: "the execution failed", Escalation: "failed"}},
 		{"timed out", End{Kind: TimedOut, Error: "States.Timeout", Cause: "after 3600 s"},
-			Outcome{Status: store.RunFailed, Reason: "the execution timed out (the state machine's time limit passed): after 3600 s", Escalation: EscalationTimedOut}},
+			Outcome{Status: store.RunFailed, Reason: "the execution timed out (the state machine's time limit passed): after 3600 s", Escalation: notify.EscalationTimedOut}},
 		{"aborted from outside", End{Kind: Aborted},
-			Outcome{Status: store.RunFailed, Reason: "the execution was aborted (stopped through Step Functions)", Escalation: EscalationAborted}},
+			Outcome{Status: store.RunFailed, Reason: "the execution was aborted (stopped through Step Functions)", Escalation: notify.EscalationAborted}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := Of(tc.end)

@@ -457,9 +457,9 @@ func (t *taskRun) notify(ctx context.Context, status, reason string, output json
 	escalation := status
 	switch {
 	case t.overBudget:
-		action, escalation = notify.ActionNotify, "budget_exceeded"
+		action, escalation = notify.ActionNotify, notify.EscalationBudgetExceeded
 	case (status == task.StatusEscalated || status == task.StatusAborted) && out.Confidence != nil && cfg.ConfidenceThreshold != nil && *out.Confidence < *cfg.ConfidenceThreshold:
-		escalation = "low_confidence"
+		escalation = notify.EscalationLowConfidence
 	}
 	summary := out.Summary
 	if summary == "" {
