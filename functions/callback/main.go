@@ -34,10 +34,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/stepline/stepline/functions/internal/apigw"
 	"github.com/stepline/stepline/functions/internal/boot"
+	"github.com/stepline/stepline/functions/internal/states"
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/tasktoken"
 )
@@ -52,10 +52,12 @@ func main() {
 	key, err := approval.LoadKey(ctx, sm, os.Getenv("APPROVAL_KEY_SECRET_ARN"))
 	cancel()
 	f.Check(err, "APPROVAL_KEY_SECRET_ARN")
+	sfn, err := states.New(f.AWS)
+	f.Check(err, "step functions")
 	svc := &approval.Service{
 		Store:    st,
 		Signer:   &approval.Signer{Key: key},
-		Complete: tasktoken.Resume(sfn.NewFromConfig(f.AWS)),
+		Complete: tasktoken.Resume(sfn),
 		Feedback: st,
 		Logger:   f.Log,
 	}

@@ -31,9 +31,8 @@ func TestBootstrapDependencies(t *testing.T) {
 		// The step function runs agents: it links the MCP SDK.
 		{"step", []string{sfnSDK}},
 		{"approval", []string{executor, mcpSDK, gob, sfnSDK}},
-		// The callback resumes runs through shared/tasktoken, which takes
-		// the SDK's client.
-		{"callback", []string{executor, mcpSDK, gob}},
+		// The callback resumes runs through functions/internal/states.
+		{"callback", []string{executor, mcpSDK, gob, sfnSDK}},
 		{"recorder", []string{executor, mcpSDK, gob, sfnSDK}},
 		// Compiling pipelines checks executor configs (package
 		// shared/executor/settings), not the executors.

@@ -50,13 +50,21 @@ const (
 
 // SFN is the Step Functions API the UI calls (satisfied by *sfn.Client).
 type SFN interface {
-	tasktoken.Sender
+	SendTaskSuccess(ctx context.Context, in *sfn.SendTaskSuccessInput, optFns ...func(*sfn.Options)) (*sfn.SendTaskSuccessOutput, error)
 	ListStateMachines(ctx context.Context, in *sfn.ListStateMachinesInput, optFns ...func(*sfn.Options)) (*sfn.ListStateMachinesOutput, error)
 	DescribeStateMachine(ctx context.Context, in *sfn.DescribeStateMachineInput, optFns ...func(*sfn.Options)) (*sfn.DescribeStateMachineOutput, error)
 	GetExecutionHistory(ctx context.Context, in *sfn.GetExecutionHistoryInput, optFns ...func(*sfn.Options)) (*sfn.GetExecutionHistoryOutput, error)
 }
 
 var _ SFN = (*sfn.Client)(nil)
+
+// taskSender is an SFN's SendTaskSuccess as a tasktoken.Sender.
+type taskSender struct{ c SFN }
+
+func (s taskSender) SendTaskSuccess(ctx context.Context, taskToken, output string) error {
+	_, err := s.c.SendTaskSuccess(ctx, &sfn.SendTaskSuccessInput{TaskToken: aws.String(taskToken), Output: aws.String(output)})
+	return err
+}
 
 // Store is what the UI reads and decides in the stack's table
 // (*dynamo.Store).
@@ -350,7 +358,7 @@ func (b *Browser) WebUI() (webui.Config, error) {
 		Approvals: &approval.Service{
 			Store:    b.cfg.Store,
 			Signer:   &approval.Signer{Key: key, Now: b.cfg.Now},
-			Complete: tasktoken.Resume(b.cfg.SFN),
+			Complete: tasktoken.Resume(taskSender{b.cfg.SFN}),
 			Logger:   b.log,
 		},
 		ConsoleURL: func(runID string) string {

@@ -9,19 +9,18 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
-
 	"github.com/stepline/stepline/shared/task"
 )
 
-// Sender is the Step Functions call that resumes a waiting run
-// (satisfied by *sfn.Client).
+// Sender is the Step Functions call that resumes a waiting run:
+// SendTaskSuccess with the task token and the Task's output (JSON text).
+// The callback function's client (functions/internal/states) has it; the
+// SDK's client, which serve --aws uses, through an adapter (package
+// awsui). It is written without the SDK's types so that a function
+// sending it need not link the SDK's Step Functions client.
 type Sender interface {
-	SendTaskSuccess(ctx context.Context, in *sfn.SendTaskSuccessInput, optFns ...func(*sfn.Options)) (*sfn.SendTaskSuccessOutput, error)
+	SendTaskSuccess(ctx context.Context, taskToken, output string) error
 }
-
-var _ Sender = (*sfn.Client)(nil)
 
 // Resume returns an approval.Service's Complete: SendTaskSuccess with the
 // task token and the decision ({"decision", "by", "comment"}) as the
@@ -34,7 +33,7 @@ func Resume(c Sender) func(ctx context.Context, taskToken string, d task.Decisio
 		if err != nil {
 			return fmt.Errorf("send task success: %w", err)
 		}
-		if _, err := c.SendTaskSuccess(ctx, &sfn.SendTaskSuccessInput{TaskToken: aws.String(taskToken), Output: aws.String(string(out))}); err != nil {
+		if err := c.SendTaskSuccess(ctx, taskToken, string(out)); err != nil {
 			return fmt.Errorf("send task success: %w", err)
 		}
 		return nil

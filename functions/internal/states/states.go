@@ -1,6 +1,6 @@
 // Package states is the Step Functions client of the functions that start
-// executions (ingest) or read state machines (recorder): the two calls
-// they make, in the service's JSON 1.0 protocol, signed and retried by
+// executions (ingest), read state machines (recorder) or resume a waiting
+// run (callback): the calls they make, in the service's JSON 1.0 protocol, signed and retried by
 // package shared/awsrest. A function that uses it does not link the
 // SDK's Step Functions client, whose serializers, endpoint tables and
 // their package initialisers are about 0.8 MiB of a bootstrap and a
@@ -100,4 +100,15 @@ func (c *Client) Definition(ctx context.Context, arn string) (string, error) {
 		return "", fmt.Errorf("DescribeStateMachine: the answer holds no definition")
 	}
 	return *out.Definition, nil
+}
+
+// SendTaskSuccess completes the waiting Task of taskToken with output
+// (JSON text): tasktoken.Sender.
+func (c *Client) SendTaskSuccess(ctx context.Context, taskToken, output string) error {
+	in := struct {
+		TaskToken string `json:"taskToken"`
+		Output    string `json:"output"`
+	}{taskToken, output}
+	var out struct{}
+	return c.call(ctx, "SendTaskSuccess", in, &out)
 }

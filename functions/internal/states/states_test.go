@@ -101,6 +101,30 @@ func TestDefinition(t *testing.T) {
 	}
 }
 
+func TestSendTaskSuccess(t *testing.T) {
+	c, f := newClient(t, func(target string, body map[string]any) (int, string) {
+		switch {
+		case target != "AWSStepFunctions.SendTaskSuccess":
+			return 400, `{"__type": "UnknownOperationException"}`
+		case body["taskToken"] == "expired":
+			return 400, `{"__type": "com.amazonaws.swf.base.model#TaskTimedOut", "message": "Task Timed Out"}`
+		}
+		return 200, `{}`
+	})
+	ctx := context.Background()
+	if err := c.SendTaskSuccess(ctx, "token-1", `{"decision": "approve"}`); err != nil {
+		t.Fatalf("SendTaskSuccess: %v", err)
+	}
+	var body map[string]string
+	if err := json.Unmarshal([]byte(f.bodies[0]), &body); err != nil || body["taskToken"] != "token-1" || body["output"] != `{"decision": "approve"}` || len(body) != 2 {
+		t.Errorf("body %s", f.bodies[0])
+	}
+	var re *awsrest.ResponseError
+	if err := c.SendTaskSuccess(ctx, "expired", `{}`); !errors.As(err, &re) || re.Code != "TaskTimedOut" || !strings.HasPrefix(err.Error(), "SendTaskSuccess: ") {
+		t.Errorf("an expired token: %v, want the service's TaskTimedOut", err)
+	}
+}
+
 // TestRetry pins that a call's retried attempts carry the same
 // invocation ID, and that a call after it carries another.
 func TestRetry(t *testing.T) {
