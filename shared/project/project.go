@@ -17,6 +17,7 @@ import (
 
 	"github.com/stepline/stepline/shared/agent"
 	"github.com/stepline/stepline/shared/approval"
+	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/internal/yamlread"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/yamldoc"
@@ -558,7 +559,7 @@ func (d *decoder) headers(n *yaml.Node, field string) map[string]string {
 	for k, v := range hs {
 		key := field + "." + k
 		switch {
-		case !validHeaderName(k):
+		case !settings.ValidHeaderName(k):
 			d.fail(at[k], "%s: %q is not a valid header name", field, k)
 			good = false
 		case strings.ContainsAny(v, "\r\n"):
@@ -799,17 +800,4 @@ func (d *decoder) executors(n *yaml.Node) {
 			}
 		}
 	}
-}
-
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`()<>@,;:\"/[]?={}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stepline/stepline/internal/lazyregexp"
 	"github.com/stepline/stepline/shared/agent"
+	"github.com/stepline/stepline/shared/executor/settings"
 )
 
 // Where an agent step's agent runs (Project.Runtime).
@@ -134,7 +135,7 @@ func (p *Project) resolveRemote(executor string, cfg map[string]any) (r *agent.R
 	case cfg["agent"] == nil:
 		fail("agent", "required: the agent %s runs", where)
 	case !isStr:
-		fail("agent", "want a string, got %s", typeName(cfg["agent"]))
+		fail("agent", "want a string, got %s", settings.TypeName(cfg["agent"]))
 	case !agent.NameRE.MatchString(name):
 		fail("agent", "%q is not an agent name (letters, digits, _ and -, at most 80, starting with a letter or digit)", name)
 	}
@@ -151,7 +152,7 @@ func (p *Project) resolveRemote(executor string, cfg map[string]any) (r *agent.R
 		case key == "trace_max_chars":
 			p.traceMax(v, fail)
 		case !isStr:
-			fail(key, "want a string, got %s", typeName(v))
+			fail(key, "want a string, got %s", settings.TypeName(v))
 		case key == "model":
 			if err := agent.CheckModel(s); err != nil {
 				fail(key, "%v", err)
@@ -214,7 +215,7 @@ func (p *Project) traceMax(v any, fail func(key, format string, args ...any)) {
 	case float64:
 		f = x
 	default:
-		fail("trace_max_chars", "want a whole number, got %s", typeName(v))
+		fail("trace_max_chars", "want a whole number, got %s", settings.TypeName(v))
 		return
 	}
 	if math.IsNaN(f) || f != math.Trunc(f) || f < 1 || f > MaxTraceMaxChars {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/stepline/stepline/shared/agent"
+	"github.com/stepline/stepline/shared/executor/settings"
 )
 
 // AgentExecutors returns the executors a step may run an agent on; the
@@ -73,7 +74,7 @@ func (p *Project) Resolve(executor string, cfg map[string]any) (*agent.Resolved,
 		}
 		s, isStr := v.(string)
 		if !isStr {
-			fail(key, "want a string, got %s", typeName(v))
+			fail(key, "want a string, got %s", settings.TypeName(v))
 			return "", false
 		}
 		return s, true
@@ -197,7 +198,7 @@ func (p *Project) transport(executor string, cfg map[string]any) (agent.Endpoint
 		}
 		s, isStr := v.(string)
 		if !isStr {
-			issues = append(issues, Issue{Key: key, Msg: "want a string, got " + typeName(v)})
+			issues = append(issues, Issue{Key: key, Msg: "want a string, got " + settings.TypeName(v)})
 			return "", false
 		}
 		if strings.Contains(s, "{{") || strings.Contains(s, "{%") {
@@ -269,24 +270,6 @@ func StdioServers(r *agent.Resolved) []string {
 func httpURL(s string) bool {
 	u, err := url.Parse(strings.TrimSpace(s))
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
-}
-
-func typeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case map[string]any:
-		return "a mapping"
-	case []any:
-		return "a list"
-	case int, int64, float64, uint64:
-		return "a number"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 func sortIssues(is []Issue) []Issue {

@@ -54,7 +54,7 @@ func ReadGateway(r *Reader, d Defaults) GatewayConfig {
 		r.fail("api_key", "required when base_url is a template (write api_key: \"\" to send none): the default ${%s} must not go wherever a rendered URL points", OpenAIAPIKeySecret)
 	}
 	c.APIKeyHeader = r.str("api_key_header", false)
-	if c.APIKeyHeader != "" && !r.pending(c.APIKeyHeader) && !validHeaderName(c.APIKeyHeader) {
+	if c.APIKeyHeader != "" && !r.pending(c.APIKeyHeader) && !ValidHeaderName(c.APIKeyHeader) {
 		r.fail("api_key_header", "%q is not a valid header name", c.APIKeyHeader)
 	}
 	c.Provider = strings.ToLower(strings.TrimSpace(r.str("provider", false)))

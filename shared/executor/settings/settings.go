@@ -304,7 +304,7 @@ func (r *Reader) headers(key string) map[string]string {
 	}
 	out := make(map[string]string, len(m))
 	for k, val := range m {
-		if !validHeaderName(k) {
+		if !ValidHeaderName(k) {
 			r.fail(key, "%q is not a valid header name", k)
 			continue
 		}
@@ -471,7 +471,9 @@ func (r *Reader) describe(v any) string {
 	return TypeName(v)
 }
 
-func validHeaderName(s string) bool {
+// ValidHeaderName reports whether s may name an HTTP header (an RFC 9110
+// token: no spaces, controls or separators).
+func ValidHeaderName(s string) bool {
 	if s == "" {
 		return false
 	}
