@@ -404,15 +404,27 @@ func (c *checker) remoteSessionKey(r *agent.Resolved, cfg map[string]any) *agent
 }
 
 // checkSecretRefs warns about malformed ${NAME} placeholders in the
-// config's top-level strings.
+// config's strings, nested ones (headers, a body's fields) included, in
+// key order.
 func (c *checker) checkSecretRefs(where string, cfg map[string]any, at pipeline.Pos) {
-	for k, v := range cfg {
-		if s, ok := v.(string); ok {
-			if m := badSecretRef(s); m != "" {
-				c.ds.warnf(at, "%s: executor_config.%s: %s", where, k, m)
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case string:
+			if m := badSecretRef(v); m != "" {
+				c.ds.warnf(at, "%s: %s: %s", where, path, m)
+			}
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				walk(path+"."+k, v[k])
+			}
+		case []any:
+			for i, e := range v {
+				walk(fmt.Sprintf("%s[%d]", path, i), e)
 			}
 		}
 	}
+	walk("executor_config", cfg)
 }
 
 // pipelineNameRE is the schema's identifier: what a pipeline's name may be.

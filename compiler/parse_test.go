@@ -365,6 +365,10 @@ func TestWarnings(t *testing.T) {
 			`p.yaml:2:8: warning: vars: "labels" hides the template name "labels"`},
 		{"weight without weighted join", "name: p\nsteps:\n  - parallel: {name: g, steps: [{name: a, executor: scripted, weight: 2}]}\n",
 			`p.yaml:3:71: warning: branch "a": weight has effect only with join: weighted_average (parallel "g" joins with all_must_pass)`},
+		{"malformed secret references, nested ones too", "name: p\nsteps:\n  - name: a\n    executor: webhook\n    executor_config: {url: 'https://e.com/${A}', headers: {X-B: '${B-C}', Authorization: 'Bearer ${TOKEN'}, body: ['ok $${escaped', '${}']}\n",
+			`p.yaml:5:22: warning: step "a": executor_config.body[1]: placeholder "${}": a secret name holds letters, digits and _` + "\n" +
+				`p.yaml:5:22: warning: step "a": executor_config.headers.Authorization: placeholder "${TOKEN" is not closed with }` + "\n" +
+				`p.yaml:5:22: warning: step "a": executor_config.headers.X-B: placeholder "${B-C}": a secret name holds letters, digits and _`},
 		{"legacy verifier mode", "name: p\nsteps:\n  - {name: a, executor: scripted, verifier: {executor: scripted, mode: reviewer}}\n",
 			`p.yaml:3:72: warning: step "a": verifier mode "reviewer" is an old name for "critic"`},
 	}
