@@ -744,22 +744,13 @@ func (r *Runner) notifyClosed(ctx context.Context, pipelineName string, sm *asl.
 }
 
 // pipelineFacts reads the facts a compiled definition assigns its
-// pipeline (task.PipelineOf): sm's, else those of the definition saved
-// under name. Of sm, only what its first state assigns is encoded (the
-// part task.PipelineOf reads), not the whole definition.
+// pipeline: sm's (task.PipelineAssigned), else those of the definition
+// saved under name (task.PipelineOf).
 func (r *Runner) pipelineFacts(name string, sm *asl.StateMachine) (task.Pipeline, error) {
-	var (
-		def []byte
-		err error
-	)
 	if sm != nil {
-		def, err = json.Marshal(map[string]any{
-			"StartAt": sm.StartAt,
-			"States":  map[string]any{sm.StartAt: map[string]any{"Assign": map[string]any{"pipeline": pipelineAssigned(sm)}}},
-		})
-	} else {
-		def, err = os.ReadFile(filepath.Join(r.dir, "definitions", name+".asl.json"))
+		return task.PipelineAssigned(pipelineAssigned(sm))
 	}
+	def, err := os.ReadFile(filepath.Join(r.dir, "definitions", name+".asl.json"))
 	if err != nil {
 		return task.Pipeline{}, fmt.Errorf("read pipeline %q: %w", name, err)
 	}

@@ -30,6 +30,13 @@ func PipelineOf(definition []byte) (Pipeline, error) {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return Pipeline{}, fmt.Errorf("state machine definition: pipeline: %w", err)
 	}
+	return PipelineAssigned(v)
+}
+
+// PipelineAssigned returns the pipeline facts of the value a compiled
+// definition's first state assigns "pipeline" (as encoding/json decodes
+// it; PipelineOf reads it from the definition's text). v is not changed.
+func PipelineAssigned(v any) (Pipeline, error) {
 	b, err := json.Marshal(decodeStatic(v))
 	if err != nil {
 		return Pipeline{}, fmt.Errorf("state machine definition: pipeline: %w", err)
@@ -47,7 +54,8 @@ func PipelineOf(definition []byte) (Pipeline, error) {
 // decodeStatic undoes the compiler's encoding of static values: a string
 // that Step Functions would take for JSONata (or that holds a line break,
 // or is empty) is written as the JSONata string literal "{% '…' %}", which
-// evaluates to the original text. Other values are returned as they are.
+// evaluates to the original text. Other values are returned as they are,
+// in new maps and slices (v is not changed).
 func decodeStatic(v any) any {
 	switch v := v.(type) {
 	case string:
@@ -56,15 +64,17 @@ func decodeStatic(v any) any {
 		}
 		return v
 	case map[string]any:
+		out := make(map[string]any, len(v))
 		for k, e := range v {
-			v[k] = decodeStatic(e)
+			out[k] = decodeStatic(e)
 		}
-		return v
+		return out
 	case []any:
+		out := make([]any, len(v))
 		for i, e := range v {
-			v[i] = decodeStatic(e)
+			out[i] = decodeStatic(e)
 		}
-		return v
+		return out
 	}
 	return v
 }

@@ -1,6 +1,9 @@
 package task
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestJSONataLiteral(t *testing.T) {
 	tests := []struct {
@@ -21,5 +24,22 @@ func TestJSONataLiteral(t *testing.T) {
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("jsonataLiteral(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// TestPipelineAssigned: the facts are read from the assigned value with
+// its static strings decoded, and the value itself is left as it was (the
+// local runner passes a live state machine's Assign).
+func TestPipelineAssigned(t *testing.T) {
+	v := map[string]any{"name": "triage", "stage": "production", "vars": map[string]any{"empty": "{% '' %}"}}
+	p, err := PipelineAssigned(v)
+	if err != nil || p.Name != "triage" || string(p.Stage) != "production" {
+		t.Fatalf("PipelineAssigned = %+v, %v", p, err)
+	}
+	if got := v["vars"].(map[string]any)["empty"]; got != "{% '' %}" {
+		t.Errorf("the assigned value changed: vars.empty = %q", got)
+	}
+	if _, err := PipelineAssigned(map[string]any{"stage": "testing"}); err == nil || !strings.Contains(err.Error(), "no name") {
+		t.Errorf("facts without a name: %v", err)
 	}
 }
