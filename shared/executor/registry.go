@@ -159,12 +159,11 @@ func NewRegistry(deps Deps) *Registry {
 	return &Registry{deps: deps, log: log, tools: tools}
 }
 
-// Known reports whether name is an executor a pipeline may use; see the
-// package function Known.
+// Known reports whether name is an executor a pipeline may use
+// (settings.Known).
 func (r *Registry) Known(name string) bool { return settings.Known(name) }
 
-// Names returns every executor name a pipeline may use; see the package
-// function Names.
+// Names returns every executor name a pipeline may use (settings.Names).
 func (r *Registry) Names() []string { return settings.Names() }
 
 func sleep(ctx context.Context, d time.Duration) error {
