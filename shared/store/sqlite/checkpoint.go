@@ -1,33 +1,27 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/internal/record"
 )
 
-// batchRows is the most rows one statement of SaveCheckpoint writes: the
-// events of a checkpoint, and its values, go in statements of up to that
-// many rows.
-const batchRows = 16
-
 // checkpointStmts are the statements of the most frequent writes,
 // prepared once on the writer connection: per step, SaveCheckpoint's and
 // a step's (its record, usage and scripted replies; SQLite parsing the
 // step insert every time was half of PutStep's cost in BenchmarkRun's
-// profile); per run, its claim, record and status. insertEvents[n-1],
-// setValues[n-1] and deleteValues[n-1] write n rows.
+// profile); per run, its claim, record and status.
 type checkpointStmts struct {
-	seq, snapshot, event, putCheckpoint, value, putStep, stepDigest *sql.Stmt
-	runExists, addUsageKey, addUsage, setConsumed                   *sql.Stmt
-	runStatus, createRun, getClaim, putClaim, releaseClaim          *sql.Stmt
-	insertEvents, setValues, deleteValues                           [batchRows]*sql.Stmt
+	seq, putJournal, putStep, stepDigest                   *sql.Stmt
+	runExists, addUsageKey, addUsage, setConsumed          *sql.Stmt
+	runStatus, createRun, getClaim, putClaim, releaseClaim *sql.Stmt
 }
 
 func (s *Store) prepareCheckpoints(ctx context.Context) error {
@@ -36,12 +30,8 @@ func (s *Store) prepareCheckpoints(ctx context.Context) error {
 		text string
 	}
 	queries := []query{
-		{&s.cp.seq, `SELECT seq FROM checkpoints WHERE run_id = ?`},
-		{&s.cp.snapshot, `SELECT snapshot FROM checkpoints WHERE run_id = ?`},
-		{&s.cp.event, `SELECT seq, time, type, state, detail FROM history WHERE run_id = ? AND seq = ?`},
-		{&s.cp.putCheckpoint, `INSERT INTO checkpoints (run_id, seq, snapshot, updated_at) VALUES (?, ?, ?, ?)
-			ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, snapshot = excluded.snapshot, updated_at = excluded.updated_at`},
-		{&s.cp.value, `SELECT value FROM checkpoint_values WHERE run_id = ? AND key = ?`},
+		{&s.cp.seq, `SELECT seq FROM journal WHERE run_id = ? ORDER BY seq DESC LIMIT 1`},
+		{&s.cp.putJournal, `INSERT INTO journal (run_id, seq, updated_at, snapshot, vals, dels, events) VALUES (?, ?, ?, ?, ?, ?, ?)`},
 		{&s.cp.putStep, putStepSQL},
 		{&s.cp.stepDigest, `SELECT digest FROM steps WHERE run_id = ? AND name = ? AND attempt = ?`},
 		{&s.cp.runExists, `SELECT 1 FROM runs WHERE id = ?`},
@@ -53,14 +43,6 @@ func (s *Store) prepareCheckpoints(ctx context.Context) error {
 		{&s.cp.getClaim, `SELECT holder, pid, host, expires_at FROM run_claims WHERE run_id = ?`},
 		{&s.cp.putClaim, putClaimSQL},
 		{&s.cp.releaseClaim, `DELETE FROM run_claims WHERE run_id = ? AND holder = ?`},
-	}
-	for n := 1; n <= batchRows; n++ {
-		queries = append(queries,
-			query{&s.cp.insertEvents[n-1], `INSERT INTO history (run_id, seq, time, type, state, detail) VALUES ` +
-				rows(n, "(?, ?, ?, ?, ?, ?)")},
-			query{&s.cp.setValues[n-1], `INSERT INTO checkpoint_values (run_id, key, value) VALUES ` + rows(n, "(?, ?, ?)") +
-				` ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value`},
-			query{&s.cp.deleteValues[n-1], `DELETE FROM checkpoint_values WHERE run_id = ? AND key IN (` + rows(n, "?") + `)`})
 	}
 	prepare := s.w.PrepareContext
 	if s.wc != nil {
@@ -76,18 +58,11 @@ func (s *Store) prepareCheckpoints(ctx context.Context) error {
 	return nil
 }
 
-// rows repeats one row's placeholders n times, comma-separated.
-func rows(n int, row string) string {
-	return strings.Repeat(row+", ", n-1) + row
-}
-
 func (c *checkpointStmts) close() error {
 	var errs []error
-	all := append([]*sql.Stmt{c.seq, c.snapshot, c.event, c.putCheckpoint, c.value, c.putStep, c.stepDigest,
+	for _, st := range []*sql.Stmt{c.seq, c.putJournal, c.putStep, c.stepDigest,
 		c.runExists, c.addUsageKey, c.addUsage, c.setConsumed, c.runStatus, c.createRun, c.getClaim, c.putClaim,
-		c.releaseClaim}, c.insertEvents[:]...)
-	all = append(append(all, c.setValues[:]...), c.deleteValues[:]...)
-	for _, st := range all {
+		c.releaseClaim} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -95,30 +70,10 @@ func (c *checkpointStmts) close() error {
 	return errors.Join(errs...)
 }
 
-// execRows runs stmts[size-1] for each batch of up to batchRows rows of
-// width arguments, row i's given by row(i, args). head is put before the
-// rows' arguments of every batch.
-func execRows(ctx context.Context, tx wtx, stmts *[batchRows]*sql.Stmt, n, width int, head []any, row func(i int, args []any) []any) error {
-	if n == 0 {
-		return nil
-	}
-	args := make([]any, 0, len(head)+min(n, batchRows)*width)
-	for start := 0; start < n; start += batchRows {
-		size := min(n-start, batchRows)
-		args = append(args[:0], head...)
-		for i := start; i < start+size; i++ {
-			args = row(i, args)
-		}
-		if _, err := tx.StmtContext(ctx, stmts[size-1]).ExecContext(ctx, args...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// SaveCheckpoint implements store.Checkpointer. It reads the stored seq
-// and, only when the same seq is saved again, the stored snapshot and the
-// given values, to tell a repeat from a conflict.
+// SaveCheckpoint implements store.Checkpointer. It reads the run's last
+// seq and, only when the same seq is saved again, the stored state and
+// events, to tell a repeat from a conflict; otherwise it appends one
+// journal row.
 func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events []store.HistoryEvent) error {
 	if err := store.CheckCheckpoint(cp, events); err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
@@ -133,25 +88,19 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events 
 		if exists && cp.Seq < prev {
 			return fmt.Errorf("%w: seq %d is behind the stored seq %d", store.ErrConflict, cp.Seq, prev)
 		}
-		if exists && cp.Seq == prev {
-			if err := s.sameCheckpoint(ctx, tx, cp); err != nil {
-				return err
-			}
-		}
 		// Events up to prev must repeat what is stored; the rest must be
 		// exactly prev+1 .. cp.Seq.
-		next := prev + 1
+		var repeated []store.HistoryEvent
 		fresh := events
 		for i, e := range events {
 			if e.Seq > prev {
 				fresh = events[i:]
 				break
 			}
-			if err := s.sameStoredEvent(ctx, tx, cp.RunID, e); err != nil {
-				return err
-			}
+			repeated = events[:i+1]
 			fresh = nil
 		}
+		next := prev + 1
 		for _, e := range fresh {
 			if e.Seq != next {
 				return fmt.Errorf("%w: history event %d is missing", store.ErrInvalid, next)
@@ -161,37 +110,18 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events 
 		if next <= cp.Seq {
 			return fmt.Errorf("%w: history event %d is missing", store.ErrInvalid, next)
 		}
-		err = execRows(ctx, tx, &s.cp.insertEvents, len(fresh), 6, nil, func(i int, args []any) []any {
-			e := fresh[i]
-			return append(args, cp.RunID, e.Seq, record.FormatTime(e.Time), e.Type, e.State, jsonText(e.Detail))
-		})
-		if err != nil {
-			return err
+		if len(repeated) > 0 || exists && cp.Seq == prev {
+			if err := s.sameJournal(ctx, tx, cp, repeated, exists && cp.Seq == prev); err != nil {
+				return err
+			}
 		}
 		if exists && cp.Seq == prev {
 			return nil // a repeat: everything it holds is stored
 		}
-		if _, err := tx.StmtContext(ctx, s.cp.putCheckpoint).ExecContext(ctx,
-			cp.RunID, cp.Seq, string(cp.Snapshot), record.FormatTime(cp.UpdatedAt)); err != nil {
-			return err
-		}
-		var set, del []string
-		for k, v := range cp.Values {
-			if len(v) == 0 {
-				del = append(del, k)
-			} else {
-				set = append(set, k)
-			}
-		}
-		err = execRows(ctx, tx, &s.cp.setValues, len(set), 3, nil, func(i int, args []any) []any {
-			return append(args, cp.RunID, set[i], string(cp.Values[set[i]]))
-		})
-		if err != nil {
-			return err
-		}
-		return execRows(ctx, tx, &s.cp.deleteValues, len(del), 1, []any{cp.RunID}, func(i int, args []any) []any {
-			return append(args, del[i])
-		})
+		row := encodeJournal(cp, fresh)
+		_, err = tx.StmtContext(ctx, s.cp.putJournal).ExecContext(ctx,
+			cp.RunID, cp.Seq, record.FormatTime(cp.UpdatedAt), string(cp.Snapshot), row.vals, row.dels, row.events)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("save checkpoint of run %q at seq %d: %w", cp.RunID, cp.Seq, err)
@@ -199,131 +129,128 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events 
 	return nil
 }
 
-// sameCheckpoint checks that a checkpoint saved again at the stored seq
-// holds the stored snapshot and, for each of its values, the stored value
-// (or its absence for a deletion).
-func (s *Store) sameCheckpoint(ctx context.Context, tx wtx, cp store.Checkpoint) error {
-	var snapshot string
-	if err := tx.StmtContext(ctx, s.cp.snapshot).QueryRowContext(ctx, cp.RunID).Scan(&snapshot); err != nil {
+// sameJournal checks a checkpoint saved again against the stored
+// journal: each repeated event must be the stored one and, when the same
+// seq is saved again, the snapshot must be the stored one and each value
+// the stored value (or its absence, for a deletion).
+func (s *Store) sameJournal(ctx context.Context, tx wtx, cp store.Checkpoint, repeated []store.HistoryEvent, sameSeq bool) error {
+	stored, err := s.readJournal(ctx, tx, cp.RunID, readState|readEvents)
+	if err != nil {
 		return err
 	}
-	if !store.SameJSON(cp.Snapshot, json.RawMessage(snapshot)) {
+	for _, e := range repeated {
+		i, found := slices.BinarySearchFunc(stored.events, e.Seq, func(s store.HistoryEvent, seq int64) int {
+			return cmp.Compare(s.Seq, seq)
+		})
+		if !found {
+			return fmt.Errorf("%w: history event %d is not stored", store.ErrConflict, e.Seq)
+		}
+		if !store.SameEvent(stored.events[i], e) {
+			return fmt.Errorf("%w: a different history event %d is stored", store.ErrConflict, e.Seq)
+		}
+	}
+	if !sameSeq {
+		return nil
+	}
+	if !store.SameJSON(cp.Snapshot, stored.cp.Snapshot) {
 		return fmt.Errorf("%w: a different snapshot is stored at seq %d", store.ErrConflict, cp.Seq)
 	}
-	get := tx.StmtContext(ctx, s.cp.value)
 	for k, v := range cp.Values {
-		var stored string
-		err := get.QueryRowContext(ctx, cp.RunID, k).Scan(&stored)
+		sv, ok := stored.cp.Values[k]
 		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			if len(v) != 0 {
-				return fmt.Errorf("%w: value %q is not stored at seq %d", store.ErrConflict, k, cp.Seq)
-			}
-		case err != nil:
-			return err
-		case len(v) == 0 || !store.SameJSON(v, json.RawMessage(stored)):
+		case !ok && len(v) != 0:
+			return fmt.Errorf("%w: value %q is not stored at seq %d", store.ErrConflict, k, cp.Seq)
+		case ok && (len(v) == 0 || !store.SameJSON(v, sv)):
 			return fmt.Errorf("%w: a different value %q is stored at seq %d", store.ErrConflict, k, cp.Seq)
 		}
 	}
 	return nil
 }
 
-func (s *Store) sameStoredEvent(ctx context.Context, tx wtx, runID string, e store.HistoryEvent) error {
-	stored, err := scanEvent(tx.StmtContext(ctx, s.cp.event).QueryRowContext(ctx, runID, e.Seq))
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%w: history event %d is not stored", store.ErrConflict, e.Seq)
-	}
-	if err != nil {
-		return err
-	}
-	if !store.SameEvent(stored, e) {
-		return fmt.Errorf("%w: a different history event %d is stored", store.ErrConflict, e.Seq)
-	}
-	return nil
+// journalState is a run's journal folded: its checkpoint and its events.
+type journalState struct {
+	cp     store.Checkpoint
+	events []store.HistoryEvent
 }
 
-// LoadCheckpoint implements store.Checkpointer. The snapshot and the
-// values are read in one read transaction, so they belong to the same
+// What readJournal reads of a run's rows.
+const (
+	readState  = 1 << iota // the checkpoint: the last snapshot, the values
+	readEvents             // the history events
+)
+
+// readJournal folds a run's journal rows in seq order, reading what
+// parts says, in one statement (one consistent read); it returns
+// store.ErrNotFound when the run has none. Only the last row's snapshot
+// is read.
+func (s *Store) readJournal(ctx context.Context, q querier, runID string, parts int) (journalState, error) {
+	cols := `seq, updated_at, NULL, NULL, NULL, NULL`
+	if parts&readState != 0 {
+		cols = `seq, updated_at, CASE WHEN seq = (SELECT max(seq) FROM journal WHERE run_id = ?1) THEN snapshot END, vals, dels, NULL`
+	}
+	if parts&readEvents != 0 {
+		cols = cols[:len(cols)-len("NULL")] + "events"
+	}
+	rows, err := q.QueryContext(ctx, `SELECT `+cols+` FROM journal WHERE run_id = ?1 ORDER BY seq`, runID)
+	if err != nil {
+		return journalState{}, err
+	}
+	defer rows.Close()
+	st := journalState{cp: store.Checkpoint{RunID: runID}}
+	found := false
+	for rows.Next() {
+		var updated string
+		var snapshot, vals, dels, events []byte
+		if err := rows.Scan(&st.cp.Seq, &updated, &snapshot, &vals, &dels, &events); err != nil {
+			return journalState{}, err
+		}
+		found = true
+		if snapshot != nil {
+			st.cp.Snapshot = json.RawMessage(snapshot)
+		}
+		if st.cp.UpdatedAt, err = record.ParseTime(updated); err != nil {
+			return journalState{}, err
+		}
+		if st.cp.Values, err = foldValues(st.cp.Values, vals, dels); err != nil {
+			return journalState{}, fmt.Errorf("checkpoint at seq %d: %w", st.cp.Seq, err)
+		}
+		evs, err := decodeEvents(events)
+		if err != nil {
+			return journalState{}, fmt.Errorf("checkpoint at seq %d: %w", st.cp.Seq, err)
+		}
+		st.events = append(st.events, evs...)
+	}
+	if err := rows.Err(); err != nil {
+		return journalState{}, err
+	}
+	if !found {
+		return journalState{}, store.ErrNotFound
+	}
+	if len(st.cp.Values) == 0 {
+		st.cp.Values = nil
+	}
+	return st, nil
+}
+
+// LoadCheckpoint implements store.Checkpointer. The run's journal is read
+// in one statement, so the snapshot and the values belong to the same
 // checkpoint.
 func (s *Store) LoadCheckpoint(ctx context.Context, runID string) (store.Checkpoint, error) {
-	cp, err := s.loadCheckpoint(ctx, runID)
+	st, err := s.readJournal(ctx, s.r, runID, readState)
 	if err != nil {
 		return store.Checkpoint{}, fmt.Errorf("load checkpoint of run %q: %w", runID, err)
 	}
-	return cp, nil
-}
-
-func (s *Store) loadCheckpoint(ctx context.Context, runID string) (store.Checkpoint, error) {
-	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return store.Checkpoint{}, err
-	}
-	defer tx.Rollback()
-	cp := store.Checkpoint{RunID: runID}
-	var snapshot, updated string
-	err = tx.QueryRowContext(ctx, `SELECT seq, snapshot, updated_at FROM checkpoints WHERE run_id = ?`, runID).
-		Scan(&cp.Seq, &snapshot, &updated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Checkpoint{}, store.ErrNotFound
-	}
-	if err != nil {
-		return store.Checkpoint{}, err
-	}
-	cp.Snapshot = json.RawMessage(snapshot)
-	if cp.UpdatedAt, err = record.ParseTime(updated); err != nil {
-		return store.Checkpoint{}, err
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT key, value FROM checkpoint_values WHERE run_id = ?`, runID)
-	if err != nil {
-		return store.Checkpoint{}, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			return store.Checkpoint{}, err
-		}
-		if cp.Values == nil {
-			cp.Values = map[string]json.RawMessage{}
-		}
-		cp.Values[k] = json.RawMessage(v)
-	}
-	if err := rows.Err(); err != nil {
-		return store.Checkpoint{}, err
-	}
-	return cp, nil
+	return st.cp, nil
 }
 
 // History implements store.Checkpointer.
 func (s *Store) History(ctx context.Context, runID string) ([]store.HistoryEvent, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT seq, time, type, state, detail FROM history WHERE run_id = ? ORDER BY seq`, runID)
+	st, err := s.readJournal(ctx, s.r, runID, readEvents)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("history of run %q: %w", runID, err)
 	}
-	defer rows.Close()
-	var events []store.HistoryEvent
-	for rows.Next() {
-		e, err := scanEvent(rows)
-		if err != nil {
-			return nil, fmt.Errorf("history of run %q: %w", runID, err)
-		}
-		events = append(events, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("history of run %q: %w", runID, err)
-	}
-	return events, nil
-}
-
-func scanEvent(row scanner) (store.HistoryEvent, error) {
-	var e store.HistoryEvent
-	var at string
-	var detail sql.NullString
-	if err := row.Scan(&e.Seq, &at, &e.Type, &e.State, &detail); err != nil {
-		return store.HistoryEvent{}, err
-	}
-	e.Detail = rawJSON(detail)
-	var err error
-	e.Time, err = record.ParseTime(at)
-	return e, err
+	return st.events, nil
 }

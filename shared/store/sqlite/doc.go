@@ -59,15 +59,17 @@
 // run, so it is kept lean: one transaction (shared with the step's staged
 // writes and with other runs' checkpoints) with statements prepared at
 // Open, the JSON the engine encoded taken as is (Checkpoint.Encoded), the
-// run's seq read first (the snapshot and the given values are
-// read only when the same seq is saved again, to tell a repeat from a
-// conflict), the new history events and the changed values written a
-// batch of up to 16 rows per statement, the snapshot row replaced. A
-// checkpoint's values live in their own table, so a step writes the
-// variables it changed, not every variable of the run. LoadCheckpoint
-// reads the snapshot and the values in one read transaction.
+// run's last seq read first (the stored state and events are read only
+// when the same seq or an earlier event is saved again, to tell a repeat
+// from a conflict), and one journal row appended: the snapshot, the
+// values the checkpoint set and the keys it deleted, and its new history
+// events. A step writes the variables it changed, not every variable of
+// the run, in one row rather than a row per event and per value (6.9
+// pages written per step in TestPagesPerStep of shared/local, 9.6 with
+// the tables of version 8). LoadCheckpoint and History fold a run's rows
+// read in one statement: the last row's snapshot, each key's last value.
 //
-// # Schema (version 8; PRAGMA user_version holds the version)
+// # Schema (version 9; PRAGMA user_version holds the version)
 //
 //	runs        id PK, pipeline, status, reason, stage, source, team, trigger (JSON),
 //	            fingerprint, parent_run_id, config_fingerprint, input_tokens,
@@ -85,10 +87,11 @@
 //	approvals   id PK, run_id, step, pipeline, message, task_token, created_at,
 //	            expires_at, decision ('' = pending), decided_by, decided_at
 //	dedup       (pipeline, fingerprint) PK, run_id, claimed_at
-//	checkpoints run_id PK, seq, snapshot (JSON), updated_at
-//	checkpoint_values (run_id, key) PK, value (JSON) — a checkpoint's values,
-//	            set and deleted one by one (version 2)
-//	history     (run_id, seq) PK, time, type, state, detail (JSON)
+//	journal     id INTEGER PK, run_id, seq, updated_at, snapshot (JSON), vals (JSON
+//	            object: the values set), dels (JSON array: the keys deleted), events
+//	            (JSON array of [seq, time, type, state, detail?]); UNIQUE (run_id, seq)
+//	            — one row per engine checkpoint (version 9; it replaced the tables
+//	            checkpoints, checkpoint_values and history)
 //	run_claims  run_id PK, holder, pid, host, expires_at — who drives a run
 //	            (ClaimRun; version 3)
 //	run_replies run_id PK, source, consumed (JSON {step key: count}) — a

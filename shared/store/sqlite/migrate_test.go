@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -229,5 +230,87 @@ func TestMigrateVersion7Steps(t *testing.T) {
 	}
 	if want := "triage/1 draft/1 draft/2 review/1 publish/1"; strings.Join(order, " ") != want {
 		t.Errorf("steps in order %q, want %s", order, want)
+	}
+}
+
+// TestMigrateVersion8Journal opens a file written by schema version 8,
+// whose checkpoints kept a row per history event and per value: each
+// run's state and history load as they were stored (JSON text as
+// written, events with and without detail, in seq order), a repeat of a
+// stored event is still a repeat and a different one a conflict, and the
+// run goes on from its seq.
+func TestMigrateVersion8Journal(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	ts := record.FormatTime(at)
+	s := migrated(t, 8, func(ctx context.Context, tx wtx) error {
+		for _, q := range []string{
+			`INSERT INTO checkpoints (run_id, seq, snapshot, updated_at) VALUES ('r1', 3, '{"v":2, "pos":"b"}', '` + ts + `')`,
+			`INSERT INTO checkpoint_values (run_id, key, value) VALUES ('r1', 'var:b:', '{"x": [1, 2]}'), ('r1', 'var:a:', 'null'), ('r1', 'in"put', '"q"')`,
+			`INSERT INTO history (run_id, seq, time, type, state, detail) VALUES
+				('r1', 2, '` + ts + `', 'StateEntered', 'a', '{"input": {}}'),
+				('r1', 1, '` + ts + `', 'ExecutionStarted', '', NULL),
+				('r1', 3, '` + ts + `', 'StateExited', 'a"b', 'null')`,
+			`INSERT INTO checkpoints (run_id, seq, snapshot, updated_at) VALUES ('r2', 1, '{}', '` + ts + `')`,
+			`INSERT INTO history (run_id, seq, time, type) VALUES ('r2', 1, '` + ts + `', 'ExecutionStarted')`,
+		} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	cp, err := s.LoadCheckpoint(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"var:b:": `{"x": [1, 2]}`, "var:a:": `null`, `in"put`: `"q"`}
+	if cp.Seq != 3 || string(cp.Snapshot) != `{"v":2, "pos":"b"}` || !cp.UpdatedAt.Equal(at) || len(cp.Values) != len(want) {
+		t.Fatalf("loaded %+v", cp)
+	}
+	for k, v := range want {
+		if string(cp.Values[k]) != v {
+			t.Errorf("value %q = %s, want %s", k, cp.Values[k], v)
+		}
+	}
+	events, err := s.History(ctx, "r1")
+	if err != nil || len(events) != 3 {
+		t.Fatalf("%d events, %v", len(events), err)
+	}
+	for i, w := range []struct{ typ, state, detail string }{{"ExecutionStarted", "", ""}, {"StateEntered", "a", `{"input": {}}`}, {"StateExited", `a"b`, "null"}} {
+		e := events[i]
+		if e.Seq != int64(i+1) || e.Type != w.typ || e.State != w.state || string(e.Detail) != w.detail || !e.Time.Equal(at) {
+			t.Errorf("event %d = %+v, want %+v", i, e, w)
+		}
+	}
+	if evs, err := s.History(ctx, "r2"); err != nil || len(evs) != 1 || evs[0].Detail != nil {
+		t.Errorf("r2's history %+v, %v", evs, err)
+	}
+	same := store.Checkpoint{RunID: "r1", Seq: 3, Snapshot: json.RawMessage(`{"v":2,"pos":"b"}`), UpdatedAt: at}
+	if err := s.SaveCheckpoint(ctx, same, events[1:]); err != nil {
+		t.Errorf("the stored checkpoint again: %v", err)
+	}
+	changed := append([]store.HistoryEvent(nil), events...)
+	changed[1].State = "z"
+	if err := s.SaveCheckpoint(ctx, same, changed); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("a different stored event: %v, want a conflict", err)
+	}
+	next := store.Checkpoint{RunID: "r1", Seq: 4, Snapshot: json.RawMessage(`{"v":2}`), UpdatedAt: at,
+		Values: map[string]json.RawMessage{"var:a:": nil, "var:c:": json.RawMessage(`3`)}}
+	if err := s.SaveCheckpoint(ctx, next, []store.HistoryEvent{{Seq: 4, Time: at, Type: "StateEntered", State: "c"}}); err != nil {
+		t.Fatal(err)
+	}
+	cp, err = s.LoadCheckpoint(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cp.Values["var:a:"]; ok || string(cp.Values["var:c:"]) != `3` || string(cp.Values["var:b:"]) != `{"x": [1, 2]}` || cp.Seq != 4 {
+		t.Errorf("after a save: %+v", cp)
+	}
+	for _, table := range []string{"checkpoints", "checkpoint_values", "history"} {
+		var n int
+		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name = ?`, table).Scan(&n); err != nil || n != 0 {
+			t.Errorf("table %s: %d (%v), want it dropped", table, n, err)
+		}
 	}
 }
