@@ -78,6 +78,10 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events 
 	if err := store.CheckCheckpoint(cp, events); err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
+	// Encoded before the write, outside the one writer's turn, as if
+	// every event were new (encoded again in the rare repeat).
+	row := encodeJournal(cp, events)
+	snapshot, updated := string(cp.Snapshot), record.FormatTime(cp.UpdatedAt)
 	err := s.write(ctx, func(ctx context.Context, tx wtx) error {
 		var prev int64
 		err := tx.StmtContext(ctx, s.cp.seq).QueryRowContext(ctx, cp.RunID).Scan(&prev)
@@ -118,9 +122,12 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events 
 		if exists && cp.Seq == prev {
 			return nil // a repeat: everything it holds is stored
 		}
-		row := encodeJournal(cp, fresh)
+		row := row
+		if len(fresh) != len(events) {
+			row = encodeJournal(cp, fresh)
+		}
 		_, err = tx.StmtContext(ctx, s.cp.putJournal).ExecContext(ctx,
-			cp.RunID, cp.Seq, record.FormatTime(cp.UpdatedAt), string(cp.Snapshot), row.vals, row.dels, row.events)
+			cp.RunID, cp.Seq, updated, snapshot, row.vals, row.dels, row.events)
 		return err
 	})
 	if err != nil {
