@@ -19,7 +19,7 @@ import (
 // step insert every time was half of PutStep's cost in BenchmarkRun's
 // profile); per run, its claim, record and status.
 type checkpointStmts struct {
-	seq, putJournal, putStep, stepDigest                   *sql.Stmt
+	seq, putJournal, appendJournal, putStep, stepDigest    *sql.Stmt
 	runExists, addUsageKey, addUsage, setConsumed          *sql.Stmt
 	runStatus, createRun, getClaim, putClaim, releaseClaim *sql.Stmt
 }
@@ -32,6 +32,8 @@ func (s *Store) prepareCheckpoints(ctx context.Context) error {
 	queries := []query{
 		{&s.cp.seq, `SELECT seq FROM journal WHERE run_id = ? ORDER BY seq DESC LIMIT 1`},
 		{&s.cp.putJournal, `INSERT INTO journal (run_id, seq, updated_at, snapshot, vals, dels, events) VALUES (?, ?, ?, ?, ?, ?, ?)`},
+		{&s.cp.appendJournal, `INSERT INTO journal (run_id, seq, updated_at, snapshot, vals, dels, events)
+			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE coalesce((SELECT max(seq) FROM journal WHERE run_id = ?1), 0) = ?8`},
 		{&s.cp.putStep, putStepSQL},
 		{&s.cp.stepDigest, `SELECT digest FROM steps WHERE run_id = ? AND name = ? AND attempt = ?`},
 		{&s.cp.runExists, `SELECT 1 FROM runs WHERE id = ?`},
@@ -60,7 +62,7 @@ func (s *Store) prepareCheckpoints(ctx context.Context) error {
 
 func (c *checkpointStmts) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{c.seq, c.putJournal, c.putStep, c.stepDigest,
+	for _, st := range []*sql.Stmt{c.seq, c.putJournal, c.appendJournal, c.putStep, c.stepDigest,
 		c.runExists, c.addUsageKey, c.addUsage, c.setConsumed, c.runStatus, c.createRun, c.getClaim, c.putClaim,
 		c.releaseClaim} {
 		if st != nil {
@@ -82,7 +84,22 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events 
 	// every event were new (encoded again in the rare repeat).
 	row := encodeJournal(cp, events)
 	snapshot, updated := string(cp.Snapshot), record.FormatTime(cp.UpdatedAt)
+	follows := followsOn(cp, events)
 	err := s.write(ctx, func(ctx context.Context, tx wtx) error {
+		if follows {
+			// The usual checkpoint: its events follow the stored ones.
+			// One statement appends it when the run's last seq is the
+			// one before its first event, and appends nothing otherwise,
+			// left to the checks below.
+			res, err := tx.StmtContext(ctx, s.cp.appendJournal).ExecContext(ctx,
+				cp.RunID, cp.Seq, updated, snapshot, row.vals, row.dels, row.events, events[0].Seq-1)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 1 {
+				return err
+			}
+		}
 		var prev int64
 		err := tx.StmtContext(ctx, s.cp.seq).QueryRowContext(ctx, cp.RunID).Scan(&prev)
 		exists := err == nil
@@ -134,6 +151,20 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events 
 		return fmt.Errorf("save checkpoint of run %q at seq %d: %w", cp.RunID, cp.Seq, err)
 	}
 	return nil
+}
+
+// followsOn reports whether events are numbered one after the other up
+// to cp's seq: what a checkpoint that follows the stored one holds.
+func followsOn(cp store.Checkpoint, events []store.HistoryEvent) bool {
+	if len(events) == 0 {
+		return false
+	}
+	for i, e := range events {
+		if e.Seq != events[0].Seq+int64(i) {
+			return false
+		}
+	}
+	return events[len(events)-1].Seq == cp.Seq
 }
 
 // sameJournal checks a checkpoint saved again against the stored
