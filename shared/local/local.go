@@ -233,8 +233,8 @@ func (r *Runner) Close() error { return r.Store.Close() }
 // scripted run's (or its parent's) step function answers from its replies,
 // any other run's from the real executors.
 func (r *Runner) invoke(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
-	var req task.Request
-	if err := json.Unmarshal(payload, &req); err != nil {
+	req, err := task.DecodeRequest(payload)
+	if err != nil {
 		return nil, fmt.Errorf("decode task payload: %w", err)
 	}
 	// The step's writes (its record, usage, the replies it used) commit
