@@ -72,10 +72,11 @@ func (c *checkpointStmts) close() error {
 	return errors.Join(errs...)
 }
 
-// SaveCheckpoint implements store.Checkpointer. It reads the run's last
-// seq and, only when the same seq is saved again, the stored state and
-// events, to tell a repeat from a conflict; otherwise it appends one
-// journal row.
+// SaveCheckpoint implements store.Checkpointer. A checkpoint whose events
+// follow the stored ones is appended as one journal row by one statement
+// that checks the run's last seq itself. Any other reads the run's last
+// seq and, when it repeats stored events or the stored seq, the stored
+// state and events, to tell a repeat from a conflict.
 func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events []store.HistoryEvent) error {
 	if err := store.CheckCheckpoint(cp, events); err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)

@@ -58,10 +58,11 @@
 // SaveCheckpoint is the engine's most frequent write, one per step of a
 // run, so it is kept lean: one transaction (shared with the step's staged
 // writes and with other runs' checkpoints) with statements prepared at
-// Open, the JSON the engine encoded taken as is (Checkpoint.Encoded), the
-// run's last seq read first (the stored state and events are read only
-// when the same seq or an earlier event is saved again, to tell a repeat
-// from a conflict), and one journal row appended: the snapshot, the
+// Open, the JSON the engine encoded taken as is (Checkpoint.Encoded) and
+// encoded into the row before the writer's turn, and one journal row
+// appended by one statement when its events follow the run's last seq
+// (anything else reads the stored state and events to tell a repeat from
+// a conflict). The row holds the snapshot, the
 // values the checkpoint set and the keys it deleted, and its new history
 // events. A step writes the variables it changed, not every variable of
 // the run, in one row rather than a row per event and per value (6.9
