@@ -57,7 +57,38 @@ func (s *Store) prepareCheckpoints(ctx context.Context) error {
 		}
 		*q.dst = st
 	}
+	// The reads of every run, prepared on the reader pool (database/sql
+	// prepares them again on each connection the first time it runs
+	// them there): parsing GetReplies' and GetRun's SQL at each call was
+	// most of their cost, 5% of a ten-step run's CPU through serve.
+	for _, q := range []query{
+		{&s.rs.replies, `SELECT source, consumed FROM run_replies WHERE run_id = ?`},
+		{&s.rs.run, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
+		{&s.rs.journalState, journalQuery(readState)},
+		{&s.rs.journalEvents, journalQuery(readEvents)},
+	} {
+		st, err := s.r.PrepareContext(ctx, q.text)
+		if err != nil {
+			return fmt.Errorf("prepare read statements: %w", err)
+		}
+		*q.dst = st
+	}
 	return nil
+}
+
+// readStmts are the reads of every run, prepared on the reader pool.
+type readStmts struct {
+	replies, run, journalState, journalEvents *sql.Stmt
+}
+
+func (r *readStmts) close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{r.replies, r.run, r.journalState, r.journalEvents} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (c *checkpointStmts) close() error {
@@ -173,7 +204,8 @@ func followsOn(cp store.Checkpoint, events []store.HistoryEvent) bool {
 // seq is saved again, the snapshot must be the stored one and each value
 // the stored value (or its absence, for a deletion).
 func (s *Store) sameJournal(ctx context.Context, tx wtx, cp store.Checkpoint, repeated []store.HistoryEvent, sameSeq bool) error {
-	stored, err := s.readJournal(ctx, tx, cp.RunID, readState|readEvents)
+	rows, err := tx.QueryContext(ctx, journalQuery(readState|readEvents), cp.RunID)
+	stored, err := foldJournal(rows, err, cp.RunID)
 	if err != nil {
 		return err
 	}
@@ -212,17 +244,16 @@ type journalState struct {
 	events []store.HistoryEvent
 }
 
-// What readJournal reads of a run's rows.
+// What a journal query reads of a run's rows.
 const (
 	readState  = 1 << iota // the checkpoint: the last snapshot, the values
 	readEvents             // the history events
 )
 
-// readJournal folds a run's journal rows in seq order, reading what
-// parts says, in one statement (one consistent read); it returns
-// store.ErrNotFound when the run has none. Only the last row's snapshot
-// is read.
-func (s *Store) readJournal(ctx context.Context, q querier, runID string, parts int) (journalState, error) {
+// journalQuery is the query of a run's journal rows in seq order that
+// reads what parts says (and only the last row's snapshot); its one
+// argument is the run ID.
+func journalQuery(parts int) string {
 	cols := `seq, updated_at, NULL, NULL, NULL, NULL`
 	if parts&readState != 0 {
 		cols = `seq, updated_at, CASE WHEN seq = (SELECT max(seq) FROM journal WHERE run_id = ?1) THEN snapshot END, vals, dels, NULL`
@@ -230,7 +261,13 @@ func (s *Store) readJournal(ctx context.Context, q querier, runID string, parts 
 	if parts&readEvents != 0 {
 		cols = cols[:len(cols)-len("NULL")] + "events"
 	}
-	rows, err := q.QueryContext(ctx, `SELECT `+cols+` FROM journal WHERE run_id = ?1 ORDER BY seq`, runID)
+	return `SELECT ` + cols + ` FROM journal WHERE run_id = ?1 ORDER BY seq`
+}
+
+// foldJournal folds the rows of a journal query of runID (one statement:
+// one consistent read) and closes them; store.ErrNotFound when there are
+// none.
+func foldJournal(rows *sql.Rows, err error, runID string) (journalState, error) {
 	if err != nil {
 		return journalState{}, err
 	}
@@ -275,7 +312,8 @@ func (s *Store) readJournal(ctx context.Context, q querier, runID string, parts 
 // in one statement, so the snapshot and the values belong to the same
 // checkpoint.
 func (s *Store) LoadCheckpoint(ctx context.Context, runID string) (store.Checkpoint, error) {
-	st, err := s.readJournal(ctx, s.r, runID, readState)
+	rows, err := s.rs.journalState.QueryContext(ctx, runID)
+	st, err := foldJournal(rows, err, runID)
 	if err != nil {
 		return store.Checkpoint{}, fmt.Errorf("load checkpoint of run %q: %w", runID, err)
 	}
@@ -284,7 +322,8 @@ func (s *Store) LoadCheckpoint(ctx context.Context, runID string) (store.Checkpo
 
 // History implements store.Checkpointer.
 func (s *Store) History(ctx context.Context, runID string) ([]store.HistoryEvent, error) {
-	st, err := s.readJournal(ctx, s.r, runID, readEvents)
+	rows, err := s.rs.journalEvents.QueryContext(ctx, runID)
+	st, err := foldJournal(rows, err, runID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}

@@ -92,7 +92,7 @@ func (s *Store) GetReplies(ctx context.Context, runID string) (Replies, error) {
 	}
 	var r Replies
 	var consumed string
-	err := s.r.QueryRowContext(ctx, `SELECT source, consumed FROM run_replies WHERE run_id = ?`, runID).Scan(&r.Source, &consumed)
+	err := s.rs.replies.QueryRowContext(ctx, runID).Scan(&r.Source, &consumed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Replies{}, fmt.Errorf("replies of run %q: %w", runID, store.ErrNotFound)
 	}

@@ -59,7 +59,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 	if err := s.settleRun(ctx, id); err != nil {
 		return store.Run{}, fmt.Errorf("get run %q: %w", id, err)
 	}
-	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	r, err := scanRun(s.rs.run.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Run{}, fmt.Errorf("get run %q: %w", id, store.ErrNotFound)
 	}

@@ -45,6 +45,7 @@ type Store struct {
 	ws    writerStmts // prepared on wc
 	r     *sql.DB
 	cp    checkpointStmts
+	rs    readStmts
 	group committer
 }
 
@@ -220,7 +221,7 @@ func connect(name string, q url.Values) (*sql.DB, error) {
 // Close commits the staged writes (DeferWrites) and closes the database.
 func (s *Store) Close() error {
 	err := s.settle(context.Background())
-	err = errors.Join(err, s.cp.close(), s.releaseWriter(), s.w.Close())
+	err = errors.Join(err, s.cp.close(), s.rs.close(), s.releaseWriter(), s.w.Close())
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
 	}
