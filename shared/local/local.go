@@ -242,7 +242,9 @@ func (r *Runner) invoke(ctx context.Context, payload json.RawMessage) (json.RawM
 	// per step (sqlite.DeferWrites).
 	ctx = sqlite.DeferWrites(ctx)
 	h := r.handler
-	s, err := r.sessionOf(ctx, req.Run.ID, req.Run.ParentRunID)
+	// The request's run names its parent ("" for none): what the run's
+	// record would say.
+	s, err := r.sessionKnown(ctx, req.Run.ID, req.Run.ParentRunID)
 	if err != nil {
 		return nil, fault.Errorf[fault.ConfigError]("%v", err)
 	}
@@ -478,7 +480,9 @@ func (r *Runner) Start(ctx context.Context, sm *asl.StateMachine, name string, t
 		return Outcome{}, fmt.Errorf("run %s: %w", name, err)
 	}
 	defer release()
-	if err := r.prepare(dctx, runID, options(opts)); err != nil {
+	// Without an input given, the run's input is {"trigger": …}: a run no
+	// other run started.
+	if err := r.prepare(dctx, runID, options(opts), len(options(opts).input) == 0); err != nil {
 		return Outcome{}, fmt.Errorf("run %s: %w", name, err)
 	}
 	started := r.now().UTC()
@@ -554,7 +558,7 @@ func (r *Runner) Resume(ctx context.Context, runID string, opts ...RunOption) (o
 		return Outcome{}, fmt.Errorf("resume: %w", err)
 	}
 	defer release()
-	if err := r.prepare(dctx, runID, options(opts)); err != nil {
+	if err := r.prepare(dctx, runID, options(opts), false); err != nil {
 		return Outcome{}, fmt.Errorf("resume: %w", err)
 	}
 	res, err := r.engine.Resume(dctx, runID, sm)
@@ -583,7 +587,7 @@ func (r *Runner) Decide(ctx context.Context, runID, step, decision, by string, o
 		return Outcome{}, fmt.Errorf("decide step %q: %w", step, err)
 	}
 	defer release()
-	if err := r.prepare(dctx, runID, options(opts)); err != nil {
+	if err := r.prepare(dctx, runID, options(opts), false); err != nil {
 		return Outcome{}, fmt.Errorf("decide step %q: %w", step, err)
 	}
 	approvals, err := r.Store.RunApprovals(ctx, runID)
@@ -791,7 +795,7 @@ func (r *Runner) Complete(ctx context.Context, taskToken string, d task.Decision
 		return Outcome{}, fmt.Errorf("complete task: %w", err)
 	}
 	defer release()
-	if err := r.prepare(dctx, a.RunID, runOptions{}); err != nil {
+	if err := r.prepare(dctx, a.RunID, runOptions{}, false); err != nil {
 		return Outcome{}, fmt.Errorf("complete task: %w", err)
 	}
 	res, err := r.engine.SendTaskSuccess(dctx, taskToken, out)

@@ -134,10 +134,16 @@ func (r *Runner) newSession(root string, replies *executor.Responses) (*session,
 // record), else nil for a run that is not scripted. A recorded responses
 // file that cannot be read is a *RepliesError.
 func (r *Runner) sessionOf(ctx context.Context, runID, parent string) (*session, error) {
-	return r.sessionAt(ctx, runID, parent, 0)
+	return r.sessionAt(ctx, runID, parent, false, 0)
 }
 
-func (r *Runner) sessionAt(ctx context.Context, runID, parent string, depth int) (*session, error) {
+// sessionKnown is sessionOf for a run whose parent is known: parent ""
+// is a run started by none, whose record need not be read.
+func (r *Runner) sessionKnown(ctx context.Context, runID, parent string) (*session, error) {
+	return r.sessionAt(ctx, runID, parent, true, 0)
+}
+
+func (r *Runner) sessionAt(ctx context.Context, runID, parent string, known bool, depth int) (*session, error) {
 	r.sessMu.Lock()
 	s, ok := r.sessions[runID]
 	r.sessMu.Unlock()
@@ -158,7 +164,7 @@ func (r *Runner) sessionAt(ctx context.Context, runID, parent string, depth int)
 			return nil, err
 		}
 	case errors.Is(err, store.ErrNotFound):
-		if parent == "" {
+		if parent == "" && !known {
 			run, gerr := r.Store.GetRun(ctx, runID)
 			if gerr != nil && !errors.Is(gerr, store.ErrNotFound) {
 				return nil, gerr
@@ -166,7 +172,7 @@ func (r *Runner) sessionAt(ctx context.Context, runID, parent string, depth int)
 			parent = run.ParentRunID
 		}
 		if parent != "" && depth < maxRunDepth {
-			if s, err = r.sessionAt(ctx, parent, "", depth+1); err != nil {
+			if s, err = r.sessionAt(ctx, parent, "", false, depth+1); err != nil {
 				return nil, err
 			}
 		}
@@ -205,10 +211,16 @@ func (r *Runner) Responses(ctx context.Context, runID string) (*executor.Respons
 // prepare readies a run to be driven by this Runner: with
 // WithResponses, it records the run's responses file; else it checks that
 // a scripted run's replies can be read, so that a run never goes on with
-// the real executors, nor fails half-way, for want of them.
-func (r *Runner) prepare(ctx context.Context, runID string, o runOptions) error {
+// the real executors, nor fails half-way, for want of them. topLevel says
+// that the run is known to have no parent (a run Start begins on an input
+// of its own making).
+func (r *Runner) prepare(ctx context.Context, runID string, o runOptions, topLevel bool) error {
 	if o.responses != "" {
 		_, err := r.script(ctx, runID, o.responses)
+		return err
+	}
+	if topLevel {
+		_, err := r.sessionKnown(ctx, runID, "")
 		return err
 	}
 	_, err := r.sessionOf(ctx, runID, "")
