@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/stepline/stepline/internal/heap"
 	"github.com/stepline/stepline/shared/telemetry"
 )
 
@@ -43,10 +44,10 @@ type env struct {
 	// usage writes the running command's usage; set by dispatch.
 	usage func(io.Writer)
 	// startHeap is called once a command that drives a run has parsed its
-	// flags (main: startingHeap); nil: the collector is left as it is.
+	// flags (main: heap.Starting); nil: the collector is left as it is.
 	startHeap func()
 	// serveHeap is called once stepline serve has parsed its flags
-	// (main: serverHeap); nil: the collector is left as it is.
+	// (main: heap.Server); nil: the collector is left as it is.
 	serveHeap func()
 }
 
@@ -142,8 +143,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	stop = telemetry.SetupCLI(ctx, os.Getenv, os.Stderr, stop) // traces over OTLP when OTEL_* ask for them; stop() then exports the last
 	code := dispatch(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
-		startHeap: func() { startingHeap(runHeapGoal, os.Getenv) },
-		serveHeap: func() { serverHeap(serveGCPercent, serveMemoryLimit, os.Getenv) }})
+		startHeap: func() { heap.Starting(heap.RunGoal, os.Getenv) },
+		serveHeap: func() { heap.Server(heap.ServeGCPercent, heap.ServeMemoryLimit, os.Getenv) }})
 	stop()
 	os.Exit(code)
 }

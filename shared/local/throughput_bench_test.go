@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepline/stepline/internal/heap"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/sqlite"
@@ -33,7 +35,9 @@ const throughputSteps = 10
 // reports runs per second, the process's CPU time per run (getrusage:
 // user + system, every goroutine of the process, the HTTP client's too)
 // and the store's write transactions per run (fewer than one per step
-// when group commits carry several runs' writes).
+// when group commits carry several runs' writes). In-process runs under
+// the collector's defaults (or GOGC and GOMEMLIMIT as the environment
+// sets them), serve under stepline serve's settings (throughputServe).
 func BenchmarkThroughput(b *testing.B) {
 	for _, mode := range []string{"inprocess", "serve"} {
 		for _, inflight := range []int{1, 10, 100} {
@@ -109,7 +113,19 @@ func throughputInProcess(b *testing.B) (*Runner, func(i int) error) {
 // function that starts run i over HTTP and waits until its last history
 // event is durable, and one that waits for the server to settle every
 // run.
+//
+// The process's collector runs with stepline serve's settings
+// (heap.Server, as the command applies them at start; GOGC or GOMEMLIMIT
+// in the environment win there as here), and is set back after.
 func throughputServe(b *testing.B, inflight int) (r *Runner, start func(i int) error, settle func()) {
+	percent := debug.SetGCPercent(100)
+	debug.SetGCPercent(percent)
+	limit := debug.SetMemoryLimit(-1)
+	heap.Server(heap.ServeGCPercent, heap.ServeMemoryLimit, os.Getenv)
+	b.Cleanup(func() {
+		debug.SetGCPercent(percent)
+		debug.SetMemoryLimit(limit)
+	})
 	dir := b.TempDir()
 	pipelines := filepath.Join(dir, "pipelines")
 	if err := os.MkdirAll(pipelines, 0o755); err != nil {

@@ -1,4 +1,10 @@
-package main
+// Package heap sets the Go collector of Stepline's commands, each for
+// what it does: stepline run lets a short process's heap grow before its
+// first collection (Starting), stepline serve collects less often under a
+// soft memory limit (Server). A GOGC or GOMEMLIMIT in the environment
+// wins over either. The throughput benchmark of shared/local applies
+// Server's settings to its serve mode, as the command does.
+package heap
 
 import (
 	"runtime"
@@ -6,18 +12,18 @@ import (
 	"runtime/metrics"
 )
 
-// runHeapGoal is the heap stepline run lets grow before it collects
-// garbage (startingHeap).
-const runHeapGoal = 64 << 20
+// RunGoal is the heap stepline run lets grow before it collects garbage
+// (Starting).
+const RunGoal = 64 << 20
 
-// serveGCPercent and serveMemoryLimit are the collector's settings for
-// stepline serve (serverHeap).
+// ServeGCPercent and ServeMemoryLimit are the collector's settings for
+// stepline serve (Server).
 const (
-	serveGCPercent   = 400
-	serveMemoryLimit = 512 << 20
+	ServeGCPercent   = 400
+	ServeMemoryLimit = 512 << 20
 )
 
-// serverHeap sets the collector of a long-lived server: a target of
+// Server sets the collector of a long-lived server: a target of
 // percent (GOGC semantics: the heap grows to live × (1 + percent/100)
 // before the next collection) and a soft memory limit of limit bytes
 // (GOMEMLIMIT semantics: past it the runtime collects as often as it
@@ -28,7 +34,7 @@ const (
 // more often again before its memory does. A GOGC or GOMEMLIMIT in the
 // environment (getenv) is left as it is, each on its own; percent ≤ 0 or
 // limit ≤ 0 leaves that setting as it is.
-func serverHeap(percent int, limit int64, getenv func(string) string) {
+func Server(percent int, limit int64, getenv func(string) string) {
 	if getenv("GOGC") == "" && percent > 0 {
 		debug.SetGCPercent(percent)
 	}
@@ -37,7 +43,7 @@ func serverHeap(percent int, limit int64, getenv func(string) string) {
 	}
 }
 
-// startingHeap lets the process's heap grow to about goal bytes before its
+// Starting lets the process's heap grow to about goal bytes before its
 // first garbage collection, and keeps each collection's target at goal
 // until the live heap passes half of it; from then on it collects as
 // GOGC=100 does. A short process such as stepline run otherwise collects
@@ -46,7 +52,7 @@ func serverHeap(percent int, limit int64, getenv func(string) string) {
 // under goal; the peak grows by at most goal. The Go compiler starts the
 // same way (cmd/compile's base.AdjustStartingHeap). A GOGC in the
 // environment (getenv) is left as it is.
-func startingHeap(goal uint64, getenv func(string) string) {
+func Starting(goal uint64, getenv func(string) string) {
 	if getenv("GOGC") != "" || goal == 0 {
 		return
 	}

@@ -1,4 +1,4 @@
-package main
+package heap
 
 import (
 	"runtime"
@@ -14,11 +14,11 @@ func gcPercent() int {
 	return p
 }
 
-func TestStartingHeap(t *testing.T) {
+func TestStarting(t *testing.T) {
 	defer debug.SetGCPercent(gcPercent())
 	t.Run("GOGC set", func(t *testing.T) {
 		debug.SetGCPercent(100)
-		startingHeap(64<<20, func(k string) string { return map[string]string{"GOGC": "50"}[k] })
+		Starting(64<<20, func(k string) string { return map[string]string{"GOGC": "50"}[k] })
 		if p := gcPercent(); p != 100 {
 			t.Errorf("GOGC in the environment: percent %d, want it left at 100", p)
 		}
@@ -29,7 +29,7 @@ func TestStartingHeap(t *testing.T) {
 		runtime.GC()
 		runtime.ReadMemStats(&ms)
 		goal := 4*ms.HeapAlloc + 64<<20
-		startingHeap(goal, func(string) string { return "" })
+		Starting(goal, func(string) string { return "" })
 		if p := gcPercent(); p <= 100 {
 			t.Fatalf("percent %d after start, want it raised", p)
 		}
@@ -52,7 +52,7 @@ func TestStartingHeap(t *testing.T) {
 // memoryLimit reads the soft memory limit in force.
 func memoryLimit() int64 { return debug.SetMemoryLimit(-1) }
 
-func TestServerHeap(t *testing.T) {
+func TestServer(t *testing.T) {
 	defer debug.SetGCPercent(gcPercent())
 	defer debug.SetMemoryLimit(memoryLimit())
 	for _, tc := range []struct {
@@ -72,7 +72,7 @@ func TestServerHeap(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			debug.SetGCPercent(100)
 			debug.SetMemoryLimit(1 << 40)
-			serverHeap(tc.percent, tc.limit, func(k string) string { return tc.env[k] })
+			Server(tc.percent, tc.limit, func(k string) string { return tc.env[k] })
 			if p := gcPercent(); p != tc.wantPct {
 				t.Errorf("percent %d, want %d", p, tc.wantPct)
 			}
