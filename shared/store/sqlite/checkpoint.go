@@ -19,7 +19,8 @@ import (
 // step insert every time was half of PutStep's cost in BenchmarkRun's
 // profile); per run, its claim, record and status.
 type checkpointStmts struct {
-	seq, putJournal, appendJournal, putStep, stepDigest    *sql.Stmt
+	seq, putJournal, appendJournal, putSnapshot            *sql.Stmt
+	putStep, stepDigest                                    *sql.Stmt
 	runExists, addUsageKey, addUsage, setConsumed          *sql.Stmt
 	runStatus, createRun, getClaim, putClaim, releaseClaim *sql.Stmt
 }
@@ -34,6 +35,8 @@ func (s *Store) prepareCheckpoints(ctx context.Context) error {
 		{&s.cp.putJournal, `INSERT INTO journal (run_id, seq, updated_at, snapshot, vals, dels, events) VALUES (?, ?, ?, ?, ?, ?, ?)`},
 		{&s.cp.appendJournal, `INSERT INTO journal (run_id, seq, updated_at, snapshot, vals, dels, events)
 			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE coalesce((SELECT max(seq) FROM journal WHERE run_id = ?1), 0) = ?8`},
+		{&s.cp.putSnapshot, `INSERT INTO checkpoints (run_id, seq, snapshot, updated_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, snapshot = excluded.snapshot, updated_at = excluded.updated_at`},
 		{&s.cp.putStep, putStepSQL},
 		{&s.cp.stepDigest, `SELECT digest FROM steps WHERE run_id = ? AND name = ? AND attempt = ?`},
 		{&s.cp.runExists, `SELECT 1 FROM runs WHERE id = ?`},
@@ -93,7 +96,7 @@ func (r *readStmts) close() error {
 
 func (c *checkpointStmts) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{c.seq, c.putJournal, c.appendJournal, c.putStep, c.stepDigest,
+	for _, st := range []*sql.Stmt{c.seq, c.putJournal, c.appendJournal, c.putSnapshot, c.putStep, c.stepDigest,
 		c.runExists, c.addUsageKey, c.addUsage, c.setConsumed, c.runStatus, c.createRun, c.getClaim, c.putClaim,
 		c.releaseClaim} {
 		if st != nil {
@@ -116,6 +119,19 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events 
 	// every event were new (encoded again in the rare repeat).
 	row := encodeJournal(cp, events)
 	snapshot, updated := string(cp.Snapshot), record.FormatTime(cp.UpdatedAt)
+	var inRow any = snapshot // the journal row's snapshot: nil when it is kept apart
+	if len(snapshot) > maxRowSnapshot {
+		inRow = nil
+	}
+	// keepApart writes a snapshot too large for the journal row to the
+	// run's checkpoint row, replacing the one there.
+	keepApart := func(ctx context.Context, tx wtx) error {
+		if inRow != nil {
+			return nil
+		}
+		_, err := tx.StmtContext(ctx, s.cp.putSnapshot).ExecContext(ctx, cp.RunID, cp.Seq, snapshot, updated)
+		return err
+	}
 	follows := followsOn(cp, events)
 	err := s.write(ctx, func(ctx context.Context, tx wtx) error {
 		if follows {
@@ -124,12 +140,14 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events 
 			// one before its first event, and appends nothing otherwise,
 			// left to the checks below.
 			res, err := tx.StmtContext(ctx, s.cp.appendJournal).ExecContext(ctx,
-				cp.RunID, cp.Seq, updated, snapshot, row.vals, row.dels, row.events, events[0].Seq-1)
+				cp.RunID, cp.Seq, updated, inRow, row.vals, row.dels, row.events, events[0].Seq-1)
 			if err != nil {
 				return err
 			}
-			if n, err := res.RowsAffected(); err != nil || n == 1 {
+			if n, err := res.RowsAffected(); err != nil {
 				return err
+			} else if n == 1 {
+				return keepApart(ctx, tx)
 			}
 		}
 		var prev int64
@@ -175,9 +193,11 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events 
 		if len(fresh) != len(events) {
 			row = encodeJournal(cp, fresh)
 		}
-		_, err = tx.StmtContext(ctx, s.cp.putJournal).ExecContext(ctx,
-			cp.RunID, cp.Seq, updated, snapshot, row.vals, row.dels, row.events)
-		return err
+		if _, err := tx.StmtContext(ctx, s.cp.putJournal).ExecContext(ctx,
+			cp.RunID, cp.Seq, updated, inRow, row.vals, row.dels, row.events); err != nil {
+			return err
+		}
+		return keepApart(ctx, tx)
 	})
 	if err != nil {
 		return fmt.Errorf("save checkpoint of run %q at seq %d: %w", cp.RunID, cp.Seq, err)
@@ -251,17 +271,19 @@ const (
 )
 
 // journalQuery is the query of a run's journal rows in seq order that
-// reads what parts says (and only the last row's snapshot); its one
-// argument is the run ID.
+// reads what parts says (and only the last row's snapshot: the row's
+// own, or when it has none the one kept apart in the run's checkpoint
+// row, written with it); its one argument is the run ID.
 func journalQuery(parts int) string {
-	cols := `seq, updated_at, NULL, NULL, NULL, NULL`
+	cols := `j.seq, j.updated_at, NULL, NULL, NULL, NULL`
 	if parts&readState != 0 {
-		cols = `seq, updated_at, CASE WHEN seq = (SELECT max(seq) FROM journal WHERE run_id = ?1) THEN snapshot END, vals, dels, NULL`
+		cols = `j.seq, j.updated_at, CASE WHEN j.seq = (SELECT max(seq) FROM journal WHERE run_id = ?1)
+			THEN coalesce(j.snapshot, (SELECT snapshot FROM checkpoints WHERE run_id = ?1)) END, j.vals, j.dels, NULL`
 	}
 	if parts&readEvents != 0 {
-		cols = cols[:len(cols)-len("NULL")] + "events"
+		cols = cols[:len(cols)-len("NULL")] + "j.events"
 	}
-	return `SELECT ` + cols + ` FROM journal WHERE run_id = ?1 ORDER BY seq`
+	return `SELECT ` + cols + ` FROM journal j WHERE j.run_id = ?1 ORDER BY j.seq`
 }
 
 // foldJournal folds the rows of a journal query of runID (one statement:

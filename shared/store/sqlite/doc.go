@@ -67,8 +67,11 @@
 // events. A step writes the variables it changed, not every variable of
 // the run, in one row rather than a row per event and per value (6.9
 // pages written per step in TestPagesPerStep of shared/local, 9.6 with
-// the tables of version 8). LoadCheckpoint and History fold a run's rows
-// read in one statement: the last row's snapshot, each key's last value.
+// the tables of version 8). A snapshot over 4 KiB is kept apart, in the
+// run's checkpoint row replaced in place, so that a large state is not
+// stored again with each checkpoint. LoadCheckpoint and History fold a
+// run's rows read in one statement: the last row's snapshot, each key's
+// last value.
 //
 // # Schema (version 9; PRAGMA user_version holds the version)
 //
@@ -88,11 +91,14 @@
 //	approvals   id PK, run_id, step, pipeline, message, task_token, created_at,
 //	            expires_at, decision ('' = pending), decided_by, decided_at
 //	dedup       (pipeline, fingerprint) PK, run_id, claimed_at
-//	journal     id INTEGER PK, run_id, seq, updated_at, snapshot (JSON), vals (JSON
-//	            object: the values set), dels (JSON array: the keys deleted), events
-//	            (JSON array of [seq, time, type, state, detail?]); UNIQUE (run_id, seq)
-//	            — one row per engine checkpoint (version 9; it replaced the tables
-//	            checkpoints, checkpoint_values and history)
+//	checkpoints run_id PK, seq, snapshot (JSON), updated_at — since version 9 only a
+//	            run's snapshot too large for a journal row (maxRowSnapshot), replaced
+//	            in place
+//	journal     id INTEGER PK, run_id, seq, updated_at, snapshot (JSON, NULL when kept
+//	            in checkpoints), vals (JSON object: the values set), dels (JSON array:
+//	            the keys deleted), events (JSON array of [seq, time, type, state,
+//	            detail?]); UNIQUE (run_id, seq) — one row per engine checkpoint
+//	            (version 9; it replaced the tables checkpoint_values and history)
 //	run_claims  run_id PK, holder, pid, host, expires_at — who drives a run
 //	            (ClaimRun; version 3)
 //	run_replies run_id PK, source, consumed (JSON {step key: count}) — a

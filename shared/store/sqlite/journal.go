@@ -18,11 +18,19 @@ import (
 // adds (a JSON array of [seq, time, type, state, detail] arrays, detail
 // left out when an event has none). One row per checkpoint, appended at
 // the end of the table's B-tree, with one index entry (run_id, seq): a
-// step writes about half the pages that a row per event, a row per value
-// and a checkpoint row updated in place did (TestPagesPerStep in
+// step writes 6.9 pages where a row per event, a row per value and a
+// checkpoint row updated in place wrote 9.6 (TestPagesPerStep in
 // shared/local). A run's state is the fold of its rows: the last row's
 // snapshot, and for each key the value of the last row that set or
 // deleted it.
+//
+// A snapshot over maxRowSnapshot bytes (a Map's results pile up in it)
+// is kept apart instead, in the run's one checkpoint row, replaced in
+// place, and the journal row has none: the journal keeps at most that
+// much of each checkpoint's snapshot, however large the run's state.
+
+// maxRowSnapshot is the largest snapshot a journal row holds.
+const maxRowSnapshot = 4 << 10
 
 // journalRow is a checkpoint's row, encoded.
 type journalRow struct {

@@ -307,7 +307,7 @@ func TestMigrateVersion8Journal(t *testing.T) {
 	if _, ok := cp.Values["var:a:"]; ok || string(cp.Values["var:c:"]) != `3` || string(cp.Values["var:b:"]) != `{"x": [1, 2]}` || cp.Seq != 4 {
 		t.Errorf("after a save: %+v", cp)
 	}
-	for _, table := range []string{"checkpoints", "checkpoint_values", "history"} {
+	for _, table := range []string{"checkpoint_values", "history"} {
 		var n int
 		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name = ?`, table).Scan(&n); err != nil || n != 0 {
 			t.Errorf("table %s: %d (%v), want it dropped", table, n, err)

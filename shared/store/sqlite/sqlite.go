@@ -438,23 +438,24 @@ DROP INDEX steps_in_order;
 
 // schemaJournal (version 9) keeps each checkpoint as one row of the
 // journal (journal.go) instead of a row per history event, a row per
-// value and a checkpoint row updated in place. The rows of the three
-// tables become one row per run holding the run's whole history and
-// values, their JSON text as stored.
+// value and the checkpoint row updated in place; that row now keeps only
+// the snapshots too large for a journal row. The rows of the two tables
+// it replaces become one row per run holding the run's whole history and
+// values, their JSON text as stored, its snapshot left where it is.
 const schemaJournal = `
 CREATE TABLE journal (
 	id         INTEGER PRIMARY KEY,
 	run_id     TEXT NOT NULL,
 	seq        INTEGER NOT NULL,
 	updated_at TEXT NOT NULL,
-	snapshot   TEXT NOT NULL,
+	snapshot   TEXT,
 	vals       TEXT,
 	dels       TEXT,
 	events     TEXT
 );
 CREATE UNIQUE INDEX journal_by_run ON journal (run_id, seq);
-INSERT INTO journal (run_id, seq, updated_at, snapshot, vals, events)
-SELECT c.run_id, c.seq, c.updated_at, c.snapshot,
+INSERT INTO journal (run_id, seq, updated_at, vals, events)
+SELECT c.run_id, c.seq, c.updated_at,
 	(SELECT '{' || group_concat(json_quote(v.key) || ':' || v.value, ',' ORDER BY v.key) || '}'
 		FROM checkpoint_values v WHERE v.run_id = c.run_id),
 	(SELECT '[' || group_concat('[' || h.seq || ',' || json_quote(h.time) || ',' || json_quote(h.type) || ',' ||
@@ -462,7 +463,6 @@ SELECT c.run_id, c.seq, c.updated_at, c.snapshot,
 			',' ORDER BY h.seq) || ']'
 		FROM history h WHERE h.run_id = c.run_id)
 FROM checkpoints c ORDER BY c.run_id;
-DROP TABLE checkpoints;
 DROP TABLE checkpoint_values;
 DROP TABLE history;
 `
