@@ -52,6 +52,13 @@ func (s *OutputSchema) Spec() SchemaSpec {
 	return SchemaSpec{Name: s.Name, Description: s.Description, JSON: s.JSON()}
 }
 
+// requestSpec is Spec with the schema's JSON shared, not copied, for the
+// Requests the Runner makes (providers never change a Request's schema):
+// the copy was 3% of the bytes a step allocated in BenchmarkRun.
+func (s *OutputSchema) requestSpec() SchemaSpec {
+	return SchemaSpec{Name: s.Name, Description: s.Description, JSON: s.schema[:len(s.schema):len(s.schema)]}
+}
+
 // Instruction renders the system-prompt text asking for this answer.
 func (s *OutputSchema) Instruction() string {
 	if in := s.instr.Load(); in != nil && in.name == s.Name && in.description == s.Description {

@@ -42,7 +42,10 @@ type SchemaSpec struct {
 // Request is one call to a model.
 type Request struct {
 	Messages []Message
-	Schema   *SchemaSpec // nil: a plain text answer is expected
+	// Schema is the answer's schema; nil: a plain text answer is
+	// expected. Providers read it and never change it: its JSON may be
+	// shared with the OutputSchema it came from.
+	Schema *SchemaSpec
 }
 
 // Usage counts the tokens of one call.

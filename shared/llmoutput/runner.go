@@ -73,11 +73,11 @@ func (r *Runner) Complete(ctx context.Context, p Provider, msgs []Message, schem
 		return res, &fault.ConfigError{Msg: "structured output: no provider"}
 	}
 	conv = slices.Grow(conv, 2*max(schema.MaxRetries, 0))
+	spec := schema.requestSpec()
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		spec := schema.Spec()
 		c, err := p.Complete(ctx, Request{Messages: conv[:len(conv):len(conv)], Schema: &spec})
 		res.Attempts = attempt
 		if err != nil {
