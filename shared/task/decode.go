@@ -150,16 +150,9 @@ func (d *decoder) skipString() {
 	}
 }
 
-// An object is read as
-//
-//	if !d.open() { return false }
-//	for more := !d.empty(); more; more = d.more() {
-//		key, ok := d.key()
-//		... read the value ...
-//	}
-//
-// The payload is valid JSON, so an object's punctuation is where these
-// expect it.
+// An object is read by fields (a struct's) or entries (a map's), with
+// open, empty, key and more: the payload is valid JSON, so an object's
+// punctuation is where these expect it.
 
 // open reads an object's '{'; false when the value is not an object.
 func (d *decoder) open() bool { return d.next('{') }
@@ -251,16 +244,49 @@ var (
 	pipelineKeys = []string{"name", "stage", "config", "workflow", "run_ended_error", "vars", "include", "budget", "notifications"}
 )
 
-func (d *decoder) request(r *Request) bool {
+// fields reads an object whose keys are among known, each at most once,
+// calling field for each key with the decoder at its value; false when
+// the value is not such an object or field refused a value.
+func (d *decoder) fields(known []string, field func(key []byte) bool) bool {
 	if !d.open() {
 		return false
 	}
 	var seen keys
 	for more := !d.empty(); more; more = d.more() {
 		k, ok := d.key()
-		if !ok || !seen.first(indexOf(requestKeys, k)) {
+		if !ok || !seen.first(indexOf(known, k)) || !field(k) {
 			return false
 		}
+	}
+	return true
+}
+
+// entries reads an object of any keys, each at most once, into a map,
+// each value read by value.
+func entries[V any](d *decoder, value func() (V, bool)) (map[string]V, bool) {
+	if !d.open() {
+		return nil, false
+	}
+	m := map[string]V{}
+	for more := !d.empty(); more; more = d.more() {
+		k, ok := d.key()
+		if !ok {
+			return nil, false
+		}
+		if _, dup := m[string(k)]; dup {
+			return nil, false
+		}
+		v, ok := value()
+		if !ok {
+			return nil, false
+		}
+		m[string(k)] = v
+	}
+	return m, true
+}
+
+func (d *decoder) request(r *Request) bool {
+	ok := d.fields(requestKeys, func(k []byte) (ok bool) {
 		switch string(k) {
 		case "mode":
 			r.Mode, ok = d.plainString()
@@ -279,7 +305,7 @@ func (d *decoder) request(r *Request) bool {
 		case "final":
 			r.Final, ok = d.raw()
 		case "steps":
-			r.Steps, ok = d.steps()
+			r.Steps, ok = entries(d, d.raw)
 		case "run":
 			ok = d.run(&r.Run)
 		case "usage":
@@ -303,47 +329,14 @@ func (d *decoder) request(r *Request) bool {
 		case "check":
 			ok = d.reflected(&r.Check)
 		}
-		if !ok {
-			return false
-		}
-	}
+		return ok
+	})
 	d.space()
-	return d.i == len(d.b)
-}
-
-// steps reads the earlier steps' outputs by name.
-func (d *decoder) steps() (map[string]json.RawMessage, bool) {
-	if !d.open() {
-		return nil, false
-	}
-	steps := map[string]json.RawMessage{}
-	for more := !d.empty(); more; more = d.more() {
-		k, ok := d.key()
-		if !ok {
-			return nil, false
-		}
-		if _, dup := steps[string(k)]; dup {
-			return nil, false
-		}
-		v, ok := d.raw()
-		if !ok {
-			return nil, false
-		}
-		steps[string(k)] = v
-	}
-	return steps, true
+	return ok && d.i == len(d.b)
 }
 
 func (d *decoder) run(run *Run) bool {
-	if !d.open() {
-		return false
-	}
-	var seen keys
-	for more := !d.empty(); more; more = d.more() {
-		k, ok := d.key()
-		if !ok || !seen.first(indexOf(runKeys, k)) {
-			return false
-		}
+	return d.fields(runKeys, func(k []byte) (ok bool) {
 		switch string(k) {
 		case "id":
 			run.ID, ok = d.plainString()
@@ -354,23 +347,12 @@ func (d *decoder) run(run *Run) bool {
 		case "parent_run_id":
 			run.ParentRunID, ok = d.plainString()
 		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+		return ok
+	})
 }
 
 func (d *decoder) usage(u *Usage) bool {
-	if !d.open() {
-		return false
-	}
-	var seen keys
-	for more := !d.empty(); more; more = d.more() {
-		k, ok := d.key()
-		if !ok || !seen.first(indexOf(usageKeys, k)) {
-			return false
-		}
+	return d.fields(usageKeys, func(k []byte) (ok bool) {
 		switch string(k) {
 		case "input_tokens":
 			u.InputTokens, ok = d.integer(64)
@@ -379,23 +361,12 @@ func (d *decoder) usage(u *Usage) bool {
 		case "cost_usd":
 			u.CostUSD, ok = d.number()
 		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+		return ok
+	})
 }
 
 func (d *decoder) pipeline(p *Pipeline) bool {
-	if !d.open() {
-		return false
-	}
-	var seen keys
-	for more := !d.empty(); more; more = d.more() {
-		k, ok := d.key()
-		if !ok || !seen.first(indexOf(pipelineKeys, k)) {
-			return false
-		}
+	return d.fields(pipelineKeys, func(k []byte) (ok bool) {
 		switch string(k) {
 		case "name":
 			p.Name, ok = d.plainString()
@@ -410,7 +381,7 @@ func (d *decoder) pipeline(p *Pipeline) bool {
 		case "run_ended_error":
 			p.RunEndedError, ok = d.boolean()
 		case "vars":
-			p.Vars, ok = d.vars()
+			p.Vars, ok = entries(d, d.plainString)
 		case "include":
 			ok = d.reflected(&p.Include)
 		case "budget":
@@ -418,34 +389,8 @@ func (d *decoder) pipeline(p *Pipeline) bool {
 		case "notifications":
 			ok = d.reflected(&p.Notifications)
 		}
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
-// vars reads the pipeline's vars: names to plain strings.
-func (d *decoder) vars() (map[string]string, bool) {
-	if !d.open() {
-		return nil, false
-	}
-	vars := map[string]string{}
-	for more := !d.empty(); more; more = d.more() {
-		k, ok := d.key()
-		if !ok {
-			return nil, false
-		}
-		if _, dup := vars[string(k)]; dup {
-			return nil, false
-		}
-		v, ok := d.plainString()
-		if !ok {
-			return nil, false
-		}
-		vars[string(k)] = v
-	}
-	return vars, true
+		return ok
+	})
 }
 
 // boolean reads true or false.
