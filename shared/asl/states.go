@@ -482,11 +482,60 @@ func Marshal(m *StateMachine) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("marshal state machine: %w", err)
 	}
-	var b bytes.Buffer
-	if err := json.Indent(&b, compact, "", "  "); err != nil {
-		return nil, fmt.Errorf("marshal state machine: %w", err)
+	return indent(compact), nil
+}
+
+// indent returns compact JSON, as encoding/json writes it (no whitespace
+// outside strings), indented as json.Indent(dst, compact, "", "  ")
+// indents it: a newline and two spaces per level before each member and
+// element and before a non-empty object's or array's end, ": " between a
+// key and its value, empty objects and arrays as {} and []. It reads the
+// text once, copying strings and numbers whole, where json.Indent runs
+// its validating scanner over every byte.
+func indent(compact []byte) []byte {
+	out := make([]byte, 0, len(compact)+len(compact)/2)
+	depth := 0
+	newline := func(depth int) {
+		out = append(out, '\n')
+		for range depth {
+			out = append(out, ' ', ' ')
+		}
 	}
-	return b.Bytes(), nil
+	for i := 0; i < len(compact); i++ {
+		switch c := compact[i]; c {
+		case '"':
+			j := i + 1
+			for j < len(compact) && compact[j] != '"' {
+				if compact[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			out = append(out, compact[i:min(j+1, len(compact))]...)
+			i = j
+		case '{', '[':
+			if i+1 < len(compact) && (compact[i+1] == '}' || compact[i+1] == ']') {
+				out = append(out, c, compact[i+1])
+				i++
+				continue
+			}
+			out = append(out, c)
+			depth++
+			newline(depth)
+		case '}', ']':
+			depth--
+			newline(depth)
+			out = append(out, c)
+		case ',':
+			out = append(out, c)
+			newline(depth)
+		case ':':
+			out = append(out, ':', ' ')
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Parse decodes and validates a definition. The error is an ErrorList when
@@ -502,11 +551,21 @@ func Parse(data []byte) (*StateMachine, error) {
 	return m, nil
 }
 
-// Decode reads a definition without validating it: json.Unmarshal into a
-// StateMachine, less the pass over the whole text that json.Unmarshal
-// makes before decoding (the decoder checks what it reads). Errors name
-// the state they are about.
+// Decode reads a definition without validating it, as json.Unmarshal
+// into a StateMachine does. A definition written as Marshal writes one is
+// read in one pass by hand (fastDecode); any other text, and every text
+// with an error, is read by UnmarshalJSON, less the pass over the whole
+// text that json.Unmarshal makes before decoding (the decoder checks what
+// it reads). Errors name the state they are about.
 func Decode(data []byte) (*StateMachine, error) {
+	if m, err := fastDecode(data); err == nil {
+		return m, nil
+	}
+	return slowDecode(data)
+}
+
+// slowDecode is Decode by encoding/json alone.
+func slowDecode(data []byte) (*StateMachine, error) {
 	var m StateMachine
 	if err := m.UnmarshalJSON(data); err != nil {
 		return nil, err
