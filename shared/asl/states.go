@@ -74,25 +74,35 @@ func (s States) All() iter.Seq2[string, State] {
 func (s States) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.Grow(2048 * len(s.names))
+	if err := s.writeJSON(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// writeJSON appends the states to b as MarshalJSON writes them. One
+// encoder writes every name and state into b: an encoder and a buffer per
+// state would grow and copy each state's text again.
+func (s States) writeJSON(b *bytes.Buffer) error {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
 	b.WriteByte('{')
 	for i, n := range s.names {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		k, err := encode(n)
-		if err != nil {
-			return nil, err
+		if err := enc.Encode(n); err != nil {
+			return err
 		}
-		b.Write(k)
+		b.Truncate(b.Len() - 1) // Encode's newline
 		b.WriteByte(':')
-		v, err := encodeState(s.byName[n])
-		if err != nil {
-			return nil, fmt.Errorf("state %q: %w", n, err)
+		if err := encodeStateTo(enc, s.byName[n]); err != nil {
+			return fmt.Errorf("state %q: %w", n, err)
 		}
-		b.Write(v)
+		b.Truncate(b.Len() - 1)
 	}
 	b.WriteByte('}')
-	return b.Bytes(), nil
+	return nil
 }
 
 // UnmarshalJSON reads a States object, keeping the document's order. Errors
@@ -344,85 +354,83 @@ func encode(v any) ([]byte, error) {
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
-// encodeState writes a state with "Type" first and its other fields in the
-// order its struct declares them.
-func encodeState(st State) ([]byte, error) {
+// encodeStateTo writes a state with enc, "Type" first and its other fields
+// in the order its struct declares them, and a newline after it. Nothing
+// is written when it fails.
+func encodeStateTo(enc *json.Encoder, st State) error {
 	switch v := st.(type) {
 	case *Pass:
 		type alias Pass
-		return encode(struct {
+		return enc.Encode(struct {
 			Type string
 			*alias
 		}{v.Type(), (*alias)(v)})
 	case *Task:
 		type alias Task
-		return encode(struct {
+		return enc.Encode(struct {
 			Type string
 			*alias
 		}{v.Type(), (*alias)(v)})
 	case *Choice:
 		type alias Choice
-		return encode(struct {
+		return enc.Encode(struct {
 			Type string
 			*alias
 		}{v.Type(), (*alias)(v)})
 	case *Parallel:
 		type alias Parallel
-		return encode(struct {
+		return enc.Encode(struct {
 			Type string
 			*alias
 		}{v.Type(), (*alias)(v)})
 	case *Map:
 		type alias Map
-		return encode(struct {
+		return enc.Encode(struct {
 			Type string
 			*alias
 		}{v.Type(), (*alias)(v)})
 	case *Wait:
 		type alias Wait
-		return encode(struct {
+		return enc.Encode(struct {
 			Type string
 			*alias
 		}{v.Type(), (*alias)(v)})
 	case *Succeed:
 		type alias Succeed
-		return encode(struct {
+		return enc.Encode(struct {
 			Type string
 			*alias
 		}{v.Type(), (*alias)(v)})
 	case *Fail:
 		type alias Fail
-		return encode(struct {
+		return enc.Encode(struct {
 			Type string
 			*alias
 		}{v.Type(), (*alias)(v)})
 	case nil:
-		return nil, errors.New("nil state")
+		return errors.New("nil state")
 	}
-	return nil, fmt.Errorf("unsupported state type %T", st)
+	return fmt.Errorf("unsupported state type %T", st)
 }
 
 // MarshalJSON writes the machine's fields in a fixed order. The states,
-// which are nearly all of a definition, are written once into the result
-// rather than handed back through encoding/json, which would check and
-// copy them again.
+// which are nearly all of a definition, are written straight into the
+// result rather than handed back through encoding/json, which would check
+// and copy them again.
 func (m *StateMachine) MarshalJSON() ([]byte, error) {
-	states, err := m.States.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, 0, len(states)+256)
-	b = append(b, '{')
+	var b bytes.Buffer
+	b.Grow(2048*m.States.Len() + 256)
+	b.WriteByte('{')
 	field := func(name string, v any) error {
 		e, err := encode(v)
 		if err != nil {
 			return err
 		}
-		b = append(b, '"')
-		b = append(b, name...)
-		b = append(b, '"', ':')
-		b = append(b, e...)
-		b = append(b, ',')
+		b.WriteByte('"')
+		b.WriteString(name)
+		b.WriteString(`":`)
+		b.Write(e)
+		b.WriteByte(',')
 		return nil
 	}
 	if m.Comment != "" {
@@ -443,9 +451,12 @@ func (m *StateMachine) MarshalJSON() ([]byte, error) {
 			return nil, err
 		}
 	}
-	b = append(b, `"States":`...)
-	b = append(b, states...)
-	return append(b, '}'), nil
+	b.WriteString(`"States":`)
+	if err := m.States.writeJSON(&b); err != nil {
+		return nil, err
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 // UnmarshalJSON reads a definition without validating it; see Parse.
