@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -294,4 +295,39 @@ func TestPlainPathCompiledOnUse(t *testing.T) {
 			t.Errorf("%q: err = %v, want it refused at its field", body, err)
 		}
 	}
+}
+
+// TestVarRefs: varRefs finds what the regexp \$([A-Za-z_][A-Za-z0-9_]*)
+// finds, on the shapes that decide a match: a name's first character
+// (letter, underscore, digit, another $), its last, and a $ at the end.
+func TestVarRefs(t *testing.T) {
+	re := regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)`)
+	for _, src := range []string{
+		"", "$", "$$", "$$a", "$a", "$_", "$9", "$a9_b.c", "$states.input", "x$y", "$a$b", "$a.$b",
+		"$é", "a $zZ_09 b $", "$A", "$Z", "$a[", "'$in' & $states", "$`q`",
+	} {
+		var want []string
+		for _, m := range re.FindAllStringSubmatch(src, -1) {
+			want = append(want, m[1])
+		}
+		got := slices.Collect(varRefs(src))
+		if !slices.Equal(got, want) {
+			t.Errorf("varRefs(%q) = %q, want %q", src, got, want)
+		}
+	}
+}
+
+// FuzzVarRefs checks varRefs against the regexp on any text.
+func FuzzVarRefs(f *testing.F) {
+	f.Add("$states.input.a & $x1 & $$y")
+	re := regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)`)
+	f.Fuzz(func(t *testing.T, src string) {
+		var want []string
+		for _, m := range re.FindAllStringSubmatch(src, -1) {
+			want = append(want, m[1])
+		}
+		if got := slices.Collect(varRefs(src)); !slices.Equal(got, want) {
+			t.Fatalf("varRefs(%q) = %q, want %q", src, got, want)
+		}
+	})
 }
