@@ -331,3 +331,47 @@ func FuzzVarRefs(f *testing.F) {
 		}
 	})
 }
+
+// TestExprCompiledAtFirstEvaluation: compiling an expression checks its
+// body (a bad one is refused then) and leaves the wrapped program to the
+// first evaluation, which compiles it once however many runs evaluate it
+// at the same time; a plain path is looked up and never compiled.
+func TestExprCompiledAtFirstEvaluation(t *testing.T) {
+	if _, err := compileExpr("$states.input.a +", "Output", nil); err == nil || !strings.Contains(err.Error(), "does not compile") {
+		t.Fatalf("a bad body compiled: %v", err)
+	}
+	e, err := compileExpr("$states.input.a * $n", "Output", map[string]bool{"n": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.code.prog != nil {
+		t.Fatal("the wrapped program was compiled with the definition")
+	}
+	env := &evalEnv{states: map[string]any{"input": map[string]any{"a": 2.0}}, vars: varMap{"n": 21.0}}
+	var wg sync.WaitGroup
+	results := make([]any, 8)
+	errs := make([]error, 8)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = e.eval(env)
+		}()
+	}
+	wg.Wait()
+	for i := range results {
+		if errs[i] != nil || results[i] != 42.0 {
+			t.Fatalf("evaluation %d: %v, %v", i, results[i], errs[i])
+		}
+	}
+	if e.code.prog == nil {
+		t.Fatal("no program after evaluating")
+	}
+	p, err := compileExpr("$states.input.a", "Output", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := p.eval(env); err != nil || v != 2.0 || p.code.prog != nil {
+		t.Fatalf("plain path: %v, %v, compiled %v", v, err, p.code.prog != nil)
+	}
+}
