@@ -72,37 +72,24 @@ func (s States) All() iter.Seq2[string, State] {
 
 // MarshalJSON writes the states as an object in order.
 func (s States) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.Grow(2048 * len(s.names))
-	if err := s.writeJSON(&b); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return s.appendJSON(make([]byte, 0, 2048*len(s.names)))
 }
 
-// writeJSON appends the states to b as MarshalJSON writes them. One
-// encoder writes every name and state into b: an encoder and a buffer per
-// state would grow and copy each state's text again.
-func (s States) writeJSON(b *bytes.Buffer) error {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	b.WriteByte('{')
+// appendJSON appends the states to b as MarshalJSON writes them.
+func (s States) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, '{')
 	for i, n := range s.names {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		if err := enc.Encode(n); err != nil {
-			return err
+		b = appendString(b, n)
+		b = append(b, ':')
+		var err error
+		if b, err = appendState(b, s.byName[n]); err != nil {
+			return nil, fmt.Errorf("state %q: %w", n, err)
 		}
-		b.Truncate(b.Len() - 1) // Encode's newline
-		b.WriteByte(':')
-		if err := encodeStateTo(enc, s.byName[n]); err != nil {
-			return fmt.Errorf("state %q: %w", n, err)
-		}
-		b.Truncate(b.Len() - 1)
 	}
-	b.WriteByte('}')
-	return nil
+	return append(b, '}'), nil
 }
 
 // UnmarshalJSON reads a States object, keeping the document's order. Errors
@@ -354,83 +341,23 @@ func encode(v any) ([]byte, error) {
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
-// encodeStateTo writes a state with enc, "Type" first and its other fields
-// in the order its struct declares them, and a newline after it. Nothing
-// is written when it fails.
-func encodeStateTo(enc *json.Encoder, st State) error {
-	switch v := st.(type) {
-	case *Pass:
-		type alias Pass
-		return enc.Encode(struct {
-			Type string
-			*alias
-		}{v.Type(), (*alias)(v)})
-	case *Task:
-		type alias Task
-		return enc.Encode(struct {
-			Type string
-			*alias
-		}{v.Type(), (*alias)(v)})
-	case *Choice:
-		type alias Choice
-		return enc.Encode(struct {
-			Type string
-			*alias
-		}{v.Type(), (*alias)(v)})
-	case *Parallel:
-		type alias Parallel
-		return enc.Encode(struct {
-			Type string
-			*alias
-		}{v.Type(), (*alias)(v)})
-	case *Map:
-		type alias Map
-		return enc.Encode(struct {
-			Type string
-			*alias
-		}{v.Type(), (*alias)(v)})
-	case *Wait:
-		type alias Wait
-		return enc.Encode(struct {
-			Type string
-			*alias
-		}{v.Type(), (*alias)(v)})
-	case *Succeed:
-		type alias Succeed
-		return enc.Encode(struct {
-			Type string
-			*alias
-		}{v.Type(), (*alias)(v)})
-	case *Fail:
-		type alias Fail
-		return enc.Encode(struct {
-			Type string
-			*alias
-		}{v.Type(), (*alias)(v)})
-	case nil:
-		return errors.New("nil state")
-	}
-	return fmt.Errorf("unsupported state type %T", st)
-}
-
 // MarshalJSON writes the machine's fields in a fixed order. The states,
 // which are nearly all of a definition, are written straight into the
 // result rather than handed back through encoding/json, which would check
 // and copy them again.
 func (m *StateMachine) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.Grow(2048*m.States.Len() + 256)
-	b.WriteByte('{')
+	b := make([]byte, 0, 2048*m.States.Len()+256)
+	b = append(b, '{')
 	field := func(name string, v any) error {
 		e, err := encode(v)
 		if err != nil {
 			return err
 		}
-		b.WriteByte('"')
-		b.WriteString(name)
-		b.WriteString(`":`)
-		b.Write(e)
-		b.WriteByte(',')
+		b = append(b, '"')
+		b = append(b, name...)
+		b = append(b, '"', ':')
+		b = append(b, e...)
+		b = append(b, ',')
 		return nil
 	}
 	if m.Comment != "" {
@@ -451,12 +378,12 @@ func (m *StateMachine) MarshalJSON() ([]byte, error) {
 			return nil, err
 		}
 	}
-	b.WriteString(`"States":`)
-	if err := m.States.writeJSON(&b); err != nil {
+	b = append(b, `"States":`...)
+	b, err := m.States.appendJSON(b)
+	if err != nil {
 		return nil, err
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}'), nil
 }
 
 // UnmarshalJSON reads a definition without validating it; see Parse.
