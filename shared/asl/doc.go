@@ -11,6 +11,11 @@
 //
 //	state "Notify": Next "Done" does not exist
 //
+// [Decode] reads a definition without the checks. Text written as Marshal
+// writes it is read by hand in one pass; anything else, and any text with
+// an error, is read by encoding/json, so both give the same values and
+// the same messages.
+//
 // [StateMachine.Check] returns every finding including warnings (a Choice
 // without Default that can fall through), [StateMachine.Validate] only the
 // errors, as an [ErrorList].

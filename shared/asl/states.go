@@ -72,27 +72,24 @@ func (s States) All() iter.Seq2[string, State] {
 
 // MarshalJSON writes the states as an object in order.
 func (s States) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.Grow(2048 * len(s.names))
-	b.WriteByte('{')
+	return s.appendJSON(make([]byte, 0, 2048*len(s.names)))
+}
+
+// appendJSON appends the states to b as MarshalJSON writes them.
+func (s States) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, '{')
 	for i, n := range s.names {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		k, err := encode(n)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		v, err := encodeState(s.byName[n])
-		if err != nil {
+		b = appendString(b, n)
+		b = append(b, ':')
+		var err error
+		if b, err = appendState(b, s.byName[n]); err != nil {
 			return nil, fmt.Errorf("state %q: %w", n, err)
 		}
-		b.Write(v)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}'), nil
 }
 
 // UnmarshalJSON reads a States object, keeping the document's order. Errors
@@ -344,74 +341,12 @@ func encode(v any) ([]byte, error) {
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
-// encodeState writes a state with "Type" first and its other fields in the
-// order its struct declares them.
-func encodeState(st State) ([]byte, error) {
-	switch v := st.(type) {
-	case *Pass:
-		type alias Pass
-		return encode(struct {
-			Type string
-			*alias
-		}{v.Type(), (*alias)(v)})
-	case *Task:
-		type alias Task
-		return encode(struct {
-			Type string
-			*alias
-		}{v.Type(), (*alias)(v)})
-	case *Choice:
-		type alias Choice
-		return encode(struct {
-			Type string
-			*alias
-		}{v.Type(), (*alias)(v)})
-	case *Parallel:
-		type alias Parallel
-		return encode(struct {
-			Type string
-			*alias
-		}{v.Type(), (*alias)(v)})
-	case *Map:
-		type alias Map
-		return encode(struct {
-			Type string
-			*alias
-		}{v.Type(), (*alias)(v)})
-	case *Wait:
-		type alias Wait
-		return encode(struct {
-			Type string
-			*alias
-		}{v.Type(), (*alias)(v)})
-	case *Succeed:
-		type alias Succeed
-		return encode(struct {
-			Type string
-			*alias
-		}{v.Type(), (*alias)(v)})
-	case *Fail:
-		type alias Fail
-		return encode(struct {
-			Type string
-			*alias
-		}{v.Type(), (*alias)(v)})
-	case nil:
-		return nil, errors.New("nil state")
-	}
-	return nil, fmt.Errorf("unsupported state type %T", st)
-}
-
 // MarshalJSON writes the machine's fields in a fixed order. The states,
-// which are nearly all of a definition, are written once into the result
-// rather than handed back through encoding/json, which would check and
-// copy them again.
+// which are nearly all of a definition, are written straight into the
+// result rather than handed back through encoding/json, which would check
+// and copy them again.
 func (m *StateMachine) MarshalJSON() ([]byte, error) {
-	states, err := m.States.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, 0, len(states)+256)
+	b := make([]byte, 0, 2048*m.States.Len()+256)
 	b = append(b, '{')
 	field := func(name string, v any) error {
 		e, err := encode(v)
@@ -444,7 +379,10 @@ func (m *StateMachine) MarshalJSON() ([]byte, error) {
 		}
 	}
 	b = append(b, `"States":`...)
-	b = append(b, states...)
+	b, err := m.States.appendJSON(b)
+	if err != nil {
+		return nil, err
+	}
 	return append(b, '}'), nil
 }
 
@@ -482,11 +420,60 @@ func Marshal(m *StateMachine) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("marshal state machine: %w", err)
 	}
-	var b bytes.Buffer
-	if err := json.Indent(&b, compact, "", "  "); err != nil {
-		return nil, fmt.Errorf("marshal state machine: %w", err)
+	return indent(compact), nil
+}
+
+// indent returns compact JSON, as encoding/json writes it (no whitespace
+// outside strings), indented as json.Indent(dst, compact, "", "  ")
+// indents it: a newline and two spaces per level before each member and
+// element and before a non-empty object's or array's end, ": " between a
+// key and its value, empty objects and arrays as {} and []. It reads the
+// text once, copying strings and numbers whole, where json.Indent runs
+// its validating scanner over every byte.
+func indent(compact []byte) []byte {
+	out := make([]byte, 0, len(compact)+len(compact)/2)
+	depth := 0
+	newline := func(depth int) {
+		out = append(out, '\n')
+		for range depth {
+			out = append(out, ' ', ' ')
+		}
 	}
-	return b.Bytes(), nil
+	for i := 0; i < len(compact); i++ {
+		switch c := compact[i]; c {
+		case '"':
+			j := i + 1
+			for j < len(compact) && compact[j] != '"' {
+				if compact[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			out = append(out, compact[i:min(j+1, len(compact))]...)
+			i = j
+		case '{', '[':
+			if i+1 < len(compact) && (compact[i+1] == '}' || compact[i+1] == ']') {
+				out = append(out, c, compact[i+1])
+				i++
+				continue
+			}
+			out = append(out, c)
+			depth++
+			newline(depth)
+		case '}', ']':
+			depth--
+			newline(depth)
+			out = append(out, c)
+		case ',':
+			out = append(out, c)
+			newline(depth)
+		case ':':
+			out = append(out, ':', ' ')
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Parse decodes and validates a definition. The error is an ErrorList when
@@ -502,11 +489,21 @@ func Parse(data []byte) (*StateMachine, error) {
 	return m, nil
 }
 
-// Decode reads a definition without validating it: json.Unmarshal into a
-// StateMachine, less the pass over the whole text that json.Unmarshal
-// makes before decoding (the decoder checks what it reads). Errors name
-// the state they are about.
+// Decode reads a definition without validating it, as json.Unmarshal
+// into a StateMachine does. A definition written as Marshal writes one is
+// read in one pass by hand (fastDecode); any other text, and every text
+// with an error, is read by UnmarshalJSON, less the pass over the whole
+// text that json.Unmarshal makes before decoding (the decoder checks what
+// it reads). Errors name the state they are about.
 func Decode(data []byte) (*StateMachine, error) {
+	if m, err := fastDecode(data); err == nil {
+		return m, nil
+	}
+	return slowDecode(data)
+}
+
+// slowDecode is Decode by encoding/json alone.
+func slowDecode(data []byte) (*StateMachine, error) {
 	var m StateMachine
 	if err := m.UnmarshalJSON(data); err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"iter"
 	"math"
 	"regexp"
 	"slices"
@@ -84,9 +85,34 @@ type exprKey struct{ body, names string }
 var evalMu sync.Mutex
 
 var (
-	varRef     = regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)`)
 	simplePath = regexp.MustCompile(`^\s*\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*$`)
 )
+
+// varRefs yields the name of every variable reference in src, in order:
+// each "$" followed by a letter or "_" and then letters, digits and "_",
+// as many as follow (the matches of \$([A-Za-z_][A-Za-z0-9_]*), scanned
+// without the regexp engine).
+func varRefs(src string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for i := 0; i < len(src); i++ {
+			if src[i] != '$' || i+1 >= len(src) || !isNameStart(src[i+1]) {
+				continue
+			}
+			j := i + 2
+			for j < len(src) && (isNameStart(src[j]) || '0' <= src[j] && src[j] <= '9') {
+				j++
+			}
+			if !yield(src[i+1 : j]) {
+				return
+			}
+			i = j - 1
+		}
+	}
+}
+
+func isNameStart(c byte) bool {
+	return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
 
 // compileExpr compiles the body of a JSONata string. visible lists the
 // variables the state's scope can reference.
@@ -98,13 +124,10 @@ func compileExpr(body, field string, visible map[string]bool) (*expr, error) {
 // expression with the same body and bound names.
 func (c exprCache) compile(body, field string, visible map[string]bool) (*expr, error) {
 	var names []string
-	seen := map[string]bool{}
-	for _, m := range varRef.FindAllStringSubmatch(body, -1) {
-		n := m[1]
-		if seen[n] || (n != "states" && !visible[n]) {
+	for n := range varRefs(body) {
+		if slices.Contains(names, n) || (n != "states" && !visible[n]) {
 			continue
 		}
-		seen[n] = true
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -152,9 +175,11 @@ func newExprCode(body string, names []string) (*exprCode, error) {
 		code.path = append([]string{m[1]}, strings.Split(m[2], ".")[1:]...)
 		return code, nil
 	}
-	if _, err := code.program(); err != nil {
-		return nil, err
-	}
+	// The wrapped program is compiled at the first evaluation (program):
+	// a definition's compile has checked the body, which the wrapper only
+	// puts in parentheses after the bindings, and most states a
+	// definition holds (catchers, failure paths, a rerun's Choice) are
+	// never entered by a run.
 	return code, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -293,5 +294,84 @@ func TestPlainPathCompiledOnUse(t *testing.T) {
 		if _, err := (exprCache{}).compile(body, "Output", nil); err == nil || !strings.Contains(err.Error(), "Output: JSONata expression") {
 			t.Errorf("%q: err = %v, want it refused at its field", body, err)
 		}
+	}
+}
+
+// TestVarRefs: varRefs finds what the regexp \$([A-Za-z_][A-Za-z0-9_]*)
+// finds, on the shapes that decide a match: a name's first character
+// (letter, underscore, digit, another $), its last, and a $ at the end.
+func TestVarRefs(t *testing.T) {
+	re := regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)`)
+	for _, src := range []string{
+		"", "$", "$$", "$$a", "$a", "$_", "$9", "$a9_b.c", "$states.input", "x$y", "$a$b", "$a.$b",
+		"$é", "a $zZ_09 b $", "$A", "$Z", "$a[", "'$in' & $states", "$`q`",
+	} {
+		var want []string
+		for _, m := range re.FindAllStringSubmatch(src, -1) {
+			want = append(want, m[1])
+		}
+		got := slices.Collect(varRefs(src))
+		if !slices.Equal(got, want) {
+			t.Errorf("varRefs(%q) = %q, want %q", src, got, want)
+		}
+	}
+}
+
+// FuzzVarRefs checks varRefs against the regexp on any text.
+func FuzzVarRefs(f *testing.F) {
+	f.Add("$states.input.a & $x1 & $$y")
+	re := regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)`)
+	f.Fuzz(func(t *testing.T, src string) {
+		var want []string
+		for _, m := range re.FindAllStringSubmatch(src, -1) {
+			want = append(want, m[1])
+		}
+		if got := slices.Collect(varRefs(src)); !slices.Equal(got, want) {
+			t.Fatalf("varRefs(%q) = %q, want %q", src, got, want)
+		}
+	})
+}
+
+// TestExprCompiledAtFirstEvaluation: compiling an expression checks its
+// body (a bad one is refused then) and leaves the wrapped program to the
+// first evaluation, which compiles it once however many runs evaluate it
+// at the same time; a plain path is looked up and never compiled.
+func TestExprCompiledAtFirstEvaluation(t *testing.T) {
+	if _, err := compileExpr("$states.input.a +", "Output", nil); err == nil || !strings.Contains(err.Error(), "does not compile") {
+		t.Fatalf("a bad body compiled: %v", err)
+	}
+	e, err := compileExpr("$states.input.a * $n", "Output", map[string]bool{"n": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.code.prog != nil {
+		t.Fatal("the wrapped program was compiled with the definition")
+	}
+	env := &evalEnv{states: map[string]any{"input": map[string]any{"a": 2.0}}, vars: varMap{"n": 21.0}}
+	var wg sync.WaitGroup
+	results := make([]any, 8)
+	errs := make([]error, 8)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = e.eval(env)
+		}()
+	}
+	wg.Wait()
+	for i := range results {
+		if errs[i] != nil || results[i] != 42.0 {
+			t.Fatalf("evaluation %d: %v, %v", i, results[i], errs[i])
+		}
+	}
+	if e.code.prog == nil {
+		t.Fatal("no program after evaluating")
+	}
+	p, err := compileExpr("$states.input.a", "Output", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := p.eval(env); err != nil || v != 2.0 || p.code.prog != nil {
+		t.Fatalf("plain path: %v, %v, compiled %v", v, err, p.code.prog != nil)
 	}
 }

@@ -3,8 +3,11 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/shared/asl"
 )
 
@@ -64,4 +67,38 @@ func BenchmarkProgram(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/300, "µs/state")
+}
+
+// BenchmarkProgramPipeline compiles, for the engine, the definition of a
+// 100-step scripted pipeline (the one stepline run's figures use), as
+// decoded from its cached text: what a new process does before its run
+// starts.
+func BenchmarkProgramPipeline(b *testing.B) {
+	var p strings.Builder
+	p.WriteString("name: bench\nsteps:\n  - {name: s0, executor: scripted, prompt_template: start}\n")
+	for i := 1; i < 100; i++ {
+		fmt.Fprintf(&p, "  - {name: s%d, executor: scripted, prompt_template: '{{ steps.s%d.summary }}'}\n", i, i-1)
+	}
+	f, ds := compiler.Load("bench.yaml", []byte(p.String()))
+	if ds.HasErrors() {
+		b.Fatal(ds)
+	}
+	sm, ds := compiler.LowerOptions(f, compiler.Options{MaxDefinitionBytes: 64 << 20})
+	if sm == nil {
+		b.Fatal(ds)
+	}
+	raw, err := asl.Marshal(sm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	def, err := asl.Decode(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := compile(def, 64<<20); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(def.States.Len()), "µs/state")
 }
