@@ -149,11 +149,12 @@ func runPipeline(ctx context.Context, e env, path string, sf stateFlags, f runFl
 	}
 	var opts []local.RunOption
 	if f.responses != "" {
-		if _, err := executor.LoadResponses(f.responses); err != nil {
+		replies, err := executor.LoadResponses(f.responses)
+		if err != nil {
 			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 			return exitFailed
 		}
-		opts = append(opts, local.WithResponses(f.responses))
+		opts = append(opts, local.WithReadResponses(f.responses, replies))
 	}
 	var prog *progress
 	if !f.json {

@@ -184,11 +184,12 @@ func runOptions(e env, path string) ([]local.RunOption, bool) {
 	if path == "" {
 		return nil, true
 	}
-	if _, err := executor.LoadResponses(path); err != nil {
+	replies, err := executor.LoadResponses(path)
+	if err != nil {
 		fmt.Fprintf(e.stderr, "stepline: %v\n", err)
 		return nil, false
 	}
-	return []local.RunOption{local.WithResponses(path)}, true
+	return []local.RunOption{local.WithReadResponses(path, replies)}, true
 }
 
 // driveError prints why a run could not be driven on, with the way out

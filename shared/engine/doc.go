@@ -27,7 +27,8 @@
 //
 // # Design
 //
-// A definition is validated and every JSONata string compiled once
+// A definition is validated and every JSONata body checked once, each
+// expression's program compiled at its first evaluation
 // ([asl.StateMachine] pointers are cached); the definition is never
 // mutated. Expressions that are plain paths ($name.field.field, most of
 // what the compiler emits) are looked up without JSONata. Per-run state is

@@ -19,7 +19,8 @@ type RunOption func(*runOptions)
 
 type runOptions struct {
 	responses string
-	input     json.RawMessage // Start: the whole state machine input (a rerun's)
+	replies   *executor.Responses // responses, read already (WithReadResponses)
+	input     json.RawMessage     // Start: the whole state machine input (a rerun's)
 }
 
 func options(opts []RunOption) runOptions {
@@ -39,7 +40,16 @@ func options(opts []RunOption) runOptions {
 // Resume or Decide, path replaces the file recorded (the replies used stay
 // used): for a run whose file moved, or a live run to go on offline.
 func WithResponses(path string) RunOption {
-	return func(o *runOptions) { o.responses = path }
+	return func(o *runOptions) { o.responses, o.replies = path, nil }
+}
+
+// WithReadResponses is WithResponses for a file its caller has read
+// already (to check it before anything else): replies is what
+// executor.LoadResponses returned for path, and the run answers from it
+// rather than reading the file again. The run takes replies as its own:
+// give each run its own.
+func WithReadResponses(path string, replies *executor.Responses) RunOption {
+	return func(o *runOptions) { o.responses, o.replies = path, replies }
 }
 
 // RepliesError is returned for a scripted run whose responses file cannot
@@ -90,14 +100,15 @@ func (s *session) save(ctx context.Context, r *Runner) {
 
 // script records path as the responses file of runID, keeping the counts
 // of the replies the run used, and makes it the run's session.
-func (r *Runner) script(ctx context.Context, runID, path string) (*session, error) {
+func (r *Runner) script(ctx context.Context, runID, path string, replies *executor.Responses) (*session, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: responses: %w", runID, err)
 	}
-	replies, err := executor.LoadResponses(abs)
-	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", runID, err)
+	if replies == nil {
+		if replies, err = executor.LoadResponses(abs); err != nil {
+			return nil, fmt.Errorf("run %s: %w", runID, err)
+		}
 	}
 	var used map[string]int
 	switch prev, err := r.Store.GetReplies(ctx, runID); {
@@ -216,7 +227,7 @@ func (r *Runner) Responses(ctx context.Context, runID string) (*executor.Respons
 // of its own making).
 func (r *Runner) prepare(ctx context.Context, runID string, o runOptions, topLevel bool) error {
 	if o.responses != "" {
-		_, err := r.script(ctx, runID, o.responses)
+		_, err := r.script(ctx, runID, o.responses, o.replies)
 		return err
 	}
 	if topLevel {
