@@ -38,9 +38,11 @@ import (
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/steprun"
+	"github.com/stepline/stepline/shared/task"
 )
 
 func main() {
+	go boot.Prepare[task.Request, task.Response]()
 	f := boot.Start("approval")
 	secrets, sm := f.Secrets()
 	// The signing key is read while the rest of the start goes on; the

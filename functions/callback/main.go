@@ -43,6 +43,7 @@ import (
 )
 
 func main() {
+	go boot.Prepare[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse]()
 	f := boot.Start("callback")
 	secrets, sm := f.Secrets()
 	// The signing key is read while the rest of the start goes on; the

@@ -82,6 +82,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/stepline/stepline/functions/internal/boot"
 	"github.com/stepline/stepline/functions/internal/states"
 	"github.com/stepline/stepline/shared/awsenv"
@@ -93,6 +95,7 @@ import (
 )
 
 func main() {
+	go boot.Prepare[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse]()
 	f := boot.Start("ingest")
 	st := f.Store()
 	names, err := awsenv.StateMachinesFromEnv(os.Environ())

@@ -3,6 +3,7 @@ package boot
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -149,4 +150,20 @@ func TestRead(t *testing.T) {
 	if _, err := slow.Wait(); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("slow read: %v; want the deadline exceeded", err)
 	}
+}
+
+// refuses is an event type whose decoding fails, as a strict type may
+// refuse an empty object.
+type refuses struct{}
+
+func (*refuses) UnmarshalJSON([]byte) error { return errors.New("refused") }
+
+// TestPrepare pins that Prepare takes any event and answer types without
+// failing the start: structs, maps, raw JSON, pointers, a type that
+// refuses {} and one that cannot be encoded.
+func TestPrepare(t *testing.T) {
+	Prepare[struct{ A []struct{ B string } }, map[string]any]()
+	Prepare[json.RawMessage, *struct{ C int }]()
+	Prepare[refuses, chan int]()
+	Prepare[any, any]()
 }
