@@ -77,12 +77,10 @@ import (
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/pricing"
 	"github.com/stepline/stepline/shared/steprun"
-	"github.com/stepline/stepline/shared/task"
 	"github.com/stepline/stepline/shared/telemetry"
 )
 
 func main() {
-	go boot.Prepare[task.Request, task.Response]()
 	f := boot.Start("step")
 	st := f.Store()
 	secrets, _ := f.Secrets()
