@@ -38,20 +38,22 @@ import (
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/steprun"
+	"github.com/stepline/stepline/shared/task"
 )
 
 func main() {
+	go boot.Prepare[task.Request, task.Response]()
 	f := boot.Start("approval")
+	secrets, sm := f.Secrets()
+	// The signing key is read while the rest of the start goes on; the
+	// start waits for it before the function takes work.
+	keyARN := os.Getenv("APPROVAL_KEY_SECRET_ARN")
+	key := boot.Read(func(ctx context.Context) ([]byte, error) { return approval.LoadKey(ctx, sm, keyARN) })
 	st := f.Store()
 	baseURL := os.Getenv("API_BASE_URL")
 	if baseURL == "" {
 		f.Fail("API_BASE_URL is not set")
 	}
-	secrets, sm := f.Secrets()
-	ctx, cancel := context.WithTimeout(context.Background(), boot.SecretTimeout)
-	key, err := approval.LoadKey(ctx, sm, os.Getenv("APPROVAL_KEY_SECRET_ARN"))
-	cancel()
-	f.Check(err, "APPROVAL_KEY_SECRET_ARN")
 	sns, err := notify.NewSNS(f.AWS)
 	f.Check(err, "sns")
 	client := &http.Client{}
@@ -64,7 +66,8 @@ func main() {
 	}
 	routes, err := approval.ParseRoutes(os.Getenv("HUMAN_APPROVAL"))
 	f.Check(err, "HUMAN_APPROVAL")
-	links := &approval.Service{Signer: &approval.Signer{Key: key}}
+	signer := &approval.Signer{} // its key is set once read, below
+	links := &approval.Service{Signer: signer}
 	var chat *approval.Router
 	if !routes.Empty() {
 		chat = &approval.Router{Routes: routes, Service: links, BaseURL: baseURL, Secrets: secrets, Runs: st,
@@ -83,5 +86,7 @@ func main() {
 		Secrets: secrets,
 		Logger:  f.Log,
 	}
+	signer.Key, err = key.Wait()
+	f.Check(err, "APPROVAL_KEY_SECRET_ARN")
 	boot.Serve(f, approvalTasks(h.Lambda()))
 }

@@ -43,20 +43,22 @@ import (
 )
 
 func main() {
+	go boot.Prepare[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse]()
 	f := boot.Start("callback")
-	st := f.Store()
 	secrets, sm := f.Secrets()
+	// The signing key is read while the rest of the start goes on; the
+	// start waits for it before the function takes work.
+	keyARN := os.Getenv("APPROVAL_KEY_SECRET_ARN")
+	key := boot.Read(func(ctx context.Context) ([]byte, error) { return approval.LoadKey(ctx, sm, keyARN) })
+	st := f.Store()
 	routesCfg, err := approval.ParseRoutes(os.Getenv("HUMAN_APPROVAL"))
 	f.Check(err, "HUMAN_APPROVAL")
-	ctx, cancel := context.WithTimeout(context.Background(), boot.SecretTimeout)
-	key, err := approval.LoadKey(ctx, sm, os.Getenv("APPROVAL_KEY_SECRET_ARN"))
-	cancel()
-	f.Check(err, "APPROVAL_KEY_SECRET_ARN")
 	sfn, err := states.New(f.AWS)
 	f.Check(err, "step functions")
+	signer := &approval.Signer{} // its key is set once read, below
 	svc := &approval.Service{
 		Store:    st,
-		Signer:   &approval.Signer{Key: key},
+		Signer:   signer,
 		Complete: tasktoken.Resume(sfn),
 		Feedback: st,
 		Logger:   f.Log,
@@ -67,6 +69,8 @@ func main() {
 		BaseURL: os.Getenv("API_BASE_URL"), Logger: f.Log,
 	}
 	h := routes(svc, chat)
+	signer.Key, err = key.Wait()
+	f.Check(err, "APPROVAL_KEY_SECRET_ARN")
 	boot.Serve(f, func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return apigw.Serve(ctx, h, ev, maxRequestBody), nil
 	})

@@ -236,6 +236,44 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 	if out := e.Output(); strings.Contains(out, taskToken) || strings.Contains(out, expiredToken) || strings.Contains(out, rieKey) {
 		t.Errorf("a task token or the key appears in the function's logs:\n%s", out)
 	}
+
+	// The key is read while the start goes on, and waited for before the
+	// function takes work: without it the start fails, and no request is
+	// answered (nor a run resumed) by a function that cannot check links.
+	t.Run("missing key fails the start", func(t *testing.T) {
+		e := rietest.Start(t, bin,
+			"TABLE_NAME="+table,
+			"AWS_ENDPOINT_URL_DYNAMODB="+endpoint,
+			"AWS_ENDPOINT_URL_SECRETS_MANAGER="+sm.URL,
+			"AWS_ENDPOINT_URL_SFN="+sf.srv.URL,
+			"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+			"APPROVAL_KEY_SECRET_ARN="+keyARN+"-other",
+		)
+		// The emulator answers an invocation whose runtime exited during
+		// init with an empty body (Lambda: Runtime.ExitError).
+		b, err := json.Marshal(post)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := e.Invoke(t, b)
+		var resp events.APIGatewayV2HTTPResponse
+		if json.Unmarshal(res.Body, &resp) == nil && resp.StatusCode != 0 {
+			t.Fatalf("invocation answered %s without a signing key", res.Body)
+		}
+		if got := sf.sent(); len(got) != len(calls) {
+			t.Errorf("%d Step Functions calls, want %d", len(got), len(calls))
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(e.Output(), "ResourceNotFoundException") {
+			if time.Now().After(deadline) {
+				t.Fatalf("no log line names the missing secret:\n%s", e.Output())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if out := e.Output(); !strings.Contains(out, `"msg":"APPROVAL_KEY_SECRET_ARN"`) {
+			t.Errorf("the failed start does not say which setting:\n%s", out)
+		}
+	})
 }
 
 // BenchmarkColdStart compares the callback bootstrap's cold start with a

@@ -87,9 +87,9 @@ func TestPipelineSet(t *testing.T) {
 	})
 }
 
-// TestFromBundles pins the Watcher's Build: the first set compiles on
-// first need (files that do not compile are an error then, not at
-// start); a later set compiles before it replaces the one in use, and
+// TestFromBundles pins the Watcher's Build: the first set is written and
+// compiles on first need (files that do not compile are an error then,
+// not at start); a later set compiles before it replaces the one in use, and
 // one that does not compile is refused, the files in use kept.
 func TestFromBundles(t *testing.T) {
 	tmp := t.TempDir()
@@ -126,10 +126,38 @@ func TestFromBundles(t *testing.T) {
 	}
 	e := &environment{names: testNames, runs: newEnv(t).store, sfn: &fakeStarts{}, tokens: intake.Tokens{"": testToken}, log: slog.New(slog.DiscardHandler)}
 
+	// A first set that a later one replaced before it was needed is
+	// never written, nor compiled.
+	t.Run("replaced before it was needed", func(t *testing.T) {
+		build := e.fromBundles(nil)
+		first, err := build(bundle(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(dirs()); n != 0 {
+			t.Fatalf("%d directories before the first set is needed, want 0", n)
+		}
+		if _, err := build(bundle(t)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := first.handler(); err == nil || !strings.Contains(err.Error(), "replaced") {
+			t.Errorf("the replaced first set's handler: %v, want it refused as replaced", err)
+		}
+		if n := len(dirs()); n != 1 {
+			t.Errorf("%d directories, want 1 (the later set's)", n)
+		}
+		for _, d := range dirs() {
+			os.RemoveAll(filepath.Join(tmp, d))
+		}
+	})
+
 	build := e.fromBundles(nil)
 	first, err := build(bad)
 	if err != nil {
 		t.Fatalf("the first set is refused before it is needed: %v", err)
+	}
+	if n := len(dirs()); n != 0 {
+		t.Fatalf("%d directories before the first set is needed, want 0: its files are written on first need", n)
 	}
 	if _, err := first.handler(); err == nil || !strings.Contains(err.Error(), "40-broken.yaml") {
 		t.Fatalf("the first set's handler: %v, want the broken file's error", err)

@@ -23,6 +23,10 @@ func TestBootstrapDependencies(t *testing.T) {
 		mcpSDK   = "github.com/modelcontextprotocol/go-sdk/mcp"
 		gob      = "encoding/gob"
 		executor = "github.com/stepline/stepline/shared/executor"
+		// The agent runtime and the YAML parser: the pipeline model links
+		// only package shared/agent/spec, the data an agent step carries.
+		agent = "github.com/stepline/stepline/shared/agent"
+		yaml  = "go.yaml.in/yaml/v3"
 	)
 	for _, tc := range []struct {
 		function string
@@ -32,8 +36,8 @@ func TestBootstrapDependencies(t *testing.T) {
 		{"step", []string{sfnSDK}},
 		{"approval", []string{executor, mcpSDK, gob, sfnSDK}},
 		// The callback resumes runs through functions/internal/states.
-		{"callback", []string{executor, mcpSDK, gob, sfnSDK}},
-		{"recorder", []string{executor, mcpSDK, gob, sfnSDK}},
+		{"callback", []string{executor, mcpSDK, gob, sfnSDK, agent, yaml}},
+		{"recorder", []string{executor, mcpSDK, gob, sfnSDK, agent, yaml}},
 		// Compiling pipelines checks executor configs (package
 		// shared/executor/settings), not the executors.
 		{"ingest", []string{executor, mcpSDK, gob, sfnSDK}},

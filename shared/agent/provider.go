@@ -86,26 +86,3 @@ func TemperatureMax(api string) float64 {
 	}
 	return 1
 }
-
-// Grants reports whether the profile's tools grant tool of server: the
-// server is listed alone, or with a glob that matches the tool.
-func (p Profile) Grants(server, tool string) bool {
-	for _, g := range p.Tools {
-		if g.Server != server {
-			continue
-		}
-		if len(g.Tools) == 0 {
-			return true
-		}
-		for _, glob := range g.Tools {
-			if MatchGlob(glob, tool) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// IsStdio reports whether the server runs as a local process (command),
-// which only local runs can start.
-func (s Server) IsStdio() bool { return s.Command != "" }

@@ -1,6 +1,6 @@
 package pipeline
 
-import "github.com/stepline/stepline/shared/agent"
+import "github.com/stepline/stepline/shared/agent/spec"
 
 // Node is an entry of a pipeline's steps: a *Step, a *Parallel or a *FanOut.
 type Node interface {
@@ -35,7 +35,7 @@ type Step struct {
 	LoopUntil      *LoopUntil `json:"loop_until,omitempty"`
 	// Agent is the agent the step runs (executor_config.agent), resolved
 	// by the compiler from the project; nil for a single model call.
-	Agent *agent.Resolved `json:"agent,omitempty"`
+	Agent *spec.Resolved `json:"agent,omitempty"`
 	// Grounding asks a judge agent whether the step's answer is borne
 	// out by its tool trace (signal G); nil: no judge.
 	Grounding *Grounding `json:"grounding,omitempty"`
@@ -78,7 +78,7 @@ type Grounding struct {
 	// MaxTraceChars cuts each trace event the judge reads.
 	MaxTraceChars int `json:"max_trace_chars,omitempty"`
 	// Judge is the judge agent resolved by the compiler from the project.
-	Judge *agent.Resolved `json:"judge,omitempty"`
+	Judge *spec.Resolved `json:"judge,omitempty"`
 }
 
 // Check kinds.
@@ -205,16 +205,16 @@ type Parallel struct {
 
 // Branch is one step of a parallel group.
 type Branch struct {
-	Pos            Pos             `json:"-"`
-	Fields         Fields          `json:"-"`
-	Name           string          `json:"name,omitempty"`
-	Executor       string          `json:"executor,omitempty"`
-	ExecutorConfig map[string]any  `json:"executor_config,omitempty"`
-	PromptTemplate string          `json:"prompt_template,omitempty"`
-	TimeoutSeconds int             `json:"timeout_seconds,omitempty"`
-	Weight         float64         `json:"weight,omitempty"`
-	Verifier       *Verifier       `json:"verifier,omitempty"`
-	Agent          *agent.Resolved `json:"agent,omitempty"` // as Step.Agent
+	Pos            Pos            `json:"-"`
+	Fields         Fields         `json:"-"`
+	Name           string         `json:"name,omitempty"`
+	Executor       string         `json:"executor,omitempty"`
+	ExecutorConfig map[string]any `json:"executor_config,omitempty"`
+	PromptTemplate string         `json:"prompt_template,omitempty"`
+	TimeoutSeconds int            `json:"timeout_seconds,omitempty"`
+	Weight         float64        `json:"weight,omitempty"`
+	Verifier       *Verifier      `json:"verifier,omitempty"`
+	Agent          *spec.Resolved `json:"agent,omitempty"` // as Step.Agent
 }
 
 // FanOut runs one branch per item of a list and joins their confidences.
@@ -230,11 +230,11 @@ type FanOut struct {
 	TimeoutSeconds int            `json:"timeout_seconds,omitempty"`
 	Join           Join           `json:"join,omitempty"`
 	Gate
-	MaxItems int             `json:"max_items,omitempty"`
-	OnEmpty  string          `json:"on_empty,omitempty"` // complete | skip | abort
-	When     string          `json:"when,omitempty"`
-	Verifier *Verifier       `json:"verifier,omitempty"`
-	Agent    *agent.Resolved `json:"agent,omitempty"` // as Step.Agent; every item runs it
+	MaxItems int            `json:"max_items,omitempty"`
+	OnEmpty  string         `json:"on_empty,omitempty"` // complete | skip | abort
+	When     string         `json:"when,omitempty"`
+	Verifier *Verifier      `json:"verifier,omitempty"`
+	Agent    *spec.Resolved `json:"agent,omitempty"` // as Step.Agent; every item runs it
 }
 
 // Fan-out on_empty values.

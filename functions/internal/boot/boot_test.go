@@ -3,9 +3,12 @@ package boot
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 type exited int
@@ -118,4 +121,49 @@ func TestTracing(t *testing.T) {
 		t.Fatal("tracing off with OTEL_EXPORTER_OTLP_ENDPOINT set")
 	}
 	_ = f.Tracing.Shutdown(context.Background())
+}
+
+// TestRead pins that Read hands back what the read returned, value or
+// error, to every Wait, and that the read's context is bounded.
+func TestRead(t *testing.T) {
+	p := Read(func(ctx context.Context) (string, error) {
+		deadline, ok := ctx.Deadline()
+		if !ok || time.Until(deadline) > SecretTimeout {
+			return "", errors.New("the read's context is not bounded by SecretTimeout")
+		}
+		return "key", nil
+	})
+	for range 2 {
+		if v, err := p.Wait(); v != "key" || err != nil {
+			t.Fatalf("Wait() = %q, %v; want key, nil", v, err)
+		}
+	}
+	failed := errors.New("no such secret")
+	if v, err := Read(func(context.Context) ([]byte, error) { return nil, failed }).Wait(); v != nil || !errors.Is(err, failed) {
+		t.Errorf("Wait() = %q, %v; want nil, %v", v, err, failed)
+	}
+	// A read that outlives its bound sees its context end.
+	slow := readWithin(time.Millisecond, func(ctx context.Context) (int, error) {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	})
+	if _, err := slow.Wait(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("slow read: %v; want the deadline exceeded", err)
+	}
+}
+
+// refuses is an event type whose decoding fails, as a strict type may
+// refuse an empty object.
+type refuses struct{}
+
+func (*refuses) UnmarshalJSON([]byte) error { return errors.New("refused") }
+
+// TestPrepare pins that Prepare takes any event and answer types without
+// failing the start: structs, maps, raw JSON, pointers, a type that
+// refuses {} and one that cannot be encoded.
+func TestPrepare(t *testing.T) {
+	Prepare[struct{ A []struct{ B string } }, map[string]any]()
+	Prepare[json.RawMessage, *struct{ C int }]()
+	Prepare[refuses, chan int]()
+	Prepare[any, any]()
 }
