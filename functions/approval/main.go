@@ -31,6 +31,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 
@@ -42,7 +43,7 @@ import (
 )
 
 func main() {
-	go boot.Prepare[task.Request, task.Response]()
+	go boot.Prepare[json.RawMessage, task.Response]() // the Task itself is decoded by hand (task.Decoding)
 	f := boot.Start("approval")
 	secrets, sm := f.Secrets()
 	// The signing key is read while the rest of the start goes on; the
@@ -88,5 +89,5 @@ func main() {
 	}
 	signer.Key, err = key.Wait()
 	f.Check(err, "APPROVAL_KEY_SECRET_ARN")
-	boot.Serve(f, approvalTasks(h.Lambda()))
+	boot.Serve(f, task.Decoding(approvalTasks(h.Lambda())))
 }

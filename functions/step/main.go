@@ -77,6 +77,7 @@ import (
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/pricing"
 	"github.com/stepline/stepline/shared/steprun"
+	"github.com/stepline/stepline/shared/task"
 	"github.com/stepline/stepline/shared/telemetry"
 )
 
@@ -116,7 +117,7 @@ func main() {
 		// The MCP sessions of agent steps close when the container stops.
 		opts = append(opts, lambda.WithEnableSIGTERM(func() { _ = registry.Close() }))
 	}
-	boot.Serve(f, h.Lambda(), opts...)
+	boot.Serve(f, task.Decoding(h.Lambda()), opts...)
 }
 
 // xrayTraceParent is the invocation's X-Ray trace (the runtime puts its

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -130,4 +131,25 @@ func benchDecode(b *testing.B, p []byte) {
 			}
 		}
 	})
+}
+
+// TestDecoding checks the Lambda adapter: a payload reaches the handler
+// decoded as DecodeRequest decodes it, and one that does not decode is
+// the adapter's error with the handler not called.
+func TestDecoding(t *testing.T) {
+	calls := 0
+	h := Decoding(func(_ context.Context, r Request) (string, error) {
+		calls++
+		return r.Mode + "/" + r.Run.ID, nil
+	})
+	out, err := h(context.Background(), json.RawMessage(stepPayload))
+	if err != nil || out != "step/run-01a23afaf6d518e1f9b91bc2" || calls != 1 {
+		t.Fatalf("got %q, %v after %d calls", out, err, calls)
+	}
+	out, err = h(context.Background(), json.RawMessage(`{"mode": 3}`))
+	var want Request
+	werr := json.Unmarshal([]byte(`{"mode": 3}`), &want)
+	if err == nil || err.Error() != werr.Error() || out != "" || calls != 1 {
+		t.Errorf("a payload that does not decode: %q, %v (json.Unmarshal: %v) after %d calls, want its error and no call", out, err, werr, calls)
+	}
 }
