@@ -451,32 +451,49 @@ func (d *decoder) state() (State, error) {
 	return st, nil
 }
 
-func (d *decoder) pass(v *Pass, k string) (err error) {
-	switch k {
-	case "Comment":
-		v.Comment, err = d.str()
-	case "QueryLanguage":
-		v.QueryLanguage, err = d.str()
-	case "Output":
-		v.Output, err = d.value()
-	case "Assign":
-		v.Assign, err = d.assign()
-	case "Next":
-		v.Next, err = d.str()
-	case "End":
-		v.End, err = d.boolean()
+// shared points at the fields a state type has of those most types
+// share; nil for one it does not have.
+type shared struct {
+	comment, queryLanguage, next *string
+	output                       *any
+	assign                       *map[string]any
+	retry                        *[]Retrier
+	catch                        *[]Catcher
+	end                          *bool
+}
+
+// common decodes member k into the shared field of that name, or is
+// errSlowPath when the state has no such field.
+func (d *decoder) common(k string, f shared) (err error) {
+	switch {
+	case k == "Comment" && f.comment != nil:
+		*f.comment, err = d.str()
+	case k == "QueryLanguage" && f.queryLanguage != nil:
+		*f.queryLanguage, err = d.str()
+	case k == "Output" && f.output != nil:
+		*f.output, err = d.value()
+	case k == "Assign" && f.assign != nil:
+		*f.assign, err = d.assign()
+	case k == "Retry" && f.retry != nil:
+		*f.retry, err = d.retry()
+	case k == "Catch" && f.catch != nil:
+		*f.catch, err = d.catch()
+	case k == "Next" && f.next != nil:
+		*f.next, err = d.str()
+	case k == "End" && f.end != nil:
+		*f.end, err = d.boolean()
 	default:
 		err = errSlowPath
 	}
 	return err
 }
 
+func (d *decoder) pass(v *Pass, k string) error {
+	return d.common(k, shared{comment: &v.Comment, queryLanguage: &v.QueryLanguage, output: &v.Output, assign: &v.Assign, next: &v.Next, end: &v.End})
+}
+
 func (d *decoder) task(v *Task, k string) (err error) {
 	switch k {
-	case "Comment":
-		v.Comment, err = d.str()
-	case "QueryLanguage":
-		v.QueryLanguage, err = d.str()
 	case "Resource":
 		v.Resource, err = d.str()
 	case "Arguments":
@@ -487,30 +504,14 @@ func (d *decoder) task(v *Task, k string) (err error) {
 		v.TimeoutSeconds, err = d.value()
 	case "HeartbeatSeconds":
 		v.HeartbeatSeconds, err = d.value()
-	case "Output":
-		v.Output, err = d.value()
-	case "Assign":
-		v.Assign, err = d.assign()
-	case "Retry":
-		v.Retry, err = d.retry()
-	case "Catch":
-		v.Catch, err = d.catch()
-	case "Next":
-		v.Next, err = d.str()
-	case "End":
-		v.End, err = d.boolean()
 	default:
-		err = errSlowPath
+		err = d.common(k, shared{comment: &v.Comment, queryLanguage: &v.QueryLanguage, output: &v.Output, assign: &v.Assign, retry: &v.Retry, catch: &v.Catch, next: &v.Next, end: &v.End})
 	}
 	return err
 }
 
 func (d *decoder) choice(v *Choice, k string) (err error) {
 	switch k {
-	case "Comment":
-		v.Comment, err = d.str()
-	case "QueryLanguage":
-		v.QueryLanguage, err = d.str()
 	case "Choices":
 		v.Choices = []ChoiceRule{}
 		err = d.array(func() error {
@@ -537,22 +538,14 @@ func (d *decoder) choice(v *Choice, k string) (err error) {
 		})
 	case "Default":
 		v.Default, err = d.str()
-	case "Output":
-		v.Output, err = d.value()
-	case "Assign":
-		v.Assign, err = d.assign()
 	default:
-		err = errSlowPath
+		err = d.common(k, shared{comment: &v.Comment, queryLanguage: &v.QueryLanguage, output: &v.Output, assign: &v.Assign})
 	}
 	return err
 }
 
 func (d *decoder) parallel(v *Parallel, k string) (err error) {
 	switch k {
-	case "Comment":
-		v.Comment, err = d.str()
-	case "QueryLanguage":
-		v.QueryLanguage, err = d.str()
 	case "Arguments":
 		v.Arguments, err = d.value()
 	case "Branches":
@@ -575,30 +568,14 @@ func (d *decoder) parallel(v *Parallel, k string) (err error) {
 			v.Branches = append(v.Branches, b)
 			return err
 		})
-	case "Output":
-		v.Output, err = d.value()
-	case "Assign":
-		v.Assign, err = d.assign()
-	case "Retry":
-		v.Retry, err = d.retry()
-	case "Catch":
-		v.Catch, err = d.catch()
-	case "Next":
-		v.Next, err = d.str()
-	case "End":
-		v.End, err = d.boolean()
 	default:
-		err = errSlowPath
+		err = d.common(k, shared{comment: &v.Comment, queryLanguage: &v.QueryLanguage, output: &v.Output, assign: &v.Assign, retry: &v.Retry, catch: &v.Catch, next: &v.Next, end: &v.End})
 	}
 	return err
 }
 
 func (d *decoder) mapState(v *Map, k string) (err error) {
 	switch k {
-	case "Comment":
-		v.Comment, err = d.str()
-	case "QueryLanguage":
-		v.QueryLanguage, err = d.str()
 	case "Items":
 		v.Items, err = d.value()
 	case "ItemSelector":
@@ -631,74 +608,40 @@ func (d *decoder) mapState(v *Map, k string) (err error) {
 		})
 	case "MaxConcurrency":
 		v.MaxConcurrency, err = d.value()
-	case "Output":
-		v.Output, err = d.value()
-	case "Assign":
-		v.Assign, err = d.assign()
-	case "Retry":
-		v.Retry, err = d.retry()
-	case "Catch":
-		v.Catch, err = d.catch()
-	case "Next":
-		v.Next, err = d.str()
-	case "End":
-		v.End, err = d.boolean()
 	default:
-		err = errSlowPath
+		err = d.common(k, shared{comment: &v.Comment, queryLanguage: &v.QueryLanguage, output: &v.Output, assign: &v.Assign, retry: &v.Retry, catch: &v.Catch, next: &v.Next, end: &v.End})
 	}
 	return err
 }
 
 func (d *decoder) wait(v *Wait, k string) (err error) {
 	switch k {
-	case "Comment":
-		v.Comment, err = d.str()
-	case "QueryLanguage":
-		v.QueryLanguage, err = d.str()
 	case "Seconds":
 		v.Seconds, err = d.value()
 	case "Timestamp":
 		v.Timestamp, err = d.str()
-	case "Output":
-		v.Output, err = d.value()
-	case "Assign":
-		v.Assign, err = d.assign()
-	case "Next":
-		v.Next, err = d.str()
-	case "End":
-		v.End, err = d.boolean()
 	default:
-		err = errSlowPath
+		err = d.common(k, shared{comment: &v.Comment, queryLanguage: &v.QueryLanguage, output: &v.Output, assign: &v.Assign, next: &v.Next, end: &v.End})
 	}
 	return err
 }
 
 func (d *decoder) succeed(v *Succeed, k string) (err error) {
 	switch k {
-	case "Comment":
-		v.Comment, err = d.str()
-	case "QueryLanguage":
-		v.QueryLanguage, err = d.str()
-	case "Output":
-		v.Output, err = d.value()
 	default:
-		err = errSlowPath
+		err = d.common(k, shared{comment: &v.Comment, queryLanguage: &v.QueryLanguage, output: &v.Output})
 	}
 	return err
 }
 
 func (d *decoder) fail(v *Fail, k string) (err error) {
 	switch k {
-	case "Comment":
-		v.Comment, err = d.str()
-	case "QueryLanguage":
-		v.QueryLanguage, err = d.str()
 	case "Error":
 		v.Error, err = d.str()
 	case "Cause":
 		v.Cause, err = d.str()
 	default:
-		err = errSlowPath
+		err = d.common(k, shared{comment: &v.Comment, queryLanguage: &v.QueryLanguage})
 	}
 	return err
 }
