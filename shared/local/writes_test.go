@@ -77,6 +77,16 @@ func TestPagesPerStep(t *testing.T) {
 	run()
 	per := float64(logged("PASSIVE")) / n
 	t.Logf("%.2f pages per step", per)
+	// The file's size per run, every page copied in from the log.
+	logged("TRUNCATE")
+	var pages, size int
+	if err := db.QueryRow("PRAGMA page_count").Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow("PRAGMA page_size").Scan(&size); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%.0f KiB of store file per %d-step run", float64(pages*size)/11/1024, n)
 	if per > maxPagesPerStep {
 		t.Errorf("%.2f pages written per step, want at most %v", per, maxPagesPerStep)
 	}
