@@ -51,6 +51,8 @@ type exprCode struct {
 	source string // the wrapped program
 	exts   map[string]jsonata.Extension
 	path   []string
+	obj    []objVar  // an object of variables (shapes.go)
+	plus   *pathPlus // a plain path plus a whole number (shapes.go)
 
 	once sync.Once
 	prog *jsonata.Expr
@@ -175,6 +177,9 @@ func newExprCode(body string, names []string) (*exprCode, error) {
 		code.path = append([]string{m[1]}, strings.Split(m[2], ".")[1:]...)
 		return code, nil
 	}
+	if len(code.exts) == 0 {
+		code.obj, code.plus = objectOfVars(body, names), plusWhole(body, names)
+	}
 	// The wrapped program is compiled at the first evaluation (program):
 	// a definition's compile has checked the body, which the wrapper only
 	// puts in parentheses after the bindings, and most states a
@@ -248,6 +253,11 @@ func (e *expr) evalRaw(env *evalEnv) (any, error) {
 			if !defined {
 				return nil, e.undefined()
 			}
+			return v, nil
+		}
+	}
+	if e.code != nil && (e.code.obj != nil || e.code.plus != nil) {
+		if v, ok := e.evalShape(env); ok {
 			return v, nil
 		}
 	}
