@@ -31,7 +31,9 @@
 // expression's program compiled at its first evaluation
 // ([asl.StateMachine] pointers are cached); the definition is never
 // mutated. Expressions that are plain paths ($name.field.field, most of
-// what the compiler emits) are looked up without JSONata. Per-run state is
+// what the compiler emits) are looked up without JSONata, and an object of
+// variables or a path plus a whole number is built or added without it
+// where that is JSONata's answer (shapes.go). Per-run state is
 // a snapshot: a tree of paths (the top level, each Parallel branch, each
 // Map iteration in flight), each with its state, phase, input, variables,
 // retry counters and task in flight; pending task tokens with absolute
