@@ -346,10 +346,8 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	return append(b, j...), nil
 }
 
-// appendFloat appends f as encoding/json's float64 encoder does: the
-// shortest text that reads back as f, in exponent form below 1e-6 and
-// from 1e21 on, a one-digit negative exponent without its zero.
-// encoding/json reports NaN and the infinities.
+// appendFloat appends f as encoding/json's float64 encoder does
+// (jsonstr.AppendFloat); encoding/json reports NaN and the infinities.
 func appendFloat(b []byte, f float64) ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		j, err := encode(f)
@@ -358,18 +356,7 @@ func appendFloat(b []byte, f float64) ([]byte, error) {
 		}
 		return append(b, j...), nil
 	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b, nil
+	return jsonstr.AppendFloat(b, f), nil
 }
 
 // appendString appends s quoted as encoding/json quotes a string without

@@ -87,26 +87,13 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 	return append(dst, b...), nil
 }
 
-// appendJSONFloat writes f as encoding/json does: like ES6 number to
-// string conversion.
+// appendJSONFloat writes f as encoding/json does, refusing NaN and the
+// infinities with its message.
 func appendJSONFloat(dst []byte, f float64) ([]byte, error) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return nil, fmt.Errorf("json: unsupported value: %s", strconv.FormatFloat(f, 'g', -1, 64))
 	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	dst = strconv.AppendFloat(dst, f, format, -1, 64)
-	if format == 'e' {
-		// e-09 becomes e-9
-		n := len(dst)
-		if n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
-			dst[n-2] = dst[n-1]
-			dst = dst[:n-1]
-		}
-	}
-	return dst, nil
+	return jsonstr.AppendFloat(dst, f), nil
 }
 
 // jsonObject writes a JSON object field by field, as encoding/json writes

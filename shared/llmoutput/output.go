@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/stepline/stepline/shared/internal/jsonstr"
 )
 
 // Output is one step's answer: the LLMOutput contract. Parse builds it
@@ -254,15 +256,8 @@ func (o *Output) appendJSON(b []byte, withRaw bool) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// appendFloat formats f as encoding/json does.
-func appendFloat(b []byte, f float64) []byte {
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	return strconv.AppendFloat(b, f, format, -1, 64)
-}
+// appendFloat formats a finite f as encoding/json does.
+func appendFloat(b []byte, f float64) []byte { return jsonstr.AppendFloat(b, f) }
 
 // appendAny encodes the values toAny produces, with sorted object keys;
 // other Go values go through encoding/json.

@@ -1,5 +1,5 @@
-// Package jsonstr writes Go strings as JSON string literals without
-// reflection, for the packages that encode JSON by hand on hot paths (the
+// Package jsonstr writes Go strings as JSON string literals, and float64
+// numbers, as encoding/json does, without reflection, for the packages that encode JSON by hand on hot paths (the
 // engine's events and checkpoints, the LLMOutput contract's values).
 package jsonstr
 

@@ -3,6 +3,7 @@ package jsonstr
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"testing"
 )
 
@@ -62,4 +63,21 @@ func FuzzAppend(f *testing.F) {
 			t.Fatalf("Append(%q, plain) decodes to %q, want %q", s, back, ref)
 		}
 	})
+}
+
+// TestAppendFloatAsEncodingJSON compares AppendFloat with json.Marshal
+// on both sides of each boundary of its format: 1e-6, 1e21, a one- and a
+// two-digit negative exponent, zero and its sign, the extremes.
+func TestAppendFloatAsEncodingJSON(t *testing.T) {
+	for _, f := range []float64{0, math.Copysign(0, -1), 1, -1, 0.1, 123456.789,
+		1e-6, math.Nextafter(1e-6, 0), 1e-7, 9.99e-10, 1e-10, 1.5e-300, 5e-324,
+		1e20, math.Nextafter(1e21, 0), 1e21, 1.25e22, -1e21, math.MaxFloat64, -math.SmallestNonzeroFloat64} {
+		want, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendFloat([]byte("x"), f); string(got) != "x"+string(want) {
+			t.Errorf("AppendFloat(%v) = %s, encoding/json %s", f, got[1:], want)
+		}
+	}
 }
