@@ -197,7 +197,12 @@ func newExprCode(body string, names []string) (*exprCode, error) {
 // Step Functions runs: blues/jsonata-go reads null and a path ending at
 // an empty array as undefined.
 func (e *expr) lookup(env *evalEnv) (v any, defined, ok bool) {
-	name := e.path[0]
+	return lookupPath(e.path, env)
+}
+
+// lookupPath is expr.lookup for a path of a variable's name and fields.
+func lookupPath(path []string, env *evalEnv) (v any, defined, ok bool) {
+	name := path[0]
 	if name == "states" {
 		v = env.states
 	} else if env.vars == nil {
@@ -205,7 +210,7 @@ func (e *expr) lookup(env *evalEnv) (v any, defined, ok bool) {
 	} else if v, defined = env.vars.lookupVar(name); !defined {
 		return nil, false, true
 	}
-	for _, f := range e.path[1:] {
+	for _, f := range path[1:] {
 		switch x := v.(type) {
 		case map[string]any:
 			if v, defined = x[f]; !defined {

@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -47,7 +48,7 @@ func objectOfVars(body string, names []string) []objVar {
 	var members []objVar
 	for _, part := range strings.Split(s[1:len(s)-1], ",") {
 		m := objMember.FindStringSubmatch(part)
-		if m == nil || m[2] == "states" || !contains(names, m[2]) {
+		if m == nil || m[2] == "states" || !slices.Contains(names, m[2]) {
 			return nil
 		}
 		for _, o := range members {
@@ -64,7 +65,7 @@ func objectOfVars(body string, names []string) []objVar {
 // is not one.
 func plusWhole(body string, names []string) *pathPlus {
 	m := plusInt.FindStringSubmatch(body)
-	if m == nil || !contains(names, m[1]) {
+	if m == nil || !slices.Contains(names, m[1]) {
 		return nil
 	}
 	n, err := strconv.Atoi(m[3])
@@ -72,15 +73,6 @@ func plusWhole(body string, names []string) *pathPlus {
 		return nil
 	}
 	return &pathPlus{path: append([]string{m[1]}, strings.Split(m[2], ".")[1:]...), n: float64(n)}
-}
-
-func contains(names []string, n string) bool {
-	for _, x := range names {
-		if x == n {
-			return true
-		}
-	}
-	return false
 }
 
 // evalShape evaluates an expression of one of the shapes above; ok is
@@ -104,8 +96,7 @@ func (e *expr) evalShape(env *evalEnv) (v any, ok bool) {
 		}
 		return out, true
 	case e.code.plus != nil:
-		p := &expr{path: e.code.plus.path}
-		x, defined, found := p.lookup(env)
+		x, defined, found := lookupPath(e.code.plus.path, env)
 		f, isNum := x.(float64)
 		if !found || !defined || !isNum {
 			return nil, false

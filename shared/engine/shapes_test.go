@@ -2,6 +2,7 @@ package engine
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -59,10 +60,10 @@ func TestShapesAsJSONata(t *testing.T) {
 			for _, bv := range []any{"y", nil, []any{"z"}} {
 				for _, set := range []string{"ab", "a", "b", ""} {
 					vars := testVars{}
-					if contains([]string{"ab", "a"}, set) {
+					if slices.Contains([]string{"ab", "a"}, set) {
 						vars["a"], vars["n"] = av, av
 					}
-					if contains([]string{"ab", "b"}, set) {
+					if slices.Contains([]string{"ab", "b"}, set) {
 						vars["b"] = bv
 					}
 					if set == "ab" {
