@@ -1,13 +1,15 @@
 // Package testenv is test support: what the tests that run real tools
 // share (functions/rietest for the Lambda Runtime Interface Emulator,
 // shared/store/dynamo/dynamotest for DynamoDB Local, and e2e): where the
-// repository is, whether the tools are required, and free loopback ports.
+// repository is, whether the tools are required, and free loopback ports;
+// and the pipeline the benchmarks share (BenchPipeline).
 // It is internal to the module, and at its root because those three trees
 // import it (shared/internal is out of reach of e2e and functions). No
 // production package imports it.
 package testenv
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -63,4 +65,21 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// BenchPipeline is the pipeline the benchmarks of run, compile and
+// definition costs share (the one the README's Figures name): n scripted
+// steps named s0…s{n-1}, each but the first rendering the summary of the
+// one before it.
+func BenchPipeline(n int) string {
+	var p strings.Builder
+	p.WriteString("name: bench\nsteps:\n")
+	for i := 0; i < n; i++ {
+		if i == 0 {
+			fmt.Fprintf(&p, "  - {name: s%d, executor: scripted, prompt_template: start}\n", i)
+		} else {
+			fmt.Fprintf(&p, "  - {name: s%d, executor: scripted, prompt_template: '{{ steps.s%d.summary }}'}\n", i, i-1)
+		}
+	}
+	return p.String()
 }

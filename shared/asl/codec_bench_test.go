@@ -2,11 +2,10 @@ package asl_test
 
 import (
 	"encoding/json"
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/internal/testenv"
 	"github.com/stepline/stepline/shared/asl"
 )
 
@@ -14,13 +13,7 @@ import (
 // each reading the one before it.
 func benchDefinition(b *testing.B, n int) (*asl.StateMachine, []byte) {
 	b.Helper()
-	var p strings.Builder
-	p.WriteString("name: bench\nsteps:\n")
-	p.WriteString("  - {name: s0, executor: scripted, prompt_template: start}\n")
-	for i := 1; i < n; i++ {
-		fmt.Fprintf(&p, "  - {name: s%d, executor: scripted, prompt_template: '{{ steps.s%d.summary }}'}\n", i, i-1)
-	}
-	f, ds := compiler.Load("bench.yaml", []byte(p.String()))
+	f, ds := compiler.Load("bench.yaml", []byte(testenv.BenchPipeline(n)))
 	if ds.HasErrors() {
 		b.Fatal(ds)
 	}

@@ -3,11 +3,10 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/internal/testenv"
 	"github.com/stepline/stepline/shared/asl"
 )
 
@@ -74,12 +73,7 @@ func BenchmarkProgram(b *testing.B) {
 // decoded from its cached text: what a new process does before its run
 // starts.
 func BenchmarkProgramPipeline(b *testing.B) {
-	var p strings.Builder
-	p.WriteString("name: bench\nsteps:\n  - {name: s0, executor: scripted, prompt_template: start}\n")
-	for i := 1; i < 100; i++ {
-		fmt.Fprintf(&p, "  - {name: s%d, executor: scripted, prompt_template: '{{ steps.s%d.summary }}'}\n", i, i-1)
-	}
-	f, ds := compiler.Load("bench.yaml", []byte(p.String()))
+	f, ds := compiler.Load("bench.yaml", []byte(testenv.BenchPipeline(100)))
 	if ds.HasErrors() {
 		b.Fatal(ds)
 	}

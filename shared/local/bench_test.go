@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/internal/testenv"
 	"github.com/stepline/stepline/shared/asl"
 	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/executor"
@@ -56,20 +57,14 @@ func benchPipeline(b testing.TB, dir string, n, runs int) (*asl.StateMachine, *e
 // benchSource is the source of a pipeline of n scripted steps, each
 // reading the one before it, and replies for `runs` runs of it.
 func benchSource(n, runs int) (pipeline, replies string) {
-	var p, r strings.Builder
-	p.WriteString("name: bench\nsteps:\n")
+	var r strings.Builder
 	for i := 0; i < n; i++ {
-		if i == 0 {
-			fmt.Fprintf(&p, "  - {name: s%d, executor: scripted, prompt_template: start}\n", i)
-		} else {
-			fmt.Fprintf(&p, "  - {name: s%d, executor: scripted, prompt_template: '{{ steps.s%d.summary }}'}\n", i, i-1)
-		}
 		fmt.Fprintf(&r, "s%d:\n", i)
 		for j := 0; j < runs; j++ {
 			fmt.Fprintf(&r, "  - '{\"confidence\": 0.9, \"summary\": \"step %d of run %d\", \"next_step_context\": \"\"}'\n", i, j)
 		}
 	}
-	return p.String(), r.String()
+	return testenv.BenchPipeline(n), r.String()
 }
 
 // benchDefinitionBytes lets the benchmarks compile and run machines over
