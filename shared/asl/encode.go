@@ -3,9 +3,7 @@ package asl
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"strconv"
 
 	"github.com/stepline/stepline/shared/internal/jsonstr"
@@ -294,56 +292,16 @@ func (e *stateEncoder) catch(cs []Catcher) {
 }
 
 // appendValue appends v as encoding/json writes it without escaping
-// HTML: objects with their keys sorted, numbers as its float encoder
-// writes them. Other types are written by encoding/json itself.
+// HTML (jsonstr.AppendValue); values of other types, and NaN and the
+// infinities, are written (or refused) by encoding/json itself.
 func appendValue(b []byte, v any) ([]byte, error) {
-	switch v := v.(type) {
-	case nil:
-		return append(b, "null"...), nil
-	case string:
-		return appendString(b, v), nil
-	case bool:
-		return strconv.AppendBool(b, v), nil
-	case float64:
-		return appendFloat(b, v)
-	case map[string]any:
-		if v == nil {
-			return append(b, "null"...), nil
+	return jsonstr.AppendValue(b, v, false, func(b []byte, v any) ([]byte, error) {
+		j, err := encode(v)
+		if err != nil {
+			return nil, err
 		}
-		b = append(b, '{')
-		for i, k := range slices.Sorted(maps.Keys(v)) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			var err error
-			if b, err = appendValue(b, v[k]); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, '}'), nil
-	case []any:
-		if v == nil {
-			return append(b, "null"...), nil
-		}
-		b = append(b, '[')
-		for i, x := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = appendValue(b, x); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, ']'), nil
-	}
-	j, err := encode(v)
-	if err != nil {
-		return nil, err
-	}
-	return append(b, j...), nil
+		return append(b, j...), nil
+	})
 }
 
 // appendFloat appends f as encoding/json's float64 encoder does

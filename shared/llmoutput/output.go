@@ -259,58 +259,20 @@ func (o *Output) appendJSON(b []byte, withRaw bool) ([]byte, error) {
 // appendFloat formats a finite f as encoding/json does.
 func appendFloat(b []byte, f float64) []byte { return jsonstr.AppendFloat(b, f) }
 
-// appendAny encodes the values toAny produces, with sorted object keys;
-// other Go values go through encoding/json.
+// appendAny encodes the values toAny produces, with sorted object keys
+// (jsonstr.AppendValue); other Go values go through encoding/json, and a
+// number that is not finite is refused.
 func appendAny(b []byte, v any) ([]byte, error) {
-	switch v := v.(type) {
-	case nil:
-		return append(b, "null"...), nil
-	case string:
-		return appendString(b, v), nil
-	case bool:
-		return strconv.AppendBool(b, v), nil
-	case float64:
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("%v is not a finite number", v)
+	return jsonstr.AppendValue(b, v, false, func(b []byte, v any) ([]byte, error) {
+		if f, ok := v.(float64); ok {
+			return nil, fmt.Errorf("%v is not a finite number", f)
 		}
-		return appendFloat(b, v), nil
-	case []any:
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = appendAny(b, e); err != nil {
-				return nil, err
-			}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
 		}
-		return append(b, ']'), nil
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			var err error
-			if b, err = appendAny(b, v[k]); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, '}'), nil
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return append(b, raw...), nil
+		return append(b, raw...), nil
+	})
 }
 
 // UnmarshalJSON reads an answer Stepline encoded (a stored step record,

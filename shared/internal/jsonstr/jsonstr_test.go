@@ -3,7 +3,10 @@ package jsonstr
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -78,6 +81,37 @@ func TestAppendFloatAsEncodingJSON(t *testing.T) {
 		}
 		if got := AppendFloat([]byte("x"), f); string(got) != "x"+string(want) {
 			t.Errorf("AppendFloat(%v) = %s, encoding/json %s", f, got[1:], want)
+		}
+	}
+}
+
+// TestAppendValueAsEncodingJSON compares AppendValue with encoding/json
+// (HTML escaping on and off) on every kind of decoded value, nested, with
+// nil maps and slices; and checks that other types and non-finite numbers
+// go to other, whose error ends the encoding.
+func TestAppendValueAsEncodingJSON(t *testing.T) {
+	v := map[string]any{"z": []any{1.5, "a<b>&", nil, true, map[string]any{}, []any{}},
+		"a": map[string]any{"k": 1e-7, "nil-map": map[string]any(nil), "nil-slice": []any(nil)}, "m": "\u2028"}
+	for _, html := range []bool{false, true} {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(html)
+		if err := enc.Encode(v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := AppendValue(nil, v, html, func([]byte, any) ([]byte, error) { return nil, errors.New("called") })
+		if err != nil || string(got) != strings.TrimSuffix(want.String(), "\n") {
+			t.Errorf("html %v: %s (%v), encoding/json %s", html, got, err, want.String())
+		}
+	}
+	for _, odd := range []any{math.NaN(), math.Inf(-1), 3, struct{}{}} {
+		var seen any
+		_, err := AppendValue([]byte("x"), []any{"a", odd}, false, func(b []byte, v any) ([]byte, error) {
+			seen = v
+			return nil, errors.New("refused")
+		})
+		if err == nil || err.Error() != "refused" || fmt.Sprint(seen) != fmt.Sprint(odd) {
+			t.Errorf("%#v: other saw %#v, error %v", odd, seen, err)
 		}
 	}
 }
