@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/internal/record"
@@ -32,9 +33,9 @@ func (s *Store) prepareCheckpoints(ctx context.Context) error {
 	}
 	queries := []query{
 		{&s.cp.seq, `SELECT seq FROM journal WHERE run_id = ? ORDER BY seq DESC LIMIT 1`},
-		{&s.cp.putJournal, `INSERT INTO journal (run_id, seq, updated_at, snapshot, vals, dels, events) VALUES (?, ?, ?, ?, ?, ?, ?)`},
-		{&s.cp.appendJournal, `INSERT INTO journal (run_id, seq, updated_at, snapshot, vals, dels, events)
-			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE coalesce((SELECT max(seq) FROM journal WHERE run_id = ?1), 0) = ?8`},
+		{&s.cp.putJournal, `INSERT INTO journal (run_id, seq, updated_at, body) VALUES (?, ?, ?, ?)`},
+		{&s.cp.appendJournal, `INSERT INTO journal (run_id, seq, updated_at, body)
+			SELECT ?1, ?2, ?3, ?4 WHERE coalesce((SELECT max(seq) FROM journal WHERE run_id = ?1), 0) = ?5`},
 		{&s.cp.putSnapshot, `INSERT INTO checkpoints (run_id, seq, snapshot, updated_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, snapshot = excluded.snapshot, updated_at = excluded.updated_at`},
 		{&s.cp.putStep, putStepSQL},
@@ -115,32 +116,32 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events 
 	if err := store.CheckCheckpoint(cp, events); err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
+	updated := record.FormatTime(cp.UpdatedAt)
+	inRow := len(cp.Snapshot) <= maxRowSnapshot // else the snapshot is kept apart
 	// Encoded before the write, outside the one writer's turn, as if
 	// every event were new (encoded again in the rare repeat).
-	row := encodeJournal(cp, events)
-	snapshot, updated := string(cp.Snapshot), record.FormatTime(cp.UpdatedAt)
-	var inRow any = snapshot // the journal row's snapshot: nil when it is kept apart
-	if len(snapshot) > maxRowSnapshot {
-		inRow = nil
+	body, err := encodeJournal(cp, events, inRow)
+	if err != nil {
+		return fmt.Errorf("save checkpoint of run %q at seq %d: %w", cp.RunID, cp.Seq, err)
 	}
 	// keepApart writes a snapshot too large for the journal row to the
 	// run's checkpoint row, replacing the one there.
 	keepApart := func(ctx context.Context, tx wtx) error {
-		if inRow != nil {
+		if inRow {
 			return nil
 		}
-		_, err := tx.StmtContext(ctx, s.cp.putSnapshot).ExecContext(ctx, cp.RunID, cp.Seq, snapshot, updated)
+		_, err := tx.StmtContext(ctx, s.cp.putSnapshot).ExecContext(ctx, cp.RunID, cp.Seq, string(cp.Snapshot), updated)
 		return err
 	}
 	follows := followsOn(cp, events)
-	err := s.write(ctx, func(ctx context.Context, tx wtx) error {
+	err = s.write(ctx, func(ctx context.Context, tx wtx) error {
 		if follows {
 			// The usual checkpoint: its events follow the stored ones.
 			// One statement appends it when the run's last seq is the
 			// one before its first event, and appends nothing otherwise,
 			// left to the checks below.
 			res, err := tx.StmtContext(ctx, s.cp.appendJournal).ExecContext(ctx,
-				cp.RunID, cp.Seq, updated, inRow, row.vals, row.dels, row.events, events[0].Seq-1)
+				cp.RunID, cp.Seq, updated, body, events[0].Seq-1)
 			if err != nil {
 				return err
 			}
@@ -189,12 +190,15 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events 
 		if exists && cp.Seq == prev {
 			return nil // a repeat: everything it holds is stored
 		}
-		row := row
+		body := body
 		if len(fresh) != len(events) {
-			row = encodeJournal(cp, fresh)
+			var err error
+			if body, err = encodeJournal(cp, fresh, inRow); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.StmtContext(ctx, s.cp.putJournal).ExecContext(ctx,
-			cp.RunID, cp.Seq, updated, inRow, row.vals, row.dels, row.events); err != nil {
+			cp.RunID, cp.Seq, updated, body); err != nil {
 			return err
 		}
 		return keepApart(ctx, tx)
@@ -271,17 +275,19 @@ const (
 )
 
 // journalQuery is the query of a run's journal rows in seq order that
-// reads what parts says (and only the last row's snapshot: the row's
-// own, or when it has none the one kept apart in the run's checkpoint
-// row, written with it); its one argument is the run ID.
+// reads what parts says; its one argument is the run ID. A row of
+// version 10 has a body, holding all its parts; a row of version 9 its
+// parts as text, and only the last row's snapshot is read. The last row
+// also reads the snapshot kept apart in the run's checkpoint row, which
+// is the run's when the last row has none of its own.
 func journalQuery(parts int) string {
-	cols := `j.seq, j.updated_at, NULL, NULL, NULL, NULL`
+	cols := `j.seq, j.updated_at, NULL, NULL, NULL, NULL, j.body`
 	if parts&readState != 0 {
 		cols = `j.seq, j.updated_at, CASE WHEN j.seq = (SELECT max(seq) FROM journal WHERE run_id = ?1)
-			THEN coalesce(j.snapshot, (SELECT snapshot FROM checkpoints WHERE run_id = ?1)) END, j.vals, j.dels, NULL`
+			THEN coalesce(j.snapshot, (SELECT snapshot FROM checkpoints WHERE run_id = ?1)) END, j.vals, j.dels, NULL, j.body`
 	}
 	if parts&readEvents != 0 {
-		cols = cols[:len(cols)-len("NULL")] + "j.events"
+		cols = strings.Replace(cols, "NULL, j.body", "j.events, j.body", 1)
 	}
 	return `SELECT ` + cols + ` FROM journal j WHERE j.run_id = ?1 ORDER BY j.seq`
 }
@@ -298,11 +304,23 @@ func foldJournal(rows *sql.Rows, err error, runID string) (journalState, error) 
 	found := false
 	for rows.Next() {
 		var updated string
-		var snapshot, vals, dels, events []byte
-		if err := rows.Scan(&st.cp.Seq, &updated, &snapshot, &vals, &dels, &events); err != nil {
+		var snapshot, vals, dels, events, body []byte
+		if err := rows.Scan(&st.cp.Seq, &updated, &snapshot, &vals, &dels, &events, &body); err != nil {
 			return journalState{}, err
 		}
 		found = true
+		if body != nil {
+			// A row of version 10: its parts are in its body, and its
+			// snapshot, when it has one, is the latest.
+			p, err := decodeBody(body)
+			if err != nil {
+				return journalState{}, fmt.Errorf("checkpoint at seq %d: %w", st.cp.Seq, err)
+			}
+			if p[partSnapshot] != nil {
+				snapshot = p[partSnapshot]
+			}
+			vals, dels, events = p[partVals], p[partDels], p[partEvents]
+		}
 		if snapshot != nil {
 			st.cp.Snapshot = json.RawMessage(snapshot)
 		}

@@ -59,21 +59,22 @@
 // run, so it is kept lean: one transaction (shared with the step's staged
 // writes and with other runs' checkpoints) with statements prepared at
 // Open, the JSON the engine encoded taken as is (Checkpoint.Encoded) and
-// encoded into the row before the writer's turn, and one journal row
-// appended by one statement when its events follow the run's last seq
-// (anything else reads the stored state and events to tell a repeat from
-// a conflict). The row holds the snapshot, the
-// values the checkpoint set and the keys it deleted, and its new history
-// events. A step writes the variables it changed, not every variable of
-// the run, in one row rather than a row per event and per value (6.9
-// pages written per step in TestPagesPerStep of shared/local, 9.6 with
+// encoded and compressed into the row before the writer's turn, and one
+// journal row appended by one statement when its events follow the run's
+// last seq (anything else reads the stored state and events to tell a
+// repeat from a conflict). The row holds the snapshot, the values the
+// checkpoint set and the keys it deleted, and its new history events,
+// compressed together (S2). A step writes the variables it changed, not
+// every variable of the run, in one row rather than a row per event and
+// per value (5.8 pages written per step in TestPagesPerStep of
+// shared/local; 6.9 with the row's text uncompressed, version 9; 9.6 with
 // the tables of version 8). A snapshot over 4 KiB is kept apart, in the
 // run's checkpoint row replaced in place, so that a large state is not
 // stored again with each checkpoint. LoadCheckpoint and History fold a
 // run's rows read in one statement: the last row's snapshot, each key's
 // last value.
 //
-// # Schema (version 9; PRAGMA user_version holds the version)
+// # Schema (version 10; PRAGMA user_version holds the version)
 //
 //	runs        id PK, pipeline, status, reason, stage, source, team, trigger (JSON),
 //	            fingerprint, parent_run_id, config_fingerprint, input_tokens,
@@ -94,11 +95,13 @@
 //	checkpoints run_id PK, seq, snapshot (JSON), updated_at — since version 9 only a
 //	            run's snapshot too large for a journal row (maxRowSnapshot), replaced
 //	            in place
-//	journal     id INTEGER PK, run_id, seq, updated_at, snapshot (JSON, NULL when kept
-//	            in checkpoints), vals (JSON object: the values set), dels (JSON array:
-//	            the keys deleted), events (JSON array of [seq, time, type, state,
-//	            detail?]); UNIQUE (run_id, seq) — one row per engine checkpoint
-//	            (version 9; it replaced the tables checkpoint_values and history)
+//	journal     id INTEGER PK, run_id, seq, updated_at, body (S2-compressed: the
+//	            snapshot, absent when kept in checkpoints; the values set, a JSON
+//	            object; the keys deleted, a JSON array; the events, a JSON array of
+//	            [seq, time, type, state, detail?]; version 10), and for rows written
+//	            by version 9 the same parts as text: snapshot, vals, dels, events;
+//	            UNIQUE (run_id, seq) — one row per engine checkpoint (version 9; it
+//	            replaced the tables checkpoint_values and history)
 //	run_claims  run_id PK, holder, pid, host, expires_at — who drives a run
 //	            (ClaimRun; version 3)
 //	run_replies run_id PK, source, consumed (JSON {step key: count}) — a
@@ -106,6 +109,7 @@
 //
 // Timestamps are UTC text with nanoseconds and fixed width
 // (2006-01-02T15:04:05.000000000Z), so text order is time order. JSON columns
-// hold the JSON text as given. Migrations are append-only; Open applies the
+// hold the JSON text as given (the journal's body holds it compressed).
+// Migrations are append-only; Open applies the
 // missing ones in one transaction and refuses a file from a newer version.
 package sqlite

@@ -2,13 +2,13 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/stepline/stepline/shared/store"
 )
 
@@ -46,12 +46,17 @@ func TestSnapshotKeptApart(t *testing.T) {
 		if err := s.SaveCheckpoint(ctx, cp, []store.HistoryEvent{{Seq: seq, Time: at, Type: "StateEntered"}}); err != nil {
 			t.Fatalf("save %d: %v", seq, err)
 		}
-		var inRow sql.NullString
-		if err := s.r.QueryRowContext(ctx, `SELECT snapshot FROM journal WHERE run_id = 'r1' AND seq = ?`, seq).Scan(&inRow); err != nil {
+		var body []byte
+		if err := s.r.QueryRowContext(ctx, `SELECT body FROM journal WHERE run_id = 'r1' AND seq = ?`, seq).Scan(&body); err != nil {
 			t.Fatal(err)
 		}
-		if inRow.Valid != tc.inRow || inRow.Valid && inRow.String != string(want) {
-			t.Errorf("checkpoint %d (%d bytes): journal row's snapshot valid=%v, want in the row %v", seq, tc.size, inRow.Valid, tc.inRow)
+		p, err := decodeBody(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inRow := p[partSnapshot]
+		if (inRow != nil) != tc.inRow || inRow != nil && string(inRow) != string(want) {
+			t.Errorf("checkpoint %d (%d bytes): journal row's snapshot present=%v, want in the row %v", seq, tc.size, inRow != nil, tc.inRow)
 		}
 		got, err := s.LoadCheckpoint(ctx, "r1")
 		if err != nil {
@@ -63,6 +68,81 @@ func TestSnapshotKeptApart(t *testing.T) {
 		// Saving it again is a repeat, wherever its snapshot went.
 		if err := s.SaveCheckpoint(ctx, cp, nil); err != nil {
 			t.Errorf("checkpoint %d again: %v", seq, err)
+		}
+	}
+}
+
+// TestBodyRoundTrip encodes rows with and without each part and decodes
+// them back; a damaged body is an error, never a panic, and a body that
+// claims more bytes than a row can hold is refused below, at and above
+// the limit.
+func TestBodyRoundTrip(t *testing.T) {
+	at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	cp := store.Checkpoint{RunID: "r", Seq: 2, Snapshot: json.RawMessage(`{"s":1}`), UpdatedAt: at,
+		Values: map[string]json.RawMessage{"b": json.RawMessage(`2`), "a": json.RawMessage(`"x"`), "gone": nil}}
+	events := []store.HistoryEvent{{Seq: 1, Time: at, Type: "StateEntered", State: "s1"},
+		{Seq: 2, Time: at, Type: "StateExited", State: "s1", Detail: json.RawMessage(`{"output":1}`)}}
+	body, err := encodeJournal(cp, events, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := decodeBody(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [parts]string{`{"s":1}`, `{"a":"x","b":2}`, `["gone"]`,
+		`[[1,"2026-12-03T09:00:00.000000000Z","StateEntered","s1"],[2,"2026-12-03T09:00:00.000000000Z","StateExited","s1",{"output":1}]]`}
+	for i := range p {
+		if string(p[i]) != want[i] {
+			t.Errorf("part %d: %s, want %s", i, p[i], want[i])
+		}
+	}
+	empty, err := encodeJournal(store.Checkpoint{RunID: "r", Seq: 1, Snapshot: cp.Snapshot, UpdatedAt: at}, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err = decodeBody(empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, part := range p {
+		if part != nil {
+			t.Errorf("a row without parts: part %d is %q", i, part)
+		}
+	}
+
+	frame := func(b []byte) []byte { return s2.Encode(nil, b) }
+	for name, bad := range map[string][]byte{
+		"not S2":          []byte("\xff\xff\xff\xff\xff\xff"),
+		"empty":           frame(nil),
+		"unknown format":  frame([]byte{2, 0, 0, 0, 0}),
+		"part cut short":  frame([]byte{bodyFormat, 0, 0}),
+		"part too long":   frame([]byte{bodyFormat, 9, 0, 0, 0, '{', '}'}),
+		"parts missing":   frame([]byte{bodyFormat, 0, 0, 0, 0}),
+		"bytes after":     frame([]byte{bodyFormat, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 'x'}),
+		"truncated block": body[:len(body)-1],
+	} {
+		if _, err := decodeBody(bad); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+
+	// The limit: a body decoding to exactly maxBody bytes is read, one
+	// byte more is refused before it is decoded.
+	defer func(n int) { maxBody = n }(maxBody)
+	n, _ := s2.DecodedLen(body)
+	for _, tc := range []struct {
+		limit int
+		ok    bool
+	}{{n + 1, true}, {n, true}, {n - 1, false}} {
+		maxBody = tc.limit
+		_, err := decodeBody(body)
+		if (err == nil) != tc.ok {
+			t.Errorf("a %d-byte body under a limit of %d: %v", n, tc.limit, err)
+		}
+		_, err = encodeJournal(cp, events, true)
+		if (err == nil) != tc.ok {
+			t.Errorf("encoding a %d-byte body under a limit of %d: %v", n, tc.limit, err)
 		}
 	}
 }

@@ -304,8 +304,13 @@ func TestMigrateVersion8Journal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := cp.Values["var:a:"]; ok || string(cp.Values["var:c:"]) != `3` || string(cp.Values["var:b:"]) != `{"x": [1, 2]}` || cp.Seq != 4 {
+	if _, ok := cp.Values["var:a:"]; ok || string(cp.Values["var:c:"]) != `3` || string(cp.Values["var:b:"]) != `{"x": [1, 2]}` || cp.Seq != 4 ||
+		string(cp.Snapshot) != `{"v":2}` {
 		t.Errorf("after a save: %+v", cp)
+	}
+	// The rows of version 9 (text) and the new row (a body) make one history.
+	if evs, err := s.History(ctx, "r1"); err != nil || len(evs) != 4 || evs[3].State != "c" || evs[0].Seq != 1 {
+		t.Errorf("history after a save: %+v, %v", evs, err)
 	}
 	for _, table := range []string{"checkpoint_values", "history"} {
 		var n int

@@ -266,7 +266,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // schema from version i to i+1. Append only: a released migration never
 // changes.
 func migrations() []string {
-	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaFeedback, schemaTicks, schemaStepsOneIndex, schemaJournal}
+	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaFeedback, schemaTicks, schemaStepsOneIndex, schemaJournal, schemaJournalBody}
 }
 
 const schemaV1 = `
@@ -465,4 +465,11 @@ SELECT c.run_id, c.seq, c.updated_at,
 FROM checkpoints c ORDER BY c.run_id;
 DROP TABLE checkpoint_values;
 DROP TABLE history;
+`
+
+// schemaJournalBody (version 10) writes each new journal row's parts
+// into one compressed body (journal.go); the rows already written keep
+// their text and are read as they were.
+const schemaJournalBody = `
+ALTER TABLE journal ADD COLUMN body BLOB;
 `
