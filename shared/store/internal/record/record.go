@@ -4,13 +4,8 @@
 package record
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/stepline/stepline/shared/store"
 )
 
 // TimeLayout is how stores write timestamps: UTC, nanoseconds, fixed width,
@@ -28,16 +23,4 @@ func ParseTime(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("parse time %q: %w", s, err)
 	}
 	return t, nil
-}
-
-// StepDigest returns a digest of a normalized step record's content. Two
-// writes of the same record give the same digest; any difference in a field
-// gives another. JSON fields are compared as compact JSON.
-func StepDigest(rec store.StepRecord) (string, error) {
-	b, err := json.Marshal(rec) // Marshal compacts json.RawMessage fields
-	if err != nil {
-		return "", fmt.Errorf("digest step %q: %w", rec.Name, err)
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
 }

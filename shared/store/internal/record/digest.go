@@ -1,0 +1,181 @@
+package record
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/stepline/stepline/shared/internal/jsonstr"
+	"github.com/stepline/stepline/shared/store"
+)
+
+// StepDigest returns a digest of a normalized step record's content. Two
+// writes of the same record give the same digest; any difference in a field
+// gives another. JSON fields are compared as compact JSON.
+//
+// The digest is the SHA-256 of the record as json.Marshal writes it, the
+// form the stores' records were first digested in, so a record stored
+// before keeps telling a repeat from a conflict. appendStep writes that
+// text by hand (json.Marshal's reflection was 3% of a step's CPU in
+// BenchmarkRun of shared/local); FuzzStepText holds it to json.Marshal.
+func StepDigest(rec store.StepRecord) (string, error) {
+	bp := digestPool.Get().(*digestBuf)
+	defer digestPool.Put(bp)
+	b, ok := bp.appendStep(bp.b[:0], &rec)
+	if cap(b) <= maxPooled {
+		bp.b = b
+	}
+	if !ok {
+		// What the hand encoder leaves to encoding/json: its errors,
+		// and records it does not write by hand.
+		var err error
+		if b, err = json.Marshal(rec); err != nil {
+			return "", fmt.Errorf("digest step %q: %w", rec.Name, err)
+		}
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// maxPooled is the largest buffer digestPool keeps.
+const maxPooled = 64 << 10
+
+var digestPool = sync.Pool{New: func() any { return new(digestBuf) }}
+
+// digestBuf is a record's text being written, and the scratch its JSON
+// fields are compacted in.
+type digestBuf struct {
+	b       []byte
+	compact bytes.Buffer
+}
+
+// appendStep appends rec as json.Marshal writes it, or reports false for
+// what it leaves to json.Marshal: a JSON field that is not valid JSON, a
+// time not in UTC (normalized records' are) or one json.Marshal refuses,
+// a confidence or cost that is not finite.
+func (d *digestBuf) appendStep(b []byte, rec *store.StepRecord) ([]byte, bool) {
+	ok := true
+	str := func(name, v string, omitEmpty bool) {
+		if omitEmpty && v == "" {
+			return
+		}
+		b = append(b, name...)
+		b = jsonstr.Append(b, v, true)
+	}
+	num := func(name string, v int64, omitEmpty bool) {
+		if omitEmpty && v == 0 {
+			return
+		}
+		b = append(b, name...)
+		b = strconv.AppendInt(b, v, 10)
+	}
+	float := func(name string, v *float64) {
+		if v == nil {
+			return
+		}
+		if math.IsInf(*v, 0) || math.IsNaN(*v) {
+			ok = false
+			return
+		}
+		b = append(b, name...)
+		b = jsonstr.AppendFloat(b, *v)
+	}
+	raw := func(name string, v json.RawMessage) {
+		if len(v) == 0 {
+			return
+		}
+		b = append(b, name...)
+		// json.Marshal compacts a RawMessage, escaping as it escapes
+		// strings ('<', '>', '&', U+2028, U+2029).
+		d.compact.Reset()
+		if err := json.Compact(&d.compact, v); err != nil {
+			ok = false
+			return
+		}
+		if c := d.compact.Bytes(); needsHTMLEscape(c) {
+			var e bytes.Buffer
+			json.HTMLEscape(&e, c)
+			b = append(b, e.Bytes()...)
+		} else {
+			b = append(b, c...)
+		}
+	}
+	tm := func(name string, t time.Time) {
+		if y := t.Year(); y < 0 || y > 9999 || t.Location() != time.UTC {
+			ok = false
+			return
+		}
+		b = append(b, name...)
+		b = append(b, '"')
+		b = t.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	b = append(b, `{"run_id":`...)
+	b = jsonstr.Append(b, rec.RunID, true)
+	str(`,"name":`, rec.Name, false)
+	num(`,"index":`, int64(rec.Index), false)
+	num(`,"attempt":`, int64(rec.Attempt), false)
+	str(`,"executor":`, rec.Executor, true)
+	str(`,"status":`, string(rec.Status), false)
+	str(`,"error":`, rec.Error, true)
+	float(`,"primary_confidence":`, rec.PrimaryConfidence)
+	float(`,"verifier_confidence":`, rec.VerifierConfidence)
+	float(`,"effective_confidence":`, rec.EffectiveConfidence)
+	raw(`,"output":`, rec.Output)
+	raw(`,"verifier_output":`, rec.VerifierOutput)
+	str(`,"raw_response":`, rec.RawResponse, true)
+	str(`,"prompt":`, rec.Prompt, true)
+	str(`,"prompt_hash":`, rec.PromptHash, true)
+	str(`,"model":`, rec.Model, true)
+	str(`,"provider":`, rec.Provider, true)
+	num(`,"input_tokens":`, rec.InputTokens, true)
+	num(`,"output_tokens":`, rec.OutputTokens, true)
+	float(`,"cost_usd":`, rec.CostUSD)
+	if len(rec.Flags) > 0 {
+		b = append(b, `,"flags":[`...)
+		for i, f := range rec.Flags {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonstr.Append(b, f, true)
+		}
+		b = append(b, ']')
+	}
+	tm(`,"started_at":`, rec.StartedAt)
+	tm(`,"finished_at":`, rec.FinishedAt)
+	num(`,"duration_ms":`, rec.DurationMS, false)
+	str(`,"agent":`, rec.Agent, true)
+	str(`,"agent_version":`, rec.AgentVersion, true)
+	num(`,"iterations":`, int64(rec.Iterations), true)
+	raw(`,"trace":`, rec.Trace)
+	str(`,"trace_ref":`, rec.TraceRef, true)
+	if rec.Trust != nil {
+		t, err := json.Marshal(rec.Trust)
+		if err != nil {
+			ok = false
+		}
+		b = append(b, `,"trust_report":`...)
+		b = append(b, t...)
+	}
+	return append(b, '}'), ok
+}
+
+// needsHTMLEscape reports whether compact JSON holds a byte
+// json.HTMLEscape rewrites.
+func needsHTMLEscape(b []byte) bool {
+	for i, c := range b {
+		switch {
+		case c == '<' || c == '>' || c == '&':
+			return true
+		case c == 0xE2 && i+2 < len(b) && b[i+1] == 0x80 && b[i+2]&^1 == 0xA8:
+			return true
+		}
+	}
+	return false
+}
