@@ -20,7 +20,7 @@ import (
 // step insert every time was half of PutStep's cost in BenchmarkRun's
 // profile); per run, its claim, record and status.
 type checkpointStmts struct {
-	seq, putJournal, appendJournal, putSnapshot            *sql.Stmt
+	seq, runKey, putJournal, appendJournal, putSnapshot    *sql.Stmt
 	putStep, stepDigest                                    *sql.Stmt
 	runExists, addUsageKey, addUsage, setConsumed          *sql.Stmt
 	runStatus, createRun, getClaim, putClaim, releaseClaim *sql.Stmt
@@ -32,10 +32,14 @@ func (s *Store) prepareCheckpoints(ctx context.Context) error {
 		text string
 	}
 	queries := []query{
-		{&s.cp.seq, `SELECT seq FROM journal WHERE run_id = ? ORDER BY seq DESC LIMIT 1`},
-		{&s.cp.putJournal, `INSERT INTO journal (run_id, seq, updated_at, body) VALUES (?, ?, ?, ?)`},
-		{&s.cp.appendJournal, `INSERT INTO journal (run_id, seq, updated_at, body)
-			SELECT ?1, ?2, ?3, ?4 WHERE coalesce((SELECT max(seq) FROM journal WHERE run_id = ?1), 0) = ?5`},
+		{&s.cp.seq, `SELECT j.id - (r.key << 32) FROM journal_runs r, journal j
+			WHERE r.run_id = ? AND j.id BETWEEN r.key << 32 AND (r.key << 32) + ` + seqMask + ` ORDER BY j.id DESC LIMIT 1`},
+		{&s.cp.runKey, `INSERT INTO journal_runs (run_id) VALUES (?) ON CONFLICT (run_id) DO NOTHING`},
+		{&s.cp.putJournal, `INSERT INTO journal (id, updated_at, body)
+			SELECT (key << 32) + ?2, ?3, ?4 FROM journal_runs WHERE run_id = ?1`},
+		{&s.cp.appendJournal, `INSERT INTO journal (id, updated_at, body)
+			SELECT (r.key << 32) + ?2, ?3, ?4 FROM journal_runs r WHERE r.run_id = ?1
+			AND coalesce((SELECT max(id) FROM journal WHERE id BETWEEN r.key << 32 AND (r.key << 32) + ` + seqMask + `), r.key << 32) = (r.key << 32) + ?5`},
 		{&s.cp.putSnapshot, `INSERT INTO checkpoints (run_id, seq, snapshot, updated_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, snapshot = excluded.snapshot, updated_at = excluded.updated_at`},
 		{&s.cp.putStep, putStepSQL},
@@ -97,7 +101,7 @@ func (r *readStmts) close() error {
 
 func (c *checkpointStmts) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{c.seq, c.putJournal, c.appendJournal, c.putSnapshot, c.putStep, c.stepDigest,
+	for _, st := range []*sql.Stmt{c.seq, c.runKey, c.putJournal, c.appendJournal, c.putSnapshot, c.putStep, c.stepDigest,
 		c.runExists, c.addUsageKey, c.addUsage, c.setConsumed, c.runStatus, c.createRun, c.getClaim, c.putClaim,
 		c.releaseClaim} {
 		if st != nil {
@@ -115,6 +119,9 @@ func (c *checkpointStmts) close() error {
 func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events []store.HistoryEvent) error {
 	if err := store.CheckCheckpoint(cp, events); err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	if cp.Seq > maxSeq {
+		return fmt.Errorf("save checkpoint of run %q: %w: seq %d is over the %d a run's journal holds", cp.RunID, store.ErrInvalid, cp.Seq, maxSeq)
 	}
 	updated := record.FormatTime(cp.UpdatedAt)
 	inRow := len(cp.Snapshot) <= maxRowSnapshot // else the snapshot is kept apart
@@ -194,6 +201,12 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp store.Checkpoint, events 
 		if len(fresh) != len(events) {
 			var err error
 			if body, err = encodeJournal(cp, fresh, inRow); err != nil {
+				return err
+			}
+		}
+		if !exists {
+			// The run's first row: the run gets its key.
+			if _, err := tx.StmtContext(ctx, s.cp.runKey).ExecContext(ctx, cp.RunID); err != nil {
 				return err
 			}
 		}
@@ -281,15 +294,17 @@ const (
 // also reads the snapshot kept apart in the run's checkpoint row, which
 // is the run's when the last row has none of its own.
 func journalQuery(parts int) string {
-	cols := `j.seq, j.updated_at, NULL, NULL, NULL, NULL, j.body`
+	cols := `j.id - (r.key << 32), j.updated_at, NULL, NULL, NULL, NULL, j.body`
 	if parts&readState != 0 {
-		cols = `j.seq, j.updated_at, CASE WHEN j.seq = (SELECT max(seq) FROM journal WHERE run_id = ?1)
+		cols = `j.id - (r.key << 32), j.updated_at,
+			CASE WHEN j.id = (SELECT max(id) FROM journal WHERE id BETWEEN r.key << 32 AND (r.key << 32) + ` + seqMask + `)
 			THEN coalesce(j.snapshot, (SELECT snapshot FROM checkpoints WHERE run_id = ?1)) END, j.vals, j.dels, NULL, j.body`
 	}
 	if parts&readEvents != 0 {
 		cols = strings.Replace(cols, "NULL, j.body", "j.events, j.body", 1)
 	}
-	return `SELECT ` + cols + ` FROM journal j WHERE j.run_id = ?1 ORDER BY j.seq`
+	return `SELECT ` + cols + ` FROM journal_runs r JOIN journal j
+		ON j.id BETWEEN r.key << 32 AND (r.key << 32) + ` + seqMask + ` WHERE r.run_id = ?1 ORDER BY j.id`
 }
 
 // foldJournal folds the rows of a journal query of runID (one statement:

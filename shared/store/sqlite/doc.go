@@ -66,9 +66,10 @@
 // checkpoint set and the keys it deleted, and its new history events,
 // compressed together (S2). A step writes the variables it changed, not
 // every variable of the run, in one row rather than a row per event and
-// per value (5.8 pages written per step in TestPagesPerStep of
-// shared/local; 6.9 with the row's text uncompressed, version 9; 9.6 with
-// the tables of version 8). A snapshot over 4 KiB is kept apart, in the
+// per value, keyed by a number per run and its seq with no index of its
+// own (4.6 pages written per step in TestPagesPerStep of shared/local;
+// 6.9 with the row's text uncompressed and an index on (run_id, seq),
+// version 9; 9.6 with the tables of version 8). A snapshot over 4 KiB is kept apart, in the
 // run's checkpoint row replaced in place, so that a large state is not
 // stored again with each checkpoint. LoadCheckpoint and History fold a
 // run's rows read in one statement: the last row's snapshot, each key's
@@ -95,13 +96,16 @@
 //	checkpoints run_id PK, seq, snapshot (JSON), updated_at — since version 9 only a
 //	            run's snapshot too large for a journal row (maxRowSnapshot), replaced
 //	            in place
-//	journal     id INTEGER PK, run_id, seq, updated_at, body (S2-compressed: the
-//	            snapshot, absent when kept in checkpoints; the values set, a JSON
-//	            object; the keys deleted, a JSON array; the events, a JSON array of
-//	            [seq, time, type, state, detail?]; version 10), and for rows written
-//	            by version 9 the same parts as text: snapshot, vals, dels, events;
-//	            UNIQUE (run_id, seq) — one row per engine checkpoint (version 9; it
-//	            replaced the tables checkpoint_values and history)
+//	journal_runs key INTEGER PK, run_id UNIQUE — each run's number in journal keys
+//	            (version 10)
+//	journal     id INTEGER PK (the run's key × 2^32 + seq), updated_at, body
+//	            (S2-compressed: the snapshot, absent when kept in checkpoints; the
+//	            values set, a JSON object; the keys deleted, a JSON array; the
+//	            events, a JSON array of [seq, time, type, state, detail?]), and for
+//	            rows written by version 9 the same parts as text: snapshot, vals,
+//	            dels, events — one row per engine checkpoint (version 9; it replaced
+//	            the tables checkpoint_values and history; version 10 compressed it
+//	            and keyed it by number)
 //	run_claims  run_id PK, holder, pid, host, expires_at — who drives a run
 //	            (ClaimRun; version 3)
 //	run_replies run_id PK, source, consumed (JSON {step key: count}) — a

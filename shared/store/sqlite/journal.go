@@ -22,24 +22,36 @@ import (
 // values it set (a JSON object, keys in order), the keys it deleted (a
 // JSON array) and the history events it adds (a JSON array of [seq, time,
 // type, state, detail] arrays, detail left out when an event has none).
-// One row per checkpoint, appended at the end of the table's B-tree, with
-// one index entry (run_id, seq). A run's state is the fold of its rows:
-// the last row's snapshot, and for each key the value of the last row
-// that set or deleted it.
+// One row per checkpoint, keyed by the run's key (journal_runs, given at
+// its first checkpoint) and the seq: the key times 2^32 plus the seq,
+// the table's own integer key, so a row needs no index entry of its own
+// (the index on (run_id, seq) of version 9 wrote 1.2 pages per step), and
+// a run's rows are one range of keys. A run's state is the fold of its
+// rows: the last row's snapshot, and for each key the value of the last
+// row that set or deleted it. Version 9's seqs are all below 2^32 (a run
+// that long would have stored terabytes); had one not been, moving it
+// would have failed the migration on a duplicate key.
 //
 // Compressed, a 100-step run's row takes about a third of its text (the
 // events repeat the states' inputs and outputs, the snapshot the next
 // Task's payload): several rows share a leaf page where each row's text
-// filled a leaf and spilled onto an overflow page, and a step writes
-// 5.8 pages instead of 6.9 (TestPagesPerStep in shared/local); S2
-// compresses a 4 KB row in about 3 µs. Rows written by version 9 keep
-// their text in the columns snapshot, vals, dels and events, and are read
-// as before.
+// filled a leaf and spilled onto an overflow page, and a step writes 5.8
+// pages instead of 6.9, 4.6 without the index (TestPagesPerStep in
+// shared/local); S2 compresses a 4 KB row in about 3 µs. Rows written by
+// version 9 keep their text in the columns snapshot, vals, dels and
+// events, and are read as before.
 //
 // A snapshot over maxRowSnapshot bytes (a Map's results pile up in it)
 // is kept apart instead, in the run's one checkpoint row, replaced in
 // place, and the journal row has none: the journal keeps at most that
 // much of each checkpoint's snapshot, however large the run's state.
+
+// maxSeq is the largest seq a journal row holds: the low 32 bits of its
+// key. A checkpoint past it is refused.
+const maxSeq = 1<<32 - 1
+
+// seqMask is maxSeq as SQL text.
+const seqMask = "4294967295"
 
 // maxRowSnapshot is the largest snapshot a journal row holds.
 const maxRowSnapshot = 4 << 10

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,7 +48,7 @@ func TestSnapshotKeptApart(t *testing.T) {
 			t.Fatalf("save %d: %v", seq, err)
 		}
 		var body []byte
-		if err := s.r.QueryRowContext(ctx, `SELECT body FROM journal WHERE run_id = 'r1' AND seq = ?`, seq).Scan(&body); err != nil {
+		if err := s.r.QueryRowContext(ctx, `SELECT body FROM journal WHERE id = ((SELECT key FROM journal_runs WHERE run_id = 'r1') << 32) + ?`, seq).Scan(&body); err != nil {
 			t.Fatal(err)
 		}
 		p, err := decodeBody(body)
@@ -143,6 +144,60 @@ func TestBodyRoundTrip(t *testing.T) {
 		_, err = encodeJournal(cp, events, true)
 		if (err == nil) != tc.ok {
 			t.Errorf("encoding a %d-byte body under a limit of %d: %v", n, tc.limit, err)
+		}
+	}
+}
+
+// TestJournalKeys interleaves the checkpoints of two runs: each run gets
+// one key, its rows stay its own, and a seq past the low 32 bits of a
+// row's key is refused (at the limit, the checkpoint is judged on its
+// events, as any other).
+func TestJournalKeys(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	for seq := int64(1); seq <= 3; seq++ {
+		for _, run := range []string{"a", "b"} {
+			cp := store.Checkpoint{RunID: run, Seq: seq, UpdatedAt: at, Snapshot: json.RawMessage(`{"run":"` + run + `"}`)}
+			if err := s.SaveCheckpoint(ctx, cp, []store.HistoryEvent{{Seq: seq, Time: at, Type: "T", State: run}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, run := range []string{"a", "b"} {
+		evs, err := s.History(ctx, run)
+		if err != nil || len(evs) != 3 {
+			t.Fatalf("history of %s: %d events, %v", run, len(evs), err)
+		}
+		for i, e := range evs {
+			if e.Seq != int64(i+1) || e.State != run {
+				t.Errorf("history of %s, event %d: %+v", run, i, e)
+			}
+		}
+		cp, err := s.LoadCheckpoint(ctx, run)
+		if err != nil || cp.Seq != 3 || string(cp.Snapshot) != `{"run":"`+run+`"}` {
+			t.Errorf("checkpoint of %s: %+v, %v", run, cp, err)
+		}
+	}
+	var keys int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM journal_runs`).Scan(&keys); err != nil || keys != 2 {
+		t.Errorf("%d run keys (%v), want 2", keys, err)
+	}
+	for _, tc := range []struct {
+		seq  int64
+		over bool
+	}{{maxSeq - 1, false}, {maxSeq, false}, {maxSeq + 1, true}} {
+		cp := store.Checkpoint{RunID: "c", Seq: tc.seq, UpdatedAt: at, Snapshot: json.RawMessage(`{}`)}
+		err := s.SaveCheckpoint(ctx, cp, []store.HistoryEvent{{Seq: tc.seq, Time: at, Type: "T"}})
+		if !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("seq %d: %v, want refused (its events do not start at 1)", tc.seq, err)
+		}
+		if over := strings.Contains(err.Error(), "a run's journal holds"); over != tc.over {
+			t.Errorf("seq %d: %v; refused for its size: %v, want %v", tc.seq, err, over, tc.over)
 		}
 	}
 }

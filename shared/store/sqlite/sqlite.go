@@ -468,8 +468,28 @@ DROP TABLE history;
 `
 
 // schemaJournalBody (version 10) writes each new journal row's parts
-// into one compressed body (journal.go); the rows already written keep
-// their text and are read as they were.
+// into one compressed body, and keys the journal by a number per run
+// (journal_runs) and the seq, in place of the index on (run_id, seq)
+// (journal.go). The rows already written keep their text, moved with
+// their keys, and are read as they were.
 const schemaJournalBody = `
-ALTER TABLE journal ADD COLUMN body BLOB;
+CREATE TABLE journal_runs (
+	key    INTEGER PRIMARY KEY,
+	run_id TEXT NOT NULL UNIQUE
+);
+INSERT INTO journal_runs (run_id) SELECT DISTINCT run_id FROM journal ORDER BY run_id;
+CREATE TABLE journal_v10 (
+	id         INTEGER PRIMARY KEY,
+	updated_at TEXT NOT NULL,
+	snapshot   TEXT,
+	vals       TEXT,
+	dels       TEXT,
+	events     TEXT,
+	body       BLOB
+);
+INSERT INTO journal_v10 (id, updated_at, snapshot, vals, dels, events)
+SELECT (r.key << 32) + j.seq, j.updated_at, j.snapshot, j.vals, j.dels, j.events
+FROM journal j JOIN journal_runs r USING (run_id) ORDER BY r.key, j.seq;
+DROP TABLE journal;
+ALTER TABLE journal_v10 RENAME TO journal;
 `
