@@ -28,9 +28,9 @@ import (
 // (the index on (run_id, seq) of version 9 wrote 1.2 pages per step), and
 // a run's rows are one range of keys. A run's state is the fold of its
 // rows: the last row's snapshot, and for each key the value of the last
-// row that set or deleted it. Version 9's seqs are all below 2^32 (a run
-// that long would have stored terabytes); had one not been, moving it
-// would have failed the migration on a duplicate key.
+// row that set or deleted it. The migration takes version 9's seqs to be
+// below 2^32: a run past that would have stored hundreds of gigabytes of
+// history first.
 //
 // Compressed, a 100-step run's row takes about a third of its text (the
 // events repeat the states' inputs and outputs, the snapshot the next
