@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/shared/asl"
+	"github.com/stepline/stepline/shared/internal/jsonstr"
 	"github.com/stepline/stepline/shared/store"
 )
 
@@ -485,9 +486,5 @@ func decodeJSON(raw json.RawMessage, def any) (any, error) {
 	if len(raw) == 0 {
 		return def, nil
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, err
-	}
-	return v, nil
+	return jsonstr.Decode(raw)
 }

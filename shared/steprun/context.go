@@ -10,6 +10,7 @@ import (
 
 	"github.com/osteele/liquid/values"
 
+	"github.com/stepline/stepline/shared/internal/jsonstr"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/task"
 )
@@ -127,8 +128,8 @@ func (s *stepsValue) resolve(name string) (string, bool) {
 // decodeOutput decodes a compact output for templates, without
 // raw_response. A value that is not JSON is kept as its text.
 func decodeOutput(raw json.RawMessage) any {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
+	v, err := jsonstr.Decode(raw)
+	if err != nil {
 		return string(raw)
 	}
 	if m, ok := v.(map[string]any); ok {

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/stepline/stepline/shared/fault"
+	"github.com/stepline/stepline/shared/internal/jsonstr"
 	"github.com/stepline/stepline/shared/llmoutput"
 	"github.com/stepline/stepline/shared/metrics"
 	"github.com/stepline/stepline/shared/notify"
@@ -238,7 +239,14 @@ type taskRun struct {
 func decodeTrigger(raw json.RawMessage) map[string]any {
 	var m map[string]any
 	if len(raw) > 0 {
-		_ = json.Unmarshal(raw, &m)
+		// Text Decode reads is what json.Unmarshal reads into m (an
+		// object as m, any other value as nothing); anything else, as
+		// before, whatever json.Unmarshal left in m.
+		if v, err := jsonstr.Decode(raw); err == nil {
+			m, _ = v.(map[string]any)
+		} else {
+			_ = json.Unmarshal(raw, &m)
+		}
 	}
 	if m == nil {
 		m = map[string]any{}

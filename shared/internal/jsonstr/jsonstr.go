@@ -1,6 +1,8 @@
-// Package jsonstr writes Go strings as JSON string literals, and float64
-// numbers, as encoding/json does, without reflection, for the packages that encode JSON by hand on hot paths (the
-// engine's events and checkpoints, the LLMOutput contract's values).
+// Package jsonstr writes Go strings as JSON string literals, float64
+// numbers and decoded values as encoding/json does, and decodes JSON into
+// an any as it does (Decode), without reflection, for the packages that
+// handle JSON by hand on hot paths (the engine's events, checkpoints and
+// Task results, the LLMOutput contract's values, a step's context).
 package jsonstr
 
 import "unicode/utf8"

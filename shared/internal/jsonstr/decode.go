@@ -1,0 +1,281 @@
+package jsonstr
+
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// maxDepth is the nesting Decode reads itself; deeper text is left to
+// encoding/json (which refuses past 10,000 levels).
+const maxDepth = 1000
+
+// Decode returns the value json.Unmarshal decodes b into an any: nil,
+// bool, float64, string, []any or map[string]any (a repeated key's last
+// value kept), with the same error when b is not valid JSON or holds a
+// number a float64 cannot hold. It reads valid text in one pass, without
+// encoding/json's separate validating scan and reflection (about twice as
+// fast on the engine's Task results); text it does not read itself (a
+// string with a \u escape or bytes that are not UTF-8, nesting deeper
+// than maxDepth) and every error go to json.Unmarshal, which FuzzDecode
+// holds it to.
+func Decode(b []byte) (any, error) {
+	d := decoder{b: b}
+	v, ok := d.value(0)
+	if ok {
+		d.space()
+		ok = d.i == len(b)
+	}
+	if ok {
+		return v, nil
+	}
+	var u any
+	if err := json.Unmarshal(b, &u); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// decoder reads one JSON text; a false ok means: leave it to
+// encoding/json.
+type decoder struct {
+	b   []byte
+	i   int
+	buf []byte // an escaped string's bytes
+}
+
+func (d *decoder) space() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+func (d *decoder) value(depth int) (any, bool) {
+	d.space()
+	if d.i >= len(d.b) {
+		return nil, false
+	}
+	switch c := d.b[d.i]; {
+	case c == '{':
+		if depth >= maxDepth {
+			return nil, false
+		}
+		return d.object(depth + 1)
+	case c == '[':
+		if depth >= maxDepth {
+			return nil, false
+		}
+		return d.array(depth + 1)
+	case c == '"':
+		s, ok := d.string()
+		return s, ok
+	case c == 't':
+		return true, d.literal("true")
+	case c == 'f':
+		return false, d.literal("false")
+	case c == 'n':
+		return nil, d.literal("null")
+	case c == '-' || c >= '0' && c <= '9':
+		return d.number()
+	}
+	return nil, false
+}
+
+func (d *decoder) literal(s string) bool {
+	if len(d.b)-d.i < len(s) || string(d.b[d.i:d.i+len(s)]) != s {
+		return false
+	}
+	d.i += len(s)
+	return true
+}
+
+func (d *decoder) object(depth int) (any, bool) {
+	d.i++ // {
+	m := map[string]any{}
+	d.space()
+	if d.i < len(d.b) && d.b[d.i] == '}' {
+		d.i++
+		return m, true
+	}
+	for {
+		d.space()
+		if d.i >= len(d.b) || d.b[d.i] != '"' {
+			return nil, false
+		}
+		k, ok := d.string()
+		if !ok {
+			return nil, false
+		}
+		d.space()
+		if d.i >= len(d.b) || d.b[d.i] != ':' {
+			return nil, false
+		}
+		d.i++
+		v, ok := d.value(depth)
+		if !ok {
+			return nil, false
+		}
+		m[k] = v
+		d.space()
+		if d.i >= len(d.b) {
+			return nil, false
+		}
+		switch d.b[d.i] {
+		case ',':
+			d.i++
+		case '}':
+			d.i++
+			return m, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+func (d *decoder) array(depth int) (any, bool) {
+	d.i++ // [
+	a := []any{}
+	d.space()
+	if d.i < len(d.b) && d.b[d.i] == ']' {
+		d.i++
+		return a, true
+	}
+	for {
+		v, ok := d.value(depth)
+		if !ok {
+			return nil, false
+		}
+		a = append(a, v)
+		d.space()
+		if d.i >= len(d.b) {
+			return nil, false
+		}
+		switch d.b[d.i] {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			return a, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// string reads a string whose escapes are all short ones (\" \\ \/ \b
+// \f \n \r \t) and whose bytes are UTF-8.
+func (d *decoder) string() (string, bool) {
+	d.i++ // "
+	start := d.i
+	ascii := true
+	for d.i < len(d.b) {
+		switch c := d.b[d.i]; {
+		case c == '"':
+			s := d.b[start:d.i]
+			d.i++
+			if !ascii && !utf8.Valid(s) {
+				return "", false
+			}
+			return string(s), true
+		case c == '\\':
+			return d.escaped(start)
+		case c < 0x20:
+			return "", false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+		d.i++
+	}
+	return "", false
+}
+
+// escaped reads the rest of a string from its first escape on, the
+// string having begun at start.
+func (d *decoder) escaped(start int) (string, bool) {
+	buf := append(d.buf[:0], d.b[start:d.i]...)
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			d.i++
+			d.buf = buf
+			if !utf8.Valid(buf) {
+				return "", false
+			}
+			return string(buf), true
+		case c < 0x20:
+			return "", false
+		case c != '\\':
+			buf = append(buf, c)
+			d.i++
+			continue
+		}
+		if d.i+1 >= len(d.b) {
+			return "", false
+		}
+		switch e := d.b[d.i+1]; e {
+		case '"', '\\', '/':
+			buf = append(buf, e)
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		default: // \u and what is not JSON
+			return "", false
+		}
+		d.i += 2
+	}
+	return "", false
+}
+
+// number reads a number in JSON's grammar that a float64 holds.
+func (d *decoder) number() (any, bool) {
+	start := d.i
+	if d.b[d.i] == '-' {
+		d.i++
+	}
+	digits := func() int {
+		n := 0
+		for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
+			d.i++
+			n++
+		}
+		return n
+	}
+	if d.i < len(d.b) && d.b[d.i] == '0' {
+		d.i++
+	} else if digits() == 0 {
+		return nil, false
+	}
+	if d.i < len(d.b) && d.b[d.i] == '.' {
+		d.i++
+		if digits() == 0 {
+			return nil, false
+		}
+	}
+	if d.i < len(d.b) && (d.b[d.i] == 'e' || d.b[d.i] == 'E') {
+		d.i++
+		if d.i < len(d.b) && (d.b[d.i] == '+' || d.b[d.i] == '-') {
+			d.i++
+		}
+		if digits() == 0 {
+			return nil, false
+		}
+	}
+	f, err := strconv.ParseFloat(string(d.b[start:d.i]), 64)
+	if err != nil {
+		return nil, false
+	}
+	return f, true
+}
