@@ -27,10 +27,7 @@ func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 	if err != nil {
 		return fmt.Errorf("put step: %w", err)
 	}
-	digest, err := record.StepDigest(rec)
-	if err != nil {
-		return fmt.Errorf("put step %q: %w", rec.Name, err)
-	}
+
 	var flags any
 	if len(rec.Flags) > 0 {
 		b, err := json.Marshal(rec.Flags)
@@ -39,7 +36,15 @@ func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 		}
 		flags = string(b)
 	}
-	trust, err := trustText(rec.Trust)
+	var trust any // the column: JSON, or NULL
+	var trustJSON []byte
+	if rec.Trust != nil {
+		if trustJSON, err = json.Marshal(rec.Trust); err != nil {
+			return fmt.Errorf("put step %q: %w", rec.Name, err)
+		}
+		trust = string(trustJSON)
+	}
+	digest, err := record.StepDigestTrust(rec, trustJSON)
 	if err != nil {
 		return fmt.Errorf("put step %q: %w", rec.Name, err)
 	}
@@ -111,18 +116,6 @@ var replaceWaiting = func() string {
 	}
 	return b.String()
 }()
-
-// trustText is a trust report as the column stores it: JSON, or NULL.
-func trustText(r *store.TrustReport) (any, error) {
-	if r == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
-	}
-	return string(b), nil
-}
 
 // ListSteps implements store.Store.
 func (s *Store) ListSteps(ctx context.Context, runID string) ([]store.StepRecord, error) {

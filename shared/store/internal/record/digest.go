@@ -25,9 +25,23 @@ import (
 // text by hand (json.Marshal's reflection was 3% of a step's CPU in
 // BenchmarkRun of shared/local); FuzzStepText holds it to json.Marshal.
 func StepDigest(rec store.StepRecord) (string, error) {
+	var trust []byte
+	if rec.Trust != nil {
+		var err error
+		if trust, err = json.Marshal(rec.Trust); err != nil {
+			return "", fmt.Errorf("digest step %q: %w", rec.Name, err)
+		}
+	}
+	return StepDigestTrust(rec, trust)
+}
+
+// StepDigestTrust is StepDigest for a store that has the record's trust
+// report as json.Marshal writes it already (nil for none), as the column
+// it stores.
+func StepDigestTrust(rec store.StepRecord, trust []byte) (string, error) {
 	bp := digestPool.Get().(*digestBuf)
 	defer digestPool.Put(bp)
-	b, ok := bp.appendStep(bp.b[:0], &rec)
+	b, ok := bp.appendStep(bp.b[:0], &rec, trust)
 	if cap(b) <= maxPooled {
 		bp.b = b
 	}
@@ -58,8 +72,9 @@ type digestBuf struct {
 // appendStep appends rec as json.Marshal writes it, or reports false for
 // what it leaves to json.Marshal: a JSON field that is not valid JSON, a
 // time not in UTC (normalized records' are) or one json.Marshal refuses,
-// a confidence or cost that is not finite.
-func (d *digestBuf) appendStep(b []byte, rec *store.StepRecord) ([]byte, bool) {
+// a confidence or cost that is not finite. trust is rec.Trust as
+// json.Marshal writes it.
+func (d *digestBuf) appendStep(b []byte, rec *store.StepRecord, trust []byte) ([]byte, bool) {
 	ok := true
 	str := func(name, v string, omitEmpty bool) {
 		if omitEmpty && v == "" {
@@ -156,12 +171,8 @@ func (d *digestBuf) appendStep(b []byte, rec *store.StepRecord) ([]byte, bool) {
 	raw(`,"trace":`, rec.Trace)
 	str(`,"trace_ref":`, rec.TraceRef, true)
 	if rec.Trust != nil {
-		t, err := json.Marshal(rec.Trust)
-		if err != nil {
-			ok = false
-		}
 		b = append(b, `,"trust_report":`...)
-		b = append(b, t...)
+		b = append(b, trust...)
 	}
 	return append(b, '}'), ok
 }

@@ -79,7 +79,7 @@ func FuzzStepText(f *testing.F) {
 		got, err := StepDigest(rec)
 		if (err == nil) != (werr == nil) || got != want {
 			var d digestBuf
-			b, ok := d.appendStep(nil, &rec)
+			b, ok := d.appendStep(nil, &rec, nil)
 			m, _ := json.Marshal(rec)
 			t.Fatalf("%q, %v (hand: %s, %v); json.Marshal's %q, %v (%s)", got, err, b, ok, want, werr, m)
 		}
