@@ -37,14 +37,33 @@ func (r *run) invoke(ctx context.Context, cancel context.CancelFunc, call taskCa
 			finish(completion{fail: timedOut()})
 			return
 		}
-		sleep, stop := context.WithCancel(ctx)
-		defer stop()
-		clock := r.e.cfg.Clock
-		go func() {
-			if clock.Sleep(sleep, timeout) == nil && finish(completion{fail: timedOut()}) {
+		expire := func() {
+			if finish(completion{fail: timedOut()}) {
 				cancel()
 			}
-		}()
+		}
+		if _, real := r.e.cfg.Clock.(SystemClock); real {
+			// A timer rather than a goroutine asleep on one: a call
+			// that ends before its deadline (nearly every one) then
+			// costs no goroutine start and exit, and no wake-up of a
+			// sleeping goroutine when it ends (about 4% of a step's CPU
+			// in BenchmarkRun of shared/local).
+			t := time.AfterFunc(timeout, func() {
+				if ctx.Err() == nil {
+					expire()
+				}
+			})
+			defer t.Stop()
+		} else {
+			sleep, stop := context.WithCancel(ctx)
+			defer stop()
+			clock := r.e.cfg.Clock
+			go func() {
+				if clock.Sleep(sleep, timeout) == nil {
+					expire()
+				}
+			}()
+		}
 	}
 	finish(r.call(ctx, call))
 }

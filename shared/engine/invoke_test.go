@@ -73,3 +73,47 @@ func TestCancelWaitsForHandlers(t *testing.T) {
 		t.Error("Start returned while the handler still ran")
 	}
 }
+
+// TestTimeoutOnTheSystemClock times a task out on the real clock (a timer,
+// not a goroutine asleep): the run takes its Catch at about
+// TimeoutSeconds, and the handler's context is cancelled; a task that
+// returns in time is not timed out.
+func TestTimeoutOnTheSystemClock(t *testing.T) {
+	def := &asl.StateMachine{QueryLanguage: asl.JSONata, StartAt: "Slow"}
+	must(t, def.States.Add("Slow", &asl.Task{Resource: asl.ResourceLambdaInvoke, TimeoutSeconds: 1,
+		Arguments: map[string]any{"FunctionName": "slow", "Payload": map[string]any{}},
+		Catch:     []asl.Catcher{{ErrorEquals: []string{asl.StatesTimeout}, Next: "Caught"}},
+		Output:    "done", End: true}))
+	must(t, def.States.Add("Caught", &asl.Pass{Output: asl.Expr("$states.input.Error"), End: true}))
+	for _, tc := range []struct {
+		takes time.Duration
+		want  string
+	}{{10 * time.Millisecond, `"done"`}, {5 * time.Second, `"States.Timeout"`}} {
+		cancelled := make(chan struct{})
+		slow := func(c context.Context, _ json.RawMessage) (json.RawMessage, error) {
+			select {
+			case <-time.After(tc.takes):
+				return json.RawMessage(`{}`), nil
+			case <-c.Done():
+				close(cancelled)
+				return nil, c.Err()
+			}
+		}
+		start := time.Now()
+		res, err := New(Config{Journal: newJournal(), Clock: SystemClock{}, Resources: Functions{"slow": slow}}).
+			Start(context.Background(), "t", def, nil)
+		took := time.Since(start)
+		res = mustResult(t, res, err, StatusSucceeded)
+		jsonEqual(t, res.Output, tc.want)
+		if tc.want == `"States.Timeout"` {
+			if took < 900*time.Millisecond || took > 4*time.Second {
+				t.Errorf("timed out after %v, want about 1s", took)
+			}
+			select {
+			case <-cancelled:
+			case <-time.After(time.Second):
+				t.Error("the timed-out handler's context was not cancelled")
+			}
+		}
+	}
+}
