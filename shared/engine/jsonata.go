@@ -54,6 +54,10 @@ type exprCode struct {
 	obj    []objVar  // an object of variables (shapes.go)
 	plus   *pathPlus // a plain path plus a whole number (shapes.go)
 
+	// body, when set, is the expression whose own compile was deferred
+	// (compileChecked): program compiles it first.
+	body string
+
 	once sync.Once
 	prog *jsonata.Expr
 	err  error
@@ -62,6 +66,12 @@ type exprCode struct {
 // program returns the compiled wrapped program, compiling it on first use.
 func (c *exprCode) program() (*jsonata.Expr, error) {
 	c.once.Do(func() {
+		if c.body != "" {
+			if _, err := jsonata.Compile(c.body); err != nil {
+				c.err = fmt.Errorf("JSONata expression %q does not compile: %v", c.body, err)
+				return
+			}
+		}
 		c.prog, c.err = jsonata.Compile(c.source)
 		if c.err == nil && len(c.exts) > 0 {
 			if err := c.prog.RegisterExts(c.exts); err != nil {
@@ -125,6 +135,12 @@ func compileExpr(body, field string, visible map[string]bool) (*expr, error) {
 // compile is compileExpr sharing the compiled code of an earlier
 // expression with the same body and bound names.
 func (c exprCache) compile(body, field string, visible map[string]bool) (*expr, error) {
+	return c.compileChecking(body, field, visible, true)
+}
+
+// compileChecking is compile; check false defers the body's own compile
+// to its program's first compile (newExprCode).
+func (c exprCache) compileChecking(body, field string, visible map[string]bool, check bool) (*expr, error) {
 	var names []string
 	for n := range varRefs(body) {
 		if slices.Contains(names, n) || (n != "states" && !visible[n]) {
@@ -137,7 +153,7 @@ func (c exprCache) compile(body, field string, visible map[string]bool) (*expr, 
 	code := c[key]
 	if code == nil {
 		var err error
-		if code, err = newExprCode(body, names); err != nil {
+		if code, err = newExprCode(body, names, check); err != nil {
 			return nil, fmt.Errorf("%s: JSONata expression %q does not compile: %v", field, body, err)
 		}
 		if c != nil {
@@ -149,10 +165,14 @@ func (c exprCache) compile(body, field string, visible map[string]bool) (*expr, 
 
 // newExprCode checks that body compiles on its own (so that the block
 // around it cannot make a broken expression whole) and prepares its
-// wrapped program: compiled now, or on first use for a plain path.
-func newExprCode(body string, names []string) (*exprCode, error) {
-	if _, err := jsonata.Compile(body); err != nil {
-		return nil, err
+// wrapped program, compiled at its first evaluation, or never for a plain
+// path. check false leaves the body's own compile to the program's first
+// compile, before the wrapped program's.
+func newExprCode(body string, names []string, check bool) (*exprCode, error) {
+	if check {
+		if _, err := jsonata.Compile(body); err != nil {
+			return nil, err
+		}
 	}
 	var b strings.Builder
 	b.WriteString("(")
@@ -163,6 +183,9 @@ func newExprCode(body string, names []string) (*exprCode, error) {
 	b.WriteString(body)
 	b.WriteString("\n))")
 	code := &exprCode{source: b.String()}
+	if !check {
+		code.body = body
+	}
 	// Bind only the extra functions the expression calls: every binding
 	// costs on each evaluation.
 	for name, ext := range sfnFunctions {
@@ -488,10 +511,16 @@ func compileTmpl(v any, field string, visible map[string]bool) (*tmpl, error) {
 
 // tmpl is compileTmpl sharing compiled expressions through c.
 func (c exprCache) tmpl(v any, field string, visible map[string]bool) (*tmpl, error) {
+	return c.tmplChecking(v, field, visible, true)
+}
+
+// tmplChecking is tmpl; check false defers each body's own compile
+// (compileChecking).
+func (c exprCache) tmplChecking(v any, field string, visible map[string]bool, check bool) (*tmpl, error) {
 	switch x := v.(type) {
 	case string:
 		if body, ok := asl.ExprBody(x); ok {
-			e, err := c.compile(body, field, visible)
+			e, err := c.compileChecking(body, field, visible, check)
 			if err != nil {
 				return nil, err
 			}
@@ -506,7 +535,7 @@ func (c exprCache) tmpl(v any, field string, visible map[string]bool) (*tmpl, er
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			f, err := c.tmpl(x[k], field+"/"+k, visible)
+			f, err := c.tmplChecking(x[k], field+"/"+k, visible, check)
 			if err != nil {
 				return nil, err
 			}
@@ -521,7 +550,7 @@ func (c exprCache) tmpl(v any, field string, visible map[string]bool) (*tmpl, er
 	case []any:
 		t := &tmpl{isArr: true, static: true}
 		for i, e := range x {
-			f, err := c.tmpl(e, fmt.Sprintf("%s[%d]", field, i), visible)
+			f, err := c.tmplChecking(e, fmt.Sprintf("%s[%d]", field, i), visible, check)
 			if err != nil {
 				return nil, err
 			}
@@ -540,7 +569,7 @@ func (c exprCache) tmpl(v any, field string, visible map[string]bool) (*tmpl, er
 	}
 	switch n.(type) {
 	case map[string]any, []any:
-		return c.tmpl(n, field, visible)
+		return c.tmplChecking(n, field, visible, check)
 	}
 	return &tmpl{static: true, lit: n}, nil
 }

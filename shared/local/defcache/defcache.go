@@ -48,6 +48,7 @@ import (
 	"strings"
 
 	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/internal/atomicfile"
 	"github.com/stepline/stepline/shared/project"
 )
@@ -265,6 +266,10 @@ type Entry struct {
 	Files []File `json:"files"`
 	// Diagnostics are the compile's warnings.
 	Diagnostics compiler.Diagnostics `json:"diagnostics,omitempty"`
+	// Checked is what the engine's compile found of the pipeline's
+	// definition (engine.Engine.Prepare), for the engine of a process that
+	// reads the entry (engine.Engine.PrepareChecked); nil: not known.
+	Checked *engine.Checked `json:"checked,omitempty"`
 }
 
 // File is one file of an Entry.
@@ -280,6 +285,7 @@ type manifest struct {
 	Name        string               `json:"name"`
 	Files       []fileSize           `json:"files"`
 	Diagnostics compiler.Diagnostics `json:"diagnostics,omitempty"`
+	Checked     *engine.Checked      `json:"checked,omitempty"`
 }
 
 type fileSize struct {
@@ -289,7 +295,7 @@ type fileSize struct {
 
 // encode is the body of e stored under k.
 func encode(k Key, e Entry) ([]byte, error) {
-	m := manifest{Key: k.String(), Name: e.Name, Diagnostics: e.Diagnostics}
+	m := manifest{Key: k.String(), Name: e.Name, Diagnostics: e.Diagnostics, Checked: e.Checked}
 	size := 0
 	for _, f := range e.Files {
 		m.Files = append(m.Files, fileSize{f.Name, len(f.Data)})
@@ -315,7 +321,7 @@ func decode(b []byte) (key string, e Entry, ok bool) {
 	if !found || json.Unmarshal(head, &m) != nil {
 		return "", Entry{}, false
 	}
-	e = Entry{Name: m.Name, Diagnostics: m.Diagnostics}
+	e = Entry{Name: m.Name, Diagnostics: m.Diagnostics, Checked: m.Checked}
 	for _, f := range m.Files {
 		if f.Size < 0 || f.Size > len(data) {
 			return "", Entry{}, false

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/project"
 )
@@ -224,6 +225,18 @@ func TestPutGet(t *testing.T) {
 		if cap(f.Data) != len(f.Data) {
 			t.Errorf("file %d: appending to its data would write over the next file's", i)
 		}
+	}
+	if got.Checked != nil {
+		t.Errorf("checked %+v from an entry without it", got.Checked)
+	}
+	// What the engine found of the definition comes back as it was put.
+	e := entry()
+	e.Checked = &engine.Checked{Hash: strings.Repeat("0f", 32), Size: 1234}
+	if err := c.Put(k, e); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Get(k); err != nil || got.Checked == nil || *got.Checked != *e.Checked {
+		t.Errorf("checked %+v (%v), want %+v", got.Checked, err, *e.Checked)
 	}
 }
 
