@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -101,13 +102,41 @@ func (r *Runner) remember(key defcache.Key, c *compiled) {
 func (r *Runner) restore(e defcache.Entry) error {
 	for _, f := range e.Files {
 		path := filepath.Join(r.dir, "definitions", f.Name)
-		if old, err := os.ReadFile(path); err != nil || !bytes.Equal(old, f.Data) {
+		if !sameContent(path, f.Data) {
 			if err := atomicfile.Write(path, f.Data); err != nil {
 				return fmt.Errorf("save definition: %w", err)
 			}
 		}
 	}
 	return nil
+}
+
+// sameContent reports whether the file at path holds exactly data,
+// reading it a piece at a time rather than whole (a 100-step pipeline's
+// definition is about 250 KB); false when it cannot be read.
+func sameContent(path string, data []byte) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || fi.Size() != int64(len(data)) {
+		return false
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := io.ReadFull(f, buf)
+		if n > len(data) || !bytes.Equal(buf[:n], data[:n]) {
+			return false
+		}
+		data = data[n:]
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return len(data) == 0
+		}
+		if err != nil {
+			return false
+		}
+	}
 }
 
 // cached loads the compile cached under key: its files are saved in the

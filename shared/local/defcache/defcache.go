@@ -353,7 +353,7 @@ func (c Cache) Get(k Key) (Entry, error) {
 		return Entry{}, fmt.Errorf("read cached definition: %w", err)
 	}
 	defer f.Close()
-	raw, err := io.ReadAll(io.LimitReader(f, MaxEntryBytes+1024))
+	raw, err := readAtMost(f, MaxEntryBytes+1024)
 	if err != nil {
 		return Entry{}, fmt.Errorf("read cached definition: %w", err)
 	}
@@ -371,6 +371,31 @@ func (c Cache) Get(k Key) (Entry, error) {
 		}
 	}
 	return e, nil
+}
+
+// readAtMost reads f to its end, or max bytes of it, into a buffer sized
+// by the file's size (io.ReadAll would grow one step by step to it, a
+// 100-step pipeline's entry being about 250 KB).
+func readAtMost(f *os.File, max int64) ([]byte, error) {
+	size := int64(512)
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		size = min(fi.Size(), max) + 1 // one more: a file that grew is read on
+	}
+	b := make([]byte, 0, size)
+	for int64(len(b)) < max {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := f.Read(b[len(b):min(int64(cap(b)), max)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // fileName reports whether name is a plain file name: an entry never

@@ -363,3 +363,39 @@ func TestPrune(t *testing.T) {
 		t.Errorf("the newest entry: %v", err)
 	}
 }
+
+func TestReadAtMost(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name      string
+		size, max int
+		want      int
+	}{
+		{"empty", 0, 10, 0},
+		{"under", 9, 10, 9},
+		{"at", 10, 10, 10},
+		{"over", 11, 10, 10},
+		{"far over", 5000, 10, 10},
+		{"large under", 300 << 10, 1 << 20, 300 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := bytes.Repeat([]byte{'x'}, tc.size)
+			for i := range data {
+				data[i] = byte(i)
+			}
+			path := filepath.Join(dir, tc.name)
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			got, err := readAtMost(f, int64(tc.max))
+			if err != nil || !bytes.Equal(got, data[:tc.want]) {
+				t.Errorf("read %d bytes (%v), want the first %d of %d", len(got), err, tc.want, tc.size)
+			}
+		})
+	}
+}
