@@ -13,7 +13,6 @@ import (
 	"hash"
 	"iter"
 	"math"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -96,9 +95,39 @@ type exprKey struct{ body, names string }
 // take it.
 var evalMu sync.Mutex
 
-var (
-	simplePath = regexp.MustCompile(`^\s*\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*$`)
-)
+// plainPath returns the variable's name and the fields of body when it
+// is a plain path, $name or $name.field.field (what the regexp
+// ^\s*\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*$
+// matches, read without the regexp engine); nil otherwise.
+func plainPath(body string) []string {
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
+	i, j := 0, len(body)
+	for i < j && isSpace(body[i]) {
+		i++
+	}
+	for j > i && isSpace(body[j-1]) {
+		j--
+	}
+	s := body[i:j]
+	if len(s) < 2 || s[0] != '$' {
+		return nil
+	}
+	for k := 1; ; {
+		if k >= len(s) || !isNameStart(s[k]) {
+			return nil
+		}
+		for k < len(s) && (isNameStart(s[k]) || '0' <= s[k] && s[k] <= '9') {
+			k++
+		}
+		if k == len(s) {
+			return strings.Split(s[1:], ".")
+		}
+		if s[k] != '.' {
+			return nil
+		}
+		k++
+	}
+}
 
 // varRefs yields the name of every variable reference in src, in order:
 // each "$" followed by a letter or "_" and then letters, digits and "_",
@@ -196,8 +225,8 @@ func newExprCode(body string, names []string, check bool) (*exprCode, error) {
 			code.exts[name] = ext
 		}
 	}
-	if m := simplePath.FindStringSubmatch(body); m != nil && len(code.exts) == 0 && slices.Contains(names, m[1]) {
-		code.path = append([]string{m[1]}, strings.Split(m[2], ".")[1:]...)
+	if path := plainPath(body); path != nil && len(code.exts) == 0 && slices.Contains(names, path[0]) {
+		code.path = path
 		return code, nil
 	}
 	if len(code.exts) == 0 {
@@ -528,6 +557,9 @@ func (c exprCache) tmplChecking(v any, field string, visible map[string]bool, ch
 		}
 		return &tmpl{static: true, lit: x}, nil
 	case map[string]any:
+		if plainStatic(x) {
+			return &tmpl{static: true, lit: x}, nil
+		}
 		t := &tmpl{isObj: true, static: true}
 		keys := make([]string, 0, len(x))
 		for k := range x {
@@ -548,6 +580,9 @@ func (c exprCache) tmplChecking(v any, field string, visible map[string]bool, ch
 		}
 		return t, nil
 	case []any:
+		if plainStatic(x) {
+			return &tmpl{static: true, lit: x}, nil
+		}
 		t := &tmpl{isArr: true, static: true}
 		for i, e := range x {
 			f, err := c.tmplChecking(e, fmt.Sprintf("%s[%d]", field, i), visible, check)
@@ -572,6 +607,34 @@ func (c exprCache) tmplChecking(v any, field string, visible map[string]bool, ch
 		return c.tmplChecking(n, field, visible, check)
 	}
 	return &tmpl{static: true, lit: n}, nil
+}
+
+// plainStatic reports whether v is plain JSON (nil, bool, float64,
+// string, map[string]any, []any) holding no JSONata string: what tmpl
+// would compile, node by node, to a static value equal to v itself.
+func plainStatic(v any) bool {
+	switch x := v.(type) {
+	case nil, bool, float64:
+		return true
+	case string:
+		_, ok := asl.ExprBody(x)
+		return !ok
+	case map[string]any:
+		for _, e := range x {
+			if !plainStatic(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range x {
+			if !plainStatic(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // plainJSON converts any Go value to plain JSON values through encoding/json.

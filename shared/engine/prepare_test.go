@@ -2,9 +2,13 @@ package engine
 
 import (
 	"context"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/internal/testenv"
 	"github.com/stepline/stepline/shared/asl"
 )
 
@@ -133,4 +137,64 @@ func TestPrepareChecked(t *testing.T) {
 			}
 		}
 	})
+}
+
+// BenchmarkProgramPipelineChecked is BenchmarkProgramPipeline for a
+// definition given back with what Prepare found of it (PrepareChecked:
+// a process that reads the definition cache): full compiles and checked
+// ones in the same run.
+func BenchmarkProgramPipelineChecked(b *testing.B) {
+	f, ds := compiler.Load("bench.yaml", []byte(testenv.BenchPipeline(100)))
+	if ds.HasErrors() {
+		b.Fatal(ds)
+	}
+	sm, ds := compiler.LowerOptions(f, compiler.Options{MaxDefinitionBytes: 64 << 20})
+	if sm == nil {
+		b.Fatal(ds)
+	}
+	raw, err := asl.Marshal(sm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	def, err := asl.Decode(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, c, err := compileFull(def, 64<<20)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("full", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := compile(def, 64<<20); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("checked", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := compileChecked(def, c, 64<<20); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestPlainPath: plainPath matches what the regexp it stands for
+// matches, with the same name and fields.
+func TestPlainPath(t *testing.T) {
+	re := regexp.MustCompile(`^\s*\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*$`)
+	for _, body := range []string{
+		"$a", "$run", " $run ", "\t$run\n", "\f$x\r", "$_", "$a1.b2.c_3", "$states.result.Payload",
+		"", "$", " $ ", "a", "$1", "$a.", "$a..b", "$a.1b", "$a .b", "$a. b", "$a.b ", "$a.b c",
+		"$a-b", "$a[0]", "$a.b[0]", "$$a", "$é", "$a.é", "x$a", "$a\v", "\v$a", "$states.input.rerun.from_step = 's0'",
+	} {
+		var want []string
+		if m := re.FindStringSubmatch(body); m != nil {
+			want = append([]string{m[1]}, strings.Split(m[2], ".")[1:]...)
+		}
+		if got := plainPath(body); !slices.Equal(got, want) || (got == nil) != (want == nil) {
+			t.Errorf("plainPath(%q) = %q, want %q", body, got, want)
+		}
+	}
 }
