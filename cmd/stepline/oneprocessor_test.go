@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stepline/stepline/shared/asl"
+	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/pricing"
 )
 
 func TestOneStateAtATime(t *testing.T) {
@@ -71,5 +73,31 @@ func TestRunOneProcessor(t *testing.T) {
 				t.Errorf("oneProcessor called %d times, want %d", calls, tc.want)
 			}
 		})
+	}
+}
+
+// TestHandlerPrices: the step functions price from the default table,
+// loaded at their first call: a scripted call is priced at 0, a known
+// model as the table says.
+func TestHandlerPrices(t *testing.T) {
+	want, err := pricing.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := env{stderr: &bytes.Buffer{}, getenv: func(string) string { return "" }}
+	h := handler(e, nil, t.TempDir(), nil, nil, executor.Deps{})
+	u := pricing.Usage{InputTokens: 1000, OutputTokens: 500}
+	for _, c := range [][2]string{{"scripted", "scripted"}, {"openai", "gpt-4o-2024-08-06"}, {"nobody", "nothing"}} {
+		gc, gok := h.Pricing.Cost(c[0], c[1], u)
+		wc, wok := want.Cost(c[0], c[1], u)
+		if gc != wc || gok != wok {
+			t.Errorf("%s/%s: %v %v, want %v %v", c[0], c[1], gc, gok, wc, wok)
+		}
+	}
+	if c, ok := h.Pricing.Cost("scripted", "scripted", u); c != 0 || !ok {
+		t.Errorf("a scripted call: %v %v, want priced at 0", c, ok)
+	}
+	if c, ok := h.Pricing.Cost("openai", "gpt-4o-2024-08-06", u); c <= 0 || !ok {
+		t.Errorf("a gpt-4o call: %v %v, want priced", c, ok)
 	}
 }
