@@ -202,21 +202,19 @@ func runPipeline(ctx context.Context, e env, path string, sf stateFlags, f runFl
 // time: it has no Parallel or Map state and starts no other execution (a
 // sub-pipeline's machine may have either).
 func oneStateAtATime(sm *asl.StateMachine) bool {
-	var states func(asl.States) bool
-	states = func(ss asl.States) bool {
-		for _, st := range ss.All() {
-			switch st := st.(type) {
-			case *asl.Parallel, *asl.Map:
+	// A machine without Parallel or Map states has no nested ones: its
+	// top-level states are all it runs.
+	for _, st := range sm.States.All() {
+		switch st := st.(type) {
+		case *asl.Parallel, *asl.Map:
+			return false
+		case *asl.Task:
+			if strings.Contains(st.Resource, ":states:startExecution") {
 				return false
-			case *asl.Task:
-				if strings.Contains(st.Resource, ":states:startExecution") {
-					return false
-				}
 			}
 		}
-		return true
 	}
-	return states(sm.States)
+	return true
 }
 
 // eventTrigger turns an event file into the run's trigger: a file with a
