@@ -20,10 +20,11 @@
 //
 // An entry is one file, <dir>/<key>.def, written whole by rename: a
 // header with the length and SHA-256 of its body, and the body: one line
-// of JSON (the key, the pipeline's name, the diagnostics, each file's
-// name and size) followed by the files' bytes as they are, one after the
-// other, so that a hit reads its definitions without decoding them from
-// JSON strings (a 100-step pipeline's definition is about 250 KB).
+// of JSON (the key, the pipeline's name, the diagnostics, what the
+// engine's compile found of the definition, each file's name and size)
+// followed by the files' bytes as they are, one after the other, so
+// that a hit reads its definitions without decoding them from JSON
+// strings (a 100-step pipeline's definition is about 250 KB).
 // Get verifies both, and the key inside the body, before it trusts an
 // entry: a file cut short, changed or misnamed is a miss (ErrCorrupt),
 // and the caller's next Put replaces it. At most MaxEntries entries are
