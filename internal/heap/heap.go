@@ -98,10 +98,11 @@ func afterNextGC(f func()) {
 // goroutine to goroutine (the engine's driver, the step's worker, the
 // store's writer) without ever having two of them to run at once. With a
 // second processor the runtime wakes a thread for it at each hand-off,
-// which finds nothing to do, spins and sleeps again: in a 100-step
-// scripted run about 800 such sleeps and as many futex wake-ups, some
-// 15% of the process's CPU, for no gain in time. Waiting for a model, a
-// tool or a shell check holds no processor, so such steps lose nothing.
+// which finds nothing to do, spins and sleeps again: a 100-step scripted
+// run spent about 15% more CPU so (futex wake-ups, the scheduler's
+// search for work, short sleeps), and took no less time. Waiting for a
+// model, a tool or a shell check holds no processor, so such steps lose
+// nothing.
 func OneProcessor(getenv func(string) string) {
 	if getenv("GOMAXPROCS") != "" {
 		return
