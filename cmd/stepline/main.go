@@ -46,6 +46,10 @@ type env struct {
 	// startHeap is called once a command that drives a run has parsed its
 	// flags (main: heap.Starting); nil: the collector is left as it is.
 	startHeap func()
+	// oneProcessor is called before a command drives a run whose machine
+	// executes one state at a time (main: heap.OneProcessor); nil: the
+	// scheduler is left as it is.
+	oneProcessor func()
 	// serveHeap is called once stepline serve has parsed its flags
 	// (main: heap.Server); nil: the collector is left as it is.
 	serveHeap func()
@@ -143,8 +147,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	stop = telemetry.SetupCLI(ctx, os.Getenv, os.Stderr, stop) // traces over OTLP when OTEL_* ask for them; stop() then exports the last
 	code := dispatch(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
-		startHeap: func() { heap.Starting(heap.RunGoal, os.Getenv) },
-		serveHeap: func() { heap.Server(heap.ServeGCPercent, heap.ServeMemoryLimit, os.Getenv) }})
+		startHeap:    func() { heap.Starting(heap.RunGoal, os.Getenv) },
+		oneProcessor: func() { heap.OneProcessor(os.Getenv) },
+		serveHeap:    func() { heap.Server(heap.ServeGCPercent, heap.ServeMemoryLimit, os.Getenv) }})
 	stop()
 	os.Exit(code)
 }

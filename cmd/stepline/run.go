@@ -19,6 +19,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/shared/asl"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/local"
 	"github.com/stepline/stepline/shared/project"
@@ -171,7 +172,15 @@ func runPipeline(ctx context.Context, e env, path string, sf stateFlags, f runFl
 	if !f.json {
 		fmt.Fprintf(e.stdout, "running %s\n", path)
 	}
-	o, err := r.Run(ctx, path, trigger, "", opts...)
+	// r.Run, with the scheduler set between the compile and the run.
+	sm, name, _, err := r.Compile(path)
+	var o local.Outcome
+	if err == nil {
+		if e.oneProcessor != nil && oneStateAtATime(sm) {
+			e.oneProcessor()
+		}
+		o, err = r.Start(ctx, sm, name, trigger, "", opts...)
+	}
 	prog.stop() // the live line, before approvals are asked for
 	if ds, ok := compiler.AsError(err); ok {
 		fmt.Fprint(e.stderr, ds.String()) // every error, as validate prints them
@@ -187,6 +196,25 @@ func runPipeline(ctx context.Context, e env, path string, sf stateFlags, f runFl
 		return exitFailed
 	}
 	return report(ctx, e, r, o, f.json, f.exitCode)
+}
+
+// oneStateAtATime reports whether a run of sm executes one state at a
+// time: it has no Parallel or Map state and starts no other execution (a
+// sub-pipeline's machine may have either).
+func oneStateAtATime(sm *asl.StateMachine) bool {
+	// A machine without Parallel or Map states has no nested ones: its
+	// top-level states are all it runs.
+	for _, st := range sm.States.All() {
+		switch st := st.(type) {
+		case *asl.Parallel, *asl.Map:
+			return false
+		case *asl.Task:
+			if strings.Contains(st.Resource, ":states:startExecution") {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // eventTrigger turns an event file into the run's trigger: a file with a

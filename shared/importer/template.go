@@ -3,8 +3,9 @@ package importer
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/stepline/stepline/internal/lazyregexp"
 )
 
 // Marker is the Liquid tag the importer writes in front of what it could
@@ -167,7 +168,7 @@ func neutralize(s string) string {
 // unconverted is the output for an original construct that is not converted.
 func unconverted(orig string) string { return "{% " + Marker + " %}" + neutralize(orig) }
 
-var endRawRE = regexp.MustCompile(`\{%-?\s*endraw\s*-?%\}`)
+var endRawRE = lazyregexp.New(`\{%-?\s*endraw\s*-?%\}`)
 
 func convertTemplate(src string, sc *scope) (string, []tnote) {
 	c := &conv{sc: sc}
@@ -232,15 +233,15 @@ func convertTemplate(src string, sc *scope) (string, []tnote) {
 			close := " " + rt + "%}"
 			switch name {
 			case "raw":
-				loc := endRawRE.FindStringIndex(src[i:])
-				if loc == nil {
+				m := endRawRE.FindAllStringSubmatchIndex(src[i:], 1)
+				if m == nil {
 					c.note(j, Person, "raw", "{% raw %} is not closed", src[j:])
 					b.WriteString(unconverted(src[j:]))
 					i = len(src)
 					continue
 				}
-				b.WriteString(rawText(src[i : i+loc[0]]))
-				i += loc[1]
+				b.WriteString(rawText(src[i : i+m[0][0]]))
+				i += m[0][1]
 				c.note(j, Converted, "raw", "{% raw %} kept", "")
 			case "if", "elif":
 				cond, err := c.condition(rest)
@@ -484,7 +485,7 @@ func (c *conv) arg(e jexpr) (string, error) {
 	return "", &jerr{e.at(), "only a name or a literal is converted here (Liquid takes no expression as a filter argument or operand)"}
 }
 
-var liquidName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var liquidName = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func (c *conv) path(p *jpath) (string, error) {
 	root, segs := p.root, p.segs

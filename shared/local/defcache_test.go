@@ -11,7 +11,11 @@ import (
 
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/shared/asl"
+	"github.com/stepline/stepline/shared/engine"
+	"github.com/stepline/stepline/shared/local/defcache"
+	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store"
+	"github.com/stepline/stepline/shared/store/sqlite"
 )
 
 // cacheProject is a project whose pipeline runs a sub-pipeline, with an
@@ -276,5 +280,121 @@ func TestDefinitionCacheNotForErrors(t *testing.T) {
 	}
 	if entries, _ := filepath.Glob(filepath.Join(dir, ".stepline", "definitions", "cache", "*.def")); len(entries) != 0 {
 		t.Errorf("cache entries for a pipeline with errors: %v", entries)
+	}
+}
+
+// TestDefinitionCacheChecked: an entry keeps what the engine's compile
+// found of the definition (its hash and size); a process that reads the
+// entry gives that to its engine, whose runs then carry the entry's hash,
+// the hash a full compile of the same bytes finds. An entry without it
+// runs through the engine's full compile.
+func TestDefinitionCacheChecked(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, cacheProject)
+	path := filepath.Join(dir, "pipelines", "main.yaml")
+	state := filepath.Join(dir, ".stepline")
+	r := openBenchBuild(t, state, "build-1")
+	if _, _, _, err := r.Compile(path); err != nil {
+		t.Fatal(err)
+	}
+	in := defcache.Inputs{Build: "build-1", Pipeline: path}
+	key, err := in.Key()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := defcache.Cache{Dir: filepath.Join(state, "definitions", "cache")}
+	e, err := cache.Get(key)
+	if err != nil || e.Checked == nil {
+		t.Fatalf("entry %+v, %v: want one with what the engine checked", e, err)
+	}
+	var def []byte
+	for _, f := range e.Files {
+		if f.Name == "main.asl.json" {
+			def = f.Data
+		}
+	}
+	sm, err := asl.Decode(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := engine.New(engine.Config{MaxDefinitionBytes: benchDefinitionBytes}).Prepare(sm)
+	if err != nil || full != *e.Checked {
+		t.Fatalf("a full compile of the entry's bytes finds %+v (%v), the entry says %+v", full, err, *e.Checked)
+	}
+
+	// runHash runs the pipeline in a new runner and returns its
+	// checkpoint's definition hash.
+	runHash := func(t *testing.T) string {
+		t.Helper()
+		r := openBenchBuild(t, state, "build-1")
+		o, err := r.Run(context.Background(), path, nil, "")
+		if err != nil || o.Status != store.RunCompleted {
+			t.Fatalf("run from the cache: %+v %v", o, err)
+		}
+		if n := r.compiles.Load(); n != 0 {
+			t.Fatalf("the run compiled %d files, want the cache's", n)
+		}
+		cp, err := r.Store.LoadCheckpoint(context.Background(), o.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var snap struct {
+			DefHash string `json:"defHash"`
+		}
+		if err := json.Unmarshal(cp.Snapshot, &snap); err != nil {
+			t.Fatal(err)
+		}
+		return snap.DefHash
+	}
+	if got := runHash(t); got != full.Hash {
+		t.Errorf("run from the cache has definition hash %s, want %s", got, full.Hash)
+	}
+	// The engine takes the entry's word for the hash: an entry that says
+	// another (a well-formed one) is what the run carries.
+	other := *e.Checked
+	other.Hash = strings.Repeat("ab", 32)
+	e.Checked = &other
+	if err := cache.Put(key, e); err != nil {
+		t.Fatal(err)
+	}
+	if got := runHash(t); got != other.Hash {
+		t.Errorf("run from an entry saying hash %s carries %s: the engine compiled it again", other.Hash, got)
+	}
+	// Without it, the engine compiles the definition in full.
+	e.Checked = nil
+	if err := cache.Put(key, e); err != nil {
+		t.Fatal(err)
+	}
+	if got := runHash(t); got != full.Hash {
+		t.Errorf("run from an entry without the engine's facts has hash %s, want %s", got, full.Hash)
+	}
+}
+
+// TestDefinitionCacheNotForRefused: a definition the engine refuses (here
+// over a runner's size limit) is not cached, and each run of it fails at
+// its start with the engine's error.
+func TestDefinitionCacheNotForRefused(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(path, []byte("name: p\nsteps:\n  - {name: a, executor: scripted, prompt_template: go}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(context.Background(), Config{Dir: filepath.Join(dir, ".stepline"), MaxDefinitionBytes: 100, BuildID: "build-1",
+		Handler: func(st *sqlite.Store) StepHandler { return &steprun.Handler{Store: st, Executors: answer{}} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for i := 0; i < 2; i++ {
+		_, err := r.Run(context.Background(), path, nil, "")
+		if err == nil || !strings.Contains(err.Error(), "over the 100-byte limit") {
+			t.Fatalf("run %d: err = %v, want the size limit", i, err)
+		}
+	}
+	if n := r.compiles.Load(); n != 2 {
+		t.Errorf("compiled %d times, want 2", n)
+	}
+	if entries, _ := filepath.Glob(filepath.Join(dir, ".stepline", "definitions", "cache", "*.def")); len(entries) != 0 {
+		t.Errorf("cache entries for a definition the engine refuses: %v", entries)
 	}
 }

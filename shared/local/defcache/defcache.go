@@ -20,10 +20,11 @@
 //
 // An entry is one file, <dir>/<key>.def, written whole by rename: a
 // header with the length and SHA-256 of its body, and the body: one line
-// of JSON (the key, the pipeline's name, the diagnostics, each file's
-// name and size) followed by the files' bytes as they are, one after the
-// other, so that a hit reads its definitions without decoding them from
-// JSON strings (a 100-step pipeline's definition is about 250 KB).
+// of JSON (the key, the pipeline's name, the diagnostics, what the
+// engine's compile found of the definition, each file's name and size)
+// followed by the files' bytes as they are, one after the other, so
+// that a hit reads its definitions without decoding them from JSON
+// strings (a 100-step pipeline's definition is about 250 KB).
 // Get verifies both, and the key inside the body, before it trusts an
 // entry: a file cut short, changed or misnamed is a miss (ErrCorrupt),
 // and the caller's next Put replaces it. At most MaxEntries entries are
@@ -48,6 +49,7 @@ import (
 	"strings"
 
 	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/internal/atomicfile"
 	"github.com/stepline/stepline/shared/project"
 )
@@ -265,6 +267,10 @@ type Entry struct {
 	Files []File `json:"files"`
 	// Diagnostics are the compile's warnings.
 	Diagnostics compiler.Diagnostics `json:"diagnostics,omitempty"`
+	// Checked is what the engine's compile found of the pipeline's
+	// definition (engine.Engine.Prepare), for the engine of a process that
+	// reads the entry (engine.Engine.PrepareChecked); nil: not known.
+	Checked *engine.Checked `json:"checked,omitempty"`
 }
 
 // File is one file of an Entry.
@@ -280,6 +286,7 @@ type manifest struct {
 	Name        string               `json:"name"`
 	Files       []fileSize           `json:"files"`
 	Diagnostics compiler.Diagnostics `json:"diagnostics,omitempty"`
+	Checked     *engine.Checked      `json:"checked,omitempty"`
 }
 
 type fileSize struct {
@@ -289,7 +296,7 @@ type fileSize struct {
 
 // encode is the body of e stored under k.
 func encode(k Key, e Entry) ([]byte, error) {
-	m := manifest{Key: k.String(), Name: e.Name, Diagnostics: e.Diagnostics}
+	m := manifest{Key: k.String(), Name: e.Name, Diagnostics: e.Diagnostics, Checked: e.Checked}
 	size := 0
 	for _, f := range e.Files {
 		m.Files = append(m.Files, fileSize{f.Name, len(f.Data)})
@@ -315,7 +322,7 @@ func decode(b []byte) (key string, e Entry, ok bool) {
 	if !found || json.Unmarshal(head, &m) != nil {
 		return "", Entry{}, false
 	}
-	e = Entry{Name: m.Name, Diagnostics: m.Diagnostics}
+	e = Entry{Name: m.Name, Diagnostics: m.Diagnostics, Checked: m.Checked}
 	for _, f := range m.Files {
 		if f.Size < 0 || f.Size > len(data) {
 			return "", Entry{}, false
@@ -347,7 +354,7 @@ func (c Cache) Get(k Key) (Entry, error) {
 		return Entry{}, fmt.Errorf("read cached definition: %w", err)
 	}
 	defer f.Close()
-	raw, err := io.ReadAll(io.LimitReader(f, MaxEntryBytes+1024))
+	raw, err := readAtMost(f, MaxEntryBytes+1024)
 	if err != nil {
 		return Entry{}, fmt.Errorf("read cached definition: %w", err)
 	}
@@ -365,6 +372,31 @@ func (c Cache) Get(k Key) (Entry, error) {
 		}
 	}
 	return e, nil
+}
+
+// readAtMost reads f to its end, or max bytes of it, into a buffer sized
+// by the file's size (io.ReadAll would grow one step by step to it, a
+// 100-step pipeline's entry being about 250 KB).
+func readAtMost(f *os.File, max int64) ([]byte, error) {
+	size := int64(512)
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		size = min(fi.Size(), max) + 1 // one more: a file that grew is read on
+	}
+	b := make([]byte, 0, size)
+	for int64(len(b)) < max {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := f.Read(b[len(b):min(int64(cap(b)), max)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // fileName reports whether name is a plain file name: an entry never

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/compiler"
+	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/project"
 )
@@ -225,6 +226,18 @@ func TestPutGet(t *testing.T) {
 			t.Errorf("file %d: appending to its data would write over the next file's", i)
 		}
 	}
+	if got.Checked != nil {
+		t.Errorf("checked %+v from an entry without it", got.Checked)
+	}
+	// What the engine found of the definition comes back as it was put.
+	e := entry()
+	e.Checked = &engine.Checked{Hash: strings.Repeat("0f", 32), Size: 1234}
+	if err := c.Put(k, e); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Get(k); err != nil || got.Checked == nil || *got.Checked != *e.Checked {
+		t.Errorf("checked %+v (%v), want %+v", got.Checked, err, *e.Checked)
+	}
 }
 
 // TestCorruptEntries: an entry that does not check is never returned,
@@ -348,5 +361,41 @@ func TestPrune(t *testing.T) {
 	}
 	if _, err := c.Get(keys[len(keys)-1]); err != nil {
 		t.Errorf("the newest entry: %v", err)
+	}
+}
+
+func TestReadAtMost(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name      string
+		size, max int
+		want      int
+	}{
+		{"empty", 0, 10, 0},
+		{"under", 9, 10, 9},
+		{"at", 10, 10, 10},
+		{"over", 11, 10, 10},
+		{"far over", 5000, 10, 10},
+		{"large under", 300 << 10, 1 << 20, 300 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := bytes.Repeat([]byte{'x'}, tc.size)
+			for i := range data {
+				data[i] = byte(i)
+			}
+			path := filepath.Join(dir, tc.name)
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			got, err := readAtMost(f, int64(tc.max))
+			if err != nil || !bytes.Equal(got, data[:tc.want]) {
+				t.Errorf("read %d bytes (%v), want the first %d of %d", len(got), err, tc.want, tc.size)
+			}
+		})
 	}
 }
