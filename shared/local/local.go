@@ -319,6 +319,7 @@ func (r *Runner) Start(ctx context.Context, sm *asl.StateMachine, name string, t
 	if err := r.prepare(dctx, runID, options(opts), len(options(opts).input) == 0); err != nil {
 		return Outcome{}, fmt.Errorf("run %s: %w", name, err)
 	}
+	prepareTemplates(sm)
 	started := r.now().UTC()
 	res, err := r.engine.Start(dctx, runID, sm, input, engine.WithStateMachine(name))
 	if err != nil {

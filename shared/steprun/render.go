@@ -19,12 +19,9 @@ import (
 const maxCachedTemplates = 4096
 
 // renderer parses and renders templates through the one Liquid engine
-// (shared/template), caching parsed templates by source. Safe for
-// concurrent use.
+// (shared/template), parsed templates taken from the process's cache
+// (parsed). Safe for concurrent use.
 type renderer struct {
-	engine *template.Engine
-	mu     sync.RWMutex
-	cache  map[string]*template.Template
 	// open starts the mark that stands for a ${NAME} reference the
 	// template itself wrote, while a template that feeds secret expansion
 	// renders: what the template wrote resolves, what the values brought
@@ -33,27 +30,72 @@ type renderer struct {
 }
 
 func newRenderer(nonce string) *renderer {
-	return &renderer{engine: template.New(template.Limits{}), cache: make(map[string]*template.Template), open: "\x00" + nonce + "\x00"}
+	return &renderer{open: "\x00" + nonce + "\x00"}
 }
 
+// parsed is the process's cache of parsed templates, by source, shared by
+// every Handler: a parse depends on the source alone (every renderer
+// parses with the same engine), and a local run starts a Handler of its
+// own for its scripted replies, which would otherwise parse its
+// pipeline's templates again (PrepareTemplates fills it ahead).
+var parsed = struct {
+	engine *template.Engine
+	mu     sync.RWMutex
+	cache  map[string]*template.Template
+}{engine: template.New(template.Limits{}), cache: make(map[string]*template.Template)}
+
 func (r *renderer) parse(src string) (*template.Template, error) {
-	r.mu.RLock()
-	t, ok := r.cache[src]
-	r.mu.RUnlock()
+	parsed.mu.RLock()
+	t, ok := parsed.cache[src]
+	parsed.mu.RUnlock()
 	if ok {
 		return t, nil
 	}
-	t, err := r.engine.Parse(src)
+	t, err := parsed.engine.Parse(src)
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	if len(r.cache) >= maxCachedTemplates {
-		clear(r.cache)
-	}
-	r.cache[src] = t
-	r.mu.Unlock()
+	keep([]string{src}, []*template.Template{t})
 	return t, nil
+}
+
+// keep adds parsed templates to the cache, emptied first when full.
+func keep(srcs []string, ts []*template.Template) {
+	parsed.mu.Lock()
+	defer parsed.mu.Unlock()
+	for i, t := range ts {
+		if t == nil {
+			continue
+		}
+		if len(parsed.cache) >= maxCachedTemplates {
+			clear(parsed.cache)
+		}
+		parsed.cache[srcs[i]] = t
+	}
+}
+
+// PrepareTemplates parses the templates among srcs this process has not
+// parsed yet, in one pass of the Liquid library (template.ParseAll: the
+// library compiles a regular expression at every parse, most of a short
+// template's parse), for the steps to find parsed. Text without Liquid
+// markup is left out; a template that does not parse is left for its
+// step to report, as it would have been.
+func PrepareTemplates(srcs []string) {
+	var todo []string
+	seen := make(map[string]bool, len(srcs))
+	parsed.mu.RLock()
+	for _, src := range srcs {
+		if _, ok := parsed.cache[src]; !ok && template.IsTemplate(src) && !seen[src] {
+			seen[src] = true
+			todo = append(todo, src)
+		}
+	}
+	parsed.mu.RUnlock()
+	if len(todo) == 0 {
+		return
+	}
+	ts, _ := parsed.engine.ParseAll(todo)
+	keep(todo, ts)
 }
 
 // render renders src; errors are *fault.TemplateError naming the step, the
