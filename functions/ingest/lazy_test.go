@@ -29,7 +29,7 @@ func TestPipelineSet(t *testing.T) {
 	var logged bytes.Buffer
 	set := lazySet(func() (*handler, error) { builds++; return e.h, nil }, slog.New(slog.NewJSONHandler(&logged, nil)))
 	for _, ev := range []string{`{"detail-type": "Scheduled Event"}`, `[]`, `not json`} {
-		if _, err := set.Handle(ctx, json.RawMessage(ev)); err == nil {
+		if _, err := handle(ctx, json.RawMessage(ev), fixedSet(set), set.log); err == nil {
 			t.Errorf("%s: no error", ev)
 		}
 	}
@@ -37,7 +37,7 @@ func TestPipelineSet(t *testing.T) {
 		t.Fatalf("%d builds for events the function does not serve, want 0", builds)
 	}
 	for range 2 {
-		out, err := set.Handle(ctx, webhook)
+		out, err := handle(ctx, webhook, fixedSet(set), set.log)
 		if resp, ok := out.(events.APIGatewayV2HTTPResponse); err != nil || !ok || resp.StatusCode != 202 {
 			t.Fatalf("webhook answered %+v, %v; want 202", out, err)
 		}
@@ -65,14 +65,14 @@ func TestPipelineSet(t *testing.T) {
 		problem := errors.New("10-orders.yaml:3:1: the problem")
 		set := lazySet(func() (*handler, error) { builds++; return nil, problem }, slog.New(slog.NewJSONHandler(&logged, nil)))
 		for range 2 {
-			out, err := set.Handle(ctx, webhook)
+			out, err := handle(ctx, webhook, fixedSet(set), set.log)
 			resp, ok := out.(events.APIGatewayV2HTTPResponse)
 			if err != nil || !ok || resp.StatusCode != 500 || !strings.Contains(resp.Body, "do not load") || strings.Contains(resp.Body, "the problem") {
 				t.Errorf("webhook answered %+v, %v; want 500 without the problem", out, err)
 			}
 		}
 		trig := readEvent(t, "eventbridge-trigger-ingest.json")
-		if _, err := set.Handle(ctx, trig); !errors.Is(err, problem) {
+		if _, err := handle(ctx, trig, fixedSet(set), set.log); !errors.Is(err, problem) {
 			t.Errorf("trigger event: %v, want the compile error", err)
 		}
 		if builds != 1 {
@@ -85,6 +85,47 @@ func TestPipelineSet(t *testing.T) {
 			t.Errorf("%d requests logged as failed, want 2:\n%s", n, logged.String())
 		}
 	})
+}
+
+// fixedSet returns a current that always returns set.
+func fixedSet(set *pipelineSet) func(context.Context) (*pipelineSet, error) {
+	return func(context.Context) (*pipelineSet, error) { return set, nil }
+}
+
+// TestHandleWaits pins which events wait for the pipelines (current: on a
+// cold start, the start's read of the bundles): requests and trigger
+// events do, and when the bundles do not load a request is answered 500
+// without the cause and a trigger event fails with it; an event of no kind
+// the function serves never waits.
+func TestHandleWaits(t *testing.T) {
+	ctx := context.Background()
+	calls := 0
+	problem := errors.New("bundle 00: NoSuchKey")
+	var logged bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logged, nil))
+	current := func(context.Context) (*pipelineSet, error) { calls++; return nil, problem }
+	for _, ev := range []string{`{}`, `{"detail-type": "Scheduled Event"}`, `[]`, `not json`} {
+		if _, err := handle(ctx, json.RawMessage(ev), current, log); err == nil {
+			t.Errorf("%s: no error", ev)
+		}
+	}
+	if calls != 0 {
+		t.Fatalf("events the function does not serve waited for the pipelines %d times, want 0", calls)
+	}
+	out, err := handle(ctx, apiRequest(t, "apigw-webhook-generic.json", nil), current, log)
+	resp, ok := out.(events.APIGatewayV2HTTPResponse)
+	if err != nil || !ok || resp.StatusCode != 500 || !strings.Contains(resp.Body, "do not load") || strings.Contains(resp.Body, "NoSuchKey") {
+		t.Errorf("webhook answered %+v, %v; want 500 without the cause", out, err)
+	}
+	if !strings.Contains(logged.String(), "NoSuchKey") {
+		t.Errorf("the cause is not logged: %s", logged.String())
+	}
+	if _, err := handle(ctx, readEvent(t, "eventbridge-trigger-ingest.json"), current, log); !errors.Is(err, problem) {
+		t.Errorf("trigger event: %v, want the read's error", err)
+	}
+	if calls != 2 {
+		t.Errorf("a request and a trigger event called current %d times, want 2", calls)
+	}
 }
 
 // TestFromBundles pins the Watcher's Build: the first set is written and
