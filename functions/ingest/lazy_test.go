@@ -15,6 +15,7 @@ import (
 
 	"github.com/stepline/stepline/shared/catalog"
 	"github.com/stepline/stepline/shared/intake"
+	"github.com/stepline/stepline/shared/project"
 )
 
 // TestPipelineSet pins when a set compiles its pipelines: on the first
@@ -86,6 +87,9 @@ func TestPipelineSet(t *testing.T) {
 		}
 	})
 }
+
+// noProject is a project reader that finds none.
+func noProject() (*project.Project, error) { return nil, nil }
 
 // fixedSet returns a current that always returns set.
 func fixedSet(set *pipelineSet) func(context.Context) (*pipelineSet, error) {
@@ -170,7 +174,7 @@ func TestFromBundles(t *testing.T) {
 	// A first set that a later one replaced before it was needed is
 	// never written, nor compiled.
 	t.Run("replaced before it was needed", func(t *testing.T) {
-		build := e.fromBundles(nil)
+		build := e.fromBundles(noProject)
 		first, err := build(bundle(t))
 		if err != nil {
 			t.Fatal(err)
@@ -192,7 +196,28 @@ func TestFromBundles(t *testing.T) {
 		}
 	})
 
-	build := e.fromBundles(nil)
+	// The project is read when a set compiles, not before: a project that
+	// does not load fails the set then, before any file is written.
+	t.Run("project does not load", func(t *testing.T) {
+		reads := 0
+		unreadable := errors.New("read project: stepline.yaml: permission denied")
+		build := e.fromBundles(func() (*project.Project, error) { reads++; return nil, unreadable })
+		first, err := build(bundle(t))
+		if err != nil || reads != 0 {
+			t.Fatalf("the first set: %v, %d project reads; want it made without reading the project", err, reads)
+		}
+		if _, err := first.handler(); !errors.Is(err, unreadable) || reads != 1 {
+			t.Errorf("the first set's handler: %v after %d project reads, want the project's error after 1", err, reads)
+		}
+		if _, err := build(bundle(t)); !errors.Is(err, unreadable) {
+			t.Errorf("a later set: %v, want the project's error", err)
+		}
+		if n := len(dirs()); n != 0 {
+			t.Errorf("%d directories, want 0: no file is written without the project", n)
+		}
+	})
+
+	build := e.fromBundles(noProject)
 	first, err := build(bad)
 	if err != nil {
 		t.Fatalf("the first set is refused before it is needed: %v", err)

@@ -47,10 +47,11 @@
 // until one read succeeds. The files are written to a temporary
 // directory and compiled in file-name order (the routing order) in the
 // project staged beside its bootstrap (stepline.yaml, the agents and step
-// library) when the first request or trigger event arrives: compiling is
-// most of a start's work, and an event the function does not serve needs
-// none of it. Files that do not compile (or cannot be written) are logged
-// then, and every request is answered 500 (a trigger event fails) until a
+// library, read then too) when the first request or trigger event
+// arrives: compiling is most of a start's work, and an event the function
+// does not serve needs none of it. Files that do not compile (or cannot
+// be written, or a project that cannot be read) are logged then, and
+// every request is answered 500 (a trigger event fails) until a
 // deployment changes them. It lists the
 // parameters again at most once a minute, on an invocation: when a
 // parameter changed (a stack deployed new files), it reads and compiles
@@ -148,9 +149,9 @@ func main() {
 	} else {
 		exe, err := os.Executable()
 		f.Check(err, "find the bootstrap's directory")
-		// The project the stack staged beside the bootstrap, if any.
-		proj, err := project.ForFile(filepath.Dir(exe))
-		f.Check(err, "project")
+		// The project the stack staged beside the bootstrap, if any, read
+		// when the first set compiles: only compiling needs it.
+		proj := sync.OnceValues(func() (*project.Project, error) { return project.ForFile(filepath.Dir(exe)) })
 		ps, err := secret.NewParameterStore(f.AWS)
 		f.Check(err, "parameter store")
 		s3, err := awsrest.NewS3(f.AWS)
@@ -233,7 +234,9 @@ func (e *environment) handler(dir string, p *project.Project) (*handler, error) 
 
 // fromBundles returns the Build of the function's catalog.Watcher: the
 // bundles' files are written to a new directory under the temporary one
-// (the directory of the set they replace is removed once they load).
+// (the directory of the set they replace is removed once they load) and
+// compiled in the project p returns (nil: none). p is called when a set
+// compiles, before its files are written; its error is the set's.
 //
 // The first set, read when the container starts, is written and compiled
 // when the first event that needs it arrives (see pipelineSet): writing
@@ -243,7 +246,7 @@ func (e *environment) handler(dir string, p *project.Project) (*handler, error) 
 // and compiled before it replaces the one in use, so that files which do
 // not compile leave the pipelines the function had in place. A first set
 // that a later one replaced before it was needed is never written.
-func (e *environment) fromBundles(p *project.Project) func([]catalog.File) (*pipelineSet, error) {
+func (e *environment) fromBundles(p func() (*project.Project, error)) func([]catalog.File) (*pipelineSet, error) {
 	// The Watcher calls Build under its lock; a first set's build runs on
 	// an invocation, hence mu.
 	var (
@@ -272,6 +275,10 @@ func (e *environment) fromBundles(p *project.Project) func([]catalog.File) (*pip
 		if !made {
 			made = true
 			return lazySet(func() (*handler, error) {
+				proj, err := p()
+				if err != nil {
+					return nil, err
+				}
 				dir, err := writeFiles(files)
 				if err != nil {
 					return nil, err
@@ -280,14 +287,18 @@ func (e *environment) fromBundles(p *project.Project) func([]catalog.File) (*pip
 					os.RemoveAll(dir)
 					return nil, errors.New("pipelines: the bundles were replaced before they were needed")
 				}
-				return e.handler(dir, p)
+				return e.handler(dir, proj)
 			}, e.log), nil
+		}
+		proj, err := p()
+		if err != nil {
+			return nil, err
 		}
 		dir, err := writeFiles(files)
 		if err != nil {
 			return nil, err
 		}
-		h, err := e.handler(dir, p)
+		h, err := e.handler(dir, proj)
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, err
