@@ -45,7 +45,17 @@ func (s *pipelineSet) handler() (*handler, error) {
 	return s.h, s.err
 }
 
-// Handle answers an event with the set's handler (see serve).
-func (s *pipelineSet) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
-	return serve(ctx, raw, s.handler, s.log)
+// handle answers an event with the handler of the set current returns
+// (see serve). Only an event that needs the pipelines calls current, which
+// on a cold start waits for the start's read of the bundles: an event of
+// no kind the function serves is answered without it. An error of current
+// is answered as a set that does not compile is.
+func handle(ctx context.Context, raw json.RawMessage, current func(context.Context) (*pipelineSet, error), log *slog.Logger) (any, error) {
+	return serve(ctx, raw, func() (*handler, error) {
+		set, err := current(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return set.handler()
+	}, log)
 }

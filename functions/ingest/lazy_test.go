@@ -15,6 +15,7 @@ import (
 
 	"github.com/stepline/stepline/shared/catalog"
 	"github.com/stepline/stepline/shared/intake"
+	"github.com/stepline/stepline/shared/project"
 )
 
 // TestPipelineSet pins when a set compiles its pipelines: on the first
@@ -29,7 +30,7 @@ func TestPipelineSet(t *testing.T) {
 	var logged bytes.Buffer
 	set := lazySet(func() (*handler, error) { builds++; return e.h, nil }, slog.New(slog.NewJSONHandler(&logged, nil)))
 	for _, ev := range []string{`{"detail-type": "Scheduled Event"}`, `[]`, `not json`} {
-		if _, err := set.Handle(ctx, json.RawMessage(ev)); err == nil {
+		if _, err := handle(ctx, json.RawMessage(ev), fixedSet(set), set.log); err == nil {
 			t.Errorf("%s: no error", ev)
 		}
 	}
@@ -37,7 +38,7 @@ func TestPipelineSet(t *testing.T) {
 		t.Fatalf("%d builds for events the function does not serve, want 0", builds)
 	}
 	for range 2 {
-		out, err := set.Handle(ctx, webhook)
+		out, err := handle(ctx, webhook, fixedSet(set), set.log)
 		if resp, ok := out.(events.APIGatewayV2HTTPResponse); err != nil || !ok || resp.StatusCode != 202 {
 			t.Fatalf("webhook answered %+v, %v; want 202", out, err)
 		}
@@ -65,14 +66,14 @@ func TestPipelineSet(t *testing.T) {
 		problem := errors.New("10-orders.yaml:3:1: the problem")
 		set := lazySet(func() (*handler, error) { builds++; return nil, problem }, slog.New(slog.NewJSONHandler(&logged, nil)))
 		for range 2 {
-			out, err := set.Handle(ctx, webhook)
+			out, err := handle(ctx, webhook, fixedSet(set), set.log)
 			resp, ok := out.(events.APIGatewayV2HTTPResponse)
 			if err != nil || !ok || resp.StatusCode != 500 || !strings.Contains(resp.Body, "do not load") || strings.Contains(resp.Body, "the problem") {
 				t.Errorf("webhook answered %+v, %v; want 500 without the problem", out, err)
 			}
 		}
 		trig := readEvent(t, "eventbridge-trigger-ingest.json")
-		if _, err := set.Handle(ctx, trig); !errors.Is(err, problem) {
+		if _, err := handle(ctx, trig, fixedSet(set), set.log); !errors.Is(err, problem) {
 			t.Errorf("trigger event: %v, want the compile error", err)
 		}
 		if builds != 1 {
@@ -85,6 +86,50 @@ func TestPipelineSet(t *testing.T) {
 			t.Errorf("%d requests logged as failed, want 2:\n%s", n, logged.String())
 		}
 	})
+}
+
+// noProject is a project reader that finds none.
+func noProject() (*project.Project, error) { return nil, nil }
+
+// fixedSet returns a current that always returns set.
+func fixedSet(set *pipelineSet) func(context.Context) (*pipelineSet, error) {
+	return func(context.Context) (*pipelineSet, error) { return set, nil }
+}
+
+// TestHandleWaits pins which events wait for the pipelines (current: on a
+// cold start, the start's read of the bundles): requests and trigger
+// events do, and when the bundles do not load a request is answered 500
+// without the cause and a trigger event fails with it; an event of no kind
+// the function serves never waits.
+func TestHandleWaits(t *testing.T) {
+	ctx := context.Background()
+	calls := 0
+	problem := errors.New("bundle 00: NoSuchKey")
+	var logged bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logged, nil))
+	current := func(context.Context) (*pipelineSet, error) { calls++; return nil, problem }
+	for _, ev := range []string{`{}`, `{"detail-type": "Scheduled Event"}`, `[]`, `not json`} {
+		if _, err := handle(ctx, json.RawMessage(ev), current, log); err == nil {
+			t.Errorf("%s: no error", ev)
+		}
+	}
+	if calls != 0 {
+		t.Fatalf("events the function does not serve waited for the pipelines %d times, want 0", calls)
+	}
+	out, err := handle(ctx, apiRequest(t, "apigw-webhook-generic.json", nil), current, log)
+	resp, ok := out.(events.APIGatewayV2HTTPResponse)
+	if err != nil || !ok || resp.StatusCode != 500 || !strings.Contains(resp.Body, "do not load") || strings.Contains(resp.Body, "NoSuchKey") {
+		t.Errorf("webhook answered %+v, %v; want 500 without the cause", out, err)
+	}
+	if !strings.Contains(logged.String(), "NoSuchKey") {
+		t.Errorf("the cause is not logged: %s", logged.String())
+	}
+	if _, err := handle(ctx, readEvent(t, "eventbridge-trigger-ingest.json"), current, log); !errors.Is(err, problem) {
+		t.Errorf("trigger event: %v, want the read's error", err)
+	}
+	if calls != 2 {
+		t.Errorf("a request and a trigger event called current %d times, want 2", calls)
+	}
 }
 
 // TestFromBundles pins the Watcher's Build: the first set is written and
@@ -129,7 +174,7 @@ func TestFromBundles(t *testing.T) {
 	// A first set that a later one replaced before it was needed is
 	// never written, nor compiled.
 	t.Run("replaced before it was needed", func(t *testing.T) {
-		build := e.fromBundles(nil)
+		build := e.fromBundles(noProject)
 		first, err := build(bundle(t))
 		if err != nil {
 			t.Fatal(err)
@@ -151,7 +196,28 @@ func TestFromBundles(t *testing.T) {
 		}
 	})
 
-	build := e.fromBundles(nil)
+	// The project is read when a set compiles, not before: a project that
+	// does not load fails the set then, before any file is written.
+	t.Run("project does not load", func(t *testing.T) {
+		reads := 0
+		unreadable := errors.New("read project: stepline.yaml: permission denied")
+		build := e.fromBundles(func() (*project.Project, error) { reads++; return nil, unreadable })
+		first, err := build(bundle(t))
+		if err != nil || reads != 0 {
+			t.Fatalf("the first set: %v, %d project reads; want it made without reading the project", err, reads)
+		}
+		if _, err := first.handler(); !errors.Is(err, unreadable) || reads != 1 {
+			t.Errorf("the first set's handler: %v after %d project reads, want the project's error after 1", err, reads)
+		}
+		if _, err := build(bundle(t)); !errors.Is(err, unreadable) {
+			t.Errorf("a later set: %v, want the project's error", err)
+		}
+		if n := len(dirs()); n != 0 {
+			t.Errorf("%d directories, want 0: no file is written without the project", n)
+		}
+	})
+
+	build := e.fromBundles(noProject)
 	first, err := build(bad)
 	if err != nil {
 		t.Fatalf("the first set is refused before it is needed: %v", err)

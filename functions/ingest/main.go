@@ -38,15 +38,21 @@
 // their files as a bundle (package shared/catalog): an object in the CDK
 // asset bucket named by a parameter under
 // /stepline/<STATE_MACHINE_PREFIX>/pipelines. The function lists those
-// parameters and reads every bundle when its container starts (a bundle
-// that cannot be read fails the start), and writes the files to a
-// temporary directory and compiles them in file-name order (the routing
-// order) in the project staged beside its bootstrap (stepline.yaml, the
-// agents and step library) when the first request or trigger event
+// parameters and reads every bundle when its container starts, while the
+// rest of the start goes on (the webhook tokens' read, the runtime's
+// first poll for work): the first request or trigger event waits for that
+// read if it is still under way, and an event of no kind the function
+// serves does not. A read that fails is logged; every request is then
+// answered 500 (a trigger event fails), each reading the bundles again,
+// until one read succeeds. The files are written to a temporary
+// directory and compiled in file-name order (the routing order) in the
+// project staged beside its bootstrap (stepline.yaml, the agents and step
+// library, read then too) when the first request or trigger event
 // arrives: compiling is most of a start's work, and an event the function
 // does not serve needs none of it. Files that do not compile (or cannot
-// be written) are logged then, and every request is answered 500 (a
-// trigger event fails) until a deployment changes them. It lists the
+// be written, or a project that cannot be read) are logged then, and
+// every request is answered 500 (a trigger event fails) until a
+// deployment changes them. It lists the
 // parameters again at most once a minute, on an invocation: when a
 // parameter changed (a stack deployed new files), it reads and compiles
 // the bundles again and routes with them from then on; when that fails,
@@ -143,9 +149,9 @@ func main() {
 	} else {
 		exe, err := os.Executable()
 		f.Check(err, "find the bootstrap's directory")
-		// The project the stack staged beside the bootstrap, if any.
-		proj, err := project.ForFile(filepath.Dir(exe))
-		f.Check(err, "project")
+		// The project the stack staged beside the bootstrap, if any, read
+		// when the first set compiles: only compiling needs it.
+		proj := sync.OnceValues(func() (*project.Project, error) { return project.ForFile(filepath.Dir(exe)) })
 		ps, err := secret.NewParameterStore(f.AWS)
 		f.Check(err, "parameter store")
 		s3, err := awsrest.NewS3(f.AWS)
@@ -156,21 +162,29 @@ func main() {
 			Build:  env.fromBundles(proj),
 			Log:    f.Log,
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		_, err = w.Current(ctx)
-		cancel()
-		f.Check(err, "pipelines")
+		// The bundles are read while the rest of the start goes on and
+		// the function takes its first event: an event that needs the
+		// pipelines waits for the read (the Watcher's lock), one that does
+		// not waits for nothing. A read that fails is logged, and the next
+		// event that needs the pipelines reads them again.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), bundleTimeout)
+			defer cancel()
+			if _, err := w.Current(ctx); err != nil {
+				f.Log.Error("pipelines: the deployment's bundles do not load; the next event that needs them reads them again", "err", err.Error())
+			}
+		}()
 		readTokens() // before the first set compiles, on the first event
 		current = w.Current
 	}
 	boot.Serve(f, func(ctx context.Context, raw json.RawMessage) (any, error) {
-		set, err := current(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return set.Handle(ctx, raw)
+		return handle(ctx, raw, current, f.Log)
 	})
 }
+
+// bundleTimeout bounds the start's read of the pipeline bundles (one
+// listing and the bundles' objects).
+const bundleTimeout = 20 * time.Second
 
 // reloadEvery is how often, at most, the function checks whether the
 // deployment's pipeline bundles changed (one GetParametersByPath call).
@@ -220,7 +234,9 @@ func (e *environment) handler(dir string, p *project.Project) (*handler, error) 
 
 // fromBundles returns the Build of the function's catalog.Watcher: the
 // bundles' files are written to a new directory under the temporary one
-// (the directory of the set they replace is removed once they load).
+// (the directory of the set they replace is removed once they load) and
+// compiled in the project p returns (nil: none). p is called when a set
+// compiles, before its files are written; its error is the set's.
 //
 // The first set, read when the container starts, is written and compiled
 // when the first event that needs it arrives (see pipelineSet): writing
@@ -230,7 +246,7 @@ func (e *environment) handler(dir string, p *project.Project) (*handler, error) 
 // and compiled before it replaces the one in use, so that files which do
 // not compile leave the pipelines the function had in place. A first set
 // that a later one replaced before it was needed is never written.
-func (e *environment) fromBundles(p *project.Project) func([]catalog.File) (*pipelineSet, error) {
+func (e *environment) fromBundles(p func() (*project.Project, error)) func([]catalog.File) (*pipelineSet, error) {
 	// The Watcher calls Build under its lock; a first set's build runs on
 	// an invocation, hence mu.
 	var (
@@ -259,6 +275,10 @@ func (e *environment) fromBundles(p *project.Project) func([]catalog.File) (*pip
 		if !made {
 			made = true
 			return lazySet(func() (*handler, error) {
+				proj, err := p()
+				if err != nil {
+					return nil, err
+				}
 				dir, err := writeFiles(files)
 				if err != nil {
 					return nil, err
@@ -267,14 +287,18 @@ func (e *environment) fromBundles(p *project.Project) func([]catalog.File) (*pip
 					os.RemoveAll(dir)
 					return nil, errors.New("pipelines: the bundles were replaced before they were needed")
 				}
-				return e.handler(dir, p)
+				return e.handler(dir, proj)
 			}, e.log), nil
+		}
+		proj, err := p()
+		if err != nil {
+			return nil, err
 		}
 		dir, err := writeFiles(files)
 		if err != nil {
 			return nil, err
 		}
-		h, err := e.handler(dir, p)
+		h, err := e.handler(dir, proj)
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, err

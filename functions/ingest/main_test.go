@@ -7,10 +7,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -251,18 +254,102 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 	})
 }
 
+// TestBundlesReadAgain pins what the function does when its start's read
+// of the pipeline bundles fails (a bundle's object missing): it still
+// takes work, answers an event it does not serve at once, answers a
+// request that needs the pipelines 500 and reads the bundles again on the
+// next, which succeeds once the object is there.
+func TestBundlesReadAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the bootstrap and runs the emulator")
+	}
+	env := publish(t)
+	var s3URL string
+	for i, kv := range env {
+		if u, ok := strings.CutPrefix(kv, "AWS_ENDPOINT_URL_S3="); ok {
+			s3URL = u
+			env = append(env[:i], env[i+1:]...)
+			break
+		}
+	}
+	target, err := url.Parse(s3URL)
+	if err != nil || s3URL == "" {
+		t.Fatalf("publish gave no S3 endpoint: %v", env)
+	}
+	// The bundles' objects are missing until ready is set.
+	var ready atomic.Bool
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !ready.Load() {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>`)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(gate.Close)
+	sm := rietest.FakeSecretsManager(t, map[string]string{tokenARN: testToken})
+	e := rietest.Start(t, rietest.Build(t, "."), append(env, "AWS_ENDPOINT_URL_S3="+gate.URL,
+		"TABLE_NAME=unused", "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:9", "AWS_ENDPOINT_URL_SECRETS_MANAGER="+sm.URL,
+		"AWS_ENDPOINT_URL_SFN=http://127.0.0.1:9", "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+		"WEBHOOK_TOKEN_SECRET_ARN="+tokenARN, "STATE_MACHINE_PREFIX="+testNames.Prefix, "STATE_MACHINE_ACCOUNT="+testNames.Account)...)
+
+	if res := e.Invoke(t, []byte(`{}`)); !strings.Contains(res.Message, "unknown event") {
+		t.Errorf("an unknown event answered %s %q, want the unknown event error", res.ErrorType, res.Message)
+	}
+	list := apiRequest(t, "apigw-pipeline-run.json", func(ev *events.APIGatewayV2HTTPRequest) {
+		ev.RequestContext.HTTP.Method, ev.RawPath, ev.RouteKey, ev.Body = "GET", "/pipelines", "GET /pipelines", ""
+	})
+	if status, body := invokeAPI(t, e, list); status != http.StatusInternalServerError || !strings.Contains(fmt.Sprint(body["error"]), "pipelines do not load") {
+		t.Errorf("GET /pipelines without the bundles answered %d %v, want 500 and why", status, body)
+	}
+	if out := e.Output(); !strings.Contains(out, "the deployment's bundles do not load") || !strings.Contains(out, "NoSuchKey") {
+		t.Errorf("the start's failed read is not logged with its cause:\n%s", out)
+	}
+	ready.Store(true)
+	files, _ := filepath.Glob(filepath.Join("testdata", "pipelines", "*.yaml"))
+	if status, body := invokeAPI(t, e, list); status != http.StatusOK || len(body["pipelines"].([]any)) != len(files) {
+		t.Errorf("GET /pipelines once the bundles are there answered %d %v, want the %d pipelines", status, body, len(files))
+	}
+}
+
 // BenchmarkColdStart compares the ingest bootstrap's cold start with a
 // hello-world bootstrap's (see rietest.ColdStart). As on AWS, the start-up
 // reads the deployment's pipeline bundles (a fake Parameter Store and S3)
 // and the webhook tokens (a fake Secrets Manager); the event is neither a
-// request nor a trigger, answered at once.
+// request nor a trigger, answered at once, without waiting for the
+// bundles.
 //
 //	go test -run '^$' -bench ColdStart -benchtime 20x ./functions/ingest
 func BenchmarkColdStart(b *testing.B) {
+	rietest.ColdStart(b, rietest.Build(b, "."), []byte(`{}`), coldStartEnv(b)...)
+}
+
+// coldStartEnv is the environment of the cold-start benchmarks: fakes of
+// the services the start-up calls.
+func coldStartEnv(b *testing.B) []string {
 	sm := rietest.FakeSecretsManager(b, map[string]string{tokenARN: testToken})
 	env := append(publish(b),
 		"TABLE_NAME=unused", "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:9", "AWS_ENDPOINT_URL_SECRETS_MANAGER="+sm.URL,
 		"AWS_ENDPOINT_URL_SFN=http://127.0.0.1:9", "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
 		"WEBHOOK_TOKEN_SECRET_ARN="+tokenARN, "STATE_MACHINE_PREFIX="+testNames.Prefix, "STATE_MACHINE_ACCOUNT="+testNames.Account)
-	rietest.ColdStart(b, rietest.Build(b, "."), []byte(`{}`), env...)
+	return env
+}
+
+// BenchmarkFirstRequest is BenchmarkColdStart with a request that needs
+// the pipelines, GET /schedules: its answer waits for the bundles' read
+// and compiles them (the test pipelines), so the figure is what the first
+// request of a container costs, where BenchmarkColdStart's is the
+// start-up alone.
+//
+//	go test -run '^$' -bench FirstRequest -benchtime 30x ./functions/ingest
+func BenchmarkFirstRequest(b *testing.B) {
+	var ev events.APIGatewayV2HTTPRequest
+	ev.RequestContext.HTTP.Method, ev.RawPath, ev.RouteKey = "GET", "/schedules", "GET /schedules"
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rietest.ColdStart(b, rietest.Build(b, "."), raw, coldStartEnv(b)...)
 }

@@ -33,23 +33,39 @@ const MaxColdStartRatio = 1.3
 // the ratios of the whole invocations taken pair by pair (ratio; the
 // target is at most MaxColdStartRatio), and the bootstraps' sizes; ns/op
 // is the function's median.
+//
+// With $STEPLINE_COLDSTART_BASELINE (BaselineEnv) naming another build of
+// the same function (built as Build builds it, from another commit), every
+// iteration starts that bootstrap too, next to the two others, with the
+// same event, and the benchmark also reports its median (base-µs) and the
+// median of the function's pair-by-pair ratios to it (vs-base): a change's
+// effect measured in one run, each start against the baseline's next to
+// it.
 func ColdStart(b *testing.B, bootstrap string, event []byte, env ...string) {
 	b.Helper()
 	hello := Build(b, helloPackage(b))
-	type sample struct{ total, init time.Duration }
+	base := os.Getenv(BaselineEnv)
 	cold := func(bin string, event []byte) sample {
 		e := Start(b, bin, env...)
 		total := e.Invoke(b, event).Duration
 		e.Stop() // all its output read
 		return sample{total: total, init: initDuration(e.Output())}
 	}
-	var fns, hellos []sample
+	var fns, hellos, bases []sample
 	for i := range b.N {
+		// Which bootstrap goes first alternates; the baseline, if any,
+		// starts next to the function.
 		if i%2 == 0 {
 			fns = append(fns, cold(bootstrap, event))
+			if base != "" {
+				bases = append(bases, cold(base, event))
+			}
 			hellos = append(hellos, cold(hello, []byte(`{}`)))
 		} else {
 			hellos = append(hellos, cold(hello, []byte(`{}`)))
+			if base != "" {
+				bases = append(bases, cold(base, event))
+			}
 			fns = append(fns, cold(bootstrap, event))
 		}
 	}
@@ -60,19 +76,37 @@ func ColdStart(b *testing.B, bootstrap string, event []byte, env ...string) {
 	// hello-world start next to it, and the median of those reported: on
 	// a shared machine whose speed drifts during the benchmark, the ratio
 	// of the two medians can pair a slow minute with a fast one.
-	ratios := make([]float64, len(fns))
-	for i := range fns {
-		ratios[i] = float64(fns[i].total) / float64(hellos[i].total)
-	}
-	slices.Sort(ratios)
 	b.ReportMetric(float64(f.Nanoseconds()), "ns/op")
 	b.ReportMetric(float64(f.Microseconds()), "fn-µs")
 	b.ReportMetric(float64(h.Microseconds()), "hello-µs")
-	b.ReportMetric(ratios[len(ratios)/2], "ratio")
+	b.ReportMetric(pairRatio(fns, hellos), "ratio")
+	if base != "" {
+		b.ReportMetric(float64(median(bases, total).Microseconds()), "base-µs")
+		b.ReportMetric(pairRatio(fns, bases), "vs-base")
+	}
 	b.ReportMetric(float64(median(fns, init).Microseconds()), "fn-init-µs")
 	b.ReportMetric(float64(median(hellos, init).Microseconds()), "hello-init-µs")
 	b.ReportMetric(float64(fileSize(b, bootstrap))/(1<<20), "fn-MiB")
 	b.ReportMetric(float64(fileSize(b, hello))/(1<<20), "hello-MiB")
+}
+
+// BaselineEnv names the variable that gives ColdStart a baseline build
+// of the function to compare it with.
+const BaselineEnv = "STEPLINE_COLDSTART_BASELINE"
+
+// sample is one cold start: its whole first invocation and its init
+// phase.
+type sample struct{ total, init time.Duration }
+
+// pairRatio is the median of the ratios of the whole invocations of a and
+// b taken pair by pair (a[i] against b[i]).
+func pairRatio(a, b []sample) float64 {
+	ratios := make([]float64, len(a))
+	for i := range a {
+		ratios[i] = float64(a[i].total) / float64(b[i].total)
+	}
+	slices.Sort(ratios)
+	return ratios[len(ratios)/2]
 }
 
 // helloPackage is the directory of the hello-world bootstrap, found from

@@ -27,20 +27,32 @@ func TestBootstrapDependencies(t *testing.T) {
 		// only package shared/agent/spec, the data an agent step carries.
 		agent = "github.com/stepline/stepline/shared/agent"
 		yaml  = "go.yaml.in/yaml/v3"
+		// The compiler and its schema validator (gojsonschema's
+		// initialisers compile its format regexps at every start): only
+		// ingest compiles pipelines.
+		compiler     = "github.com/stepline/stepline/compiler"
+		gojsonschema = "github.com/xeipuuv/gojsonschema"
+		// The step runner (and through it the agent runtime): the step
+		// and approval functions run Tasks.
+		steprun = "github.com/stepline/stepline/shared/steprun"
+		// Liquid, which notifications and prompts render with.
+		liquid = "github.com/osteele/liquid/render"
+		// The approval pages' templates (package shared/approval).
+		htmlTemplate = "html/template"
 	)
 	for _, tc := range []struct {
 		function string
 		absent   []string
 	}{
 		// The step function runs agents: it links the MCP SDK.
-		{"step", []string{sfnSDK}},
-		{"approval", []string{executor, mcpSDK, gob, sfnSDK}},
+		{"step", []string{sfnSDK, compiler, gojsonschema, htmlTemplate}},
+		{"approval", []string{executor, mcpSDK, gob, sfnSDK, compiler, gojsonschema}},
 		// The callback resumes runs through functions/internal/states.
-		{"callback", []string{executor, mcpSDK, gob, sfnSDK, agent, yaml}},
-		{"recorder", []string{executor, mcpSDK, gob, sfnSDK, agent, yaml}},
+		{"callback", []string{executor, mcpSDK, gob, sfnSDK, agent, yaml, compiler, gojsonschema, steprun, liquid}},
+		{"recorder", []string{executor, mcpSDK, gob, sfnSDK, agent, yaml, compiler, gojsonschema, steprun, htmlTemplate}},
 		// Compiling pipelines checks executor configs (package
 		// shared/executor/settings), not the executors.
-		{"ingest", []string{executor, mcpSDK, gob, sfnSDK}},
+		{"ingest", []string{executor, mcpSDK, gob, sfnSDK, steprun}},
 	} {
 		t.Run(tc.function, func(t *testing.T) {
 			cmd := exec.Command("go", "list", "-tags", "lambda.norpc", "-deps", "./functions/"+tc.function)
