@@ -9,6 +9,18 @@ import "unicode/utf8"
 
 const hexDigits = "0123456789abcdef"
 
+// plainASCII and plainHTML mark the bytes Append copies as they are: the
+// ASCII characters JSON needs no escape for, without and with '<', '>'
+// and '&' escaped (a table look-up per byte: the engine writes every
+// string of a step's events and checkpoint through Append).
+var plainASCII, plainHTML = func() (plain, html [256]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		plain[b] = b != '"' && b != '\\'
+		html[b] = plain[b] && b != '<' && b != '>' && b != '&'
+	}
+	return plain, html
+}()
+
 // Append appends s to dst as a quoted JSON string, escaping as
 // encoding/json does: '"' and '\', control characters (\b \f \n \r \t
 // short, others as \u00XX), invalid UTF-8 as \ufffd, and U+2028 and
@@ -16,13 +28,18 @@ const hexDigits = "0123456789abcdef"
 // encoding/json does by default.
 func Append(dst []byte, s string, html bool) []byte {
 	dst = append(dst, '"')
+	plain := &plainASCII
+	if html {
+		plain = &plainHTML
+	}
 	start := 0
 	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && (!html || b != '<' && b != '>' && b != '&') {
-				i++
-				continue
-			}
+		b := s[i]
+		if plain[b] {
+			i++
+			continue
+		}
+		if b < utf8.RuneSelf {
 			dst = append(dst, s[start:i]...)
 			switch b {
 			case '\\', '"':
