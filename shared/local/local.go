@@ -228,7 +228,9 @@ func (r *Runner) Close() error { return r.Store.Close() }
 // scripted run's (or its parent's) step function answers from its replies,
 // any other run's from the real executors.
 func (r *Runner) invoke(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
-	req, err := task.DecodeRequest(payload)
+	// The engine wrote payload (its JSON encoder): valid JSON, not
+	// checked again.
+	req, err := task.DecodeEncoded(payload)
 	if err != nil {
 		return nil, fmt.Errorf("decode task payload: %w", err)
 	}

@@ -28,16 +28,23 @@ const stepPayload = `{"attempt":1,"mode":"step","pipeline":{"config":"f7964594e3
 
 // sameAsUnmarshal decodes b with DecodeRequest and json.Unmarshal and
 // fails unless both give the same Request and the same error.
+// A valid b is decoded by DecodeEncoded too, with the same result.
 func sameAsUnmarshal(t *testing.T, b []byte) {
 	t.Helper()
-	got, gerr := DecodeRequest(b)
 	var want Request
 	werr := json.Unmarshal(b, &want)
-	if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
-		t.Fatalf("%s:\nerror %v, json.Unmarshal's %v", b, gerr, werr)
+	decoders := map[string]func([]byte) (Request, error){"DecodeRequest": DecodeRequest}
+	if json.Valid(b) {
+		decoders["DecodeEncoded"] = DecodeEncoded
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%s:\ngot  %+v\nwant %+v", b, got, want)
+	for name, decode := range decoders {
+		got, gerr := decode(b)
+		if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
+			t.Fatalf("%s of %s:\nerror %v, json.Unmarshal's %v", name, b, gerr, werr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s of %s:\ngot  %+v\nwant %+v", name, b, got, want)
+		}
 	}
 }
 
