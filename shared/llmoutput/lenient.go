@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/stepline/stepline/shared/internal/jsonstr"
 )
 
 // lenient parses JSON with the lossless repairs of the contract: trailing
@@ -435,24 +437,16 @@ func (p *lenient) parseString() (string, bool) {
 			}
 			e := p.src[i+1]
 			i += 2
+			if c, ok := jsonstr.Unescape(e); ok {
+				buf = append(buf, c)
+				continue
+			}
 			switch e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
 			case '\'':
 				if q != '\'' {
 					p.flags |= flagEscapedApostrophe
 				}
 				buf = append(buf, '\'')
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
 			case 'u':
 				r, ok := p.hex4(i)
 				if !ok {

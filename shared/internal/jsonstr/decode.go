@@ -218,22 +218,11 @@ func (d *decoder) escaped(start int) (string, bool) {
 		if d.i+1 >= len(d.b) {
 			return "", false
 		}
-		switch e := d.b[d.i+1]; e {
-		case '"', '\\', '/':
-			buf = append(buf, e)
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
-		default: // \u and what is not JSON
+		c, ok := Unescape(d.b[d.i+1])
+		if !ok { // \u and what is not JSON
 			return "", false
 		}
+		buf = append(buf, c)
 		d.i += 2
 	}
 	return "", false
@@ -278,4 +267,25 @@ func (d *decoder) number() (any, bool) {
 		return nil, false
 	}
 	return f, true
+}
+
+// Unescape returns the byte a JSON escape of one letter stands for (the
+// letter after the backslash: " \ / b f n r t), or false for any other
+// (\u and what is not JSON).
+func Unescape(e byte) (byte, bool) {
+	switch e {
+	case '"', '\\', '/':
+		return e, true
+	case 'b':
+		return '\b', true
+	case 'f':
+		return '\f', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	}
+	return 0, false
 }
