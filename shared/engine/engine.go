@@ -307,13 +307,10 @@ func (e *Engine) SendTaskHeartbeat(ctx context.Context, token string) (Result, e
 	return e.complete(ctx, token, completion{kind: kindHeartbeat})
 }
 
-// History returns a run's recorded events.
+// History returns a run's recorded events; an error is the journal's,
+// which names the run (the stores' do).
 func (e *Engine) History(ctx context.Context, runID string) ([]store.HistoryEvent, error) {
-	evs, err := e.cfg.Journal.History(ctx, runID)
-	if err != nil {
-		return nil, fmt.Errorf("history of run %q: %w", runID, err)
-	}
-	return evs, nil
+	return e.cfg.Journal.History(ctx, runID)
 }
 
 func (e *Engine) complete(ctx context.Context, token string, c completion) (Result, error) {
