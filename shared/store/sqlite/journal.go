@@ -51,7 +51,7 @@ import (
 const maxSeq = 1<<32 - 1
 
 // seqMask is maxSeq as SQL text.
-const seqMask = "4294967295"
+var seqMask = strconv.FormatInt(maxSeq, 10)
 
 // maxRowSnapshot is the largest snapshot a journal row holds.
 const maxRowSnapshot = 4 << 10
