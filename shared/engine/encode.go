@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"time"
 
@@ -26,59 +25,23 @@ type rawJSON []byte
 func (r rawJSON) MarshalJSON() ([]byte, error) { return r, nil }
 
 func appendJSON(dst []byte, v any) ([]byte, error) {
+	return jsonstr.AppendValue(dst, v, true, appendOther)
+}
+
+// appendOther writes what jsonstr.AppendValue leaves to its caller: the
+// text the engine encoded before (rawJSON), integers, NaN and the
+// infinities (refused with encoding/json's message), and any other type
+// through encoding/json.
+func appendOther(dst []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case rawJSON:
 		return append(dst, x...), nil
-	case nil:
-		return append(dst, "null"...), nil
-	case bool:
-		return strconv.AppendBool(dst, x), nil
-	case string:
-		return jsonstr.Append(dst, x, true), nil
 	case float64:
 		return appendJSONFloat(dst, x)
 	case int:
 		return strconv.AppendInt(dst, int64(x), 10), nil
 	case int64:
 		return strconv.AppendInt(dst, x, 10), nil
-	case map[string]any:
-		if x == nil {
-			return append(dst, "null"...), nil
-		}
-		var small [32]string // no allocation for the usual object
-		keys := small[:0]
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		dst = append(dst, '{')
-		for i, k := range keys {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = jsonstr.Append(dst, k, true)
-			dst = append(dst, ':')
-			var err error
-			if dst, err = appendJSON(dst, x[k]); err != nil {
-				return nil, err
-			}
-		}
-		return append(dst, '}'), nil
-	case []any:
-		if x == nil {
-			return append(dst, "null"...), nil
-		}
-		dst = append(dst, '[')
-		for i, e := range x {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			var err error
-			if dst, err = appendJSON(dst, e); err != nil {
-				return nil, err
-			}
-		}
-		return append(dst, ']'), nil
 	}
 	b, err := json.Marshal(v)
 	if err != nil {

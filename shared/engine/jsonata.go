@@ -443,27 +443,37 @@ func normalize(v any) (any, error) {
 
 // isPlain reports whether v holds plain JSON values only.
 func isPlain(v any) bool {
+	return everyLeaf(v, func(l any) bool {
+		switch x := l.(type) {
+		case nil, string, bool:
+			return true
+		case float64:
+			return !math.IsNaN(x) && !math.IsInf(x, 0)
+		}
+		return false
+	})
+}
+
+// everyLeaf reports whether leaf holds for every value in v that is not
+// a map[string]any or an []any, walking those.
+func everyLeaf(v any, leaf func(any) bool) bool {
 	switch x := v.(type) {
-	case nil, string, bool:
-		return true
-	case float64:
-		return !math.IsNaN(x) && !math.IsInf(x, 0)
 	case map[string]any:
 		for _, e := range x {
-			if !isPlain(e) {
+			if !everyLeaf(e, leaf) {
 				return false
 			}
 		}
 		return true
 	case []any:
 		for _, e := range x {
-			if !isPlain(e) {
+			if !everyLeaf(e, leaf) {
 				return false
 			}
 		}
 		return true
 	}
-	return false
+	return leaf(v)
 }
 
 // convert is normalize for a value that is not plain: a copy made of
@@ -613,28 +623,16 @@ func (c exprCache) tmplChecking(v any, field string, visible map[string]bool, ch
 // string, map[string]any, []any) holding no JSONata string: what tmpl
 // would compile, node by node, to a static value equal to v itself.
 func plainStatic(v any) bool {
-	switch x := v.(type) {
-	case nil, bool, float64:
-		return true
-	case string:
-		_, ok := asl.ExprBody(x)
-		return !ok
-	case map[string]any:
-		for _, e := range x {
-			if !plainStatic(e) {
-				return false
-			}
+	return everyLeaf(v, func(l any) bool {
+		switch x := l.(type) {
+		case nil, bool, float64:
+			return true
+		case string:
+			_, ok := asl.ExprBody(x)
+			return !ok
 		}
-		return true
-	case []any:
-		for _, e := range x {
-			if !plainStatic(e) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
+		return false
+	})
 }
 
 // plainJSON converts any Go value to plain JSON values through encoding/json.

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stepline/stepline/compiler"
-	"github.com/stepline/stepline/internal/testenv"
 	"github.com/stepline/stepline/shared/asl"
 )
 
@@ -144,22 +142,7 @@ func TestPrepareChecked(t *testing.T) {
 // a process that reads the definition cache): full compiles and checked
 // ones in the same run.
 func BenchmarkProgramPipelineChecked(b *testing.B) {
-	f, ds := compiler.Load("bench.yaml", []byte(testenv.BenchPipeline(100)))
-	if ds.HasErrors() {
-		b.Fatal(ds)
-	}
-	sm, ds := compiler.LowerOptions(f, compiler.Options{MaxDefinitionBytes: 64 << 20})
-	if sm == nil {
-		b.Fatal(ds)
-	}
-	raw, err := asl.Marshal(sm)
-	if err != nil {
-		b.Fatal(err)
-	}
-	def, err := asl.Decode(raw)
-	if err != nil {
-		b.Fatal(err)
-	}
+	def := benchPipelineDef(b)
 	_, c, err := compileFull(def, 64<<20)
 	if err != nil {
 		b.Fatal(err)

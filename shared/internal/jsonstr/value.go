@@ -1,7 +1,6 @@
 package jsonstr
 
 import (
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -29,8 +28,14 @@ func AppendValue(dst []byte, v any, html bool, other func(dst []byte, v any) ([]
 		if v == nil {
 			return append(dst, "null"...), nil
 		}
+		var small [32]string // no allocation for the usual object
+		keys := small[:0]
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
 		dst = append(dst, '{')
-		for i, k := range slices.Sorted(maps.Keys(v)) {
+		for i, k := range keys {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
