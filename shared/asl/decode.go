@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/stepline/stepline/shared/internal/jsonstr"
 )
 
 // fastDecode reads a definition written the way Marshal and the compiler
@@ -44,16 +46,7 @@ type decoder struct {
 }
 
 // ws skips JSON whitespace.
-func (d *decoder) ws() {
-	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
-		case ' ', '\t', '\n', '\r':
-			d.pos++
-		default:
-			return
-		}
-	}
-}
+func (d *decoder) ws() { d.pos = jsonstr.SkipSpace(d.data, d.pos) }
 
 // consume skips whitespace and reports whether c follows, consuming it.
 func (d *decoder) consume(c byte) bool {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/stepline/stepline/shared/internal/jsonstr"
 )
 
 // HistoryEvent is one entry of a run's execution history in the local
@@ -130,16 +132,7 @@ type jsonValidator struct {
 	i int
 }
 
-func (v *jsonValidator) space() {
-	for v.i < len(v.b) {
-		switch v.b[v.i] {
-		case ' ', '\t', '\n', '\r':
-			v.i++
-		default:
-			return
-		}
-	}
-}
+func (v *jsonValidator) space() { v.i = jsonstr.SkipSpace(v.b, v.i) }
 
 func (v *jsonValidator) value(depth int) bool {
 	if v.i >= len(v.b) {

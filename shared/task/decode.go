@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/stepline/stepline/shared/internal/jsonstr"
 	"github.com/stepline/stepline/shared/pipeline"
 )
 
@@ -61,16 +62,7 @@ type decoder struct {
 	i int
 }
 
-func (d *decoder) space() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
+func (d *decoder) space() { d.i = jsonstr.SkipSpace(d.b, d.i) }
 
 // next skips white space and reports whether the next byte is c, which
 // it consumes.

@@ -44,15 +44,20 @@ type decoder struct {
 	buf []byte // an escaped string's bytes
 }
 
-func (d *decoder) space() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
+func (d *decoder) space() { d.i = SkipSpace(d.b, d.i) }
+
+// SkipSpace returns the index of the first byte of b from i on that is
+// not JSON whitespace (space, tab, newline, carriage return), or len(b).
+func SkipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
 		case ' ', '\t', '\n', '\r':
-			d.i++
+			i++
 		default:
-			return
+			return i
 		}
 	}
+	return i
 }
 
 func (d *decoder) value(depth int) (any, bool) {
