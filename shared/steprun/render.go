@@ -38,11 +38,16 @@ func newRenderer(nonce string) *renderer {
 // parses with the same engine), and a local run starts a Handler of its
 // own for its scripted replies, which would otherwise parse its
 // pipeline's templates again (PrepareTemplates fills it ahead).
+// The engine is built at its first parse, not when the process starts
+// (a step function's cold start).
 var parsed = struct {
-	engine *template.Engine
+	engine func() *template.Engine
 	mu     sync.RWMutex
 	cache  map[string]*template.Template
-}{engine: template.New(template.Limits{}), cache: make(map[string]*template.Template)}
+}{
+	engine: sync.OnceValue(func() *template.Engine { return template.New(template.Limits{}) }),
+	cache:  make(map[string]*template.Template),
+}
 
 func (r *renderer) parse(src string) (*template.Template, error) {
 	parsed.mu.RLock()
@@ -51,7 +56,7 @@ func (r *renderer) parse(src string) (*template.Template, error) {
 	if ok {
 		return t, nil
 	}
-	t, err := parsed.engine.Parse(src)
+	t, err := parsed.engine().Parse(src)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +99,7 @@ func PrepareTemplates(srcs []string) {
 	if len(todo) == 0 {
 		return
 	}
-	ts, _ := parsed.engine.ParseAll(todo)
+	ts, _ := parsed.engine().ParseAll(todo)
 	keep(todo, ts)
 }
 
