@@ -10,20 +10,53 @@ import (
 	"github.com/stepline/stepline/shared/asl"
 )
 
-// invoke runs a task's invocation on a worker goroutine (the run counts
-// it in r.hard and r.wg; invoke posts its completion, counted once, and
-// marks it done in r.wg). deadline, when set, bounds it: when it passes
-// first, States.Timeout is posted at once and the call, whose context is
-// cancelled, is abandoned (it may still be running when the run ends).
-// When the run stops (ctx ends), the call is waited for, so that a
+// inlineCall is a task invocation dispatched, waiting to run.
+type inlineCall struct {
+	ctx      context.Context
+	cancel   context.CancelFunc
+	call     taskCall
+	deadline time.Time
+	pathID   string
+	ticket   int64
+}
+
+// toWorker runs ic on a worker goroutine.
+func (r *run) toWorker(ic *inlineCall) {
+	r.e.workers.run(func() { r.invoke(ic, nil) })
+}
+
+// runInline runs ic on the driver: the invocation is the run's only work
+// in flight and nothing else can complete meanwhile but a token or the
+// run's deadline, which wait for it. Handing each call to a worker and
+// its completion back to the driver cost two goroutine switches per step,
+// each waking a second thread on a machine with two or more processors
+// (about an eighth of a step's CPU in BenchmarkRun of shared/local). It
+// reports whether the call outlived its deadline: the loop was then taken
+// over by a new driver and this one must not touch the run again.
+func (r *run) runInline(ctx context.Context, ic *inlineCall) (takenOver bool) {
+	// An empty critical section: takeOver's lock orders the new driver
+	// after everything this one did before the call.
+	r.qmu.Lock()
+	r.qmu.Unlock() //nolint:staticcheck // see above
+	return r.invoke(ic, func() { r.takeOver(ctx) })
+}
+
+// invoke runs a task's invocation (the run counts it in r.hard and r.wg;
+// invoke posts its completion, counted once, and marks it done in r.wg).
+// ic.deadline, when set, bounds it: when it passes first, States.Timeout
+// is posted at once, the call, whose context is cancelled, is abandoned
+// (it may still be running when the run ends), and onTimeout, when given,
+// is called; invoke then reports that the timeout came first. When the
+// run stops (its context ends), the call is waited for, so that a
 // stopped run leaves no handler running.
-func (r *run) invoke(ctx context.Context, cancel context.CancelFunc, call taskCall, deadline time.Time, pathID string, ticket int64) {
+func (r *run) invoke(ic *inlineCall, onTimeout func()) (timedOutFirst bool) {
+	ctx, cancel := ic.ctx, ic.cancel
 	var settled atomic.Bool
 	finish := func(c completion) bool {
 		if !settled.CompareAndSwap(false, true) {
 			return false // the other of the call and its timeout came first
 		}
-		c.kind, c.pathID, c.ticket, c.hard = kindInvoked, pathID, ticket, true
+		c.kind, c.pathID, c.ticket, c.hard = kindInvoked, ic.pathID, ic.ticket, true
 		if ctx.Err() != nil {
 			c.ticket = 0 // cancelled: whatever came back is not the task's result
 		}
@@ -31,15 +64,18 @@ func (r *run) invoke(ctx context.Context, cancel context.CancelFunc, call taskCa
 		r.wg.Done()
 		return true
 	}
-	if !deadline.IsZero() {
-		timeout := deadline.Sub(r.now())
+	if !ic.deadline.IsZero() {
+		timeout := ic.deadline.Sub(r.now())
 		if timeout <= 0 {
 			finish(completion{fail: timedOut()})
-			return
+			return false
 		}
 		expire := func() {
 			if finish(completion{fail: timedOut()}) {
 				cancel()
+				if onTimeout != nil {
+					onTimeout()
+				}
 			}
 		}
 		if _, real := r.e.cfg.Clock.(SystemClock); real {
@@ -65,7 +101,7 @@ func (r *run) invoke(ctx context.Context, cancel context.CancelFunc, call taskCa
 			}()
 		}
 	}
-	finish(r.call(ctx, call))
+	return !finish(r.call(ctx, ic.call))
 }
 
 // call runs a task's invocation.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,5 +116,66 @@ func TestTimeoutOnTheSystemClock(t *testing.T) {
 				t.Error("the timed-out handler's context was not cancelled")
 			}
 		}
+	}
+}
+
+// TestTakenOverTwice runs two handlers in a row that ignore their
+// context past their deadlines, then one that answers: each timed-out call
+// runs on the run's driver (it is the only work in flight), a new driver
+// goes on at each timeout, and the run ends with the last task's result
+// while both stuck handlers are still running.
+func TestTakenOverTwice(t *testing.T) {
+	def := &asl.StateMachine{QueryLanguage: asl.JSONata, StartAt: "Stuck1"}
+	for _, s := range []struct{ name, next string }{{"Stuck1", "Stuck2"}, {"Stuck2", "Fast"}} {
+		must(t, def.States.Add(s.name, &asl.Task{Resource: asl.ResourceLambdaInvoke, TimeoutSeconds: 5,
+			Arguments: map[string]any{"FunctionName": "stuck", "Payload": map[string]any{}},
+			Catch:     []asl.Catcher{{ErrorEquals: []string{asl.StatesTimeout}, Next: s.next}},
+			Next:      s.next}))
+	}
+	must(t, def.States.Add("Fast", &asl.Task{Resource: asl.ResourceLambdaInvoke, TimeoutSeconds: 5,
+		Arguments: map[string]any{"FunctionName": "fast", "Payload": map[string]any{}},
+		Output:    "{% $states.result.Payload.n %}", End: true}))
+	release := make(chan struct{})
+	defer close(release)
+	var stuckCalls atomic.Int32
+	stuck := func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		stuckCalls.Add(1)
+		<-release // ignores its context
+		return json.RawMessage(`{"n": 0}`), nil
+	}
+	fast := func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"n": 7}`), nil
+	}
+	done := make(chan struct{})
+	var res Result
+	var err error
+	j := newJournal()
+	go func() {
+		defer close(done)
+		e := New(Config{Journal: j, Clock: newClock(true), Resources: Functions{"stuck": stuck, "fast": fast}})
+		res, err = e.Start(context.Background(), "t", def, nil)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run waited for a timed-out handler")
+	}
+	res = mustResult(t, res, err, StatusSucceeded)
+	jsonEqual(t, res.Output, `7`)
+	if n := stuckCalls.Load(); n != 2 {
+		t.Errorf("the stuck handler was called %d times, want 2", n)
+	}
+	var timedOut int
+	events, err := j.History(context.Background(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events {
+		if ev.Type == "TaskTimedOut" {
+			timedOut++
+		}
+	}
+	if timedOut != 2 {
+		t.Errorf("%d TaskTimedOut events, want 2", timedOut)
 	}
 }

@@ -106,6 +106,9 @@ type run struct {
 	wctx    context.Context
 	wcancel context.CancelFunc
 	wg      sync.WaitGroup
+
+	inline *inlineCall // the invocation the driver runs itself, if any
+	out    chan driven // the drivers' outcome, for drive
 }
 
 // varID names a variable: the ID of the path holding it and its name.
@@ -351,6 +354,10 @@ func (r *run) flush(ctx context.Context) error {
 	for _, ef := range effs {
 		r.dispatch(ef)
 	}
+	if r.inline != nil && (len(r.runnable) > 0 || r.hard > 1 || r.waitsForToken()) {
+		r.toWorker(r.inline)
+		r.inline = nil
+	}
 	return nil
 }
 
@@ -363,18 +370,60 @@ func (r *run) flush(ctx context.Context) error {
 // (they read and write the snapshot only), so a process killed before the
 // checkpoint loses nothing anyone saw: the run resumes from the previous
 // checkpoint and takes the same steps again.
+//
+// The loop runs on a goroutine of its own (the driver), and the caller
+// waits for its outcome: a task invocation that is the run's only work in
+// flight runs on the driver itself (see inline), and should it outlive
+// its deadline a new driver takes the loop over, so the caller is never
+// held by a call the run has abandoned.
 func (r *run) drive(ctx context.Context) (Result, error) {
 	r.wctx, r.wcancel = context.WithCancel(ctx)
-	defer func() {
-		r.wcancel()
-		r.wg.Wait()
-	}()
 	if !r.snap.Deadline.IsZero() && !r.snap.Status.Terminal() {
 		r.effects = append(r.effects, effect{kind: effRunDeadline, until: r.snap.Deadline})
 		if !r.now().Before(r.snap.Deadline) {
 			r.timeOut()
 		}
 	}
+	r.out = make(chan driven, 1)
+	go r.driver(ctx)
+	d := <-r.out
+	return d.res, d.err
+}
+
+// driven is a driver's outcome.
+type driven struct {
+	res Result
+	err error
+}
+
+// errTakenOver ends a driver whose inline call outlived its deadline:
+// another driver goes on with the loop.
+var errTakenOver = errors.New("the loop was taken over")
+
+// driver runs the loop and reports its outcome, unless another driver
+// took the loop over.
+func (r *run) driver(ctx context.Context) {
+	res, err := r.loop(ctx)
+	if err == errTakenOver {
+		return
+	}
+	r.wcancel()
+	r.wg.Wait()
+	r.out <- driven{res, err}
+}
+
+// takeOver starts a new driver while the current one is held by an inline
+// call that timed out. The lock orders the new driver after everything
+// the held one did before the call (inline takes it too).
+func (r *run) takeOver(ctx context.Context) {
+	go func() {
+		r.qmu.Lock()
+		r.qmu.Unlock() //nolint:staticcheck // an empty critical section: a happens-before edge
+		r.driver(ctx)
+	}()
+}
+
+func (r *run) loop(ctx context.Context) (Result, error) {
 	for {
 		for len(r.runnable) > 0 && !r.snap.Status.Terminal() {
 			p := r.runnable[0]
@@ -392,6 +441,12 @@ func (r *run) drive(ctx context.Context) (Result, error) {
 		if r.snap.Status.Terminal() {
 			r.tryClose()
 			return r.result(), nil
+		}
+		if call := r.inline; call != nil {
+			r.inline = nil
+			if r.runInline(ctx, call) {
+				return Result{}, errTakenOver
+			}
 		}
 		if r.hard == 0 {
 			res := r.result()
@@ -623,8 +678,16 @@ func (r *run) dispatch(ef effect) {
 		}
 		r.hard++
 		r.wg.Add(1)
-		id := p.ID
-		r.e.workers.run(func() { r.invoke(ctx, cancel, call, deadline, id, ticket) })
+		ic := &inlineCall{ctx: ctx, cancel: cancel, call: call, deadline: deadline, pathID: p.ID, ticket: ticket}
+		if r.inline == nil && p.Token == "" {
+			// flush decides whether the driver runs it. A task that
+			// waits for its token does not run inline: its handler may
+			// send the token back before it returns, and the driver must
+			// be free to take it.
+			r.inline = ic
+		} else {
+			r.toWorker(ic)
+		}
 	case effTimer:
 		p := ef.p
 		if r.paths[p.ID] != p || (p.Phase != phaseRetry && p.Phase != phaseWait) {
