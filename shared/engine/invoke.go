@@ -41,37 +41,59 @@ func (r *run) runInline(ctx context.Context, ic *inlineCall) (takenOver bool) {
 	return r.invoke(ic, func() { r.takeOver(ctx) })
 }
 
+// preemption is how another goroutine ends the call the driver runs
+// (run.preempt): stop abandons it and starts a new driver, unless the
+// call ended first.
+type preemption struct{ stop func() }
+
 // invoke runs a task's invocation (the run counts it in r.hard and r.wg;
 // invoke posts its completion, counted once, and marks it done in r.wg).
 // ic.deadline, when set, bounds it: when it passes first, States.Timeout
 // is posted at once, the call, whose context is cancelled, is abandoned
 // (it may still be running when the run ends), and onTimeout, when given,
-// is called; invoke then reports that the timeout came first. When the
+// is called; invoke then reports that the timeout came first, as it does
+// when the run's deadline preempted the call (onTimeout is given for a
+// call on the driver, which the deadline must not wait for). When the
 // run stops (its context ends), the call is waited for, so that a
 // stopped run leaves no handler running.
 func (r *run) invoke(ic *inlineCall, onTimeout func()) (timedOutFirst bool) {
 	ctx, cancel := ic.ctx, ic.cancel
 	var settled atomic.Bool
-	finish := func(c completion) bool {
+	// finish posts the call's completion unless the call, its timeout or
+	// its preemption came first; a dropped completion only counts the
+	// call as ended.
+	finish := func(c completion, drop bool) bool {
 		if !settled.CompareAndSwap(false, true) {
-			return false // the other of the call and its timeout came first
+			return false // another of these came first
 		}
 		c.kind, c.pathID, c.ticket, c.hard = kindInvoked, ic.pathID, ic.ticket, true
-		if ctx.Err() != nil {
+		if drop || ctx.Err() != nil {
 			c.ticket = 0 // cancelled: whatever came back is not the task's result
 		}
 		r.post(c)
 		r.wg.Done()
 		return true
 	}
+	if onTimeout != nil {
+		// While the driver runs the call, the run's deadline can still
+		// end the run: it preempts the call (see runDeadline).
+		p := &preemption{stop: func() {
+			if finish(completion{}, true) {
+				cancel()
+				onTimeout()
+			}
+		}}
+		r.preempt.Store(p)
+		defer r.preempt.CompareAndSwap(p, nil)
+	}
 	if !ic.deadline.IsZero() {
 		timeout := ic.deadline.Sub(r.now())
 		if timeout <= 0 {
-			finish(completion{fail: timedOut()})
+			finish(completion{fail: timedOut()}, false)
 			return false
 		}
 		expire := func() {
-			if finish(completion{fail: timedOut()}) {
+			if finish(completion{fail: timedOut()}, false) {
 				cancel()
 				if onTimeout != nil {
 					onTimeout()
@@ -101,7 +123,7 @@ func (r *run) invoke(ic *inlineCall, onTimeout func()) (timedOutFirst bool) {
 			}()
 		}
 	}
-	return !finish(r.call(ctx, ic.call))
+	return !finish(r.call(ctx, ic.call), false)
 }
 
 // call runs a task's invocation.

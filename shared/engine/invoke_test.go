@@ -179,3 +179,49 @@ func TestTakenOverTwice(t *testing.T) {
 		t.Errorf("%d TaskTimedOut events, want 2", timedOut)
 	}
 }
+
+// TestMachineTimeoutDuringCall times the run out while its only task's
+// handler, which ignores its context, runs (on the driver: it is the only
+// work in flight): the run ends TIMED_OUT at the machine's TimeoutSeconds,
+// long before the task's own, without waiting for the handler.
+func TestMachineTimeoutDuringCall(t *testing.T) {
+	def := &asl.StateMachine{QueryLanguage: asl.JSONata, StartAt: "Stuck", TimeoutSeconds: 10}
+	must(t, def.States.Add("Stuck", &asl.Task{Resource: asl.ResourceLambdaInvoke, TimeoutSeconds: 600,
+		Arguments: map[string]any{"FunctionName": "stuck", "Payload": map[string]any{}}, End: true}))
+	release := make(chan struct{})
+	defer close(release)
+	called := make(chan struct{})
+	stuck := func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		close(called)
+		<-release // ignores its context
+		return json.RawMessage(`{}`), nil
+	}
+	clock := newClock(false)
+	e := New(Config{Journal: newJournal(), Clock: clock, Resources: Functions{"stuck": stuck}})
+	t0 := clock.Now()
+	done := make(chan struct{})
+	var res Result
+	var err error
+	go func() {
+		defer close(done)
+		res, err = e.Start(context.Background(), "mt", def, nil)
+	}()
+	<-called
+	waitFor(t, func() bool { return clock.sleepsUntil(t0.Add(10*time.Second), t0.Add(600*time.Second)) })
+	clock.Advance(9 * time.Second)
+	select {
+	case <-done:
+		t.Fatal("the run ended before its deadline")
+	case <-time.After(50 * time.Millisecond):
+	}
+	clock.Advance(time.Second)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run waited for the handler past its deadline")
+	}
+	res = mustResult(t, res, err, StatusTimedOut)
+	if res.Error != asl.StatesTimeout {
+		t.Errorf("error %q, want %s", res.Error, asl.StatesTimeout)
+	}
+}

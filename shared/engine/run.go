@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stepline/stepline/shared/asl"
@@ -107,8 +108,9 @@ type run struct {
 	wcancel context.CancelFunc
 	wg      sync.WaitGroup
 
-	inline *inlineCall // the invocation the driver runs itself, if any
-	out    chan driven // the drivers' outcome, for drive
+	inline  *inlineCall                // the invocation the driver runs itself, if any
+	preempt atomic.Pointer[preemption] // set while the driver runs it
+	out     chan driven                // the drivers' outcome, for drive
 }
 
 // varID names a variable: the ID of the path holding it and its name.
@@ -726,13 +728,20 @@ func (r *run) dispatch(ef effect) {
 			}
 		}()
 	case effRunDeadline:
-		d := ef.until.Sub(r.now())
+		until := ef.until
+		d := until.Sub(r.now())
 		ctx := r.wctx
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
 			if clock.Sleep(ctx, d) == nil {
 				r.post(completion{kind: kindRunDeadline})
+				// A call on the driver would hold the deadline back
+				// until it returned: abandon it, as the run's end
+				// would cancel it, and let a new driver end the run.
+				if p := r.preempt.Load(); p != nil && !clock.Now().Before(until) {
+					p.stop()
+				}
 			}
 		}()
 	}
