@@ -50,13 +50,13 @@
 // goroutines, whose results come back to the driver as completions.
 // Parallel branches and Map iterations therefore run concurrently while
 // every transition is recorded in one order. A handler call that is the
-// run.s only work in flight (no other call, timer or task token pending:
+// run's only work in flight (no other call, timer or task token pending:
 // a sequential pipeline's every step) runs on the driver itself, which
 // saves two goroutine hand-offs per step; should it outlive its
-// TimeoutSeconds, the timeout is applied by a new driver that takes the
-// run.over, and the caller of Start (or Resume, or a task-token call) is
-// answered by whichever driver ends the run, never held by the abandoned
-// call.
+// TimeoutSeconds, or the machine's TimeoutSeconds pass meanwhile, the
+// call is abandoned as a worker's would be and a new driver takes the run
+// over; the caller of Start (or Resume, or a task-token call) is answered
+// by whichever driver ends the run, never held by the abandoned call.
 //
 // # Checkpoints
 //
