@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/shared/asl"
+	"github.com/stepline/stepline/shared/store"
 )
 
 // TestTimedOutHandlerIsAbandoned runs a handler that ignores its context
@@ -224,4 +225,22 @@ func TestMachineTimeoutDuringCall(t *testing.T) {
 	if res.Error != asl.StatesTimeout {
 		t.Errorf("error %q, want %s", res.Error, asl.StatesTimeout)
 	}
+}
+
+// TestDriverPanicReachesCaller panics in OnEvent, which the run's driver
+// calls: the panic is raised again in the goroutine that called Start, as
+// when the loop ran there, rather than ending the process from the
+// driver's goroutine.
+func TestDriverPanicReachesCaller(t *testing.T) {
+	def := &asl.StateMachine{QueryLanguage: asl.JSONata, StartAt: "P"}
+	must(t, def.States.Add("P", &asl.Pass{End: true}))
+	e := New(Config{Journal: newJournal(), Clock: newClock(true),
+		OnEvent: func(string, store.HistoryEvent) { panic("boom") }})
+	defer func() {
+		if v := recover(); v != "boom" {
+			t.Errorf("recovered %v, want boom", v)
+		}
+	}()
+	e.Start(context.Background(), "p", def, nil)
+	t.Error("Start returned")
 }

@@ -389,13 +389,17 @@ func (r *run) drive(ctx context.Context) (Result, error) {
 	r.out = make(chan driven, 1)
 	go r.driver(ctx)
 	d := <-r.out
+	if d.panicked != nil {
+		panic(d.panicked) // in the caller, as when the loop ran there
+	}
 	return d.res, d.err
 }
 
 // driven is a driver's outcome.
 type driven struct {
-	res Result
-	err error
+	res      Result
+	err      error
+	panicked any // the loop's panic, raised again in drive's caller
 }
 
 // errTakenOver ends a driver whose inline call outlived its deadline:
@@ -405,13 +409,19 @@ var errTakenOver = errors.New("the loop was taken over")
 // driver runs the loop and reports its outcome, unless another driver
 // took the loop over.
 func (r *run) driver(ctx context.Context) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.wcancel()
+			r.out <- driven{panicked: v}
+		}
+	}()
 	res, err := r.loop(ctx)
 	if err == errTakenOver {
 		return
 	}
 	r.wcancel()
 	r.wg.Wait()
-	r.out <- driven{res, err}
+	r.out <- driven{res: res, err: err}
 }
 
 // takeOver starts a new driver while the current one is held by an inline
