@@ -244,3 +244,165 @@ func TestDriverPanicReachesCaller(t *testing.T) {
 	e.Start(context.Background(), "p", def, nil)
 	t.Error("Start returned")
 }
+
+// lambdaTask is a lambda:invoke Task of fn with payload, going to next
+// ("" ends the branch).
+func lambdaTask(fn string, payload map[string]any, next string) *asl.Task {
+	t := &asl.Task{Resource: asl.ResourceLambdaInvoke, TimeoutSeconds: 60,
+		Arguments: map[string]any{"FunctionName": fn, "Payload": payload}}
+	if next == "" {
+		t.End = true
+	} else {
+		t.Next = next
+	}
+	return t
+}
+
+// startWithin runs Start and fails the test if it does not return within
+// 10 s (a call left on the driver while other work needs it deadlocks).
+func startWithin(t *testing.T, e *Engine, def *asl.StateMachine) (Result, error) {
+	t.Helper()
+	done := make(chan struct{})
+	var res Result
+	var err error
+	go func() {
+		defer close(done)
+		res, err = e.Start(context.Background(), "t", def, nil)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run deadlocked")
+	}
+	return res, err
+}
+
+// TestCallWithOtherWorkRunsOnAWorker runs a branch's call that returns
+// only once the other branch's second call has run: the first call must
+// not hold the driver (two calls were in flight when it was dispatched),
+// or the second call would never be dispatched.
+func TestCallWithOtherWorkRunsOnAWorker(t *testing.T) {
+	def := &asl.StateMachine{QueryLanguage: asl.JSONata, StartAt: "P"}
+	var a, b asl.Branch
+	a.StartAt = "A"
+	must(t, a.States.Add("A", lambdaTask("waits", map[string]any{}, "")))
+	b.StartAt = "B1"
+	must(t, b.States.Add("B1", lambdaTask("quick", map[string]any{}, "B2")))
+	must(t, b.States.Add("B2", lambdaTask("opens", map[string]any{}, "")))
+	must(t, def.States.Add("P", &asl.Parallel{Branches: []asl.Branch{a, b}, End: true}))
+	open := make(chan struct{})
+	ok := func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }
+	e := New(Config{Journal: newJournal(), Clock: SystemClock{}, Resources: Functions{
+		"waits": func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			<-open
+			return json.RawMessage(`{}`), nil
+		},
+		"quick": ok,
+		"opens": func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			close(open)
+			return json.RawMessage(`{}`), nil
+		},
+	}})
+	res, err := startWithin(t, e, def)
+	mustResult(t, res, err, StatusSucceeded)
+}
+
+// TestCallWhileTokenPendsRunsOnAWorker runs, while one branch waits for
+// its task token, the other branch's call that sends that token back: the
+// call must not run on the driver, which takes the token.
+func TestCallWhileTokenPendsRunsOnAWorker(t *testing.T) {
+	def := &asl.StateMachine{QueryLanguage: asl.JSONata, StartAt: "P"}
+	var a, b asl.Branch
+	a.StartAt = "Ask"
+	must(t, a.States.Add("Ask", &asl.Task{Resource: asl.ResourceLambdaInvokeWaitForTaskToken, TimeoutSeconds: 60,
+		Arguments: map[string]any{"FunctionName": "h", "Payload": map[string]any{"token": asl.Expr("$states.context.Task.Token")}},
+		End:       true}))
+	b.StartAt = "B1"
+	must(t, b.States.Add("B1", lambdaTask("waitsForAsk", map[string]any{}, "B2")))
+	must(t, b.States.Add("B2", lambdaTask("answers", map[string]any{}, "")))
+	must(t, def.States.Add("P", &asl.Parallel{Branches: []asl.Branch{a, b}, End: true}))
+	h := &human{}
+	asked := make(chan struct{})
+	var e *Engine
+	e = New(Config{Journal: newJournal(), Clock: SystemClock{}, Resources: Functions{
+		"h": func(ctx context.Context, p json.RawMessage) (json.RawMessage, error) {
+			defer close(asked)
+			return h.handler(ctx, p)
+		},
+		"waitsForAsk": func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			<-asked
+			return json.RawMessage(`{}`), nil
+		},
+		"answers": func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+			if _, err := e.SendTaskSuccess(ctx, h.last(), json.RawMessage(`"yes"`)); err != nil {
+				return nil, err
+			}
+			return json.RawMessage(`{}`), nil
+		},
+	}})
+	res, err := startWithin(t, e, def)
+	mustResult(t, res, err, StatusSucceeded)
+}
+
+// TestCallBeforeLongPureStretch dispatches a branch's call at the
+// checkpoint taken every 1,000 events, while the other branch still has
+// pure states to run and then fails the run: the call must go to a
+// worker (the driver has more to do), and the failed run must not wait
+// for a call that never started.
+func TestCallBeforeLongPureStretch(t *testing.T) {
+	def := &asl.StateMachine{QueryLanguage: asl.JSONata, StartAt: "P"}
+	var a, b asl.Branch
+	b.StartAt = "C"
+	must(t, b.States.Add("C", lambdaTask("quick", map[string]any{}, "")))
+	// Branch A loops through Pass states past the 1,000-event checkpoint,
+	// then fails. Its loop runs first, so branch B's call is scheduled
+	// within it.
+	a.StartAt = "Init"
+	must(t, a.States.Add("Init", &asl.Pass{Assign: map[string]any{"i": 0}, Next: "Loop"}))
+	must(t, a.States.Add("Loop", &asl.Pass{Assign: map[string]any{"i": asl.Expr("$i + 1")}, Next: "More"}))
+	must(t, a.States.Add("More", &asl.Choice{Choices: []asl.ChoiceRule{{Condition: asl.Expr("$i < 400"), Next: "Loop"}}, Default: "Stop"}))
+	must(t, a.States.Add("Stop", &asl.Fail{Error: "Stopped"}))
+	must(t, def.States.Add("P", &asl.Parallel{Branches: []asl.Branch{a, b}, End: true}))
+	block := make(chan struct{})
+	defer close(block)
+	e := New(Config{Journal: newJournal(), Clock: SystemClock{}, Resources: Functions{
+		"quick": func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+			select {
+			case <-block:
+			case <-ctx.Done():
+			}
+			return json.RawMessage(`{}`), nil
+		},
+	}})
+	res, err := startWithin(t, e, def)
+	res = mustResult(t, res, err, StatusFailed)
+	if res.Error != "Stopped" {
+		t.Errorf("error %q, want Stopped", res.Error)
+	}
+}
+
+// TestTokenSentBackByItsHandler runs a waitForTaskToken task whose handler
+// sends its own token back before it returns: such a call never runs on
+// the driver, which must be free to take the token.
+func TestTokenSentBackByItsHandler(t *testing.T) {
+	def := &asl.StateMachine{QueryLanguage: asl.JSONata, StartAt: "Ask"}
+	must(t, def.States.Add("Ask", &asl.Task{Resource: asl.ResourceLambdaInvokeWaitForTaskToken, TimeoutSeconds: 60,
+		Arguments: map[string]any{"FunctionName": "h", "Payload": map[string]any{"token": asl.Expr("$states.context.Task.Token")}},
+		Output:    "{% $states.result %}", End: true}))
+	var e *Engine
+	e = New(Config{Journal: newJournal(), Clock: SystemClock{}, Resources: Functions{
+		"h": func(ctx context.Context, p json.RawMessage) (json.RawMessage, error) {
+			var in struct{ Token string }
+			if err := json.Unmarshal(p, &in); err != nil {
+				return nil, err
+			}
+			if _, err := e.SendTaskSuccess(ctx, in.Token, json.RawMessage(`"answered"`)); err != nil {
+				return nil, err
+			}
+			return json.RawMessage(`{}`), nil
+		},
+	}})
+	res, err := startWithin(t, e, def)
+	res = mustResult(t, res, err, StatusSucceeded)
+	jsonEqual(t, res.Output, `"answered"`)
+}
