@@ -75,8 +75,16 @@ func TestIngestCarriesTheProject(t *testing.T) {
 			t.Errorf("%s staged as %q (%v), want %q", f, got, err, want)
 		}
 	}
-	if files := onlyBundle(t, assets); len(files) != 1 || files[0] != (catalog.File{Name: "agent.yaml", Source: fixturePipelines["agent.yaml"]}) {
-		t.Errorf("bundle %+v, want agent.yaml as written", files)
+	files := onlyBundle(t, assets)
+	if len(files) != 1 || files[0].Name != "agent.yaml" || files[0].Source != fixturePipelines["agent.yaml"] {
+		t.Fatalf("bundle %+v, want agent.yaml as written", files)
+	}
+	// The model is the pipeline as synth compiled it in the project: its
+	// agent resolved from the project's profile.
+	if p, err := files[0].Pipeline(); err != nil || len(p.Steps) == 0 || p.Config == "" {
+		t.Errorf("bundled model: %+v, %v", p, err)
+	} else if s, ok := p.Steps[0].(*pipeline.Step); !ok || s.Agent == nil || s.Agent.Profile.Name == "" {
+		t.Errorf("bundled model's first step %+v: want its agent resolved", p.Steps[0])
 	}
 	if _, err := os.Stat(filepath.Join(ingest, "pipelines")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("pipeline files in the ingest asset: %v", err)

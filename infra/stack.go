@@ -254,7 +254,8 @@ func newConfig(props *Props) (*config, error) {
 }
 
 // readSources reads the pipelines' files for the bundles ingest routes
-// with (package shared/catalog), and checks that they bundle. Bundles from
+// with (package shared/catalog), each with the model plan compiled from it
+// (the compile stepline validate runs), and checks that they bundle. Bundles from
 // an earlier synth's layout, <AssetDir>/ingest/pipelines, are removed by
 // stageProject's caller.
 func readSources(ps []*plan.Pipeline) (map[string]catalog.File, error) {
@@ -265,7 +266,10 @@ func readSources(ps []*plan.Pipeline) (map[string]catalog.File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("bundle pipelines for ingest: %w", err)
 		}
-		f := catalog.File{Name: filepath.Base(p.File), Source: string(b)}
+		f, err := catalog.NewFile(filepath.Base(p.File), string(b), p.Model)
+		if err != nil {
+			return nil, fmt.Errorf("bundle pipelines for ingest: %w", err)
+		}
 		out[p.Name] = f
 		files = append(files, f)
 	}
