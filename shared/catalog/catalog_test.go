@@ -450,3 +450,81 @@ func TestModels(t *testing.T) {
 		t.Errorf("a bad model: %v", err)
 	}
 }
+
+func TestReadDir(t *testing.T) {
+	write := func(t *testing.T, dir, name string, raw []byte) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	encode := func(t *testing.T, files ...File) []byte {
+		t.Helper()
+		raw, err := Encode(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	dir := t.TempDir()
+	write(t, dir, "b.json", encode(t, file("b.yaml", "b"), file("d.yaml", "d")))
+	write(t, dir, "a.json", encode(t, file("c.yaml", "c"), file("a.yaml", "a")))
+	write(t, dir, "notes.txt", []byte("not a bundle"))
+	files, err := ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, f.Name+"="+f.Source)
+	}
+	if strings.Join(names, ",") != "a.yaml=a,b.yaml=b,c.yaml=c,d.yaml=d" {
+		t.Errorf("files %v, want all four in name order", names)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		want  string
+	}{
+		{"no directory", func(t *testing.T, dir string) { os.Remove(dir) }, "no such file or directory"},
+		{"no bundle", func(t *testing.T, dir string) {}, "no bundle document (*.json) in"},
+		{"a file in two bundles", func(t *testing.T, dir string) {
+			write(t, dir, "1.json", encode(t, file("a.yaml", "a")))
+			write(t, dir, "2.json", encode(t, file("a.yaml", "again")))
+		}, "pipeline file a.yaml is in two bundles"},
+		{"a bundle that is none", func(t *testing.T, dir string) { write(t, dir, "1.json", []byte("{\n  junk")) }, "1.json: bundle: not a bundle document: line 2, column 3"},
+		{"a bundle of format 1", func(t *testing.T, dir string) {
+			write(t, dir, "1.json", []byte(`{"stepline_bundle": 1, "files": []}`))
+		}, "format 1, want 2: deploy the core stack and the pipeline stacks again"},
+		{"a bundle too big", func(t *testing.T, dir string) {
+			write(t, dir, "1.json", append(encode(t), bytes.Repeat([]byte(" "), MaxBundleBytes)...))
+		}, fmt.Sprintf("more than %d bytes", MaxBundleBytes)},
+		{"too many bundles", func(t *testing.T, dir string) {
+			for i := range MaxBundles + 1 {
+				write(t, dir, fmt.Sprintf("%03d.json", i), encode(t))
+			}
+		}, fmt.Sprintf("%d bundle documents", MaxBundles+1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "bundles")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			tc.setup(t, dir)
+			if _, err := ReadDir(dir); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ReadDir: %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// At the bounds: MaxBundles documents; one of MaxBundleBytes.
+	at := t.TempDir()
+	for i := range MaxBundles - 1 {
+		write(t, at, fmt.Sprintf("%03d.json", i), encode(t))
+	}
+	doc := encode(t, file("a.yaml", "a"))
+	write(t, at, "big.json", append(doc, bytes.Repeat([]byte(" "), MaxBundleBytes-len(doc))...))
+	if files, err := ReadDir(at); err != nil || len(files) != 1 {
+		t.Errorf("%d bundles, one of %d bytes: %v, %v", MaxBundles, MaxBundleBytes, files, err)
+	}
+}
