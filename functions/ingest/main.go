@@ -89,6 +89,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -128,7 +129,12 @@ func main() {
 	executions, err := states.New(f.AWS)
 	f.Check(err, "step functions")
 	env := &environment{names: names, runs: st, sfn: executions, log: f.Log}
-	readTokens := func() {
+	// The tokens are waited for when the first handler is built, on the
+	// first event that needs the pipelines: the start does not wait for
+	// the secret's round trip, and an event of no kind the function serves
+	// never does. Tokens that cannot be read stop the function then, as
+	// they would have stopped its start.
+	readTokens := sync.OnceFunc(func() {
 		f.Check(<-secretRead, "WEBHOOK_TOKEN_SECRET_ARN")
 		tokens, err := inbound.ParseTokenList(tokenList.String)
 		if err != nil || len(tokens) == 0 {
@@ -136,7 +142,8 @@ func main() {
 			f.Fail("WEBHOOK_TOKEN_SECRET_ARN: the secret holds no usable token list (want a token, team=token pairs or a JSON object)", "secret", tokenARN)
 		}
 		env.tokens = tokens
-	}
+	})
+	env.waitTokens = readTokens
 
 	var current func(context.Context) (*pipelineSet, error)
 	if dir := os.Getenv("PIPELINE_DIR"); dir != "" {
@@ -170,7 +177,6 @@ func main() {
 				f.Log.Error("pipelines: the deployment's bundles do not load; the next event that needs them reads them again", "err", err.Error())
 			}
 		}()
-		readTokens() // before the first set is built, on the first event
 		current = w.Current
 	}
 	boot.Serve(f, func(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -187,8 +193,8 @@ const bundleTimeout = 20 * time.Second
 const reloadEvery = time.Minute
 
 // environment is what every handler of the container shares; the
-// pipelines are what a reload changes. Its tokens are set before the
-// first handler is built.
+// pipelines are what a reload changes. Its tokens are set before a
+// handler is built (waitTokens).
 type environment struct {
 	names awsenv.StateMachines
 	runs  interface {
@@ -197,12 +203,18 @@ type environment struct {
 	}
 	sfn    ExecutionStarter
 	tokens inbound.Tokens
-	log    *slog.Logger
+	// waitTokens, when set, sets tokens, waiting for their read; the
+	// first handler calls it.
+	waitTokens func()
+	log        *slog.Logger
 }
 
 // handler builds the handler of the bundled pipeline files, in their
 // order (file-name order: the routing order).
 func (e *environment) handler(files []catalog.File) (*handler, error) {
+	if e.waitTokens != nil {
+		e.waitTokens()
+	}
 	ps, err := catalog.Pipelines(files)
 	if err != nil {
 		return nil, err

@@ -353,6 +353,42 @@ func TestPipelineDirAndOldBundles(t *testing.T) {
 	}
 }
 
+// TestTokensWaitedOnFirstNeed pins when the webhook tokens are waited
+// for: not by the start, nor by an event the function does not serve,
+// but by the first event that needs the pipelines; a secret without a
+// usable token list stops the function then, saying where (not what).
+func TestTokensWaitedOnFirstNeed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the bootstrap and runs the emulator")
+	}
+	const unusable = "a=,secret-bit"
+	sm := rietest.FakeSecretsManager(t, map[string]string{tokenARN: unusable})
+	env := append(publish(t), "TABLE_NAME=unused", "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:9", "AWS_ENDPOINT_URL_SECRETS_MANAGER="+sm.URL,
+		"AWS_ENDPOINT_URL_SFN=http://127.0.0.1:9", "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+		"WEBHOOK_TOKEN_SECRET_ARN="+tokenARN, "STATE_MACHINE_PREFIX="+testNames.Prefix, "STATE_MACHINE_ACCOUNT="+testNames.Account)
+	e := rietest.Start(t, rietest.Build(t, "."), env...)
+	if res := e.Invoke(t, []byte(`{}`)); !strings.Contains(res.Message, "unknown event") {
+		t.Errorf("an unknown event answered %s %q, want the unknown event error", res.ErrorType, res.Message)
+	}
+	if strings.Contains(e.Output(), "no usable token list") {
+		t.Fatalf("the tokens were waited for before an event needed them:\n%s", e.Output())
+	}
+	list := apiRequest(t, "apigw-pipeline-run.json", func(ev *events.APIGatewayV2HTTPRequest) {
+		ev.RequestContext.HTTP.Method, ev.RawPath, ev.RouteKey, ev.Body = "GET", "/pipelines", "GET /pipelines", ""
+	})
+	res := e.Invoke(t, list)
+	if res.ErrorType == "" {
+		t.Errorf("GET /pipelines with unusable tokens answered %s, want the function stopped", res.Body)
+	}
+	out := e.Output()
+	if !strings.Contains(out, "WEBHOOK_TOKEN_SECRET_ARN: the secret holds no usable token list") || !strings.Contains(out, tokenARN) {
+		t.Errorf("the log does not say where the tokens are:\n%s", out)
+	}
+	if strings.Contains(out, "secret-bit") {
+		t.Errorf("the log quotes the secret:\n%s", out)
+	}
+}
+
 // BenchmarkColdStart compares the ingest bootstrap's cold start with a
 // hello-world bootstrap's (see rietest.ColdStart). As on AWS, the start-up
 // reads the deployment's pipeline bundles (a fake Parameter Store and S3)
