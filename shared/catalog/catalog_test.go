@@ -64,9 +64,6 @@ func TestFileNames(t *testing.T) {
 		if _, err := Decode(raw); (err == nil) != tc.ok {
 			t.Errorf("Decode(%q): %v, want ok %v", tc.name, err, tc.ok)
 		}
-		if err := WriteDir(t.TempDir(), []File{{Name: tc.name}}); (err == nil) != tc.ok {
-			t.Errorf("WriteDir(%q): %v, want ok %v", tc.name, err, tc.ok)
-		}
 	}
 	if _, err := Encode([]File{file("a.yaml", ""), file("a.yaml", "")}); err == nil || !strings.Contains(err.Error(), "given twice") {
 		t.Errorf("a name twice: %v", err)
@@ -390,16 +387,6 @@ func TestWatcherFirstLoadFails(t *testing.T) {
 	aws.listErr = nil
 	if v, err := w.Current(context.Background()); err != nil || v != 1 {
 		t.Errorf("after the failure: %v %v", v, err)
-	}
-}
-
-func TestWriteDir(t *testing.T) {
-	dir := t.TempDir()
-	if err := WriteDir(dir, []File{{Name: "a.yaml", Source: "x: 1\n"}}); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, "a.yaml")); err != nil || string(b) != "x: 1\n" {
-		t.Errorf("written %q %v", b, err)
 	}
 }
 

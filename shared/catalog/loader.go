@@ -156,19 +156,6 @@ func (l Loader) fetch(ctx context.Context, param, url string) (Bundle, error) {
 	return b, nil
 }
 
-// WriteDir writes files into dir, which must exist, as <dir>/<name>.
-func WriteDir(dir string, files []File) error {
-	for _, f := range files {
-		if err := checkName(f.Name); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, f.Name), []byte(f.Source), 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Watcher keeps a value built from the deployment's pipeline files, and
 // rebuilds it when the bundles change: at most every Every, the next
 // Current lists the parameters again, and fetches and builds only when
