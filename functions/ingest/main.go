@@ -75,7 +75,10 @@
 //	STATE_MACHINE_ACCOUNT     the account of the state machines (required)
 //	WEBHOOK_TOKEN_SECRET_ARN  Secrets Manager secret holding the webhook bearer tokens, in
 //	                          inbound.ParseTokenList form: a token, team=token pairs or a JSON
-//	                          object team → token (required; read once, when the container starts)
+//	                          object team → token (required; read once, from when the container
+//	                          starts, and waited for by the first event that needs the pipelines:
+//	                          a secret that cannot be read or holds no usable list stops the
+//	                          function then)
 //	PIPELINE_DIR              directory of bundle documents (*.json), read instead of the deployment's bundles
 //	LOG_LEVEL                 debug, info (default), warn or error
 //
