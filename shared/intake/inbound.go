@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"strings"
 	"time"
 
 	"github.com/stepline/stepline/shared/inbound"
@@ -92,5 +93,13 @@ func HTTPStatus(err error) int { return inbound.HTTPStatus(err) }
 // SeverityRank is inbound.SeverityRank.
 func SeverityRank(s string) int { return inbound.SeverityRank(s) }
 
-// ParseTokenList is inbound.ParseTokenList.
-func ParseTokenList(s string) (Tokens, error) { return inbound.ParseTokenList(s) }
+// ParseTokenList is inbound.ParseTokenList, but a value that starts with
+// "{" is read as a tokens file is (ParseTokens: YAML, of which JSON is a
+// part), as it was before package inbound read it with encoding/json:
+// stepline serve's token list keeps accepting a YAML flow mapping.
+func ParseTokenList(s string) (Tokens, error) {
+	if t := strings.TrimSpace(s); strings.HasPrefix(t, "{") {
+		return ParseTokens([]byte(t))
+	}
+	return inbound.ParseTokenList(s)
+}

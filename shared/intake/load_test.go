@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stepline/stepline/shared/inbound"
 )
 
 var testNow = time.Date(2026, 11, 29, 17, 52, 3, 0, time.UTC)
@@ -153,5 +155,24 @@ func TestRouteSamples(t *testing.T) {
 	info := Context{Source: "alertmanager", Severity: "info", Labels: map[string]string{"team": "checkout"}}
 	if p, err := r.Route(info); !errors.Is(err, ErrNoMatch) {
 		t.Errorf("an info alert routed to %v (%v)", p, err)
+	}
+}
+
+// TestParseTokenList: intake's ParseTokenList reads an object as a tokens
+// file (YAML), so a flow mapping stays accepted; inbound's reads JSON only.
+func TestParseTokenList(t *testing.T) {
+	got, err := ParseTokenList(` {checkout: tok-1, payments: "tok-2"}`)
+	if err != nil || !reflect.DeepEqual(got, Tokens{"checkout": "tok-1", "payments": "tok-2"}) {
+		t.Errorf("a flow mapping: %v, %v", got, err)
+	}
+	if _, err := inbound.ParseTokenList(`{checkout: tok-1}`); err == nil {
+		t.Error("inbound.ParseTokenList read a YAML flow mapping")
+	}
+	got, err = ParseTokenList("checkout=tok-1")
+	if err != nil || !reflect.DeepEqual(got, Tokens{"checkout": "tok-1"}) {
+		t.Errorf("pairs: %v, %v", got, err)
+	}
+	if _, err := ParseTokenList(`{"a": "x1", "a": "x2"}`); err == nil || !strings.Contains(err.Error(), `"a" already defined`) {
+		t.Errorf("a key twice: %v", err)
 	}
 }
