@@ -36,9 +36,10 @@
 // or a longer step timeout, also changes the step function's grants or
 // settings in the core).
 //
-// The ingest function routes with the pipeline files, which the state
+// The ingest function routes with the pipelines, which the state
 // machines do not carry. Each stack that holds pipelines publishes its
-// files as one bundle (package shared/catalog): a JSON document staged as
+// files, each with its model compiled at synth, as one bundle (package
+// shared/catalog): a JSON document staged as
 // <AssetDir>/bundles/<sha256>.json and uploaded as a file asset to the
 // CDK bootstrap bucket, a Parameter Store parameter
 // /stepline/<prefix>/pipelines/<NN or core> holding its s3:// URL, and a
@@ -131,14 +132,14 @@
 // An agent step carries its resolved agent in its compiled configuration,
 // so the step function reads no file of the project. An agent that needs
 // a stdio MCP server (command) cannot run there, and synth refuses its
-// pipeline naming the step, the agent and the server. The ingest function,
-// which compiles the pipelines it routes, gets the project file, the
-// agents' files and the step library (steps/, which pipelines name with
-// use:) in its code asset, laid out as in the project
-// (the agents and steps directories must therefore lie inside the
-// project's directory); a Bedrock model an agent names is granted like a
-// bedrock step's. A library step is compiled into each state machine that
-// uses it, so editing one changes those definitions at the next deploy.
+// pipeline naming the step, the agent and the server. The ingest function
+// reads no file of the project either: each bundle carries its pipelines'
+// models as synth compiled them (agents and library steps resolved), and
+// ingest's code asset is its bootstrap (what earlier synths staged beside
+// it, the project file, its agents and step library, is removed). A
+// Bedrock model an agent names is granted like a bedrock step's. A library
+// step is compiled into each state machine that uses it, so editing one
+// changes those definitions at the next deploy.
 //
 // # Resources
 //

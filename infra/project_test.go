@@ -1,16 +1,15 @@
 package infra_test
 
 import (
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 
-	"github.com/stepline/stepline/compiler/gate"
 	"github.com/stepline/stepline/infra"
 	"github.com/stepline/stepline/infra/plan"
 	"github.com/stepline/stepline/shared/catalog"
@@ -52,14 +51,42 @@ func onlyBundle(t *testing.T, assets string) []catalog.File {
 	return b.Files
 }
 
-// TestIngestCarriesTheProject: the ingest function's asset holds the
-// project file and its agents, laid out as in the project, so it compiles
-// the pipelines of the deployment's bundles as synth did; the pipelines
-// are in the bundle, not in the code asset (a pipelines/ directory left
-// by an earlier build is removed); a stack without a project leaves no
-// project file there.
-func TestIngestCarriesTheProject(t *testing.T) {
+// assetFiles lists the files under the ingest function's asset directory,
+// relative to it.
+func assetFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		out = append(out, rel)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestIngestReadsTheModels: the bundle carries each pipeline's model as
+// synth compiled it in the project (its agent resolved from the project's
+// profile), so the ingest function's asset is its bootstrap alone: what
+// earlier synths staged beside it to compile with (the project file, its
+// agents, a pipelines/ directory) is removed, and an agents directory
+// outside the project deploys.
+func TestIngestReadsTheModels(t *testing.T) {
 	assets := newAssets(t)
+	ingest := filepath.Join(assets, infra.FunctionIngest)
+	for _, f := range []string{"stepline.yaml", "agents/digger/agent.yaml", "pipelines/agent.yaml"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(ingest, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ingest, f), []byte("staged by an earlier synth"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	proj := writeTree(t, fixtureProject)
 	pipes := writeFiles(t, map[string]string{"agent.yaml": fixturePipelines["agent.yaml"]})
 	props := &infra.Props{PipelineDir: pipes, Config: filepath.Join(proj, "stepline.yaml"), AssetDir: assets,
@@ -67,115 +94,101 @@ func TestIngestCarriesTheProject(t *testing.T) {
 	if _, err := infra.NewStack(awscdk.NewApp(nil), "Stepline", props); err != nil {
 		t.Fatal(err)
 	}
-	ingest := filepath.Join(assets, infra.FunctionIngest)
-	for _, f := range []string{"stepline.yaml", "agents/digger/agent.yaml", "agents/digger/soul.md", "agents/local/agent.yaml"} {
-		got, err := os.ReadFile(filepath.Join(ingest, f))
-		want, _ := os.ReadFile(filepath.Join(proj, f))
-		if err != nil || string(got) != string(want) {
-			t.Errorf("%s staged as %q (%v), want %q", f, got, err, want)
-		}
+	if got := assetFiles(t, ingest); !slices.Equal(got, []string{"bootstrap"}) {
+		t.Errorf("the ingest asset holds %v, want its bootstrap alone", got)
 	}
-	if files := onlyBundle(t, assets); len(files) != 1 || files[0] != (catalog.File{Name: "agent.yaml", Source: fixturePipelines["agent.yaml"]}) {
-		t.Errorf("bundle %+v, want agent.yaml as written", files)
+	files := onlyBundle(t, assets)
+	if len(files) != 1 || files[0].Name != "agent.yaml" || files[0].Source != fixturePipelines["agent.yaml"] {
+		t.Fatalf("bundle %+v, want agent.yaml as written", files)
 	}
-	if _, err := os.Stat(filepath.Join(ingest, "pipelines")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("pipeline files in the ingest asset: %v", err)
+	p, err := files[0].Pipeline()
+	if err != nil || len(p.Steps) == 0 || p.Config == "" {
+		t.Fatalf("bundled model: %+v, %v", p, err)
 	}
-
-	// Without a project, the project file staged before is gone, and so
-	// is the pipelines/ directory of earlier builds.
-	if err := os.MkdirAll(filepath.Join(ingest, "pipelines"), 0o755); err != nil {
-		t.Fatal(err)
+	if s, ok := p.Steps[0].(*pipeline.Step); !ok || s.Agent == nil || s.Agent.Profile.Name != "digger" || s.Agent.Servers["grafana"].URL == "" {
+		t.Errorf("bundled model's first step %+v: want its agent resolved from the project", p.Steps[0])
 	}
-	plain := writeFiles(t, map[string]string{"a.yaml": "name: a\nsteps:\n  - {name: s, executor: webhook, executor_config: {url: 'https://example.com'}, timeout_seconds: 5}\n"})
-	if _, err := infra.NewStack(awscdk.NewApp(nil), "Stepline", &infra.Props{PipelineDir: plain, AssetDir: assets}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(ingest, "stepline.yaml")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("a project file is left in the ingest asset: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(ingest, "pipelines")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("an earlier build's pipelines are left in the ingest asset: %v", err)
+	// The model is the one plan compiled: the fingerprint of the state
+	// machine deployed.
+	ps, err := plan.LoadIn(pipes, mustProject(t, filepath.Join(proj, "stepline.yaml")), settings.Defaults{})
+	if err != nil || len(ps) != 1 || ps[0].Model.Config != p.Config {
+		t.Errorf("plan's fingerprint %v (%v), the bundle's %s", ps, err, p.Config)
 	}
 
-	// An agents directory outside the project cannot travel with it.
+	// An agents directory outside the project: nothing travels with the
+	// function, so it deploys.
 	outside := writeTree(t, map[string]string{
-		"proj/stepline.yaml":         "agents: ../shared-agents\n",
-		"shared-agents/a/agent.yaml": "name: a\nmodel: anthropic/x\n",
-		"shared-agents/a/soul.md":    "",
+		"proj/stepline.yaml":              "agents: ../shared-agents\n",
+		"shared-agents/digger/agent.yaml": "name: digger\nmodel: anthropic/x\n",
+		"shared-agents/digger/soul.md":    "",
 	})
-	_, err := infra.NewStack(awscdk.NewApp(nil), "Stepline", &infra.Props{PipelineDir: plain, Config: filepath.Join(outside, "proj", "stepline.yaml"), AssetDir: assets})
-	if err == nil || !strings.Contains(err.Error(), "stage project for ingest: the agents directory "+filepath.Join(outside, "shared-agents")+" must be a directory inside") {
+	if _, err := infra.NewStack(awscdk.NewApp(nil), "Stepline", &infra.Props{PipelineDir: pipes, Config: filepath.Join(outside, "proj", "stepline.yaml"), AssetDir: assets,
+		Secrets: map[string]string{"ANTHROPIC_API_KEY": "ssm:/anthropic"}}); err != nil {
 		t.Errorf("agents outside the project: %v", err)
 	}
 }
 
-// TestIngestCarriesTheStepLibrary: the ingest function's asset holds the
-// project's step library, laid out as in the project, so the pipelines it
-// compiles there resolve their use: as synth did; a library the stack no
-// longer has is not left behind, and a steps directory outside the
-// project cannot travel with it.
-func TestIngestCarriesTheStepLibrary(t *testing.T) {
-	assets := newAssets(t)
+func mustProject(t *testing.T, path string) *project.Project {
+	t.Helper()
+	p, err := project.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestLibraryStepsInTheModels: a pipeline that uses a library step is
+// bundled with the step resolved in its model, so the ingest function
+// needs no library beside it (what an earlier synth staged there is
+// removed), wherever the project keeps its steps.
+func TestLibraryStepsInTheModels(t *testing.T) {
 	const check = "name: check\ndescription: Check a service.\nexecutor: webhook\nexecutor_config: {url: 'https://hooks.example.com/check'}\ntimeout_seconds: 5\n"
-	proj := writeTree(t, map[string]string{
-		"stepline.yaml":         "steps: library\n",
-		"library/check.yaml":    check,
-		"library/_draft.yaml":   "not read",
-		"pipelines/checks.yaml": "name: checks\nsteps:\n  - {use: check, name: first}\n",
-	})
-	props := &infra.Props{PipelineDir: filepath.Join(proj, "pipelines"), AssetDir: assets}
-	if _, err := infra.NewStack(awscdk.NewApp(nil), "Stepline", props); err != nil {
-		t.Fatal(err)
-	}
-	ingest := filepath.Join(assets, infra.FunctionIngest)
-	if got, err := os.ReadFile(filepath.Join(ingest, "library", "check.yaml")); err != nil || string(got) != check {
-		t.Errorf("library/check.yaml staged as %q (%v)", got, err)
-	}
-	if _, err := os.Stat(filepath.Join(ingest, "library", "_draft.yaml")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("a file that is no step file is staged: %v", err)
-	}
-	// What ingest compiles with: the staged project and library, and the
-	// bundle's files written to a directory of their own.
-	staged, err := project.ForFile(ingest)
-	if err != nil || staged == nil {
-		t.Fatalf("no project staged beside the bootstrap: %v", err)
-	}
-	dir := t.TempDir()
-	if err := catalog.WriteDir(dir, onlyBundle(t, assets)); err != nil {
-		t.Fatal(err)
-	}
-	f, sm, ds, err := gate.CompileFileIn(filepath.Join(dir, "checks.yaml"), staged, settings.Defaults{})
-	if err != nil || sm == nil {
-		t.Fatalf("the staged pipeline does not compile: %v\n%s", err, ds)
-	}
-	if s := f.Pipeline.Steps[0].(*pipeline.Step); s.Name != "first" || s.Executor != "webhook" {
-		t.Errorf("the staged pipeline's step %+v", s)
-	}
-
-	// Without step files, nothing of the library is left in the asset.
-	if err := os.Remove(filepath.Join(proj, "library", "check.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(proj, "pipelines", "checks.yaml"), []byte("name: checks\nsteps:\n  - {name: first, executor: webhook, executor_config: {url: 'https://hooks.example.com/check'}, timeout_seconds: 5}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := infra.NewStack(awscdk.NewApp(nil), "Stepline", props); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(ingest, "library")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("the library staged before is left in the asset: %v", err)
-	}
-
-	// A steps directory outside the project cannot travel with it.
-	outside := writeTree(t, map[string]string{
-		"proj/stepline.yaml":      "steps: ../shared-steps\n",
-		"proj/pipelines/a.yaml":   "name: a\nsteps:\n  - {use: check}\n",
-		"shared-steps/check.yaml": check,
-	})
-	_, err = infra.NewStack(awscdk.NewApp(nil), "Stepline", &infra.Props{PipelineDir: filepath.Join(outside, "proj", "pipelines"), AssetDir: assets})
-	if err == nil || !strings.Contains(err.Error(), "stage project for ingest: the steps directory "+filepath.Join(outside, "shared-steps")+" must be a directory inside") {
-		t.Errorf("steps outside the project: %v", err)
+	for _, tc := range []struct {
+		name string
+		tree map[string]string
+		dir  string // the pipelines', in the tree
+		// staged is what an earlier synth staged in the ingest asset from
+		// this project: a library inside it (one outside could not be).
+		staged string
+	}{
+		{"inside the project", map[string]string{
+			"stepline.yaml":         "steps: library\n",
+			"library/check.yaml":    check,
+			"pipelines/checks.yaml": "name: checks\nsteps:\n  - {use: check, name: first}\n",
+		}, "pipelines", "library/check.yaml"},
+		{"outside the project", map[string]string{
+			"proj/stepline.yaml":         "steps: ../shared-steps\n",
+			"proj/pipelines/checks.yaml": "name: checks\nsteps:\n  - {use: check, name: first}\n",
+			"shared-steps/check.yaml":    check,
+		}, "proj/pipelines", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assets := newAssets(t)
+			ingest := filepath.Join(assets, infra.FunctionIngest)
+			if tc.staged != "" {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(ingest, tc.staged)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(ingest, tc.staged), []byte("staged by an earlier synth"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			root := writeTree(t, tc.tree)
+			if _, err := infra.NewStack(awscdk.NewApp(nil), "Stepline", &infra.Props{PipelineDir: filepath.Join(root, tc.dir), AssetDir: assets}); err != nil {
+				t.Fatal(err)
+			}
+			if got := assetFiles(t, ingest); !slices.Equal(got, []string{"bootstrap"}) {
+				t.Errorf("the ingest asset holds %v, want its bootstrap alone", got)
+			}
+			files := onlyBundle(t, assets)
+			p, err := files[0].Pipeline()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s, ok := p.Steps[0].(*pipeline.Step); !ok || s.Name != "first" || s.Executor != "webhook" || s.ExecutorConfig["url"] != "https://hooks.example.com/check" {
+				t.Errorf("the bundled model's step %+v, want the library step resolved", p.Steps[0])
+			}
+		})
 	}
 }
 

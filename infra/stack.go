@@ -3,7 +3,6 @@ package infra
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -243,7 +242,7 @@ func newConfig(props *Props) (*config, error) {
 	if len(errs) == 0 {
 		if c.sources, err = readSources(ps); err != nil {
 			errs = append(errs, err)
-		} else if err := stageProject(proj, filepath.Join(p.AssetDir, FunctionIngest)); err != nil {
+		} else if err := unstageProject(proj, filepath.Join(p.AssetDir, FunctionIngest)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -254,9 +253,10 @@ func newConfig(props *Props) (*config, error) {
 }
 
 // readSources reads the pipelines' files for the bundles ingest routes
-// with (package shared/catalog), and checks that they bundle. Bundles from
+// with (package shared/catalog), each with the model plan compiled from it
+// (the compile stepline validate runs), and checks that they bundle. Bundles from
 // an earlier synth's layout, <AssetDir>/ingest/pipelines, are removed by
-// stageProject's caller.
+// unstageProject.
 func readSources(ps []*plan.Pipeline) (map[string]catalog.File, error) {
 	out := make(map[string]catalog.File, len(ps))
 	files := make([]catalog.File, 0, len(ps))
@@ -265,7 +265,10 @@ func readSources(ps []*plan.Pipeline) (map[string]catalog.File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("bundle pipelines for ingest: %w", err)
 		}
-		f := catalog.File{Name: filepath.Base(p.File), Source: string(b)}
+		f, err := catalog.NewFile(filepath.Base(p.File), string(b), p.Model)
+		if err != nil {
+			return nil, fmt.Errorf("bundle pipelines for ingest: %w", err)
+		}
 		out[p.Name] = f
 		files = append(files, f)
 	}
@@ -295,79 +298,25 @@ func loadProject(config, pipelineDir string) (*project.Project, error) {
 	return p, nil
 }
 
-// stageProject copies the project file, its agents' files and its step
-// library into the ingest function's code asset, laid out as in the
-// project: ingest compiles the deployment's pipeline bundles in the
-// project it finds beside its bootstrap. Without a project, a project
-// file staged before is removed; so is the pipelines/ directory of
-// earlier builds, which bundled the pipeline files in the code asset.
-func stageProject(p *project.Project, to string) error {
-	if err := os.RemoveAll(filepath.Join(to, "pipelines")); err != nil {
-		return fmt.Errorf("stage project for ingest: %w", err)
-	}
-	staged := filepath.Join(to, project.FileName)
-	if p == nil {
-		if err := os.Remove(staged); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("stage project for ingest: %w", err)
-		}
-		return nil
-	}
-	rel, err := filepath.Rel(p.Dir, p.Agents)
-	if err != nil || rel == "." || rel == "pipelines" || rel == "bootstrap" || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return fmt.Errorf("stage project for ingest: the agents directory %s must be a directory inside %s (other than pipelines/), for the ingest function to carry it", p.Agents, p.Dir)
-	}
-	copyFile := func(from, to string) error {
-		b, err := os.ReadFile(from)
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(to, b, 0o644)
-	}
-	if err := os.RemoveAll(filepath.Join(to, rel)); err != nil {
-		return fmt.Errorf("stage project for ingest: %w", err)
-	}
-	if err := copyFile(p.Path, staged); err != nil {
-		return fmt.Errorf("stage project for ingest: %w", err)
-	}
-	for _, name := range p.AgentNames() {
-		l := p.Profiles[name]
-		for _, f := range []string{l.Path, l.SoulPath} {
-			if err := copyFile(f, filepath.Join(to, rel, name, filepath.Base(f))); err != nil {
-				return fmt.Errorf("stage project for ingest: %w", err)
+// unstageProject removes from the ingest function's code asset what
+// earlier synths staged beside its bootstrap for it to compile the
+// bundles with: the pipelines/ directory of the oldest layout, the project
+// file, and the project's agents and step library directories (laid out
+// as in the project). Ingest reads the models compiled at synth from the
+// bundles (package shared/catalog): its asset is its bootstrap.
+func unstageProject(p *project.Project, to string) error {
+	remove := []string{"pipelines", project.FileName}
+	if p != nil {
+		for _, dir := range []string{p.Agents, p.Steps} {
+			rel, err := filepath.Rel(p.Dir, dir)
+			if err == nil && rel != "." && rel != "bootstrap" && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel) {
+				remove = append(remove, rel)
 			}
 		}
 	}
-	return stageSteps(p, to)
-}
-
-// stageSteps copies the project's step library into the ingest
-// function's asset, laid out as in the project (a pipeline that uses a
-// library step compiles only with it). A project without step files
-// stages none, wherever its steps directory is.
-func stageSteps(p *project.Project, to string) error {
-	rel, err := filepath.Rel(p.Dir, p.Steps)
-	inside := err == nil && rel != "." && rel != "pipelines" && rel != "bootstrap" && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
-	if inside {
-		if err := os.RemoveAll(filepath.Join(to, rel)); err != nil {
-			return fmt.Errorf("stage project for ingest: %w", err)
-		}
-	}
-	if len(p.StepFiles) == 0 {
-		return nil
-	}
-	if !inside {
-		return fmt.Errorf("stage project for ingest: the steps directory %s must be a directory inside %s (other than pipelines/), for the ingest function to carry it", p.Steps, p.Dir)
-	}
-	if err := os.MkdirAll(filepath.Join(to, rel), 0o755); err != nil {
-		return fmt.Errorf("stage project for ingest: %w", err)
-	}
-	for _, sf := range p.StepFiles {
-		// The bytes the pipelines compiled with, not the file as it is now.
-		if err := os.WriteFile(filepath.Join(to, rel, filepath.Base(sf.Path)), sf.Src, 0o644); err != nil {
-			return fmt.Errorf("stage project for ingest: %w", err)
+	for _, r := range remove {
+		if err := os.RemoveAll(filepath.Join(to, r)); err != nil {
+			return fmt.Errorf("clear the ingest asset: %w", err)
 		}
 	}
 	return nil

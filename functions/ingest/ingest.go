@@ -18,25 +18,19 @@ import (
 	"github.com/stepline/stepline/functions/internal/apigw"
 	"github.com/stepline/stepline/functions/internal/states"
 	"github.com/stepline/stepline/shared/awsenv"
-	"github.com/stepline/stepline/shared/intake"
+	"github.com/stepline/stepline/shared/inbound"
 	"github.com/stepline/stepline/shared/pipeline"
-	"github.com/stepline/stepline/shared/project"
 )
 
-// loadPipelines reads the pipeline files in dir (routing order: file
-// names) and finds each one's state machine by the naming rule of package
-// shared/awsenv: every file must compile. The stack bundles exactly the
-// files it compiled into state machines, so each file has its machine.
-func loadPipelines(dir string, p *project.Project, names awsenv.StateMachines) ([]*pipeline.Pipeline, map[string]string, error) {
-	ps, err := intake.LoadPipelinesIn(dir, p)
-	if err != nil {
-		return nil, nil, err
-	}
+// machinesOf finds each pipeline's state machine by the naming rule of
+// package shared/awsenv. The stack bundles exactly the pipelines it
+// compiled into state machines, so each one has its machine.
+func machinesOf(ps []*pipeline.Pipeline, names awsenv.StateMachines) map[string]string {
 	machines := make(map[string]string, len(ps))
 	for _, p := range ps {
 		machines[p.Name] = names.ARN(p.Name)
 	}
-	return ps, machines, nil
+	return machines
 }
 
 // ExecutionStarter is the Step Functions call that starts a run
@@ -47,7 +41,7 @@ type ExecutionStarter interface {
 
 var _ ExecutionStarter = (*states.Client)(nil)
 
-// starter implements intake.Starter with StartExecution: the execution is
+// starter implements inbound.Starter with StartExecution: the execution is
 // named after the run, and its input is {"trigger": <the normalized
 // event>}, the input every compiled state machine reads.
 type starter struct {
@@ -55,16 +49,16 @@ type starter struct {
 	machines map[string]string // pipeline name → state machine ARN
 }
 
-var _ intake.Starter = starter{}
+var _ inbound.Starter = starter{}
 
-// Start implements intake.Starter.
-func (s starter) Start(ctx context.Context, p *pipeline.Pipeline, runID string, trigger intake.Context) error {
+// Start implements inbound.Starter.
+func (s starter) Start(ctx context.Context, p *pipeline.Pipeline, runID string, trigger inbound.Context) error {
 	arn, ok := s.machines[p.Name]
 	if !ok {
 		return fmt.Errorf("pipeline %q has no state machine", p.Name)
 	}
 	input, err := json.Marshal(struct {
-		Trigger intake.Context `json:"trigger"`
+		Trigger inbound.Context `json:"trigger"`
 	}{trigger})
 	if err != nil {
 		return fmt.Errorf("encode input: %w", err)
@@ -81,11 +75,11 @@ func (s starter) Start(ctx context.Context, p *pipeline.Pipeline, runID string, 
 // /runs, GET /runs/{id}, POST /runs/{id}/rerun) and the
 // trigger events EventBridge rules send ({"pipeline", "trigger", "event"}).
 type handler struct {
-	webhooks *intake.Intake // requests: bearer tokens required on /webhook
-	events   *intake.Intake // EventBridge: IAM already vouched for the sender
-	runs     runStore       // the run routes: queries and reruns
-	deployed *deployed      // the pipeline routes; nil: not served
-	start    starter        // reruns' executions
+	webhooks *inbound.Intake // requests: bearer tokens required on /webhook
+	events   *inbound.Intake // EventBridge: IAM already vouched for the sender
+	runs     runStore        // the run routes: queries and reruns
+	deployed *deployed       // the pipeline routes; nil: not served
+	start    starter         // reruns' executions
 	log      *slog.Logger
 }
 
@@ -106,8 +100,8 @@ func (h *handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 
 // serve tells the event kinds apart and answers an event with the handler
 // get returns. An event of no kind the function serves is refused without
-// calling get, so that it costs no compile of the pipelines. When get
-// fails (the pipelines do not compile), an API request is answered 500
+// calling get, so that it costs no build of the pipelines. When get
+// fails (the pipelines do not load), an API request is answered 500
 // and the failure logged with log; a trigger event returns the error.
 func serve(ctx context.Context, raw json.RawMessage, get func() (*handler, error), log *slog.Logger) (any, error) {
 	var p probe
@@ -166,7 +160,7 @@ func (h *handler) api(ctx context.Context, ev events.APIGatewayV2HTTPRequest) ev
 	if err != nil {
 		return jsonResponse(http.StatusBadRequest, map[string]any{"error": "the query string cannot be read"})
 	}
-	req := intake.Request{Query: query}
+	req := inbound.Request{Query: query}
 	switch {
 	case route == "/webhook":
 		// ?source= wins over the header (the intake reads the query).
@@ -192,7 +186,7 @@ func (h *handler) api(ctx context.Context, ev events.APIGatewayV2HTTPRequest) ev
 		r.Headers["Allow"] = http.MethodPost
 		return r
 	}
-	req.Bearer = intake.BearerToken(apigw.Header(ev.Headers, "authorization"))
+	req.Bearer = inbound.BearerToken(apigw.Header(ev.Headers, "authorization"))
 	req.Body = []byte(ev.Body)
 	if ev.IsBase64Encoded {
 		if req.Body, err = base64.StdEncoding.DecodeString(ev.Body); err != nil {
@@ -201,7 +195,7 @@ func (h *handler) api(ctx context.Context, ev events.APIGatewayV2HTTPRequest) ev
 	}
 	d, err := h.webhooks.Accept(ctx, req)
 	if err != nil {
-		status := intake.HTTPStatus(err)
+		status := inbound.HTTPStatus(err)
 		if status >= 500 {
 			h.log.ErrorContext(ctx, "accept request", "path", path, "request_id", ev.RequestContext.RequestID, "error", err.Error())
 			return jsonResponse(status, map[string]any{"error": "the event could not be accepted; try again", "request_id": ev.RequestContext.RequestID})
@@ -261,7 +255,7 @@ type triggerResult struct {
 // are returned only when a retry may succeed, so that Lambda retries the
 // invocation.
 func (h *handler) trigger(ctx context.Context, ev triggerEvent) (triggerResult, error) {
-	var c intake.Context
+	var c inbound.Context
 	if err := json.Unmarshal(ev.Trigger, &c); err != nil {
 		return h.refuse(ctx, ev, fmt.Sprintf("the trigger is not a normalized event: %v", err)), nil
 	}
@@ -270,7 +264,7 @@ func (h *handler) trigger(ctx context.Context, ev triggerEvent) (triggerResult, 
 		if !ok {
 			return h.refuse(ctx, ev, fmt.Sprintf("pipeline %q is not deployed with this function", ev.Pipeline)), nil
 		}
-		if p.Trigger != nil && !intake.Match(p.Trigger.Match, c) {
+		if p.Trigger != nil && !inbound.Match(p.Trigger.Match, c) {
 			h.log.InfoContext(ctx, "trigger event does not match", "pipeline", p.Name, "event", ev.Event.ID, "source", c.Source)
 			return triggerResult{Status: StatusNoMatch, Pipeline: p.Name,
 				Reason: fmt.Sprintf("trigger.match of pipeline %q does not hold for the event", p.Name)}, nil
@@ -280,9 +274,9 @@ func (h *handler) trigger(ctx context.Context, ev triggerEvent) (triggerResult, 
 	if c.Pipeline == "" {
 		return h.refuse(ctx, ev, "the event names no pipeline"), nil
 	}
-	d, err := h.events.Accept(ctx, intake.Request{Event: &c})
+	d, err := h.events.Accept(ctx, inbound.Request{Event: &c})
 	if err != nil {
-		if intake.HTTPStatus(err) >= 500 {
+		if inbound.HTTPStatus(err) >= 500 {
 			return triggerResult{}, fmt.Errorf("ingest trigger event %s: %w", ev.Event.ID, err)
 		}
 		return h.refuse(ctx, ev, err.Error()), nil
@@ -296,7 +290,7 @@ func (h *handler) refuse(ctx context.Context, ev triggerEvent, reason string) tr
 }
 
 // sortedNames lists the pipelines of a router, for the start-up log.
-func sortedNames(r *intake.Router) []string {
+func sortedNames(r *inbound.Router) []string {
 	names := r.Pipelines()
 	slices.Sort(names)
 	return names

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +19,8 @@ import (
 
 	"github.com/stepline/stepline/functions/internal/states"
 	"github.com/stepline/stepline/shared/awsenv"
-	"github.com/stepline/stepline/shared/intake"
+	"github.com/stepline/stepline/shared/catalog"
+	"github.com/stepline/stepline/shared/inbound"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/sqlite"
 )
@@ -66,11 +68,12 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ps, _, err := loadPipelines(filepath.Join("testdata", "pipelines"), nil, testNames)
+	files := bundled(t)
+	ps, err := catalog.Pipelines(files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	router, err := intake.NewRouter(ps)
+	router, err := inbound.NewRouter(ps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,15 +85,15 @@ func newEnv(t *testing.T) *env {
 	starts := &fakeStarts{}
 	start := starter{sfn: starts, machines: testMachines}
 	log := slog.New(slog.DiscardHandler)
-	webhooks, err := intake.New(intake.Config{Router: router, Store: st, Starter: start, Tokens: intake.Tokens{"": testToken}, Logger: log})
+	webhooks, err := inbound.New(inbound.Config{Router: router, Store: st, Starter: start, Tokens: inbound.Tokens{"": testToken}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	triggers, err := intake.New(intake.Config{Router: router, Store: st, Starter: start, Logger: log})
+	triggers, err := inbound.New(inbound.Config{Router: router, Store: st, Starter: start, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dep, err := newDeployed(filepath.Join("testdata", "pipelines"), ps)
+	dep, err := newDeployed(files, ps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,33 +125,43 @@ func apiRequest(t *testing.T, name string, edit func(*events.APIGatewayV2HTTPReq
 	return b
 }
 
-func TestLoadPipelines(t *testing.T) {
-	tests := []struct {
-		name    string
-		dir     string
-		wantErr []string
-	}{
-		{name: "the bundle", dir: "testdata/pipelines"},
-		{name: "no directory", dir: "testdata/none", wantErr: []string{"testdata/none"}},
+// TestHandlerOfBundles builds the handler of the bundled test pipelines:
+// in file-name order, each with its state machine and its file's source;
+// a model that does not decode, or a list of files of another length
+// than the pipelines, is an error naming the file.
+func TestHandlerOfBundles(t *testing.T) {
+	e := &environment{names: testNames, runs: newEnv(t).store, sfn: &fakeStarts{}, tokens: inbound.Tokens{"": testToken}, log: slog.New(slog.DiscardHandler)}
+	files := bundled(t)
+	h, err := e.handler(files)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			ps, machines, err := loadPipelines(tc.dir, nil, testNames)
-			if len(tc.wantErr) == 0 {
-				if err != nil || len(ps) != 3 || ps[0].Name != "rie-orders" || ps[2].Name != "rie-drafts" {
-					t.Fatalf("got %d pipelines, %v", len(ps), err)
-				}
-				if !reflect.DeepEqual(machines, testMachines) {
-					t.Errorf("machines = %v, want %v", machines, testMachines)
-				}
-				return
-			}
-			for _, want := range tc.wantErr {
-				if err == nil || !strings.Contains(err.Error(), want) {
-					t.Errorf("err = %v, want %q", err, want)
-				}
-			}
-		})
+	var names []string
+	for _, p := range h.deployed.pipelines {
+		names = append(names, p.Name)
+	}
+	if strings.Join(names, ",") != "rie-orders,rie-alerts,rie-drafts" {
+		t.Errorf("pipelines %v, want the files' order", names)
+	}
+	if !reflect.DeepEqual(h.start.machines, testMachines) {
+		t.Errorf("machines = %v, want %v", h.start.machines, testMachines)
+	}
+	for i, f := range files {
+		if src := h.deployed.sources[names[i]]; src != f.Source || src == "" {
+			t.Errorf("source of %s: %q, want its file's", names[i], src)
+		}
+	}
+
+	bad := append(slices.Clone(files), catalog.File{Name: "40-broken.yaml", Model: json.RawMessage(`{"pipeline": {"name": "broken", "steps": [{"name": "a"}]}, "step_kinds": ["loop"]}`)})
+	if _, err := e.handler(bad); err == nil || !strings.Contains(err.Error(), `pipeline file 40-broken.yaml: pipeline model "broken": steps[0]: unknown kind "loop"`) {
+		t.Errorf("a model that does not decode: %v", err)
+	}
+	twice := append(slices.Clone(files), catalog.File{Name: "50-again.yaml", Model: files[0].Model})
+	if _, err := e.handler(twice); err == nil || !strings.Contains(err.Error(), `pipeline "rie-orders" is defined twice (again in 50-again.yaml)`) {
+		t.Errorf("a pipeline in two files: %v", err)
+	}
+	if _, err := newDeployed(files[:2], nil); err == nil {
+		t.Error("newDeployed took 2 files for no pipeline")
 	}
 }
 
@@ -250,7 +263,7 @@ func TestWebhook(t *testing.T) {
 	// The first execution: named after the run, input {"trigger": ...}.
 	first := e.starts.started()[0]
 	var input struct {
-		Trigger intake.Context `json:"trigger"`
+		Trigger inbound.Context `json:"trigger"`
 	}
 	if err := json.Unmarshal([]byte(first.Input), &input); err != nil {
 		t.Fatal(err)
@@ -304,8 +317,8 @@ func TestTriggerEvents(t *testing.T) {
 		wantStarts   int
 		wantErr      bool
 	}{
-		{name: "trigger.match holds", event: base, wantStatus: intake.StatusAccepted, wantPipeline: "rie-alerts", wantStarts: 1},
-		{name: "the same alert is deduplicated", event: base, wantStatus: intake.StatusDeduplicated, wantPipeline: "rie-alerts", wantStarts: 1},
+		{name: "trigger.match holds", event: base, wantStatus: inbound.StatusAccepted, wantPipeline: "rie-alerts", wantStarts: 1},
+		{name: "the same alert is deduplicated", event: base, wantStatus: inbound.StatusDeduplicated, wantPipeline: "rie-alerts", wantStarts: 1},
 		{name: "the regex refuses it", event: edit(func(ev map[string]any) {
 			trig(ev)["summary"] = "disk full"
 			trig(ev)["fingerprint"] = "other"
@@ -316,11 +329,11 @@ func TestTriggerEvents(t *testing.T) {
 			delete(ev, "pipeline")
 			trig(ev)["pipeline"] = "rie-orders"
 			trig(ev)["fingerprint"] = "named-1"
-		}), wantStatus: intake.StatusAccepted, wantPipeline: "rie-orders", wantStarts: 2},
+		}), wantStatus: inbound.StatusAccepted, wantPipeline: "rie-orders", wantStarts: 2},
 		{name: "naming a testing pipeline is gated", event: edit(func(ev map[string]any) {
 			delete(ev, "pipeline")
 			trig(ev)["pipeline"] = "rie-drafts"
-		}), wantStatus: intake.StatusSkippedTesting, wantPipeline: "rie-drafts", wantStarts: 2},
+		}), wantStatus: inbound.StatusSkippedTesting, wantPipeline: "rie-drafts", wantStarts: 2},
 		{name: "no pipeline at all", event: edit(func(ev map[string]any) { delete(ev, "pipeline") }), wantStatus: StatusRefused, wantStarts: 2},
 		{name: "a trigger that is not an object", event: edit(func(ev map[string]any) { ev["trigger"] = "text" }),
 			wantStatus: StatusRefused, wantPipeline: "rie-alerts", wantStarts: 2},
@@ -344,7 +357,7 @@ func TestTriggerEvents(t *testing.T) {
 		})
 	}
 	var input struct {
-		Trigger intake.Context `json:"trigger"`
+		Trigger inbound.Context `json:"trigger"`
 	}
 	first := e.starts.started()[0]
 	if err := json.Unmarshal([]byte(first.Input), &input); err != nil {

@@ -7,11 +7,10 @@ import (
 	"sync"
 )
 
-// pipelineSet is the handler of one set of pipeline files, built (the
-// files compiled, the router made) once, when the first event that needs
-// it arrives. The container's first set is built so (see fromBundles):
-// compiling is most of what the function would do at start otherwise,
-// and an event of no kind the function serves needs none of it.
+// pipelineSet is the handler of one set of pipeline files, built (their
+// models decoded, the router made) once, when the first event that needs
+// it arrives. The container's first set is built so (see fromBundles): an
+// event of no kind the function serves needs none of it.
 type pipelineSet struct {
 	once  sync.Once
 	build func() (*handler, error)
@@ -39,7 +38,7 @@ func (s *pipelineSet) handler() (*handler, error) {
 	s.once.Do(func() {
 		s.h, s.err = s.build()
 		if s.err != nil {
-			s.log.Error("pipelines do not compile: every event that needs them fails until a deployment changes them", "error", s.err.Error())
+			s.log.Error("pipeline models do not load: every event that needs them fails until a deployment changes them", "error", s.err.Error())
 		}
 	})
 	return s.h, s.err
@@ -49,7 +48,7 @@ func (s *pipelineSet) handler() (*handler, error) {
 // (see serve). Only an event that needs the pipelines calls current, which
 // on a cold start waits for the start's read of the bundles: an event of
 // no kind the function serves is answered without it. An error of current
-// is answered as a set that does not compile is.
+// is answered as a set that does not load is.
 func handle(ctx context.Context, raw json.RawMessage, current func(context.Context) (*pipelineSet, error), log *slog.Logger) (any, error) {
 	return serve(ctx, raw, func() (*handler, error) {
 		set, err := current(ctx)

@@ -6,19 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/stepline/stepline/shared/catalog"
-	"github.com/stepline/stepline/shared/intake"
-	"github.com/stepline/stepline/shared/project"
+	"github.com/stepline/stepline/shared/inbound"
 )
 
-// TestPipelineSet pins when a set compiles its pipelines: on the first
+// TestPipelineSet pins when a set builds its handler: on the first
 // request or trigger event, once; never for an event the function does
 // not serve.
 func TestPipelineSet(t *testing.T) {
@@ -57,13 +55,13 @@ func TestPipelineSet(t *testing.T) {
 		}
 	})
 
-	// Files that do not compile: a request is answered 500 without the
+	// Models that do not load: a request is answered 500 without the
 	// problem, a trigger event fails with it, and the problem is logged
 	// once, when the build fails.
-	t.Run("does not compile", func(t *testing.T) {
+	t.Run("does not load", func(t *testing.T) {
 		builds := 0
 		var logged bytes.Buffer
-		problem := errors.New("10-orders.yaml:3:1: the problem")
+		problem := errors.New("pipeline file 10-orders.yaml: the problem")
 		set := lazySet(func() (*handler, error) { builds++; return nil, problem }, slog.New(slog.NewJSONHandler(&logged, nil)))
 		for range 2 {
 			out, err := handle(ctx, webhook, fixedSet(set), set.log)
@@ -74,12 +72,12 @@ func TestPipelineSet(t *testing.T) {
 		}
 		trig := readEvent(t, "eventbridge-trigger-ingest.json")
 		if _, err := handle(ctx, trig, fixedSet(set), set.log); !errors.Is(err, problem) {
-			t.Errorf("trigger event: %v, want the compile error", err)
+			t.Errorf("trigger event: %v, want the models' error", err)
 		}
 		if builds != 1 {
 			t.Errorf("%d builds, want 1 (the failure is kept)", builds)
 		}
-		if n := strings.Count(logged.String(), "pipelines do not compile"); n != 1 || !strings.Contains(logged.String(), "the problem") {
+		if n := strings.Count(logged.String(), "pipeline models do not load"); n != 1 || !strings.Contains(logged.String(), "the problem") {
 			t.Errorf("the failure is logged %d times, want once with the problem:\n%s", n, logged.String())
 		}
 		if n := strings.Count(logged.String(), "pipelines do not load"); n != 2 {
@@ -87,9 +85,6 @@ func TestPipelineSet(t *testing.T) {
 		}
 	})
 }
-
-// noProject is a project reader that finds none.
-func noProject() (*project.Project, error) { return nil, nil }
 
 // fixedSet returns a current that always returns set.
 func fixedSet(set *pipelineSet) func(context.Context) (*pipelineSet, error) {
@@ -132,122 +127,38 @@ func TestHandleWaits(t *testing.T) {
 	}
 }
 
-// TestFromBundles pins the Watcher's Build: the first set is written and
-// compiles on first need (files that do not compile are an error then,
-// not at start); a later set compiles before it replaces the one in use, and
-// one that does not compile is refused, the files in use kept.
+// TestFromBundles pins the Watcher's Build: the first set is built (its
+// models decoded) on first need, so models that do not load are an error
+// then, not at start; a later set is built before it replaces the one in
+// use, and one that does not load is refused (the Watcher keeps the set
+// in use).
 func TestFromBundles(t *testing.T) {
-	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp)
-	bundle := func(t *testing.T) []catalog.File {
-		t.Helper()
-		files, err := filepath.Glob(filepath.Join("testdata", "pipelines", "*.yaml"))
-		if err != nil || len(files) == 0 {
-			t.Fatalf("test pipelines: %v %v", files, err)
-		}
-		var out []catalog.File
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, catalog.File{Name: filepath.Base(f), Source: string(b)})
-		}
-		return out
-	}
-	bad := append(bundle(t), catalog.File{Name: "40-broken.yaml", Source: "name: broken\nsteps: []\n"})
-	dirs := func() []string {
-		entries, err := os.ReadDir(tmp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), "pipelines-") {
-				out = append(out, e.Name())
-			}
-		}
-		return out
-	}
-	e := &environment{names: testNames, runs: newEnv(t).store, sfn: &fakeStarts{}, tokens: intake.Tokens{"": testToken}, log: slog.New(slog.DiscardHandler)}
+	e := &environment{names: testNames, runs: newEnv(t).store, sfn: &fakeStarts{}, tokens: inbound.Tokens{"": testToken}, log: slog.New(slog.DiscardHandler)}
+	bad := append(slices.Clone(bundled(t)), catalog.File{Name: "40-broken.yaml", Model: json.RawMessage(`{"pipeline": {"name": 1}, "step_kinds": []}`)})
 
-	// A first set that a later one replaced before it was needed is
-	// never written, nor compiled.
-	t.Run("replaced before it was needed", func(t *testing.T) {
-		build := e.fromBundles(noProject)
-		first, err := build(bundle(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := len(dirs()); n != 0 {
-			t.Fatalf("%d directories before the first set is needed, want 0", n)
-		}
-		if _, err := build(bundle(t)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := first.handler(); err == nil || !strings.Contains(err.Error(), "replaced") {
-			t.Errorf("the replaced first set's handler: %v, want it refused as replaced", err)
-		}
-		if n := len(dirs()); n != 1 {
-			t.Errorf("%d directories, want 1 (the later set's)", n)
-		}
-		for _, d := range dirs() {
-			os.RemoveAll(filepath.Join(tmp, d))
-		}
-	})
-
-	// The project is read when a set compiles, not before: a project that
-	// does not load fails the set then, before any file is written.
-	t.Run("project does not load", func(t *testing.T) {
-		reads := 0
-		unreadable := errors.New("read project: stepline.yaml: permission denied")
-		build := e.fromBundles(func() (*project.Project, error) { reads++; return nil, unreadable })
-		first, err := build(bundle(t))
-		if err != nil || reads != 0 {
-			t.Fatalf("the first set: %v, %d project reads; want it made without reading the project", err, reads)
-		}
-		if _, err := first.handler(); !errors.Is(err, unreadable) || reads != 1 {
-			t.Errorf("the first set's handler: %v after %d project reads, want the project's error after 1", err, reads)
-		}
-		if _, err := build(bundle(t)); !errors.Is(err, unreadable) {
-			t.Errorf("a later set: %v, want the project's error", err)
-		}
-		if n := len(dirs()); n != 0 {
-			t.Errorf("%d directories, want 0: no file is written without the project", n)
-		}
-	})
-
-	build := e.fromBundles(noProject)
+	build := e.fromBundles()
 	first, err := build(bad)
 	if err != nil {
 		t.Fatalf("the first set is refused before it is needed: %v", err)
 	}
-	if n := len(dirs()); n != 0 {
-		t.Fatalf("%d directories before the first set is needed, want 0: its files are written on first need", n)
+	if first.h != nil || first.err != nil {
+		t.Fatalf("the first set is built before it is needed: %+v", first)
 	}
 	if _, err := first.handler(); err == nil || !strings.Contains(err.Error(), "40-broken.yaml") {
 		t.Fatalf("the first set's handler: %v, want the broken file's error", err)
 	}
-	if n := len(dirs()); n != 1 {
-		t.Fatalf("%d directories, want 1", n)
-	}
-
 	if _, err := build(bad); err == nil || !strings.Contains(err.Error(), "40-broken.yaml") {
-		t.Errorf("a later set that does not compile: %v, want the broken file's error", err)
+		t.Errorf("a later set that does not load: %v, want the broken file's error", err)
 	}
-	if n := len(dirs()); n != 1 {
-		t.Errorf("%d directories after a refused set, want 1 (the set in use)", n)
-	}
-
-	second, err := build(bundle(t))
+	second, err := build(bundled(t))
 	if err != nil {
-		t.Fatalf("a later set that compiles: %v", err)
+		t.Fatalf("a later set that loads: %v", err)
+	}
+	if second.h == nil {
+		t.Fatal("a later set is not built before it is returned")
 	}
 	h, err := second.handler()
-	if err != nil || len(h.deployed.pipelines) != 3 {
-		t.Fatalf("the later set's handler: %v", err)
-	}
-	if d := dirs(); len(d) != 1 || filepath.Dir(h.deployed.files["rie-orders"]) != filepath.Join(tmp, d[0]) {
-		t.Errorf("directories %v, want only the new set's (%s)", d, h.deployed.files["rie-orders"])
+	if err != nil || len(h.deployed.pipelines) != 3 || h.deployed.sources["rie-orders"] == "" {
+		t.Fatalf("the later set's handler: %+v, %v", h, err)
 	}
 }

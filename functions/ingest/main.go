@@ -1,5 +1,5 @@
 // Command ingest is the ingest function's Lambda. It turns inbound events
-// into runs with package shared/intake (authenticate, normalize, route,
+// into runs with package shared/inbound (authenticate, normalize, route,
 // stage gate, deduplicate, record, start) and starts each run with Step
 // Functions StartExecution: execution name = run ID, input =
 // {"trigger": <normalized event>}. It answers
@@ -35,31 +35,34 @@
 //
 // Routing needs each pipeline's trigger.match, stage and dedup, which the
 // state machines do not carry. Each stack that holds pipelines publishes
-// their files as a bundle (package shared/catalog): an object in the CDK
-// asset bucket named by a parameter under
-// /stepline/<STATE_MACHINE_PREFIX>/pipelines. The function lists those
-// parameters and reads every bundle when its container starts, while the
-// rest of the start goes on (the webhook tokens' read, the runtime's
+// them as a bundle (package shared/catalog): an object in the CDK asset
+// bucket named by a parameter under /stepline/<STATE_MACHINE_PREFIX>/pipelines,
+// holding each pipeline file's source and its compiled model (the pipeline
+// as the CDK app compiled it at synth, through the compile stepline
+// validate runs, agents resolved from the project). The function never
+// compiles: it decodes the models with encoding/json, and links no
+// compiler, schema validator, Liquid or YAML parser. The function lists
+// those parameters and reads every bundle when its container starts, while
+// the rest of the start goes on (the webhook tokens' read, the runtime's
 // first poll for work): the first request or trigger event waits for that
 // read if it is still under way, and an event of no kind the function
 // serves does not. A read that fails is logged; every request is then
 // answered 500 (a trigger event fails), each reading the bundles again,
-// until one read succeeds. The files are written to a temporary
-// directory and compiled in file-name order (the routing order) in the
-// project staged beside its bootstrap (stepline.yaml, the agents and step
-// library, read then too) when the first request or trigger event
-// arrives: compiling is most of a start's work, and an event the function
-// does not serve needs none of it. Files that do not compile (or cannot
-// be written, or a project that cannot be read) are logged then, and
-// every request is answered 500 (a trigger event fails) until a
-// deployment changes them. It lists the
-// parameters again at most once a minute, on an invocation: when a
-// parameter changed (a stack deployed new files), it reads and compiles
-// the bundles again and routes with them from then on; when that fails,
-// it logs the error and keeps the pipelines it had. So adding a pipeline
-// changes its own stack only, and reaches a warm function within a
-// minute of its stack's deployment. With PIPELINE_DIR set, the files of
-// that directory are read and compiled instead, once, at start. Each
+// until one read succeeds. The models are decoded, in file-name order (the
+// routing order), when the first request or trigger event arrives. Models
+// that do not decode are logged then, and every request is answered 500 (a
+// trigger event fails) until a deployment changes them. A bundle written
+// before the models were bundled (format 1) does not load: the log says to
+// deploy the stacks again. It lists the parameters again at most once a
+// minute, on an invocation: when a parameter changed (a stack deployed new
+// files), it reads and decodes the bundles again and routes with them from
+// then on; when that fails, it logs the error and keeps the pipelines it
+// had. So adding a pipeline changes its own stack only, and reaches a warm
+// function within a minute of its stack's deployment.
+//
+// With PIPELINE_DIR set, the bundle documents in that directory (*.json,
+// as the CDK app writes them: a stack's bundle asset in cdk.out) are read
+// instead of the deployment's parameters, once, at start. Each
 // pipeline's state machine is found by the naming rule of package
 // shared/awsenv, <STATE_MACHINE_PREFIX>-<pipeline> in
 // STATE_MACHINE_ACCOUNT and the function's region: the environment does
@@ -71,9 +74,12 @@
 //	STATE_MACHINE_PREFIX      the deployment's name prefix: state machines are <prefix>-<pipeline> (required)
 //	STATE_MACHINE_ACCOUNT     the account of the state machines (required)
 //	WEBHOOK_TOKEN_SECRET_ARN  Secrets Manager secret holding the webhook bearer tokens, in
-//	                          intake.ParseTokenList form: a token, team=token pairs or a JSON
-//	                          object team → token (required; read once, when the container starts)
-//	PIPELINE_DIR              directory of the pipeline files, read instead of the deployment's bundles
+//	                          inbound.ParseTokenList form: a token, team=token pairs or a JSON
+//	                          object team → token (required; read once, from when the container
+//	                          starts, and waited for by the first event that needs the pipelines:
+//	                          a secret that cannot be read or holds no usable list stops the
+//	                          function then)
+//	PIPELINE_DIR              directory of bundle documents (*.json), read instead of the deployment's bundles
 //	LOG_LEVEL                 debug, info (default), warn or error
 //
 // AWS access is configured from the variables the Lambda runtime sets
@@ -84,10 +90,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -98,8 +102,7 @@ import (
 	"github.com/stepline/stepline/shared/awsenv"
 	"github.com/stepline/stepline/shared/awsrest"
 	"github.com/stepline/stepline/shared/catalog"
-	"github.com/stepline/stepline/shared/intake"
-	"github.com/stepline/stepline/shared/project"
+	"github.com/stepline/stepline/shared/inbound"
 	"github.com/stepline/stepline/shared/secret"
 )
 
@@ -129,29 +132,32 @@ func main() {
 	executions, err := states.New(f.AWS)
 	f.Check(err, "step functions")
 	env := &environment{names: names, runs: st, sfn: executions, log: f.Log}
-	readTokens := func() {
+	// The tokens are waited for when the first handler is built, on the
+	// first event that needs the pipelines: the start does not wait for
+	// the secret's round trip, and an event of no kind the function serves
+	// never does. Tokens that cannot be read stop the function then, as
+	// they would have stopped its start.
+	readTokens := sync.OnceFunc(func() {
 		f.Check(<-secretRead, "WEBHOOK_TOKEN_SECRET_ARN")
-		tokens, err := intake.ParseTokenList(tokenList.String)
+		tokens, err := inbound.ParseTokenList(tokenList.String)
 		if err != nil || len(tokens) == 0 {
 			// The parse error may quote the secret: say where, not what.
 			f.Fail("WEBHOOK_TOKEN_SECRET_ARN: the secret holds no usable token list (want a token, team=token pairs or a JSON object)", "secret", tokenARN)
 		}
 		env.tokens = tokens
-	}
+	})
+	env.waitTokens = readTokens
 
 	var current func(context.Context) (*pipelineSet, error)
 	if dir := os.Getenv("PIPELINE_DIR"); dir != "" {
 		readTokens()
-		h, err := env.handler(dir, nil)
+		files, err := catalog.ReadDir(dir)
+		f.Check(err, "PIPELINE_DIR")
+		h, err := env.handler(files)
 		f.Check(err, "pipelines")
 		set := builtSet(h, f.Log)
 		current = func(context.Context) (*pipelineSet, error) { return set, nil }
 	} else {
-		exe, err := os.Executable()
-		f.Check(err, "find the bootstrap's directory")
-		// The project the stack staged beside the bootstrap, if any, read
-		// when the first set compiles: only compiling needs it.
-		proj := sync.OnceValues(func() (*project.Project, error) { return project.ForFile(filepath.Dir(exe)) })
 		ps, err := secret.NewParameterStore(f.AWS)
 		f.Check(err, "parameter store")
 		s3, err := awsrest.NewS3(f.AWS)
@@ -159,7 +165,7 @@ func main() {
 		w := &catalog.Watcher[*pipelineSet]{
 			Loader: catalog.Loader{Params: ps, Objects: s3, Prefix: names.Prefix},
 			Every:  reloadEvery,
-			Build:  env.fromBundles(proj),
+			Build:  env.fromBundles(),
 			Log:    f.Log,
 		}
 		// The bundles are read while the rest of the start goes on and
@@ -174,7 +180,6 @@ func main() {
 				f.Log.Error("pipelines: the deployment's bundles do not load; the next event that needs them reads them again", "err", err.Error())
 			}
 		}()
-		readTokens() // before the first set compiles, on the first event
 		current = w.Current
 	}
 	boot.Serve(f, func(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -191,132 +196,71 @@ const bundleTimeout = 20 * time.Second
 const reloadEvery = time.Minute
 
 // environment is what every handler of the container shares; the
-// pipelines are what a reload changes. Its tokens are set before the
-// first handler is built.
+// pipelines are what a reload changes. Its tokens are set before a
+// handler is built (waitTokens).
 type environment struct {
 	names awsenv.StateMachines
 	runs  interface {
 		runStore
-		intake.Store
+		inbound.Store
 	}
 	sfn    ExecutionStarter
-	tokens intake.Tokens
-	log    *slog.Logger
+	tokens inbound.Tokens
+	// waitTokens, when set, sets tokens, waiting for their read; the
+	// first handler calls it.
+	waitTokens func()
+	log        *slog.Logger
 }
 
-// handler builds the handler of the pipeline files in dir, compiled in
-// project p (nil: each file's, found walking up from it).
-func (e *environment) handler(dir string, p *project.Project) (*handler, error) {
-	ps, machines, err := loadPipelines(dir, p, e.names)
+// handler builds the handler of the bundled pipeline files, in their
+// order (file-name order: the routing order).
+func (e *environment) handler(files []catalog.File) (*handler, error) {
+	if e.waitTokens != nil {
+		e.waitTokens()
+	}
+	ps, err := catalog.Pipelines(files)
 	if err != nil {
 		return nil, err
 	}
-	router, err := intake.NewRouter(ps)
+	router, err := inbound.NewRouter(ps)
 	if err != nil {
 		return nil, err
 	}
-	start := starter{sfn: e.sfn, machines: machines}
-	webhooks, err := intake.New(intake.Config{Router: router, Store: e.runs, Starter: start, Tokens: e.tokens, Logger: e.log})
+	start := starter{sfn: e.sfn, machines: machinesOf(ps, e.names)}
+	webhooks, err := inbound.New(inbound.Config{Router: router, Store: e.runs, Starter: start, Tokens: e.tokens, Logger: e.log})
 	if err != nil {
 		return nil, err
 	}
-	trigger, err := intake.New(intake.Config{Router: router, Store: e.runs, Starter: start, Logger: e.log})
+	trigger, err := inbound.New(inbound.Config{Router: router, Store: e.runs, Starter: start, Logger: e.log})
 	if err != nil {
 		return nil, err
 	}
-	e.log.Debug("pipelines loaded", "dir", dir, "pipelines", sortedNames(router))
-	dep, err := newDeployed(dir, ps)
+	dep, err := newDeployed(files, ps)
 	if err != nil {
 		return nil, err
 	}
+	e.log.Debug("pipelines loaded", "pipelines", sortedNames(router))
 	return &handler{webhooks: webhooks, events: trigger, runs: e.runs, start: start, deployed: dep, log: e.log}, nil
 }
 
-// fromBundles returns the Build of the function's catalog.Watcher: the
-// bundles' files are written to a new directory under the temporary one
-// (the directory of the set they replace is removed once they load) and
-// compiled in the project p returns (nil: none). p is called when a set
-// compiles, before its files are written; its error is the set's.
-//
-// The first set, read when the container starts, is written and compiled
-// when the first event that needs it arrives (see pipelineSet): writing
-// the files is about a quarter of a millisecond of the start, and an
-// event the function does not serve needs none of it. Every later set,
-// read on an invocation when a deployment changed the bundles, is written
-// and compiled before it replaces the one in use, so that files which do
-// not compile leave the pipelines the function had in place. A first set
-// that a later one replaced before it was needed is never written.
-func (e *environment) fromBundles(p func() (*project.Project, error)) func([]catalog.File) (*pipelineSet, error) {
-	// The Watcher calls Build under its lock; a first set's build runs on
-	// an invocation, hence mu.
-	var (
-		mu       sync.Mutex
-		last     string // the directory of the set in use; "" while none is written
-		replaced bool   // a later set replaced the first
-		made     bool   // the first set is made
-	)
-	// use makes dir the directory of the set in use and removes the one
-	// before, unless first is true and a later set replaced the first.
-	use := func(dir string, first bool) bool {
-		mu.Lock()
-		if first && replaced {
-			mu.Unlock()
-			return false
-		}
-		old := last
-		last, replaced = dir, replaced || !first
-		mu.Unlock()
-		if old != "" {
-			os.RemoveAll(old)
-		}
-		return true
-	}
+// fromBundles returns the Build of the function's catalog.Watcher. The
+// first set, read when the container starts, is built (its models decoded)
+// when the first event that needs it arrives (see pipelineSet): an event
+// the function does not serve needs none of it. Every later set, read on
+// an invocation when a deployment changed the bundles, is built before it
+// replaces the one in use, so that models which do not load leave the
+// pipelines the function had in place.
+func (e *environment) fromBundles() func([]catalog.File) (*pipelineSet, error) {
+	first := true // the Watcher calls Build under its lock
 	return func(files []catalog.File) (*pipelineSet, error) {
-		if !made {
-			made = true
-			return lazySet(func() (*handler, error) {
-				proj, err := p()
-				if err != nil {
-					return nil, err
-				}
-				dir, err := writeFiles(files)
-				if err != nil {
-					return nil, err
-				}
-				if !use(dir, true) {
-					os.RemoveAll(dir)
-					return nil, errors.New("pipelines: the bundles were replaced before they were needed")
-				}
-				return e.handler(dir, proj)
-			}, e.log), nil
+		if first {
+			first = false
+			return lazySet(func() (*handler, error) { return e.handler(files) }, e.log), nil
 		}
-		proj, err := p()
+		h, err := e.handler(files)
 		if err != nil {
 			return nil, err
 		}
-		dir, err := writeFiles(files)
-		if err != nil {
-			return nil, err
-		}
-		h, err := e.handler(dir, proj)
-		if err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-		use(dir, false)
 		return builtSet(h, e.log), nil
 	}
-}
-
-// writeFiles writes files to a new directory under the temporary one.
-func writeFiles(files []catalog.File) (string, error) {
-	dir, err := os.MkdirTemp("", "pipelines-")
-	if err != nil {
-		return "", err
-	}
-	if err := catalog.WriteDir(dir, files); err != nil {
-		os.RemoveAll(dir)
-		return "", err
-	}
-	return dir, nil
 }

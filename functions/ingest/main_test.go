@@ -78,22 +78,15 @@ func (f *fakeStepFunctions) started() []execution {
 }
 
 // publish publishes the test pipelines as a deployment does (package
-// shared/catalog): two bundles in a fake S3, named by parameters of a
+// shared/catalog, the models compiled as the CDK app compiles them): two
+// bundles in a fake S3, named by parameters of a
 // fake Parameter Store, and returns the environment that points the
 // function at them.
 func publish(t testing.TB) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("testdata", "pipelines", "*.yaml"))
-	if err != nil || len(files) < 2 {
-		t.Fatalf("test pipelines: %v %v", files, err)
-	}
 	var bundles [2][]catalog.File
-	for i, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bundles[i%2] = append(bundles[i%2], catalog.File{Name: filepath.Base(f), Source: string(b)})
+	for i, f := range bundled(t) {
+		bundles[i%2] = append(bundles[i%2], f)
 	}
 	params := map[string]string{
 		// Not under the path: not read.
@@ -314,6 +307,88 @@ func TestBundlesReadAgain(t *testing.T) {
 	}
 }
 
+// TestPipelineDirAndOldBundles runs the bootstrap with PIPELINE_DIR (the
+// bundle documents of a directory, read at start instead of the
+// deployment's) and, without it, against a deployment whose bundle is of
+// format 1 (no models): that one logs the fix, deploy again, and answers
+// the requests that need the pipelines 500.
+func TestPipelineDirAndOldBundles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the bootstrap and runs the emulator")
+	}
+	sm := rietest.FakeSecretsManager(t, map[string]string{tokenARN: testToken})
+	env := []string{"TABLE_NAME=unused", "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:9", "AWS_ENDPOINT_URL_SECRETS_MANAGER=" + sm.URL,
+		"AWS_ENDPOINT_URL_SFN=http://127.0.0.1:9", "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+		"WEBHOOK_TOKEN_SECRET_ARN=" + tokenARN, "STATE_MACHINE_PREFIX=" + testNames.Prefix, "STATE_MACHINE_ACCOUNT=" + testNames.Account}
+	bin := rietest.Build(t, ".")
+	list := apiRequest(t, "apigw-pipeline-run.json", func(ev *events.APIGatewayV2HTTPRequest) {
+		ev.RequestContext.HTTP.Method, ev.RawPath, ev.RouteKey, ev.Body = "GET", "/pipelines", "GET /pipelines", ""
+	})
+
+	dir := t.TempDir()
+	files := bundled(t)
+	for i, fs := range [][]catalog.File{files[:1], files[1:]} {
+		raw, err := catalog.Encode(fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.json", i)), raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := rietest.Start(t, bin, append(env, "PIPELINE_DIR="+dir)...)
+	if status, body := invokeAPI(t, e, list); status != http.StatusOK || len(body["pipelines"].([]any)) != len(files) {
+		t.Errorf("GET /pipelines with PIPELINE_DIR answered %d %v, want the %d pipelines", status, body, len(files))
+	}
+
+	old := []byte(`{"stepline_bundle": 1, "files": [{"name": "10-orders.yaml", "source": "name: rie-orders\n"}]}`)
+	e = rietest.Start(t, bin, append(env,
+		"AWS_ENDPOINT_URL_SSM="+rietest.FakeParameterStore(t, map[string]string{catalog.ParameterName(testNames.Prefix, "core"): "s3://cdk-assets/old.json"}).URL,
+		"AWS_ENDPOINT_URL_S3="+rietest.FakeS3(t, map[string][]byte{"cdk-assets/old.json": old}).URL)...)
+	if status, body := invokeAPI(t, e, list); status != http.StatusInternalServerError || !strings.Contains(fmt.Sprint(body["error"]), "pipelines do not load") {
+		t.Errorf("GET /pipelines with a format 1 bundle answered %d %v, want 500", status, body)
+	}
+	if out := e.Output(); !strings.Contains(out, "format 1, want 2: deploy the core stack and the pipeline stacks again") {
+		t.Errorf("the log does not say to deploy again:\n%s", out)
+	}
+}
+
+// TestTokensWaitedOnFirstNeed pins when the webhook tokens are waited
+// for: not by the start, nor by an event the function does not serve,
+// but by the first event that needs the pipelines; a secret without a
+// usable token list stops the function then, saying where (not what).
+func TestTokensWaitedOnFirstNeed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the bootstrap and runs the emulator")
+	}
+	const unusable = "a=,secret-bit"
+	sm := rietest.FakeSecretsManager(t, map[string]string{tokenARN: unusable})
+	env := append(publish(t), "TABLE_NAME=unused", "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:9", "AWS_ENDPOINT_URL_SECRETS_MANAGER="+sm.URL,
+		"AWS_ENDPOINT_URL_SFN=http://127.0.0.1:9", "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+		"WEBHOOK_TOKEN_SECRET_ARN="+tokenARN, "STATE_MACHINE_PREFIX="+testNames.Prefix, "STATE_MACHINE_ACCOUNT="+testNames.Account)
+	e := rietest.Start(t, rietest.Build(t, "."), env...)
+	if res := e.Invoke(t, []byte(`{}`)); !strings.Contains(res.Message, "unknown event") {
+		t.Errorf("an unknown event answered %s %q, want the unknown event error", res.ErrorType, res.Message)
+	}
+	if strings.Contains(e.Output(), "no usable token list") {
+		t.Fatalf("the tokens were waited for before an event needed them:\n%s", e.Output())
+	}
+	list := apiRequest(t, "apigw-pipeline-run.json", func(ev *events.APIGatewayV2HTTPRequest) {
+		ev.RequestContext.HTTP.Method, ev.RawPath, ev.RouteKey, ev.Body = "GET", "/pipelines", "GET /pipelines", ""
+	})
+	res := e.Invoke(t, list)
+	if res.ErrorType == "" {
+		t.Errorf("GET /pipelines with unusable tokens answered %s, want the function stopped", res.Body)
+	}
+	out := e.Output()
+	if !strings.Contains(out, "WEBHOOK_TOKEN_SECRET_ARN: the secret holds no usable token list") || !strings.Contains(out, tokenARN) {
+		t.Errorf("the log does not say where the tokens are:\n%s", out)
+	}
+	if strings.Contains(out, "secret-bit") {
+		t.Errorf("the log quotes the secret:\n%s", out)
+	}
+}
+
 // BenchmarkColdStart compares the ingest bootstrap's cold start with a
 // hello-world bootstrap's (see rietest.ColdStart). As on AWS, the start-up
 // reads the deployment's pipeline bundles (a fake Parameter Store and S3)
@@ -339,9 +414,9 @@ func coldStartEnv(b *testing.B) []string {
 
 // BenchmarkFirstRequest is BenchmarkColdStart with a request that needs
 // the pipelines, GET /schedules: its answer waits for the bundles' read
-// and compiles them (the test pipelines), so the figure is what the first
-// request of a container costs, where BenchmarkColdStart's is the
-// start-up alone.
+// and decodes their models (the test pipelines), so the figure is what
+// the first request of a container costs, where BenchmarkColdStart's is
+// the start-up alone.
 //
 //	go test -run '^$' -bench FirstRequest -benchtime 30x ./functions/ingest
 func BenchmarkFirstRequest(b *testing.B) {

@@ -2,14 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/stepline/stepline/shared/catalog"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/schedule"
 )
@@ -18,36 +18,25 @@ import (
 // GET /pipelines, GET /pipelines/{name} and GET /schedules.
 type deployed struct {
 	pipelines []*pipeline.Pipeline // in file-name (routing) order
-	files     map[string]string    // pipeline name → its file in the bundle
+	sources   map[string]string    // pipeline name → its file's source, as bundled
 	entries   []schedule.Entry
 }
 
-// newDeployed reads the pipelines' files and schedules.
-func newDeployed(dir string, ps []*pipeline.Pipeline) (*deployed, error) {
-	d := &deployed{pipelines: ps, files: map[string]string{}}
-	for _, p := range ps {
+// newDeployed keeps the pipelines, the sources of the files they were
+// compiled from (files[i] is ps[i]'s) and their schedules.
+func newDeployed(files []catalog.File, ps []*pipeline.Pipeline) (*deployed, error) {
+	if len(files) != len(ps) {
+		return nil, fmt.Errorf("%d pipeline files for %d pipelines", len(files), len(ps))
+	}
+	d := &deployed{pipelines: ps, sources: make(map[string]string, len(ps))}
+	for i, p := range ps {
+		d.sources[p.Name] = files[i].Source
 		if sc := p.Schedule; sc != nil && sc.Cron != "" {
 			e, err := schedule.NewEntry(p.Name, sc.Cron, sc.TimeZone)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("pipeline file %s: %w", files[i].Name, err)
 			}
 			d.entries = append(d.entries, e)
-		}
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range entries {
-		ext := strings.ToLower(filepath.Ext(e.Name()))
-		if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		for _, p := range ps {
-			if p.Pos.File == path || filepath.Base(p.Pos.File) == e.Name() {
-				d.files[p.Name] = path
-			}
 		}
 	}
 	return d, nil
@@ -97,10 +86,8 @@ func (h *handler) pipelineRoute(ctx context.Context, ev events.APIGatewayV2HTTPR
 				continue
 			}
 			out := map[string]any{"name": name, "config": p}
-			if f := h.deployed.files[name]; f != "" {
-				if raw, err := os.ReadFile(f); err == nil {
-					out["yaml"] = string(raw)
-				}
+			if src, ok := h.deployed.sources[name]; ok {
+				out["yaml"] = src
 			}
 			return jsonResponse(http.StatusOK, out), true
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/stepline/stepline/functions/internal/states"
-	"github.com/stepline/stepline/shared/intake"
+	"github.com/stepline/stepline/shared/inbound"
 	"github.com/stepline/stepline/shared/rerun"
 	"github.com/stepline/stepline/shared/runview"
 	"github.com/stepline/stepline/shared/store"
@@ -160,7 +160,7 @@ func (h *handler) rerun(ctx context.Context, ev events.APIGatewayV2HTTPRequest, 
 	if !ok || arn == "" {
 		return jsonResponse(http.StatusUnprocessableEntity, map[string]any{"error": fmt.Sprintf("run %s is of pipeline %q, which is not deployed with this stack", id, orig.Pipeline)})
 	}
-	newID := intake.NewRunID()
+	newID := inbound.NewRunID()
 	plan, err := rerun.Prepare(ctx, h.runs, p, id, from, newID, time.Now().UTC())
 	if err == nil {
 		err = rerun.Apply(ctx, h.runs, plan)

@@ -28,10 +28,17 @@ func TestBootstrapDependencies(t *testing.T) {
 		agent = "github.com/stepline/stepline/shared/agent"
 		yaml  = "go.yaml.in/yaml/v3"
 		// The compiler and its schema validator (gojsonschema's
-		// initialisers compile its format regexps at every start): only
-		// ingest compiles pipelines.
+		// initialisers compile its format regexps at every start): no
+		// function compiles pipelines, ingest reads the models the CDK
+		// app compiled (package shared/catalog).
 		compiler     = "github.com/stepline/stepline/compiler"
+		gate         = "github.com/stepline/stepline/compiler/gate"
 		gojsonschema = "github.com/xeipuuv/gojsonschema"
+		// The project loader and intake's file loaders (through them the
+		// compiler and the YAML parser): ingest routes with package
+		// shared/inbound.
+		project = "github.com/stepline/stepline/shared/project"
+		intake  = "github.com/stepline/stepline/shared/intake"
 		// The step runner (and through it the agent runtime): the step
 		// and approval functions run Tasks.
 		steprun = "github.com/stepline/stepline/shared/steprun"
@@ -50,9 +57,9 @@ func TestBootstrapDependencies(t *testing.T) {
 		// The callback resumes runs through functions/internal/states.
 		{"callback", []string{executor, mcpSDK, gob, sfnSDK, agent, yaml, compiler, gojsonschema, steprun, liquid}},
 		{"recorder", []string{executor, mcpSDK, gob, sfnSDK, agent, yaml, compiler, gojsonschema, steprun, htmlTemplate}},
-		// Compiling pipelines checks executor configs (package
-		// shared/executor/settings), not the executors.
-		{"ingest", []string{executor, mcpSDK, gob, sfnSDK, steprun}},
+		// Ingest decodes the compiled models of the bundles with
+		// encoding/json: no compiler, Liquid or YAML.
+		{"ingest", []string{executor, mcpSDK, gob, sfnSDK, steprun, agent, yaml, compiler, gate, gojsonschema, liquid, htmlTemplate, project, intake}},
 	} {
 		t.Run(tc.function, func(t *testing.T) {
 			cmd := exec.Command("go", "list", "-tags", "lambda.norpc", "-deps", "./functions/"+tc.function)

@@ -3,20 +3,24 @@ package catalog
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stepline/stepline/shared/pipeline"
 )
 
 func TestEncodeDecode(t *testing.T) {
-	files := []File{{Name: "b.yml", Source: "name: b\n"}, {Name: "a.yaml", Source: "name: a\n<html> & \"quotes\"\n"}}
+	files := []File{file("b.yml", "name: b\n"), file("a.yaml", "name: a\n<html> & \"quotes\"\n")}
 	raw, err := Encode(files)
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +29,7 @@ func TestEncodeDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Format != Format || len(b.Files) != 2 || b.Files[0] != files[1] || b.Files[1] != files[0] {
+	if b.Format != Format || len(b.Files) != 2 || !reflect.DeepEqual(b.Files, []File{files[1], files[0]}) {
 		t.Errorf("decoded %+v, want both files in name order", b)
 	}
 	if !bytes.Contains(raw, []byte("<html> &")) {
@@ -52,19 +56,16 @@ func TestFileNames(t *testing.T) {
 		{"nul\x00.yaml", false},
 		{"", false},
 	} {
-		_, err := Encode([]File{{Name: tc.name}})
+		_, err := Encode([]File{file(tc.name, "")})
 		if (err == nil) != tc.ok {
 			t.Errorf("Encode(%q): %v, want ok %v", tc.name, err, tc.ok)
 		}
-		raw := fmt.Appendf(nil, `{"stepline_bundle":1,"files":[{"name":%q,"source":""}]}`, tc.name)
+		raw := fmt.Appendf(nil, `{"stepline_bundle":2,"files":[{"name":%q,"source":"","model":{}}]}`, tc.name)
 		if _, err := Decode(raw); (err == nil) != tc.ok {
 			t.Errorf("Decode(%q): %v, want ok %v", tc.name, err, tc.ok)
 		}
-		if err := WriteDir(t.TempDir(), []File{{Name: tc.name}}); (err == nil) != tc.ok {
-			t.Errorf("WriteDir(%q): %v, want ok %v", tc.name, err, tc.ok)
-		}
 	}
-	if _, err := Encode([]File{{Name: "a.yaml"}, {Name: "a.yaml"}}); err == nil || !strings.Contains(err.Error(), "given twice") {
+	if _, err := Encode([]File{file("a.yaml", ""), file("a.yaml", "")}); err == nil || !strings.Contains(err.Error(), "given twice") {
 		t.Errorf("a name twice: %v", err)
 	}
 }
@@ -72,21 +73,34 @@ func TestFileNames(t *testing.T) {
 func TestDecodeRefuses(t *testing.T) {
 	big := make([]byte, MaxBundleBytes+1)
 	for _, tc := range []struct {
+		name string
 		raw  []byte
 		want string
 	}{
-		{big, "at most"},
-		{[]byte(`[]`), "not a bundle document"},
-		{[]byte(`{"stepline_bundle":1,"files":[],"extra":1}`), "not a bundle document"},
-		{[]byte(`{"stepline_bundle":2,"files":[]}`), "format 2, want 1"},
-		{[]byte(`{"files":[]}`), "format 0, want 1"},
+		{"too big", big, "at most"},
+		{"an array", []byte(`[]`), "not a bundle document"},
+		{"an unknown field", []byte(`{"stepline_bundle":2,"files":[],"extra":1}`), `not a bundle document: json: unknown field "extra"`},
+		{"a newer format", []byte(`{"stepline_bundle":3,"files":[]}`), "format 3, want 2: deploy the core stack and the pipeline stacks again"},
+		{"no format", []byte(`{"files":[]}`), "format 0, want 2"},
+		// A deployment from before the models were bundled.
+		{"format 1", []byte(`{"stepline_bundle":1,"files":[{"name":"a.yaml","source":"x"}]}`), "format 1, want 2: deploy the core stack and the pipeline stacks again"},
+		{"no model", []byte(`{"stepline_bundle":2,"files":[{"name":"a.yaml","source":"x"}]}`), `file "a.yaml" has no compiled model: deploy its stack again`},
+		{"a null model", []byte(`{"stepline_bundle":2,"files":[{"name":"a.yaml","source":"x","model":null}]}`), `file "a.yaml" has no compiled model`},
+		{"a model that is no object", []byte(`{"stepline_bundle":2,"files":[{"name":"a.yaml","source":"x","model":"m"}]}`), `file "a.yaml" has no compiled model`},
+		{"a syntax error", []byte("{\"stepline_bundle\":2,\n \"files\": [\n  {\"name\": \"a.yaml\",, }]}"), "line 3, column 21: invalid character ','"},
+		{"a type error", []byte("{\"stepline_bundle\":2,\n \"files\": [{\"name\": 7}]}"), "line 2, column 21: json: cannot unmarshal number"},
+		{"a format of the wrong type", []byte(`{"stepline_bundle":"2"}`), "line 1, column 22: json: cannot unmarshal string"},
+		{"text after", []byte(`{"stepline_bundle":2,"files":[]} {}`), "line 1, column 34: invalid character '{' after top-level value"},
+		{"a bracket after", []byte(`{"stepline_bundle":2,"files":[]}]`), "not a bundle document"},
 	} {
-		if _, err := Decode(tc.raw); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Decode(%.40q): %v, want %q", tc.raw, err, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Decode(tc.raw); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Decode(%.40q): %v, want %q", tc.raw, err, tc.want)
+			}
+		})
 	}
 	// At the size bound: accepted (padded with spaces after the document).
-	doc := []byte(`{"stepline_bundle":1,"files":[]}`)
+	doc := []byte(`{"stepline_bundle":2,"files":[]}`)
 	at := append(doc, bytes.Repeat([]byte(" "), MaxBundleBytes-len(doc))...)
 	if _, err := Decode(at); err != nil {
 		t.Errorf("a bundle of exactly %d bytes: %v", MaxBundleBytes, err)
@@ -95,7 +109,7 @@ func TestDecodeRefuses(t *testing.T) {
 	many := func(n int) []File {
 		fs := make([]File, n)
 		for i := range fs {
-			fs[i] = File{Name: fmt.Sprintf("p%05d.yaml", i)}
+			fs[i] = file(fmt.Sprintf("p%05d.yaml", i), "")
 		}
 		return fs
 	}
@@ -104,6 +118,41 @@ func TestDecodeRefuses(t *testing.T) {
 	}
 	if _, err := Encode(many(MaxFiles + 1)); err == nil {
 		t.Errorf("%d files accepted", MaxFiles+1)
+	}
+}
+
+// nested is a bundle whose one model nests depth levels in all: the
+// bundle object, files, the file, the model and depth-4 arrays in it.
+func nested(depth int) []byte {
+	inner := strings.Repeat("[", depth-4) + strings.Repeat("]", depth-4)
+	return []byte(`{"stepline_bundle":2,"files":[{"name":"a.yaml","source":"[[{\\\"]]","model":{"x":` + inner + `}}]}`)
+}
+
+func TestDecodeDepth(t *testing.T) {
+	for _, tc := range []struct {
+		depth int
+		ok    bool
+	}{
+		{MaxDepth - 1, true},
+		{MaxDepth, true},
+		{MaxDepth + 1, false},
+	} {
+		_, err := Decode(nested(tc.depth))
+		if (err == nil) != tc.ok {
+			t.Errorf("depth %d: %v, want ok %v", tc.depth, err, tc.ok)
+		}
+		// The column of the bracket one level too deep.
+		col := bytes.Index(nested(tc.depth), []byte(`"x":`)) + len(`"x":`) + MaxDepth - 4 + 1
+		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("line 1, column %d: nested deeper than %d levels", col, MaxDepth)) {
+			t.Errorf("depth %d: %v", tc.depth, err)
+		}
+	}
+	// Brackets in strings, escaped quotes among them, do not count.
+	if err := checkDepth([]byte(`["[[[\"[[[", "\\", [1]]`), 2); err != nil {
+		t.Errorf("brackets in strings counted: %v", err)
+	}
+	if err := checkDepth([]byte(`[[[`), 2); err == nil || !strings.Contains(err.Error(), "line 1, column 3") {
+		t.Errorf("three levels within two: %v", err)
 	}
 }
 
@@ -187,8 +236,8 @@ func (f *fakeAWS) publish(t *testing.T, bundle, key string, files ...File) {
 
 func TestLoaderFetch(t *testing.T) {
 	aws := &fakeAWS{}
-	aws.publish(t, "01", "k1.json", File{Name: "b.yaml", Source: "b"}, File{Name: "d.yaml", Source: "d"})
-	aws.publish(t, "00", "k0.json", File{Name: "a.yaml", Source: "a"}, File{Name: "c.yaml", Source: "c"})
+	aws.publish(t, "01", "k1.json", file("b.yaml", "b"), file("d.yaml", "d"))
+	aws.publish(t, "00", "k0.json", file("a.yaml", "a"), file("c.yaml", "c"))
 	l := Loader{Params: aws, Objects: aws, Prefix: "Dep"}
 	ctx := context.Background()
 	ls, err := l.List(ctx)
@@ -208,7 +257,7 @@ func TestLoaderFetch(t *testing.T) {
 	}
 
 	// The same file in two bundles.
-	aws.publish(t, "02", "k2.json", File{Name: "c.yaml", Source: "other"})
+	aws.publish(t, "02", "k2.json", file("c.yaml", "other"))
 	ls, _ = l.List(ctx)
 	if _, err := l.Fetch(ctx, ls); err == nil || !strings.Contains(err.Error(), "c.yaml is in two bundles") {
 		t.Errorf("a file in two bundles: %v", err)
@@ -230,7 +279,7 @@ func TestLoaderFetch(t *testing.T) {
 	half := func(from int) []File {
 		fs := make([]File, MaxFiles/2+1)
 		for i := range fs {
-			fs[i] = File{Name: fmt.Sprintf("p%05d.yaml", from+i)}
+			fs[i] = file(fmt.Sprintf("p%05d.yaml", from+i), "")
 		}
 		return fs
 	}
@@ -245,7 +294,7 @@ func TestLoaderFetch(t *testing.T) {
 
 func TestWatcher(t *testing.T) {
 	aws := &fakeAWS{}
-	aws.publish(t, "00", "v1.json", File{Name: "a.yaml", Source: "a1"})
+	aws.publish(t, "00", "v1.json", file("a.yaml", "a1"))
 	now := time.Unix(1_000_000, 0)
 	builds := 0
 	var logs bytes.Buffer
@@ -279,7 +328,7 @@ func TestWatcher(t *testing.T) {
 		t.Fatalf("first: %q, %d builds, %d lists", v, builds, aws.lists)
 	}
 	// A new bundle version: not seen before Every has passed.
-	aws.publish(t, "00", "v2.json", File{Name: "a.yaml", Source: "a2"})
+	aws.publish(t, "00", "v2.json", file("a.yaml", "a2"))
 	now = now.Add(time.Minute - time.Nanosecond)
 	if v := get(); v != "a.yaml=a1" || aws.lists != 1 {
 		t.Errorf("just before Every: %q, %d lists, want the first value, no listing", v, aws.lists)
@@ -295,14 +344,14 @@ func TestWatcher(t *testing.T) {
 		t.Errorf("unchanged: %q, %d builds, %d gets (was %d), %d lists", v, builds, aws.gets, gets, aws.lists)
 	}
 	// A new bundle (a pipeline stack deployed for the first time).
-	aws.publish(t, "01", "w1.json", File{Name: "b.yaml", Source: "b1"})
+	aws.publish(t, "01", "w1.json", file("b.yaml", "b1"))
 	now = now.Add(time.Minute)
 	if v := get(); v != "a.yaml=a2,b.yaml=b1" {
 		t.Errorf("new bundle: %q", v)
 	}
 	// A version that does not build: the last good value stays, logged,
 	// and is tried again only after Every.
-	aws.publish(t, "01", "w2.json", File{Name: "b.yaml", Source: "bad"})
+	aws.publish(t, "01", "w2.json", file("b.yaml", "bad"))
 	now = now.Add(time.Minute)
 	if v := get(); v != "a.yaml=a2,b.yaml=b1" || !strings.Contains(logs.String(), "does not compile") {
 		t.Errorf("bad version: %q, logs %s", v, logs.String())
@@ -320,7 +369,7 @@ func TestWatcher(t *testing.T) {
 	}
 	// Fixed: the next check after Every loads it.
 	aws.listErr = nil
-	aws.publish(t, "01", "w3.json", File{Name: "b.yaml", Source: "b3"})
+	aws.publish(t, "01", "w3.json", file("b.yaml", "b3"))
 	now = now.Add(time.Minute)
 	if v := get(); v != "a.yaml=a2,b.yaml=b3" {
 		t.Errorf("fixed: %q", v)
@@ -341,12 +390,128 @@ func TestWatcherFirstLoadFails(t *testing.T) {
 	}
 }
 
-func TestWriteDir(t *testing.T) {
-	dir := t.TempDir()
-	if err := WriteDir(dir, []File{{Name: "a.yaml", Source: "x: 1\n"}}); err != nil {
+// file is a bundled file with a model of no pipeline: enough for what
+// the bundle checks (a model is there), not for File.Pipeline.
+func file(name, source string) File {
+	return File{Name: name, Source: source, Model: json.RawMessage(`{}`)}
+}
+
+func TestModels(t *testing.T) {
+	on := true
+	p := &pipeline.Pipeline{Name: "triage", Stage: pipeline.StageProduction, Config: "fp1",
+		Trigger: &pipeline.Trigger{Match: []pipeline.Match{{Field: "source", Op: "eq", Value: "grafana"}}, Dedup: &pipeline.Dedup{Enabled: &on}},
+		Steps:   []pipeline.Node{&pipeline.Step{Name: "a", Executor: "scripted"}, &pipeline.Parallel{Name: "g"}}}
+	f, err := NewFile("triage.yaml", "name: triage\n", p)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "a.yaml")); err != nil || string(b) != "x: 1\n" {
-		t.Errorf("written %q %v", b, err)
+	raw, err := Encode([]File{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := Pipelines(b.Files)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("Pipelines: %v, %v", ps, err)
+	}
+	got := ps[0]
+	if got.Name != "triage" || got.Config != "fp1" || got.Pos.File != "triage.yaml" || got.Stage != pipeline.StageProduction ||
+		!*got.Trigger.Dedup.Enabled || got.Trigger.Match[0].Value != "grafana" || len(got.Steps) != 2 {
+		t.Errorf("decoded %+v", got)
+	}
+	if _, ok := got.Steps[1].(*pipeline.Parallel); !ok {
+		t.Errorf("steps[1] is a %T", got.Steps[1])
+	}
+
+	if _, err := NewFile("triage.json", "", p); err == nil {
+		t.Error("NewFile took a name that is no YAML file name")
+	}
+	if _, err := NewFile("triage.yaml", "", nil); err == nil || !strings.Contains(err.Error(), `file "triage.yaml"`) {
+		t.Errorf("NewFile without a pipeline: %v", err)
+	}
+	bad := []File{f, {Name: "bad.yaml", Model: json.RawMessage(`{"pipeline": {"name": 1}, "step_kinds": []}`)}}
+	if _, err := Pipelines(bad); err == nil || !strings.Contains(err.Error(), "pipeline file bad.yaml: pipeline model: pipeline: json: cannot unmarshal number") {
+		t.Errorf("a bad model: %v", err)
+	}
+}
+
+func TestReadDir(t *testing.T) {
+	write := func(t *testing.T, dir, name string, raw []byte) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	encode := func(t *testing.T, files ...File) []byte {
+		t.Helper()
+		raw, err := Encode(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	dir := t.TempDir()
+	write(t, dir, "b.json", encode(t, file("b.yaml", "b"), file("d.yaml", "d")))
+	write(t, dir, "a.json", encode(t, file("c.yaml", "c"), file("a.yaml", "a")))
+	write(t, dir, "notes.txt", []byte("not a bundle"))
+	files, err := ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, f.Name+"="+f.Source)
+	}
+	if strings.Join(names, ",") != "a.yaml=a,b.yaml=b,c.yaml=c,d.yaml=d" {
+		t.Errorf("files %v, want all four in name order", names)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		want  string
+	}{
+		{"no directory", func(t *testing.T, dir string) { os.Remove(dir) }, "no such file or directory"},
+		{"no bundle", func(t *testing.T, dir string) {}, "no bundle document (*.json) in"},
+		{"a file in two bundles", func(t *testing.T, dir string) {
+			write(t, dir, "1.json", encode(t, file("a.yaml", "a")))
+			write(t, dir, "2.json", encode(t, file("a.yaml", "again")))
+		}, "pipeline file a.yaml is in two bundles"},
+		{"a bundle that is none", func(t *testing.T, dir string) { write(t, dir, "1.json", []byte("{\n  junk")) }, "1.json: bundle: not a bundle document: line 2, column 3"},
+		{"a bundle of format 1", func(t *testing.T, dir string) {
+			write(t, dir, "1.json", []byte(`{"stepline_bundle": 1, "files": []}`))
+		}, "format 1, want 2: deploy the core stack and the pipeline stacks again"},
+		{"a bundle too big", func(t *testing.T, dir string) {
+			write(t, dir, "1.json", append(encode(t), bytes.Repeat([]byte(" "), MaxBundleBytes)...))
+		}, fmt.Sprintf("more than %d bytes", MaxBundleBytes)},
+		{"too many bundles", func(t *testing.T, dir string) {
+			for i := range MaxBundles + 1 {
+				write(t, dir, fmt.Sprintf("%03d.json", i), encode(t))
+			}
+		}, fmt.Sprintf("%d bundle documents", MaxBundles+1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "bundles")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			tc.setup(t, dir)
+			if _, err := ReadDir(dir); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ReadDir: %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// At the bounds: MaxBundles documents; one of MaxBundleBytes.
+	at := t.TempDir()
+	for i := range MaxBundles - 1 {
+		write(t, at, fmt.Sprintf("%03d.json", i), encode(t))
+	}
+	doc := encode(t, file("a.yaml", "a"))
+	write(t, at, "big.json", append(doc, bytes.Repeat([]byte(" "), MaxBundleBytes-len(doc))...))
+	if files, err := ReadDir(at); err != nil || len(files) != 1 {
+		t.Errorf("%d bundles, one of %d bytes: %v, %v", MaxBundles, MaxBundleBytes, files, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -67,6 +68,12 @@ func (l Loader) Fetch(ctx context.Context, ls Listing) ([]File, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	return merge(names, bundles)
+}
+
+// merge returns the files of bundles (bundles[i] is named names[i]) in
+// file-name order. A file name found in two bundles is an error.
+func merge(names []string, bundles []Bundle) ([]File, error) {
 	var files []File
 	from := map[string]string{}
 	for i, b := range bundles {
@@ -85,6 +92,54 @@ func (l Loader) Fetch(ctx context.Context, ls Listing) ([]File, error) {
 	return files, nil
 }
 
+// ReadDir reads the bundle documents in dir (its *.json files, as the CDK
+// app writes them), as Fetch reads a deployment's: their files in
+// file-name order, a name in two bundles an error.
+func ReadDir(dir string) ([]File, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, fmt.Errorf("read bundles in %s: %w", dir, err)
+	}
+	if len(paths) == 0 {
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("read bundles: %w", err)
+		}
+		return nil, fmt.Errorf("read bundles: no bundle document (*.json) in %s", dir)
+	}
+	if len(paths) > MaxBundles {
+		return nil, fmt.Errorf("read bundles: %d bundle documents in %s, at most %d", len(paths), dir, MaxBundles)
+	}
+	sort.Strings(paths)
+	bundles := make([]Bundle, len(paths))
+	for i, path := range paths {
+		raw, err := readBounded(path, MaxBundleBytes)
+		if err == nil {
+			bundles[i], err = Decode(raw)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read bundle %s: %w", path, err)
+		}
+	}
+	return merge(paths, bundles)
+}
+
+// readBounded reads a file of at most max bytes.
+func readBounded(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(raw)) > max {
+		return nil, fmt.Errorf("more than %d bytes", max)
+	}
+	return raw, nil
+}
+
 func (l Loader) fetch(ctx context.Context, param, url string) (Bundle, error) {
 	bucket, key, err := ParseURL(url)
 	if err != nil {
@@ -99,19 +154,6 @@ func (l Loader) fetch(ctx context.Context, param, url string) (Bundle, error) {
 		return Bundle{}, fmt.Errorf("bundle %s (s3://%s/%s): %w", param, bucket, key, err)
 	}
 	return b, nil
-}
-
-// WriteDir writes files into dir, which must exist, as <dir>/<name>.
-func WriteDir(dir string, files []File) error {
-	for _, f := range files {
-		if err := checkName(f.Name); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, f.Name), []byte(f.Source), 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Watcher keeps a value built from the deployment's pipeline files, and

@@ -1,55 +1,13 @@
-// Package intake turns inbound events into pipeline runs: it authenticates
-// the sender, normalizes the payload into a [Context] (the run's trigger),
-// picks the pipeline, applies the stage gate, deduplicates and starts the
-// run through a [Starter].
+// Package intake turns inbound events into pipeline runs. The work is
+// package shared/inbound's (authenticate, normalize, route, stage gate,
+// deduplicate, record, start: see its documentation); this package adds
+// what reads files, which needs the compiler and the YAML parser:
+// LoadPipelines and LoadPipelinesIn compile a directory's pipeline files
+// through package gate, ParseTokens reads a YAML or JSON tokens file.
 //
-// # Normalizers
-//
-// [NormalizeAlertmanager] reads an Alertmanager webhook (payload version 4).
-// With strategy "most_severe" (the default) the context describes one alert:
-// the firing alert of the lowest severity rank (critical, then warning, then
-// info, then anything else; resolved alerts only when none fires), ties
-// going to the earlier alert. Its labels, its summary (annotation summary,
-// else description) and its fingerprint plus ":firing" or ":resolved" make
-// the context. With strategy "common_labels" the context describes the group:
-// the common labels, the common annotations' summary, and the group key plus
-// the group status as fingerprint; a severity or summary the group does not
-// share is the most severe alert's. Either way metadata carries the group's
-// status, receiver, group key, group/common labels and annotations, external
-// URL, counts and times.
-//
-// [NormalizeGeneric] reads {pipeline, event, source, summary,
-// idempotency_key, data} (plus the optional extensions severity and labels):
-// event becomes labels.event, idempotency_key the fingerprint, data the
-// metadata.
-//
-// # Routing
-//
-// A [Router] holds the loaded pipelines in file-name order ([LoadPipelines]
-// sorts by file name). An explicit pipeline name in the context wins; an
-// unknown name is [ErrUnknownPipeline]. Otherwise the first pipeline whose
-// trigger.match holds is chosen ([Match]); none is [ErrNoMatch]. A
-// pipeline without a trigger block is only started by name. File names are
-// thus the only priority: name files "10-critical.yaml", "20-default.yaml"
-// to order them.
-//
-// # Accepting an event
-//
-// [Intake.Accept] runs the whole path in this order: bearer token (webhooks
-// always when tokens are configured; manual runs only when a token is
-// given), normalization, routing, the stage gate (a testing pipeline is
-// skipped for webhooks unless allow_testing=true; manual runs always pass),
-// the concurrency [Limiter], the dedup claim (an atomic conditional write
-// in the store, so of concurrent identical events exactly one starts a run),
-// the run record, and [Starter.Start]. The limiter is asked before the
-// dedup claim so that a refused event never leaves a claim behind.
-//
-// The run record is written here, with status running, before the run is
-// started: the run is visible at once, and a run whose start fails is marked
-// failed, so its dedup claim lapses after the window instead of blocking
-// the fingerprint. The step function tolerates the existing record.
-//
-// Errors map to HTTP statuses through [HTTPStatus]: 400 bad payload or
-// query, 401 bad token, 404 unknown pipeline of a manual run, 413 payload
-// too large, 422 no pipeline for the event, 429 overloaded.
+// Its other names are package inbound's, as aliases, so that a caller
+// that loads files uses one package. A program that takes compiled
+// pipelines and reads tokens only from JSON or name=token lists (the
+// ingest function) imports package inbound alone and links neither the
+// compiler nor the YAML parser.
 package intake

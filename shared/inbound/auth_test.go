@@ -1,4 +1,4 @@
-package intake
+package inbound
 
 import (
 	"context"
@@ -9,46 +9,6 @@ import (
 	"github.com/stepline/stepline/shared/secret"
 )
 
-func TestParseTokens(t *testing.T) {
-	tests := []struct {
-		name    string
-		src     string
-		want    Tokens
-		wantErr string
-	}{
-		{"team map, JSON", `{"checkout": "tok-1", "payments": "tok-2"}`, Tokens{"checkout": "tok-1", "payments": "tok-2"}, ""},
-		{"team map, YAML", "checkout: tok-1\npayments: ${PAYMENTS_TOKEN}\n", Tokens{"checkout": "tok-1", "payments": "${PAYMENTS_TOKEN}"}, ""},
-		{"reference form", "teams:\n  - name: checkout\n    token: tok-1\n  - {name: payments, token: tok-2}\n", Tokens{"checkout": "tok-1", "payments": "tok-2"}, ""},
-		{"under auth with a legacy token", "auth:\n  token: legacy-1\n  teams: [{name: checkout, token: tok-1}]\n", Tokens{"": "legacy-1", "checkout": "tok-1"}, ""},
-		{"empty file", "  \n", Tokens{}, ""},
-		{"token not a string", `{"checkout": 12}`, nil, `the token of team "checkout" must be a string`},
-		{"team without name", "teams: [{token: tok-1}]", nil, "teams[0] needs a name and a token"},
-		{"team without token", "teams: [{name: checkout}]", nil, `team "checkout" has an empty token`},
-		{"team twice", "teams: [{name: a, token: x1}, {name: a, token: x2}]", nil, `team "a" is listed twice`},
-		{"unknown key", "teams: []\nusers: []", nil, `unknown key "users"`},
-		{"shared token", `{"a": "same", "b": "same"}`, nil, `teams "a" and "b" share a token`},
-		{"white space", `{"a": "tok 1"}`, nil, "contains white space"},
-		{"not YAML", "{[", nil, "parse tokens"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseTokens([]byte(tt.src))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestParseTokenList(t *testing.T) {
 	tests := []struct {
 		name, src string
@@ -58,6 +18,15 @@ func TestParseTokenList(t *testing.T) {
 		{"pairs", "checkout=tok-1, payments=tok-2==", Tokens{"checkout": "tok-1", "payments": "tok-2=="}, ""},
 		{"a bare token has no team", "tok-1", Tokens{"": "tok-1"}, ""},
 		{"JSON", `{"checkout":"tok-1"}`, Tokens{"checkout": "tok-1"}, ""},
+		// The JSON object takes every form of a tokens file.
+		{"JSON, the reference form", `{"teams": [{"name": "checkout", "token": "tok-1"}], "token": "legacy-1"}`, Tokens{"checkout": "tok-1", "": "legacy-1"}, ""},
+		{"JSON under auth", `{"auth": {"teams": [{"name": "checkout", "token": "tok-1"}]}}`, Tokens{"checkout": "tok-1"}, ""},
+		{"JSON, a token not a string", `{"checkout": 12}`, nil, `the token of team "checkout" must be a string`},
+		{"JSON, a team twice", `{"a": "x1", "b": "x3", "a": "x2"}`, nil, `key "a" given twice`},
+		{"JSON, a key twice in a nested object", `{"teams": [{"name": "a", "token": "x1", "name": "b"}]}`, nil, `key "name" given twice`},
+		{"JSON, the same key in two objects", `{"teams": [{"name": "a", "token": "x1"}, {"name": "b", "token": "x2"}]}`, Tokens{"a": "x1", "b": "x2"}, ""},
+		{"JSON, not JSON", `{"a": `, nil, "parse tokens: unexpected end of JSON input"},
+		{"JSON, text after", `{"a": "x1"} {}`, nil, "parse tokens: invalid character"},
 		{"empty", "", Tokens{}, ""},
 		{"repeated team", "a=x1,a=x2", nil, `team "a" is listed twice`},
 		{"empty token", "a=", nil, `team "a" has an empty token`},

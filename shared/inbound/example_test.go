@@ -1,10 +1,10 @@
-package intake_test
+package inbound_test
 
 import (
 	"fmt"
 	"time"
 
-	"github.com/stepline/stepline/shared/intake"
+	"github.com/stepline/stepline/shared/inbound"
 	"github.com/stepline/stepline/shared/pipeline"
 )
 
@@ -15,19 +15,19 @@ func ExampleRouter_Route() {
 			{Field: "event", Op: "in", Value: []any{"order.created", "order.amended"}},
 		},
 	}}
-	r, err := intake.NewRouter([]*pipeline.Pipeline{orders})
+	r, err := inbound.NewRouter([]*pipeline.Pipeline{orders})
 	if err != nil {
 		panic(err)
 	}
-	c, err := intake.NormalizeGeneric([]byte(`{"event": "order.created", "idempotency_key": "order-1042", "data": {"order_id": "1042"}}`), time.Now())
+	c, err := inbound.NormalizeGeneric([]byte(`{"event": "order.created", "idempotency_key": "order-1042", "data": {"order_id": "1042"}}`), time.Now())
 	if err != nil {
 		panic(err)
 	}
 	p, err := r.Route(c)
 	fmt.Println(p.Name, c.Fingerprint, err)
 
-	_, err = r.Route(intake.Context{Source: "alertmanager"})
-	fmt.Println(intake.HTTPStatus(err), err)
+	_, err = r.Route(inbound.Context{Source: "alertmanager"})
+	fmt.Println(inbound.HTTPStatus(err), err)
 	// Output:
 	// order-intake order-1042 <nil>
 	// 422 route event: no pipeline matched (source "alertmanager", severity "")

@@ -1,9 +1,7 @@
-package intake
+package inbound
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -160,100 +158,5 @@ func TestNewRouterErrors(t *testing.T) {
 				t.Errorf("error %v, want %q", err, tt.want)
 			}
 		})
-	}
-}
-
-const minimalSteps = `
-steps:
-  - name: only
-    executor: scripted
-    prompt_template: "hello"
-`
-
-func writeFile(t *testing.T, dir, name, src string) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestLoadPipelinesOrder(t *testing.T) {
-	dir := t.TempDir()
-	// Written out of order: the file names decide.
-	writeFile(t, dir, "20-default.yaml", "name: default\ntrigger:\n  match: {}\n"+minimalSteps)
-	writeFile(t, dir, "10-critical.yml", "name: critical\ntrigger:\n  match:\n    severity: critical\n"+minimalSteps)
-	writeFile(t, dir, "15-broken.yaml", "name: broken\nsteps: 3\n")
-	writeFile(t, dir, "notes.txt", "not a pipeline")
-	if err := os.Mkdir(filepath.Join(dir, "sub.yaml"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-
-	ps, err := LoadPipelines(dir)
-	if err == nil || !strings.Contains(err.Error(), "15-broken.yaml") {
-		t.Errorf("error %v, want the broken file reported", err)
-	}
-	var names []string
-	for _, p := range ps {
-		names = append(names, p.Name)
-	}
-	if !reflect.DeepEqual(names, []string{"critical", "default"}) {
-		t.Fatalf("loaded %v", names)
-	}
-	r, err := NewRouter(ps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for sev, want := range map[string]string{"critical": "critical", "warning": "default"} {
-		if p, err := r.Route(Context{Severity: sev}); err != nil || p.Name != want {
-			t.Errorf("severity %s routed to %v (%v), want %s", sev, p, err, want)
-		}
-	}
-	if _, err := LoadPipelines(filepath.Join(dir, "missing")); err == nil {
-		t.Error("a missing directory loads")
-	}
-}
-
-// TestRouteSamples routes the sample events to the example pipelines.
-func TestRouteSamples(t *testing.T) {
-	ps, err := LoadPipelines(filepath.Join("..", "..", "pipelines"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewRouter(ps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		file, source, want string
-	}{
-		{"alertmanager-firing.json", "alertmanager", "sre-alert-triage"},
-		{"alertmanager-resolved.json", "alertmanager", "sre-alert-triage"},
-		{"alertmanager-grouped.json", "alertmanager", "sre-alert-triage"},
-		{"generic-order.json", "generic", "order-intake"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			var c Context
-			var err error
-			if tt.source == "alertmanager" {
-				c, err = NormalizeAlertmanager(readEvent(t, tt.file), "", testNow)
-			} else {
-				c, err = NormalizeGeneric(readEvent(t, tt.file), testNow)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := r.Route(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if p.Name != tt.want {
-				t.Errorf("routed to %q, want %q", p.Name, tt.want)
-			}
-		})
-	}
-	info := Context{Source: "alertmanager", Severity: "info", Labels: map[string]string{"team": "checkout"}}
-	if p, err := r.Route(info); !errors.Is(err, ErrNoMatch) {
-		t.Errorf("an info alert routed to %v (%v)", p, err)
 	}
 }

@@ -1,17 +1,18 @@
-package intake
+package inbound
 
 import (
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
 
 	"github.com/stepline/stepline/shared/secret"
-	"github.com/stepline/stepline/shared/yamldoc"
 )
 
 // Tokens maps a team name to the bearer token its senders use. An empty
@@ -106,23 +107,10 @@ func (t Tokens) Expand(ctx context.Context, r secret.Resolver) (Tokens, error) {
 	return out, nil
 }
 
-// ParseTokens reads team tokens from a config file's bytes, YAML or JSON,
-// in one of these forms:
-//
-//	{"checkout": "tok-1", "payments": "tok-2"}          # team: token
-//	teams: [{name: checkout, token: tok-1}]              # the reference form
-//	auth: {teams: [...], token: legacy-token}            # the same under auth:
-//
-// A top-level or auth-level token: is a token without a team. Tokens may be
-// ${NAME} references; resolve them with Expand. An empty file is no tokens.
-func ParseTokens(data []byte) (Tokens, error) {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return Tokens{}, nil
-	}
-	var doc map[string]any
-	if err := yamldoc.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("parse tokens: %w", err)
-	}
+// TokensOf reads team tokens out of a decoded tokens document, in the
+// forms package intake's ParseTokens lists (a map team → token, teams:
+// [{name, token}] with an optional token:, either under auth:).
+func TokensOf(doc map[string]any) (Tokens, error) {
 	if auth, ok := doc["auth"].(map[string]any); ok && len(doc) == 1 {
 		doc = auth
 	}
@@ -174,12 +162,13 @@ func ParseTokens(data []byte) (Tokens, error) {
 // ParseTokenList reads team tokens from an environment variable's value:
 // "team=token" pairs separated by commas ("checkout=tok-1,payments=tok-2"),
 // or, when the value starts with "{", a JSON object team → token (the
-// shape of a Secrets Manager secret). A pair without "=" is a token
-// without a team.
+// shape of a Secrets Manager secret; any form of TokensOf, in JSON). A
+// pair without "=" is a token without a team. A key given twice in the
+// JSON is an error, as it is in a YAML tokens file.
 func ParseTokenList(s string) (Tokens, error) {
 	s = strings.TrimSpace(s)
 	if strings.HasPrefix(s, "{") {
-		return ParseTokens([]byte(s))
+		return parseTokenJSON([]byte(s))
 	}
 	t := Tokens{}
 	for _, pair := range strings.Split(s, ",") {
@@ -215,4 +204,65 @@ func BearerToken(header string) string {
 		return ""
 	}
 	return strings.TrimSpace(tok)
+}
+
+// parseTokenJSON reads a JSON tokens document with encoding/json (the
+// function that reads tokens from a secret links no YAML parser).
+func parseTokenJSON(data []byte) (Tokens, error) {
+	if err := uniqueKeys(data); err != nil {
+		return nil, fmt.Errorf("parse tokens: %w", err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("parse tokens: %w", err)
+	}
+	return TokensOf(doc)
+}
+
+// uniqueKeys reports the first key given twice in one object of the JSON
+// in data (encoding/json would keep the last one silently).
+func uniqueKeys(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type object struct {
+		keys      map[string]bool
+		expectKey bool
+	}
+	var stack []*object // objects and arrays (nil) open
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return nil // json.Unmarshal says what is wrong
+		}
+		var top *object
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.expectKey {
+			if k, ok := tok.(string); ok {
+				if top.keys[k] {
+					return fmt.Errorf("key %q given twice", k)
+				}
+				top.keys[k] = true
+				top.expectKey = false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &object{keys: map[string]bool{}, expectKey: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, nil)
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		// A value ended: the object around it expects a key next.
+		if len(stack) > 0 && stack[len(stack)-1] != nil {
+			stack[len(stack)-1].expectKey = true
+		}
+	}
 }

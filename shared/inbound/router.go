@@ -1,17 +1,11 @@
-package intake
+package inbound
 
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 
-	"github.com/stepline/stepline/compiler/gate"
-	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/pipeline"
-	"github.com/stepline/stepline/shared/project"
 )
 
 // Router picks the pipeline an event starts. Safe for concurrent use; it
@@ -28,7 +22,7 @@ type route struct {
 }
 
 // NewRouter returns a router over ps, which are tried in the order given
-// (LoadPipelines gives file-name order). A pipeline without a trigger
+// (package intake's LoadPipelines gives file-name order). A pipeline without a trigger
 // block is reachable by name only. Errors: a nil or unnamed pipeline, two
 // pipelines with one name, an invalid trigger.match.
 func NewRouter(ps []*pipeline.Pipeline) (*Router, error) {
@@ -109,56 +103,4 @@ func (r *Router) Pipeline(name string) (*pipeline.Pipeline, bool) {
 // a trigger included at their place.
 func (r *Router) Pipelines() []string {
 	return slices.Clone(r.order)
-}
-
-// LoadPipelines loads the pipeline files (*.yaml, *.yml) directly in dir,
-// in file-name order: the routing order. Each file is compiled through
-// package gate, as stepline validate and the CDK app compile it, so a
-// file is loaded here exactly when it validates. A file with errors is
-// left out and reported in the returned error (its *compiler.Error, one
-// per file) while the good ones are still returned, so a caller may serve
-// them and show the problems.
-func LoadPipelines(dir string) ([]*pipeline.Pipeline, error) {
-	return LoadPipelinesIn(dir, nil)
-}
-
-// LoadPipelinesIn is LoadPipelines in project p; nil: each file's, the
-// stepline.yaml found walking up from it.
-func LoadPipelinesIn(dir string, p *project.Project) ([]*pipeline.Pipeline, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("load pipelines: %w", err)
-	}
-	var ps []*pipeline.Pipeline
-	var errs []error
-	for _, e := range entries { // os.ReadDir sorts by file name
-		ext := strings.ToLower(filepath.Ext(e.Name()))
-		if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		in := p
-		if in == nil {
-			var err error
-			if in, err = gate.Project(path, ""); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-		}
-		f, _, ds, err := gate.CompileFileIn(path, in, settings.Defaults{})
-		switch {
-		case err != nil:
-			errs = append(errs, err)
-		case ds.HasErrors():
-			errs = append(errs, ds.Err())
-		case f == nil || f.Pipeline == nil:
-			errs = append(errs, fmt.Errorf("%s: not a pipeline", e.Name()))
-		default:
-			ps = append(ps, f.Pipeline)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return ps, fmt.Errorf("load pipelines: %w", err)
-	}
-	return ps, nil
 }
