@@ -356,3 +356,43 @@ func TestDefaults(t *testing.T) {
 		t.Error("HasFilter")
 	}
 }
+
+// TestBudgetExpired pins the time cap's comparison: a render may go on
+// before its deadline and stops at it and after; a budget without a
+// deadline (a tag rendering outside Render) never stops for time.
+func TestBudgetExpired(t *testing.T) {
+	dl := time.Date(2026, 12, 3, 15, 0, 0, 0, time.UTC)
+	b := &budget{deadline: dl}
+	for _, c := range []struct {
+		name string
+		now  time.Time
+		want bool
+	}{
+		{"below", dl.Add(-time.Nanosecond), false},
+		{"at", dl, true},
+		{"above", dl.Add(time.Nanosecond), true},
+	} {
+		if got := b.expired(c.now); got != c.want {
+			t.Errorf("%s: expired = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if (&budget{}).expired(dl) {
+		t.Error("a budget without a deadline expired")
+	}
+	// A deadline passed is reported as a context with that timeout would.
+	past := &budget{ctx: context.Background(), deadline: time.Now().Add(-time.Second)}
+	err := past.alive()
+	if !errors.Is(err, context.DeadlineExceeded) || err.Error() != "rendering stopped: context deadline exceeded" {
+		t.Errorf("alive past the deadline = %v", err)
+	}
+	// The context's own error comes first.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	both := &budget{ctx: ctx, deadline: time.Now().Add(-time.Second)}
+	if err := both.alive(); !errors.Is(err, context.Canceled) {
+		t.Errorf("alive with a cancelled context = %v, want context.Canceled", err)
+	}
+	if err := (&budget{ctx: context.Background(), deadline: time.Now().Add(time.Hour)}).alive(); err != nil {
+		t.Errorf("alive before the deadline = %v", err)
+	}
+}
