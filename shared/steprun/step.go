@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -525,6 +526,56 @@ func decodeStep[T any](req *task.Request) (*T, error) {
 	return v, nil
 }
 
+// maxCachedSteps bounds the decoded-step cache; a process sees a few
+// distinct steps, the bound only guards against unbounded growth.
+const maxCachedSteps = 4096
+
+// seqSteps is the process's cache of decoded sequential steps, by the
+// JSON text of their Task's step: a state machine sends the same text to
+// every run of a step, and decoding it (json.Unmarshal into a
+// pipeline.Step) was a fifth of a plain step's CPU in the handler. Only
+// a shared step (see shared) is kept; the handler never changes a
+// decoded step.
+var seqSteps = struct {
+	mu sync.RWMutex
+	m  map[string]*pipeline.Step
+}{m: make(map[string]*pipeline.Step)}
+
+// decodeSeqStep is decodeStep[pipeline.Step] through seqSteps: the step
+// a step Task's text decodes to, the same for the same text. An error
+// is decodeStep's, and is never kept.
+func decodeSeqStep(req *task.Request) (*pipeline.Step, error) {
+	seqSteps.mu.RLock()
+	st, ok := seqSteps.m[string(req.Step)]
+	seqSteps.mu.RUnlock()
+	if ok {
+		return st, nil
+	}
+	st, err := decodeStep[pipeline.Step](req)
+	if err != nil || !shared(st) {
+		return st, err
+	}
+	seqSteps.mu.Lock()
+	if len(seqSteps.m) >= maxCachedSteps {
+		clear(seqSteps.m)
+	}
+	seqSteps.m[string(req.Step)] = st
+	seqSteps.mu.Unlock()
+	return st, nil
+}
+
+// shared reports whether a decoded step may serve every Task of its text:
+// it holds nothing the handler hands on to code that could keep or change
+// it (an agent, a verifier's or a loop's settings, a grounding judge,
+// checks, calibration, a failure webhook, an executor_config that is
+// empty but not absent: an empty config goes to the executor as it is,
+// while a non-empty one is rendered into a copy first).
+func shared(st *pipeline.Step) bool {
+	return st.Name != "" && st.Agent == nil && st.Verifier == nil && st.LoopUntil == nil &&
+		st.Grounding == nil && len(st.Checks) == 0 && st.Calibration == nil &&
+		st.OnFailure.Webhook == nil && (st.ExecutorConfig == nil || len(st.ExecutorConfig) > 0)
+}
+
 // stepUnit is a sequential step as a unit.
 func stepUnit(st *pipeline.Step) unit {
 	return unit{
@@ -537,7 +588,7 @@ func stepUnit(st *pipeline.Step) unit {
 
 // step runs a sequential step.
 func (t *taskRun) step(ctx context.Context) (task.Response, error) {
-	st, err := decodeStep[pipeline.Step](t.req)
+	st, err := decodeSeqStep(t.req)
 	if err != nil {
 		return task.Response{}, err
 	}
