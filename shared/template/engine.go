@@ -86,6 +86,10 @@ type Template struct {
 	root render.Node
 	cfg  *render.Config
 	lim  Limits
+	// tags: the template has a tag ({%), so a render's budget goes among
+	// its bindings, where the assign, capture and for tags read it. A
+	// template of output markup only reads the budget from its writer.
+	tags bool
 }
 
 // Parse parses src. Syntax errors, unknown or refused tags and unknown
@@ -98,7 +102,12 @@ func (e *Engine) Parse(src string) (*Template, error) {
 	if err := e.checkFilters(src, root); err != nil {
 		return nil, err
 	}
-	return &Template{root: root, cfg: &e.cfg, lim: e.lim}, nil
+	return e.template(src, root), nil
+}
+
+// template is the Template of src, compiled to root.
+func (e *Engine) template(src string, root render.Node) *Template {
+	return &Template{root: root, cfg: &e.cfg, lim: e.lim, tags: strings.Contains(src, "{%")}
 }
 
 // IsTemplate reports whether s holds Liquid markup at all; text without
@@ -115,11 +124,17 @@ func (t *Template) Render(ctx context.Context, b map[string]any) (out string, er
 	// a context.WithTimeout: a timer armed and stopped at every render
 	// was a fifth of a short template's render.
 	bud := &budget{ctx: ctx, deadline: time.Now().Add(t.lim.Time), lim: t.lim}
-	vars := make(map[string]any, len(b)+1)
-	for k, v := range b {
-		vars[k] = v
+	// The library copies the bindings it renders with (its assign tag
+	// writes to its copy), so b is handed on as it is unless the budget
+	// must go among them.
+	vars := b
+	if t.tags {
+		vars = make(map[string]any, len(b)+1)
+		for k, v := range b {
+			vars[k] = v
+		}
+		vars[budgetKey] = bud
 	}
-	vars[budgetKey] = bud
 	w := &capped{bud: bud, max: t.lim.Output, what: "output"}
 	defer func() {
 		// The library panics when a writer fails during a flush; a
