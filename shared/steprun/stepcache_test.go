@@ -153,3 +153,28 @@ func TestSharedStepUnchanged(t *testing.T) {
 		t.Errorf("executor calls %+v, want the rendered config each time", calls)
 	}
 }
+
+// TestBindingsSize checks that a step's bindings never outgrow the map
+// they are made in: bindingsSize bounds their entries in every scope.
+func TestBindingsSize(t *testing.T) {
+	h := &Handler{}
+	full := task.Request{Pipeline: task.Pipeline{Include: []string{"a.b", "c", "d.e.f"}, Vars: map[string]string{"v1": "1", "v2": "2"}}}
+	trig := map[string]any{"team": "t", "labels": map[string]any{}, "a": map[string]any{"b": 1}, "c": 2, "d": map[string]any{"e": map[string]any{"f": 3}}}
+	for _, c := range []struct {
+		name string
+		req  task.Request
+		trig map[string]any
+		sc   scope
+	}{
+		{"plain", task.Request{}, map[string]any{}, scope{current: "s"}},
+		{"team, include, vars", full, trig, scope{current: "s"}},
+		{"loop", full, trig, scope{current: "s", loop: map[string]any{}}},
+		{"fan-out item", full, trig, scope{current: "s", item: &fanItem{as: "x", value: 1}}},
+		{"failure", full, trig, scope{current: "s", failure: map[string]any{}}},
+	} {
+		b := h.bindings(context.Background(), &c.req, c.trig, c.sc)
+		if n, max := len(b), bindingsSize(&c.req, c.sc); n > max {
+			t.Errorf("%s: %d bindings, made for %d", c.name, n, max)
+		}
+	}
+}
