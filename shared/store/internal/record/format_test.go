@@ -50,3 +50,38 @@ func BenchmarkFormatTime(b *testing.B) {
 		_ = FormatTime(tm)
 	}
 }
+
+// TestAppendRFC3339NanoAsFormat pins the digest's timestamps to
+// AppendFormat with time.RFC3339Nano: nanoseconds of none, one and nine
+// digits, trailing zeros dropped, and each end of the years written.
+func TestAppendRFC3339NanoAsFormat(t *testing.T) {
+	for _, tm := range []time.Time{
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 12, 3, 9, 0, 0, 1, time.UTC),
+		time.Date(2026, 12, 3, 9, 0, 0, 10, time.UTC),
+		time.Date(2026, 12, 3, 9, 0, 0, 120_000_000, time.UTC),
+		time.Date(2026, 12, 3, 9, 0, 0, 100_000_000, time.UTC),
+		time.Date(2026, 12, 3, 9, 0, 0, 999_999_999, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 123_456_780, time.UTC),
+	} {
+		if got, want := string(appendRFC3339Nano([]byte("x"), tm)), "x"+tm.Format(time.RFC3339Nano); got != want {
+			t.Errorf("%v: %q, want %q", tm, got, want)
+		}
+	}
+}
+
+// FuzzAppendRFC3339Nano checks appendRFC3339Nano against AppendFormat
+// for any instant of the years it writes.
+func FuzzAppendRFC3339Nano(f *testing.F) {
+	f.Add(int64(1796307621), int64(123456789))
+	f.Add(int64(-62167219200), int64(0))
+	f.Fuzz(func(t *testing.T, sec, nsec int64) {
+		tm := time.Unix(sec, nsec).UTC()
+		if y := tm.Year(); y < 0 || y > 9999 {
+			return
+		}
+		if got, want := string(appendRFC3339Nano(nil, tm)), tm.Format(time.RFC3339Nano); got != want {
+			t.Fatalf("%d, %d: %q, want %q", sec, nsec, got, want)
+		}
+	})
+}
