@@ -168,7 +168,7 @@ func (h *Handler) price(provider, model string, u llmoutput.Usage) (float64, boo
 // execute renders and runs a unit: primary, verifier, loop. The result
 // holds what was spent and rendered also when an error is returned.
 func (t *taskRun) execute(ctx context.Context, u unit) (result, error) {
-	res := result{promptHash: store.PromptHash(u.prompt)}
+	res := result{promptHash: promptHash(u.prompt)}
 	iterations := 1
 	if u.loop != nil {
 		iterations = max(u.loop.MaxIterations, 1)
@@ -574,6 +574,32 @@ func shared(st *pipeline.Step) bool {
 	return st.Name != "" && st.Agent == nil && st.Verifier == nil && st.LoopUntil == nil &&
 		st.Grounding == nil && len(st.Checks) == 0 && st.Calibration == nil &&
 		st.OnFailure.Webhook == nil && (st.ExecutorConfig == nil || len(st.ExecutorConfig) > 0)
+}
+
+// promptHashes is the process's cache of store.PromptHash by prompt
+// template: a step's template is hashed (SHA-256, hex) once, not at
+// every Task. Bounded as the template cache.
+var promptHashes = struct {
+	mu sync.RWMutex
+	m  map[string]string
+}{m: make(map[string]string)}
+
+// promptHash is store.PromptHash(src) through promptHashes.
+func promptHash(src string) string {
+	promptHashes.mu.RLock()
+	h, ok := promptHashes.m[src]
+	promptHashes.mu.RUnlock()
+	if ok {
+		return h
+	}
+	h = store.PromptHash(src)
+	promptHashes.mu.Lock()
+	if len(promptHashes.m) >= maxCachedTemplates {
+		clear(promptHashes.m)
+	}
+	promptHashes.m[src] = h
+	promptHashes.mu.Unlock()
+	return h
 }
 
 // stepUnit is a sequential step as a unit.

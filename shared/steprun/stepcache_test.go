@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
 )
 
@@ -176,5 +177,45 @@ func TestBindingsSize(t *testing.T) {
 		if n, max := len(b), bindingsSize(&c.req, c.sc); n > max {
 			t.Errorf("%s: %d bindings, made for %d", c.name, n, max)
 		}
+	}
+}
+
+// TestPromptHash pins promptHash to store.PromptHash, cached or not, and
+// its cache's bound: it grows to maxCachedTemplates templates and is
+// emptied when one more comes.
+func TestPromptHash(t *testing.T) {
+	clearHashes := func() {
+		promptHashes.mu.Lock()
+		clear(promptHashes.m)
+		promptHashes.mu.Unlock()
+	}
+	clearHashes()
+	t.Cleanup(clearHashes)
+	size := func() int {
+		promptHashes.mu.RLock()
+		defer promptHashes.mu.RUnlock()
+		return len(promptHashes.m)
+	}
+	for _, src := range []string{"", "  ", "{{ steps.s0.summary }}", "a\r\nb", "a\nb", "start"} {
+		for range 2 { // computed, then cached
+			if got, want := promptHash(src), store.PromptHash(src); got != want {
+				t.Errorf("promptHash(%q) = %q, want %q", src, got, want)
+			}
+		}
+	}
+	clearHashes()
+	for i := range maxCachedTemplates - 1 {
+		promptHash(fmt.Sprint("p", i))
+	}
+	if n := size(); n != maxCachedTemplates-1 {
+		t.Fatalf("below the bound: %d kept", n)
+	}
+	promptHash("at")
+	if n := size(); n != maxCachedTemplates {
+		t.Fatalf("at the bound: %d kept", n)
+	}
+	promptHash("above")
+	if n := size(); n != 1 || promptHash("above") != store.PromptHash("above") {
+		t.Fatalf("above the bound: %d kept, want 1", n)
 	}
 }
