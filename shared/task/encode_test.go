@@ -36,7 +36,7 @@ func TestMarshalResponseAsJSON(t *testing.T) {
 		{Agent: &AgentSummary{Tasks: 1}, Check: &CheckAt{Index: 2, Name: "human", Attempt: 1}},
 		{Trust: &TrustSummary{Policy: "min", Combined: 0.5}},
 		{Trust: &TrustSummary{Policy: "min", Combined: 1e21, G: &g, C: &c, D: &no}},
-		{Trust: &TrustSummary{D: &yes}, Usage: Usage{-1, math.MaxInt64, -0.0}},
+		{Trust: &TrustSummary{D: &yes}, Usage: Usage{-1, math.MaxInt64, math.Copysign(0, -1)}},
 		{Output: json.RawMessage{}, Steps: map[string]json.RawMessage{}},  // empty: left out
 		{Steps: map[string]json.RawMessage{"s": json.RawMessage{}}},       // empty value: json.Marshal fails
 		{Output: json.RawMessage(`{"a":}`)},                               // invalid
