@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -38,10 +39,27 @@ type pathElem struct {
 	idx int
 }
 
+// stacks are a parse's working stacks (members, items, path), kept
+// between parses: a parse allocated them afresh, 1.4 KB for the members
+// of the first object alone, most of a short reply's parse.
+type stacks struct {
+	members []member
+	items   []value
+	path    []pathElem
+}
+
+var stackPool = sync.Pool{New: func() any { return new(stacks) }}
+
+// maxPooledStack bounds the entries of a stack kept for the next parse:
+// a very large reply's stacks are left to the collector.
+const maxPooledStack = 1024
+
 // parseLenient parses the single JSON value in src[start:end]; trailing
 // whitespace and comments are allowed, anything else is a syntax error.
 func parseLenient(src string, start, end, maxDepth int) (value, flagSet, []FieldError, *FieldError) {
-	p := lenient{src: src, pos: start, end: end, maxDepth: maxDepth}
+	s := stackPool.Get().(*stacks)
+	p := lenient{src: src, pos: start, end: end, maxDepth: maxDepth, members: s.members, items: s.items, path: s.path}
+	defer p.release(s)
 	var v value
 	p.skipSpace()
 	if p.err == nil {
@@ -54,6 +72,26 @@ func parseLenient(src string, start, end, maxDepth int) (value, flagSet, []Field
 		}
 	}
 	return v, p.flags, p.dups, p.err
+}
+
+// release hands the parse's stacks back to the pool, emptied (no text of
+// this reply stays reachable from it), unless one grew past
+// maxPooledStack.
+func (p *lenient) release(s *stacks) {
+	if !p.poolable() {
+		return
+	}
+	clear(p.members[:cap(p.members)])
+	clear(p.items[:cap(p.items)])
+	clear(p.path[:cap(p.path)])
+	s.members, s.items, s.path = p.members[:0], p.items[:0], p.path[:0]
+	stackPool.Put(s)
+}
+
+// poolable reports whether every stack of the parse is small enough to
+// keep: at most maxPooledStack entries.
+func (p *lenient) poolable() bool {
+	return cap(p.members) <= maxPooledStack && cap(p.items) <= maxPooledStack && cap(p.path) <= maxPooledStack
 }
 
 func (p *lenient) curPath() string {

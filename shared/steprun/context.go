@@ -277,10 +277,29 @@ type fanItem struct {
 	index, total int
 }
 
+// bindingsSize is the most entries bindings can make for req and sc: the
+// run's seven (run_id, pipeline_name, current_step, testing, labels,
+// steps, artifacts), team, an include path's leaf and root, the vars,
+// then the scope's. A map made for eight entries or fewer is one group,
+// a fifth of the 16-entry table it was made as before.
+func bindingsSize(req *task.Request, sc scope) int {
+	n := 8 + 2*len(req.Pipeline.Include) + len(req.Pipeline.Vars)
+	if sc.loop != nil {
+		n++
+	}
+	if sc.item != nil {
+		n += 4
+	}
+	if sc.failure != nil {
+		n++
+	}
+	return n
+}
+
 // bindings builds the Liquid variables of a step. Its cost does not grow
 // with the number of earlier steps: they are read through stepsValue.
 func (h *Handler) bindings(ctx context.Context, req *task.Request, trig map[string]any, sc scope) map[string]any {
-	b := make(map[string]any, 16+len(req.Pipeline.Vars)+len(req.Pipeline.Include))
+	b := make(map[string]any, bindingsSize(req, sc))
 	req.Pipeline.RunBindings(b, req.Run.ID, sc.current, trig)
 	steps := newStepsValue(req.Steps)
 	b[pipeline.BindSteps] = steps

@@ -304,6 +304,12 @@
 //     executor), and outputs, raw responses, errors and the later steps'
 //     context are made of that; a failure webhook's errors leave through
 //     the redactor that resolved its ${NAME} references.
+//   - What depends only on the compiled definition is worked out once per
+//     process and kept, each cache bounded at 4,096 entries: a template's
+//     parse (by its text), a prompt template's hash, and a sequential
+//     step's decoded config (by its Task's step text; only a step that
+//     holds nothing the handler hands on, such as an agent, a verifier or
+//     checks, is shared). The handler never changes what it keeps.
 //   - Step records are ordered by Index = milliseconds since the run
 //     started, which is the execution order without any counter to keep.
 //   - The run record is created on first contact; runs that end at a step

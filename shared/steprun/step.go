@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -167,7 +168,7 @@ func (h *Handler) price(provider, model string, u llmoutput.Usage) (float64, boo
 // execute renders and runs a unit: primary, verifier, loop. The result
 // holds what was spent and rendered also when an error is returned.
 func (t *taskRun) execute(ctx context.Context, u unit) (result, error) {
-	res := result{promptHash: store.PromptHash(u.prompt)}
+	res := result{promptHash: promptHash(u.prompt)}
 	iterations := 1
 	if u.loop != nil {
 		iterations = max(u.loop.MaxIterations, 1)
@@ -525,6 +526,82 @@ func decodeStep[T any](req *task.Request) (*T, error) {
 	return v, nil
 }
 
+// maxCachedSteps bounds the decoded-step cache; a process sees a few
+// distinct steps, the bound only guards against unbounded growth.
+const maxCachedSteps = 4096
+
+// seqSteps is the process's cache of decoded sequential steps, by the
+// JSON text of their Task's step: a state machine sends the same text to
+// every run of a step, and decoding it (json.Unmarshal into a
+// pipeline.Step) was a fifth of a plain step's CPU in the handler. Only
+// a shared step (see shared) is kept; the handler never changes a
+// decoded step.
+var seqSteps = struct {
+	mu sync.RWMutex
+	m  map[string]*pipeline.Step
+}{m: make(map[string]*pipeline.Step)}
+
+// decodeSeqStep is decodeStep[pipeline.Step] through seqSteps: the step
+// a step Task's text decodes to, the same for the same text. An error
+// is decodeStep's, and is never kept.
+func decodeSeqStep(req *task.Request) (*pipeline.Step, error) {
+	seqSteps.mu.RLock()
+	st, ok := seqSteps.m[string(req.Step)]
+	seqSteps.mu.RUnlock()
+	if ok {
+		return st, nil
+	}
+	st, err := decodeStep[pipeline.Step](req)
+	if err != nil || !shared(st) {
+		return st, err
+	}
+	seqSteps.mu.Lock()
+	if len(seqSteps.m) >= maxCachedSteps {
+		clear(seqSteps.m)
+	}
+	seqSteps.m[string(req.Step)] = st
+	seqSteps.mu.Unlock()
+	return st, nil
+}
+
+// shared reports whether a decoded step may serve every Task of its text:
+// it holds nothing the handler hands on to code that could keep or change
+// it (an agent, a verifier's or a loop's settings, a grounding judge,
+// checks, calibration, a failure webhook, an executor_config that is
+// empty but not absent: an empty config goes to the executor as it is,
+// while a non-empty one is rendered into a copy first).
+func shared(st *pipeline.Step) bool {
+	return st.Name != "" && st.Agent == nil && st.Verifier == nil && st.LoopUntil == nil &&
+		st.Grounding == nil && len(st.Checks) == 0 && st.Calibration == nil &&
+		st.OnFailure.Webhook == nil && (st.ExecutorConfig == nil || len(st.ExecutorConfig) > 0)
+}
+
+// promptHashes is the process's cache of store.PromptHash by prompt
+// template: a step's template is hashed (SHA-256, hex) once, not at
+// every Task. Bounded as the template cache.
+var promptHashes = struct {
+	mu sync.RWMutex
+	m  map[string]string
+}{m: make(map[string]string)}
+
+// promptHash is store.PromptHash(src) through promptHashes.
+func promptHash(src string) string {
+	promptHashes.mu.RLock()
+	h, ok := promptHashes.m[src]
+	promptHashes.mu.RUnlock()
+	if ok {
+		return h
+	}
+	h = store.PromptHash(src)
+	promptHashes.mu.Lock()
+	if len(promptHashes.m) >= maxCachedTemplates {
+		clear(promptHashes.m)
+	}
+	promptHashes.m[src] = h
+	promptHashes.mu.Unlock()
+	return h
+}
+
 // stepUnit is a sequential step as a unit.
 func stepUnit(st *pipeline.Step) unit {
 	return unit{
@@ -537,7 +614,7 @@ func stepUnit(st *pipeline.Step) unit {
 
 // step runs a sequential step.
 func (t *taskRun) step(ctx context.Context) (task.Response, error) {
-	st, err := decodeStep[pipeline.Step](t.req)
+	st, err := decodeSeqStep(t.req)
 	if err != nil {
 		return task.Response{}, err
 	}

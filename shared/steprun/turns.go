@@ -12,7 +12,6 @@ import (
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 	"github.com/stepline/stepline/shared/pipeline"
-	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
 )
 
@@ -110,7 +109,7 @@ func (t *taskRun) agentTurns(ctx context.Context) (task.Response, error) {
 		}
 	}
 	attempt := ls.Retries + max(t.req.Attempt, 1)
-	res := result{promptHash: store.PromptHash(u.prompt)}
+	res := result{promptHash: promptHash(u.prompt)}
 	kept, err := t.keptLoop(ctx, u, ls.Turn, first)
 	if err != nil {
 		return t.stepFailed(ctx, st, attempt, started, &res, err, res.usage)

@@ -86,6 +86,10 @@ type Template struct {
 	root render.Node
 	cfg  *render.Config
 	lim  Limits
+	// tags: the template has a tag ({%), so a render's budget goes among
+	// its bindings, where the assign, capture and for tags read it. A
+	// template of output markup only reads the budget from its writer.
+	tags bool
 }
 
 // Parse parses src. Syntax errors, unknown or refused tags and unknown
@@ -98,7 +102,12 @@ func (e *Engine) Parse(src string) (*Template, error) {
 	if err := e.checkFilters(src, root); err != nil {
 		return nil, err
 	}
-	return &Template{root: root, cfg: &e.cfg, lim: e.lim}, nil
+	return e.template(src, root), nil
+}
+
+// template is the Template of src, compiled to root.
+func (e *Engine) template(src string, root render.Node) *Template {
+	return &Template{root: root, cfg: &e.cfg, lim: e.lim, tags: strings.Contains(src, "{%")}
 }
 
 // IsTemplate reports whether s holds Liquid markup at all; text without
@@ -111,14 +120,21 @@ func IsTemplate(s string) bool {
 // with a *LimitError when a cap is reached, and with ctx's error when ctx
 // is done; template errors are an *Error with the line.
 func (t *Template) Render(ctx context.Context, b map[string]any) (out string, err error) {
-	ctx, cancel := context.WithTimeout(ctx, t.lim.Time)
-	defer cancel()
-	bud := &budget{ctx: ctx, lim: t.lim}
-	vars := make(map[string]any, len(b)+1)
-	for k, v := range b {
-		vars[k] = v
+	// The time cap is a deadline the budget reads the clock against, not
+	// a context.WithTimeout: a timer armed and stopped at every render
+	// was a fifth of a short template's render.
+	bud := &budget{ctx: ctx, deadline: time.Now().Add(t.lim.Time), lim: t.lim}
+	// The library copies the bindings it renders with (its assign tag
+	// writes to its copy), so b is handed on as it is unless the budget
+	// must go among them.
+	vars := b
+	if t.tags {
+		vars = make(map[string]any, len(b)+1)
+		for k, v := range b {
+			vars[k] = v
+		}
+		vars[budgetKey] = bud
 	}
-	vars[budgetKey] = bud
 	w := &capped{bud: bud, max: t.lim.Output, what: "output"}
 	defer func() {
 		// The library panics when a writer fails during a flush; a
@@ -147,6 +163,7 @@ const budgetKey = "\x00stepline.budget"
 // budget is what one render may still spend.
 type budget struct {
 	ctx        context.Context
+	deadline   time.Time // when the render's time cap is reached
 	lim        Limits
 	iterations int
 	err        error // the first cap reached, or ctx's error
@@ -172,7 +189,9 @@ func (b *budget) iterate() error {
 	return b.alive()
 }
 
-// alive reports ctx's error once it is done.
+// alive reports ctx's error once it is done, and
+// context.DeadlineExceeded once the render's time cap is reached (what a
+// context with that timeout would report).
 func (b *budget) alive() error {
 	if b.err != nil {
 		return b.err
@@ -182,7 +201,16 @@ func (b *budget) alive() error {
 			return b.fail(fmt.Errorf("rendering stopped: %w", err))
 		}
 	}
+	if b.expired(time.Now()) {
+		return b.fail(fmt.Errorf("rendering stopped: %w", context.DeadlineExceeded))
+	}
 	return nil
+}
+
+// expired reports whether the time cap is reached at now: at its
+// deadline and after. A budget without a deadline never expires.
+func (b *budget) expired(now time.Time) bool {
+	return !b.deadline.IsZero() && !now.Before(b.deadline)
 }
 
 func budgetOf(ctx render.Context) *budget {

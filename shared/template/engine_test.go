@@ -3,6 +3,7 @@ package template
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -354,5 +355,106 @@ func TestDefaults(t *testing.T) {
 	}
 	if !New(Limits{}).HasFilter("upcase") || New(Limits{}).HasFilter("upper") {
 		t.Error("HasFilter")
+	}
+}
+
+// TestBudgetExpired pins the time cap's comparison: a render may go on
+// before its deadline and stops at it and after; a budget without a
+// deadline (a tag rendering outside Render) never stops for time.
+func TestBudgetExpired(t *testing.T) {
+	dl := time.Date(2026, 12, 3, 15, 0, 0, 0, time.UTC)
+	b := &budget{deadline: dl}
+	for _, c := range []struct {
+		name string
+		now  time.Time
+		want bool
+	}{
+		{"below", dl.Add(-time.Nanosecond), false},
+		{"at", dl, true},
+		{"above", dl.Add(time.Nanosecond), true},
+	} {
+		if got := b.expired(c.now); got != c.want {
+			t.Errorf("%s: expired = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if (&budget{}).expired(dl) {
+		t.Error("a budget without a deadline expired")
+	}
+	// A deadline passed is reported as a context with that timeout would.
+	past := &budget{ctx: context.Background(), deadline: time.Now().Add(-time.Second)}
+	err := past.alive()
+	if !errors.Is(err, context.DeadlineExceeded) || err.Error() != "rendering stopped: context deadline exceeded" {
+		t.Errorf("alive past the deadline = %v", err)
+	}
+	// The context's own error comes first.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	both := &budget{ctx: ctx, deadline: time.Now().Add(-time.Second)}
+	if err := both.alive(); !errors.Is(err, context.Canceled) {
+		t.Errorf("alive with a cancelled context = %v, want context.Canceled", err)
+	}
+	if err := (&budget{ctx: context.Background(), deadline: time.Now().Add(time.Hour)}).alive(); err != nil {
+		t.Errorf("alive before the deadline = %v", err)
+	}
+}
+
+// TestRenderKeepsBindings pins that a render changes none of the bindings
+// it is given, with and without tags (a template of output markup only
+// hands them to the library as they are), and that the budget is among
+// the library's bindings exactly when the template has a tag.
+func TestRenderKeepsBindings(t *testing.T) {
+	e := New(Limits{})
+	for _, c := range []struct {
+		src, want string
+		tags      bool
+	}{
+		{"{{ x }}-{{ y.z | upcase }}", "1-AB", false},
+		{"{% assign x = 'new' %}{{ x }}", "new", true},
+		{"{% capture y %}c{% endcapture %}{{ y }}", "c", true},
+		{"{% for i in (1..2) %}{{ i }}{% endfor %}{{ x }}", "121", true},
+		{"{%- if x -%}yes{%- endif -%}", "yes", true},
+	} {
+		tpl, err := e.Parse(c.src)
+		if err != nil {
+			t.Fatalf("%s: %v", c.src, err)
+		}
+		if tpl.tags != c.tags {
+			t.Errorf("%s: tags = %v, want %v", c.src, tpl.tags, c.tags)
+		}
+		b := map[string]any{"x": 1, "y": map[string]any{"z": "ab"}}
+		got, err := tpl.Render(context.Background(), b)
+		if err != nil || got != c.want {
+			t.Errorf("%s: %q, %v; want %q", c.src, got, err, c.want)
+		}
+		if !reflect.DeepEqual(b, map[string]any{"x": 1, "y": map[string]any{"z": "ab"}}) {
+			t.Errorf("%s: bindings changed to %v", c.src, b)
+		}
+	}
+	// ParseAll's templates are told the same.
+	ts, _ := e.ParseAll([]string{"{{ x }}", "{% if x %}y{% endif %}"})
+	if ts[0] == nil || ts[1] == nil || ts[0].tags || !ts[1].tags {
+		t.Errorf("ParseAll tags: %+v", ts)
+	}
+}
+
+// TestRenderWithoutTagsStops pins that a template of output markup only
+// still stops at its caps and at its context's end: its writer holds the
+// budget.
+func TestRenderWithoutTagsStops(t *testing.T) {
+	tpl, err := New(Limits{Output: 8}).Parse("{{ x }}{{ x }}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var le *LimitError
+	if _, err := tpl.Render(context.Background(), map[string]any{"x": "12345"}); !errors.As(err, &le) || le.What != "output" {
+		t.Errorf("past the output cap: %v", err)
+	}
+	if out, err := tpl.Render(context.Background(), map[string]any{"x": "1234"}); err != nil || out != "12341234" {
+		t.Errorf("at the output cap: %q, %v", out, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := tpl.Render(ctx, map[string]any{"x": "1"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("with a cancelled context: %v", err)
 	}
 }

@@ -63,7 +63,7 @@ func (e *Engine) ParseAll(srcs []string) ([]*Template, []error) {
 			errs[i] = err
 			continue
 		}
-		ts[i] = &Template{root: roots[j], cfg: &e.cfg, lim: e.lim}
+		ts[i] = e.template(srcs[i], roots[j])
 	}
 	return ts, errs
 }

@@ -1,8 +1,10 @@
 // Package jsonstr writes Go strings as JSON string literals, float64
-// numbers and decoded values as encoding/json does, and decodes JSON into
-// an any as it does (Decode), without reflection, for the packages that
-// handle JSON by hand on hot paths (the engine's events, checkpoints and
-// Task results, the LLMOutput contract's values, a step's context).
+// numbers, decoded values and JSON texts (checked and compacted, as a
+// json.RawMessage: AppendCompact) as encoding/json does, and decodes JSON
+// into an any as it does (Decode), without reflection, for the packages
+// that handle JSON by hand on hot paths (the engine's events, checkpoints
+// and Task results, the LLMOutput contract's values, a step's context, a
+// Task's answer, a step record's digest).
 package jsonstr
 
 import "unicode/utf8"

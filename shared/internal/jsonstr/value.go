@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // AppendValue appends v as encoding/json writes the values it decodes
@@ -28,21 +29,24 @@ func AppendValue(dst []byte, v any, html bool, other func(dst []byte, v any) ([]
 		if v == nil {
 			return append(dst, "null"...), nil
 		}
-		var small [32]string // no allocation for the usual object
-		keys := small[:0]
-		for k := range v {
-			keys = append(keys, k)
+		// The members are taken with their values in one walk of the
+		// map and sorted by key (a look-up per key after sorting the keys
+		// alone was a fifth of an encoding).
+		var small [16]member // no allocation for the usual object
+		ms := small[:0]
+		for k, x := range v {
+			ms = append(ms, member{k, x})
 		}
-		slices.Sort(keys)
+		sortMembers(ms)
 		dst = append(dst, '{')
-		for i, k := range keys {
+		for i := range ms {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = Append(dst, k, html)
+			dst = Append(dst, ms[i].key, html)
 			dst = append(dst, ':')
 			var err error
-			if dst, err = AppendValue(dst, v[k], html, other); err != nil {
+			if dst, err = AppendValue(dst, ms[i].val, html, other); err != nil {
 				return nil, err
 			}
 		}
@@ -64,4 +68,28 @@ func AppendValue(dst []byte, v any, html bool, other func(dst []byte, v any) ([]
 		return append(dst, ']'), nil
 	}
 	return other(dst, v)
+}
+
+// member is an object's key and value.
+type member struct {
+	key string
+	val any
+}
+
+// maxInsertionSort is the most members sortMembers sorts by insertion.
+const maxInsertionSort = 12
+
+// sortMembers sorts ms by key, in byte order as encoding/json sorts a
+// map's keys (keys are distinct): by insertion up to maxInsertionSort
+// members, by slices.SortFunc beyond.
+func sortMembers(ms []member) {
+	if len(ms) > maxInsertionSort {
+		slices.SortFunc(ms, func(a, b member) int { return strings.Compare(a.key, b.key) })
+		return
+	}
+	for i := 1; i < len(ms); i++ {
+		for j := i; j > 0 && ms[j].key < ms[j-1].key; j-- {
+			ms[j], ms[j-1] = ms[j-1], ms[j]
+		}
+	}
 }

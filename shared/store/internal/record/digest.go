@@ -1,7 +1,6 @@
 package record
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -62,11 +61,9 @@ const maxPooled = 64 << 10
 
 var digestPool = sync.Pool{New: func() any { return new(digestBuf) }}
 
-// digestBuf is a record's text being written, and the scratch its JSON
-// fields are compacted in.
+// digestBuf is a record's text being written.
 type digestBuf struct {
-	b       []byte
-	compact bytes.Buffer
+	b []byte
 }
 
 // appendStep appends rec as json.Marshal writes it, or reports false for
@@ -107,18 +104,11 @@ func (d *digestBuf) appendStep(b []byte, rec *store.StepRecord, trust []byte) ([
 		}
 		b = append(b, name...)
 		// json.Marshal compacts a RawMessage, escaping as it escapes
-		// strings ('<', '>', '&', U+2028, U+2029).
-		d.compact.Reset()
-		if err := json.Compact(&d.compact, v); err != nil {
+		// strings ('<', '>', '&', U+2028, U+2029), and fails on one
+		// that is not valid JSON.
+		var good bool
+		if b, good = jsonstr.AppendCompact(b, v, true); !good {
 			ok = false
-			return
-		}
-		if c := d.compact.Bytes(); needsHTMLEscape(c) {
-			var e bytes.Buffer
-			json.HTMLEscape(&e, c)
-			b = append(b, e.Bytes()...)
-		} else {
-			b = append(b, c...)
 		}
 	}
 	tm := func(name string, t time.Time) {
@@ -128,7 +118,7 @@ func (d *digestBuf) appendStep(b []byte, rec *store.StepRecord, trust []byte) ([
 		}
 		b = append(b, name...)
 		b = append(b, '"')
-		b = t.AppendFormat(b, time.RFC3339Nano)
+		b = appendRFC3339Nano(b, t)
 		b = append(b, '"')
 	}
 	b = append(b, `{"run_id":`...)
@@ -177,16 +167,33 @@ func (d *digestBuf) appendStep(b []byte, rec *store.StepRecord, trust []byte) ([
 	return append(b, '}'), ok
 }
 
-// needsHTMLEscape reports whether compact JSON holds a byte
-// json.HTMLEscape rewrites.
-func needsHTMLEscape(b []byte) bool {
-	for i, c := range b {
-		switch {
-		case c == '<' || c == '>' || c == '&':
-			return true
-		case c == 0xE2 && i+2 < len(b) && b[i+1] == 0x80 && b[i+2]&^1 == 0xA8:
-			return true
+// appendRFC3339Nano appends t, in UTC and in the years 0 to 9999, as
+// t.AppendFormat(b, time.RFC3339Nano) does: the nanoseconds without their
+// trailing zeros, none at all when they are zero.
+func appendRFC3339Nano(b []byte, t time.Time) []byte {
+	year, month, day := t.Date()
+	hour, min, sec := t.Clock()
+	var buf [len("2006-01-02T15:04:05.999999999Z")]byte
+	digits(buf[0:4], year)
+	buf[4] = '-'
+	digits(buf[5:7], int(month))
+	buf[7] = '-'
+	digits(buf[8:10], day)
+	buf[10] = 'T'
+	digits(buf[11:13], hour)
+	buf[13] = ':'
+	digits(buf[14:16], min)
+	buf[16] = ':'
+	digits(buf[17:19], sec)
+	n := 19
+	if ns := t.Nanosecond(); ns != 0 {
+		buf[19] = '.'
+		digits(buf[20:29], ns)
+		n = 29
+		for buf[n-1] == '0' {
+			n--
 		}
 	}
-	return false
+	buf[n] = 'Z'
+	return append(b, buf[:n+1]...)
 }
