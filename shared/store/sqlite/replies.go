@@ -57,7 +57,7 @@ func (s *Store) SetConsumed(ctx context.Context, runID string, consumed map[stri
 	if deferred(ctx) {
 		s.stage(staged{
 			run:  runID,
-			what: fmt.Sprintf("set consumed replies of run %q", runID),
+			what: func() string { return fmt.Sprintf("set consumed replies of run %q", runID) },
 			fn: func(ctx context.Context, tx wtx) error {
 				_, err := tx.StmtContext(ctx, s.cp.setConsumed).ExecContext(ctx, text, runID)
 				return err

@@ -203,7 +203,7 @@ func (s *Store) AddUsage(ctx context.Context, runID, key string, u store.Usage) 
 	if deferred(ctx) {
 		s.stage(staged{
 			run:  runID,
-			what: fmt.Sprintf("add usage to run %q", runID),
+			what: func() string { return fmt.Sprintf("add usage to run %q", runID) },
 			fn: func(ctx context.Context, tx wtx) error {
 				err := s.addUsage(ctx, tx, runID, key, u)
 				if errors.Is(err, store.ErrNotFound) {

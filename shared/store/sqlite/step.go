@@ -59,8 +59,10 @@ func (s *Store) PutStep(ctx context.Context, rec store.StepRecord) error {
 		// Committed with the next write transaction; a repeat and a
 		// conflict alike leave the stored record as it is.
 		s.stage(staged{
-			run:  rec.RunID,
-			what: fmt.Sprintf("put step %q attempt %d of run %q", rec.Name, rec.Attempt, rec.RunID),
+			run: rec.RunID,
+			what: func() string {
+				return fmt.Sprintf("put step %q attempt %d of run %q", rec.Name, rec.Attempt, rec.RunID)
+			},
 			fn: func(ctx context.Context, tx wtx) error {
 				_, err := tx.StmtContext(ctx, s.cp.putStep).ExecContext(ctx, args...)
 				return err

@@ -110,8 +110,8 @@ type committer struct {
 
 // staged is a write made under DeferWrites, committed later.
 type staged struct {
-	run  string // the run the write belongs to
-	what string // for errors: "put step \"s1\" attempt 1 of run \"r\""
+	run  string        // the run the write belongs to
+	what func() string // for errors: "put step \"s1\" attempt 1 of run \"r\"" (formatted only then)
 	fn   func(ctx context.Context, tx wtx) error
 }
 
@@ -372,7 +372,7 @@ func (s *Store) restage(p []staged) {
 func (s *Store) writeStaged(ctx context.Context, tx wtx, p []staged) error {
 	for _, w := range p {
 		if err := w.fn(ctx, tx); err != nil {
-			return fmt.Errorf("%s (staged): %w", w.what, err)
+			return fmt.Errorf("%s (staged): %w", w.what(), err)
 		}
 	}
 	return nil
