@@ -253,7 +253,7 @@ func (r *Runner) invoke(ctx context.Context, payload json.RawMessage) (json.RawM
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(resp)
+	return task.MarshalResponse(resp)
 }
 
 // definitions loads the state machines saved by Run. They are decoded
