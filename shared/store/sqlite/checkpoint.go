@@ -24,6 +24,7 @@ type checkpointStmts struct {
 	putStep, stepDigest                                    *sql.Stmt
 	runExists, addUsageKey, addUsage, setConsumed          *sql.Stmt
 	runStatus, createRun, getClaim, putClaim, releaseClaim *sql.Stmt
+	updateRun                                              *sql.Stmt
 }
 
 func (s *Store) prepareCheckpoints(ctx context.Context) error {
@@ -49,6 +50,7 @@ func (s *Store) prepareCheckpoints(ctx context.Context) error {
 		{&s.cp.addUsage, addUsageSQL},
 		{&s.cp.setConsumed, `UPDATE run_replies SET consumed = ? WHERE run_id = ?`},
 		{&s.cp.runStatus, `SELECT status FROM runs WHERE id = ?`},
+		{&s.cp.updateRun, updateRunSQL},
 		{&s.cp.createRun, createRunSQL},
 		{&s.cp.getClaim, `SELECT holder, pid, host, expires_at FROM run_claims WHERE run_id = ?`},
 		{&s.cp.putClaim, putClaimSQL},
@@ -103,7 +105,7 @@ func (c *checkpointStmts) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{c.seq, c.runKey, c.putJournal, c.appendJournal, c.putSnapshot, c.putStep, c.stepDigest,
 		c.runExists, c.addUsageKey, c.addUsage, c.setConsumed, c.runStatus, c.createRun, c.getClaim, c.putClaim,
-		c.releaseClaim} {
+		c.releaseClaim, c.updateRun} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

@@ -115,22 +115,24 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u store.RunUpdate) err
 			}
 			return fmt.Errorf("%w: run is %s, cannot become %s", store.ErrConflict, st, u.Status)
 		}
-		set := []string{"status = ?", "reason = ?"}
-		args := []any{string(u.Status), u.Reason}
+		// Columns the update does not set are bound NULL (or, for the
+		// usage, flagged off) and keep their value.
+		var completed, resumed, final any
 		if u.CompletedAt != nil {
-			set, args = append(set, "completed_at = ?"), append(args, record.FormatTime(*u.CompletedAt))
+			completed = record.FormatTime(*u.CompletedAt)
 		}
 		if u.ResumedAt != nil {
-			set, args = append(set, "resumed_at = ?"), append(args, record.FormatTime(*u.ResumedAt))
+			resumed = record.FormatTime(*u.ResumedAt)
 		}
 		if len(u.FinalOutput) > 0 {
-			set, args = append(set, "final_output = ?"), append(args, string(u.FinalOutput))
+			final = string(u.FinalOutput)
 		}
+		var usage store.Usage
 		if u.Usage != nil {
-			set = append(set, "input_tokens = ?", "output_tokens = ?", "cost_usd = ?")
-			args = append(args, u.Usage.InputTokens, u.Usage.OutputTokens, nullFloat(u.Usage.CostUSD))
+			usage = *u.Usage
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET `+strings.Join(set, ", ")+` WHERE id = ?`, append(args, id)...)
+		_, err = tx.StmtContext(ctx, s.cp.updateRun).ExecContext(ctx, id, string(u.Status), u.Reason,
+			completed, resumed, final, u.Usage != nil, usage.InputTokens, usage.OutputTokens, nullFloat(usage.CostUSD))
 		return err
 	})
 	if err != nil {
@@ -138,6 +140,18 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u store.RunUpdate) err
 	}
 	return nil
 }
+
+// updateRunSQL is UpdateRun's statement (prepared at Open): status and
+// reason always; the times and the final output when given (else NULL,
+// which keeps the stored value); the usage when ?7 is true.
+const updateRunSQL = `UPDATE runs SET status = ?2, reason = ?3,
+	completed_at = coalesce(?4, completed_at),
+	resumed_at = coalesce(?5, resumed_at),
+	final_output = coalesce(?6, final_output),
+	input_tokens = CASE WHEN ?7 THEN ?8 ELSE input_tokens END,
+	output_tokens = CASE WHEN ?7 THEN ?9 ELSE output_tokens END,
+	cost_usd = CASE WHEN ?7 THEN ?10 ELSE cost_usd END
+	WHERE id = ?1`
 
 // ListRuns implements store.Store.
 func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, error) {
