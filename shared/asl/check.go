@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/stepline/stepline/internal/lazyregexp"
 )
 
 // Problem is one finding of Check.
@@ -271,9 +269,21 @@ func assignedVars(st State) []string {
 	return names
 }
 
-var varName = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-func validVarName(s string) bool { return varName.MatchString(s) && len(s) <= 80 }
+// validVarName reports whether s is a variable's name: at most 80 bytes
+// that ^[A-Za-z_][A-Za-z0-9_]*$ matches (read without the regexp engine:
+// the engine's compile checks every Assign key of a definition).
+func validVarName(s string) bool {
+	if s == "" || len(s) > 80 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
 
 // VisibleVariables returns the variable names a state in the given chain of
 // scopes can reference: everything assigned in the scope or its outer
@@ -325,36 +335,43 @@ const (
 	refError         // also $states.errorOutput
 )
 
+// value checks each JSONata string v holds, at any depth, reporting a
+// problem at field, or at field.key when key is not "" (an Assign's
+// member: the name is joined only for a problem).
 func (c *checker) value(name, field string, v any, refs int) {
-	walkStrings(v, func(s string) {
-		body, ok := ExprBody(s)
+	c.valueAt(name, field, "", v, refs)
+}
+
+func (c *checker) valueAt(name, field, key string, v any, refs int) {
+	switch x := v.(type) {
+	case string:
+		body, ok := ExprBody(x)
 		if !ok {
 			return
 		}
+		at := func() string {
+			if key == "" {
+				return field
+			}
+			return field + "." + key
+		}
 		if body == "" {
-			c.errorf(name, "%s: empty JSONata expression", field)
+			c.errorf(name, "%s: empty JSONata expression", at())
 			return
 		}
 		if refs != refResult && strings.Contains(body, "$states.result") {
-			c.errorf(name, "%s: $states.result is not available here", field)
+			c.errorf(name, "%s: $states.result is not available here", at())
 		}
 		if refs != refError && strings.Contains(body, "$states.errorOutput") {
-			c.errorf(name, "%s: $states.errorOutput is not available here (only in a Catcher's Output and Assign)", field)
+			c.errorf(name, "%s: $states.errorOutput is not available here (only in a Catcher's Output and Assign)", at())
 		}
-	})
-}
-
-func walkStrings(v any, f func(string)) {
-	switch x := v.(type) {
-	case string:
-		f(x)
 	case map[string]any:
 		for _, e := range x {
-			walkStrings(e, f)
+			c.valueAt(name, field, key, e, refs)
 		}
 	case []any:
 		for _, e := range x {
-			walkStrings(e, f)
+			c.valueAt(name, field, key, e, refs)
 		}
 	}
 }
@@ -408,7 +425,7 @@ func number(v any) (float64, bool) {
 
 func (c *checker) assign(name, field string, m map[string]any, refs int) {
 	for k, v := range m {
-		c.value(name, field+"."+k, v, refs)
+		c.valueAt(name, field, k, v, refs)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -47,15 +48,16 @@ type expr struct {
 // distinct). The wrapped program of a plain path is compiled only when a
 // lookup meets an array, which few runs do.
 type exprCode struct {
-	source string // the wrapped program
-	exts   map[string]jsonata.Extension
-	path   []string
-	obj    []objVar  // an object of variables (shapes.go)
-	plus   *pathPlus // a plain path plus a whole number (shapes.go)
+	names []string // the bound variables: the wrapped program binds each
+	exts  map[string]jsonata.Extension
+	path  []string
+	obj   []objVar  // an object of variables (shapes.go)
+	plus  *pathPlus // a plain path plus a whole number (shapes.go)
 
-	// body, when set, is the expression whose own compile was deferred
-	// (compileChecked): program compiles it first.
-	body string
+	// body is the expression; its own compile was deferred
+	// (compileChecked) when check is set: program compiles it first.
+	body  string
+	check bool
 
 	once sync.Once
 	prog *jsonata.Expr
@@ -65,13 +67,13 @@ type exprCode struct {
 // program returns the compiled wrapped program, compiling it on first use.
 func (c *exprCode) program() (*jsonata.Expr, error) {
 	c.once.Do(func() {
-		if c.body != "" {
+		if c.check {
 			if _, err := jsonata.Compile(c.body); err != nil {
 				c.err = fmt.Errorf("JSONata expression %q does not compile: %v", c.body, err)
 				return
 			}
 		}
-		c.prog, c.err = jsonata.Compile(c.source)
+		c.prog, c.err = jsonata.Compile(wrapped(c.body, c.names))
 		if c.err == nil && len(c.exts) > 0 {
 			if err := c.prog.RegisterExts(c.exts); err != nil {
 				c.err = fmt.Errorf("register functions: %v", err)
@@ -164,32 +166,72 @@ func compileExpr(body, field string, visible map[string]bool) (*expr, error) {
 // compile is compileExpr sharing the compiled code of an earlier
 // expression with the same body and bound names.
 func (c exprCache) compile(body, field string, visible map[string]bool) (*expr, error) {
-	return c.compileChecking(body, field, visible, true)
+	return c.compileChecking(body, field, binding{visible: visible}, true)
 }
 
-// compileChecking is compile; check false defers the body's own compile
-// to its program's first compile (newExprCode).
-func (c exprCache) compileChecking(body, field string, visible map[string]bool, check bool) (*expr, error) {
+// binding is what an expression of a scope may bind: the variables
+// visible there, and, while a definition compiles, what was found of
+// each body already met in the scope (a 100-step machine repeats its
+// 330 distinct bodies about 1,400 times, most in the same scope).
+type binding struct {
+	visible map[string]bool
+	seen    map[string]bound // nil: nothing is kept
+}
+
+// bound is what boundNames found of a body in a scope.
+type bound struct {
+	names []string // shared, never changed
+	key   exprKey
+}
+
+// boundNames returns the variables body references that the scope binds
+// ($states always), each once, sorted, and the exprCache key of body
+// with them.
+func (b binding) boundNames(body string) bound {
+	if x, ok := b.seen[body]; ok {
+		return x
+	}
 	var names []string
 	for n := range varRefs(body) {
-		if slices.Contains(names, n) || (n != "states" && !visible[n]) {
+		if slices.Contains(names, n) || (n != "states" && !b.visible[n]) {
 			continue
 		}
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	key := exprKey{body: body, names: strings.Join(names, " ")}
+	x := bound{names: names, key: exprKey{body: body, names: strings.Join(names, " ")}}
+	if b.seen != nil {
+		b.seen[body] = x
+	}
+	return x
+}
+
+// compileChecking is compile; check false defers the body's own compile
+// to its program's first compile (newExprCode).
+func (c exprCache) compileChecking(body, field string, b binding, check bool) (*expr, error) {
+	e := new(expr)
+	if err := c.compileInto(e, body, field, b, check); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// compileInto is compileChecking setting *dst.
+func (c exprCache) compileInto(dst *expr, body, field string, b binding, check bool) error {
+	bn := b.boundNames(body)
+	names, key := bn.names, bn.key
 	code := c[key]
 	if code == nil {
 		var err error
 		if code, err = newExprCode(body, names, check); err != nil {
-			return nil, fmt.Errorf("%s: JSONata expression %q does not compile: %v", field, body, err)
+			return fmt.Errorf("%s: JSONata expression %q does not compile: %v", field, body, err)
 		}
 		if c != nil {
 			c[key] = code
 		}
 	}
-	return &expr{src: body, field: field, names: names, code: code, path: code.path}, nil
+	*dst = expr{src: body, field: field, names: names, code: code, path: code.path}
+	return nil
 }
 
 // newExprCode checks that body compiles on its own (so that the block
@@ -203,26 +245,27 @@ func newExprCode(body string, names []string, check bool) (*exprCode, error) {
 			return nil, err
 		}
 	}
-	var b strings.Builder
-	b.WriteString("(")
-	for _, n := range names {
-		fmt.Fprintf(&b, "$%s := $.`%s`; ", n, n)
-	}
-	b.WriteString("(\n")
-	b.WriteString(body)
-	b.WriteString("\n))")
-	code := &exprCode{source: b.String()}
-	if !check {
-		code.body = body
-	}
+	code := &exprCode{names: names, body: body, check: !check}
 	// Bind only the extra functions the expression calls: every binding
 	// costs on each evaluation.
-	for name, ext := range sfnFunctions {
-		if strings.Contains(body, "$"+name) {
-			if code.exts == nil {
-				code.exts = map[string]jsonata.Extension{}
+	// (What strings.Contains(body, "$"+name) finds for each name, read
+	// at each "$" of body.)
+	for rest := body; ; {
+		i := strings.IndexByte(rest, '$')
+		if i < 0 {
+			break
+		}
+		rest = rest[i+1:]
+		if rest == "" || !strings.ContainsRune(sfnInitials, rune(rest[0])) {
+			continue
+		}
+		for name, ext := range sfnFunctions {
+			if strings.HasPrefix(rest, name) {
+				if code.exts == nil {
+					code.exts = map[string]jsonata.Extension{}
+				}
+				code.exts[name] = ext
 			}
-			code.exts[name] = ext
 		}
 	}
 	if path := plainPath(body); path != nil && len(code.exts) == 0 && slices.Contains(names, path[0]) {
@@ -238,6 +281,20 @@ func newExprCode(body string, names []string, check bool) (*exprCode, error) {
 	// definition holds (catchers, failure paths, a rerun's Choice) are
 	// never entered by a run.
 	return code, nil
+}
+
+// wrapped is the program an expression's code compiles: body in a block
+// that first binds each of names, from the evaluation's input document.
+func wrapped(body string, names []string) string {
+	var b strings.Builder
+	b.WriteString("(")
+	for _, n := range names {
+		b.WriteString("$" + n + " := $.`" + n + "`; ")
+	}
+	b.WriteString("(\n")
+	b.WriteString(body)
+	b.WriteString("\n))")
+	return b.String()
 }
 
 // lookup evaluates a plain path without JSONata. ok is false when the
@@ -550,38 +607,42 @@ func compileTmpl(v any, field string, visible map[string]bool) (*tmpl, error) {
 
 // tmpl is compileTmpl sharing compiled expressions through c.
 func (c exprCache) tmpl(v any, field string, visible map[string]bool) (*tmpl, error) {
-	return c.tmplChecking(v, field, visible, true)
+	return c.tmplChecking(v, field, binding{visible: visible}, true)
 }
 
 // tmplChecking is tmpl; check false defers each body's own compile
 // (compileChecking).
-func (c exprCache) tmplChecking(v any, field string, visible map[string]bool, check bool) (*tmpl, error) {
+func (c exprCache) tmplChecking(v any, field string, b binding, check bool) (*tmpl, error) {
 	switch x := v.(type) {
 	case string:
 		if body, ok := asl.ExprBody(x); ok {
-			e, err := c.compileChecking(body, field, visible, check)
-			if err != nil {
+			// The node and its expression in one allocation.
+			te := &struct {
+				t tmpl
+				e expr
+			}{}
+			if err := c.compileInto(&te.e, body, field, b, check); err != nil {
 				return nil, err
 			}
-			return &tmpl{expr: e}, nil
+			te.t.expr = &te.e
+			return &te.t, nil
 		}
 		return &tmpl{static: true, lit: x}, nil
 	case map[string]any:
 		if plainStatic(x) {
 			return &tmpl{static: true, lit: x}, nil
 		}
-		t := &tmpl{isObj: true, static: true}
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
+		t := &tmpl{isObj: true, static: true, keys: keys, fields: make([]*tmpl, 0, len(keys))}
 		for _, k := range keys {
-			f, err := c.tmplChecking(x[k], field+"/"+k, visible, check)
+			f, err := c.tmplChecking(x[k], field+"/"+k, b, check)
 			if err != nil {
 				return nil, err
 			}
-			t.keys = append(t.keys, k)
 			t.fields = append(t.fields, f)
 			t.static = t.static && f.static
 		}
@@ -595,7 +656,7 @@ func (c exprCache) tmplChecking(v any, field string, visible map[string]bool, ch
 		}
 		t := &tmpl{isArr: true, static: true}
 		for i, e := range x {
-			f, err := c.tmplChecking(e, fmt.Sprintf("%s[%d]", field, i), visible, check)
+			f, err := c.tmplChecking(e, field+"["+strconv.Itoa(i)+"]", b, check)
 			if err != nil {
 				return nil, err
 			}
@@ -614,7 +675,7 @@ func (c exprCache) tmplChecking(v any, field string, visible map[string]bool, ch
 	}
 	switch n.(type) {
 	case map[string]any, []any:
-		return c.tmplChecking(n, field, visible, check)
+		return c.tmplChecking(n, field, b, check)
 	}
 	return &tmpl{static: true, lit: n}, nil
 }
@@ -687,6 +748,10 @@ var sfnFunctions = map[string]jsonata.Extension{
 	"uuid":      {Func: sfnUUID},
 	"parse":     {Func: sfnParse},
 }
+
+// sfnInitials holds the first letter of each of sfnFunctions' names
+// (TestSFNInitials).
+const sfnInitials = "hpru"
 
 func sfnPartition(arr any, size any) (any, error) {
 	items, ok := arr.([]any)

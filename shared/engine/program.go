@@ -17,8 +17,9 @@ type program struct {
 	def    *asl.StateMachine
 	hash   string // sha256 of the marshalled definition
 	root   *scope
-	states map[string]*stateProg // state names are unique in a machine
-	exprs  exprCache             // while compiling: the expressions compiled so far
+	states map[string]*stateProg       // state names are unique in a machine
+	exprs  exprCache                   // while compiling: the expressions compiled so far
+	seen   map[*scope]map[string]bound // while compiling: each scope's bodies met so far
 	// deferCheck: while compiling, JSONata bodies are checked at their
 	// program's first compile rather than now (compileChecked).
 	deferCheck bool
@@ -149,13 +150,13 @@ func validHash(h string) bool {
 // check: each distinct JSONata body is compiled on its own now, so that a
 // broken one fails here; otherwise when its program is first compiled.
 func build(def *asl.StateMachine, hash string, check bool) (*program, error) {
-	p := &program{def: def, hash: hash, states: map[string]*stateProg{}, exprs: exprCache{}, deferCheck: !check}
+	p := &program{def: def, hash: hash, states: map[string]*stateProg{}, exprs: exprCache{}, seen: map[*scope]map[string]bound{}, deferCheck: !check}
 	var err error
 	p.root, err = p.scope(def.StartAt, def.States, nil)
 	if err != nil {
 		return nil, fmt.Errorf("compile definition: %w", err)
 	}
-	p.exprs = nil
+	p.exprs, p.seen = nil, nil
 	return p, nil
 }
 
@@ -275,13 +276,18 @@ func (p *program) scope(startAt string, states asl.States, parent *scope) (*scop
 
 func (p *program) state(name string, st asl.State, sc *scope) (*stateProg, error) {
 	sp := &stateProg{name: name, state: st, scope: sc}
-	vis := sc.visible
+	seen := p.seen[sc]
+	if seen == nil {
+		seen = map[string]bound{}
+		p.seen[sc] = seen
+	}
+	bind := binding{visible: sc.visible, seen: seen}
 	var err error
 	field := func(dst **tmpl, v any, f string) {
 		if err != nil || v == nil {
 			return
 		}
-		*dst, err = p.exprs.tmplChecking(v, f, vis, !p.deferCheck)
+		*dst, err = p.exprs.tmplChecking(v, f, bind, !p.deferCheck)
 	}
 	assign := func(m map[string]any, f string) []assignProg {
 		keys := make([]string, 0, len(m))

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,10 +32,109 @@ type pathPlus struct {
 	n    float64
 }
 
-var (
-	objMember = regexp.MustCompile(`^\s*'([A-Za-z0-9_.\-]+)'\s*:\s*\$([A-Za-z_][A-Za-z0-9_]*)\s*$`)
-	plusInt   = regexp.MustCompile(`^\s*\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\+\s*([0-9]{1,9})\s*$`)
-)
+// The two shapes are read by hand (objMember, plusInt), not by regular
+// expressions compiled at package level: those cost every process that
+// links the engine (every command of the CLI, every Lambda cold start)
+// their compile, about 0.1 ms, used or not.
+
+// objMember reads part as one member of an object of variables, 'key':
+// $name with spaces around each piece (what the regexp
+// ^\s*'([A-Za-z0-9_.\-]+)'\s*:\s*\$([A-Za-z_][A-Za-z0-9_]*)\s*$ matches,
+// \s being Go's [\t\n\f\r ]); ok false when it is not one.
+func objMember(part string) (key, name string, ok bool) {
+	i := skipShapeSpace(part, 0)
+	if i >= len(part) || part[i] != '\'' {
+		return "", "", false
+	}
+	i++
+	start := i
+	for i < len(part) && isKeyByte(part[i]) {
+		i++
+	}
+	if i == start || i >= len(part) || part[i] != '\'' {
+		return "", "", false
+	}
+	key = part[start:i]
+	i = skipShapeSpace(part, i+1)
+	if i >= len(part) || part[i] != ':' {
+		return "", "", false
+	}
+	i = skipShapeSpace(part, i+1)
+	if i >= len(part) || part[i] != '$' {
+		return "", "", false
+	}
+	name, i = shapeName(part, i+1)
+	if name == "" || skipShapeSpace(part, i) != len(part) {
+		return "", "", false
+	}
+	return key, name, true
+}
+
+// plusInt reads body as a plain path plus a whole number of one to nine
+// digits, $name.field… + n with spaces around each piece (what the regexp
+// ^\s*\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\+\s*([0-9]{1,9})\s*$
+// matches): the variable's name, the fields each with its leading dot,
+// and the digits; ok false when it is not one.
+func plusInt(body string) (name, fields, digits string, ok bool) {
+	i := skipShapeSpace(body, 0)
+	if i >= len(body) || body[i] != '$' {
+		return "", "", "", false
+	}
+	name, i = shapeName(body, i+1)
+	if name == "" {
+		return "", "", "", false
+	}
+	start := i
+	for i < len(body) && body[i] == '.' {
+		var f string
+		if f, i = shapeName(body, i+1); f == "" {
+			return "", "", "", false
+		}
+	}
+	fields = body[start:i]
+	i = skipShapeSpace(body, i)
+	if i >= len(body) || body[i] != '+' {
+		return "", "", "", false
+	}
+	i = skipShapeSpace(body, i+1)
+	start = i
+	for i < len(body) && '0' <= body[i] && body[i] <= '9' {
+		i++
+	}
+	if n := i - start; n < 1 || n > 9 || skipShapeSpace(body, i) != len(body) {
+		return "", "", "", false
+	}
+	return name, fields, body[start:i], true
+}
+
+// shapeName reads a name, [A-Za-z_][A-Za-z0-9_]*, at s[i:]: the name
+// ("" when none starts there) and the index after it.
+func shapeName(s string, i int) (string, int) {
+	if i >= len(s) || !isNameStart(s[i]) {
+		return "", i
+	}
+	start := i
+	i++
+	for i < len(s) && (isNameStart(s[i]) || '0' <= s[i] && s[i] <= '9') {
+		i++
+	}
+	return s[start:i], i
+}
+
+// isKeyByte reports whether c may be in an object-of-variables key,
+// [A-Za-z0-9_.-].
+func isKeyByte(c byte) bool {
+	return isNameStart(c) || '0' <= c && c <= '9' || c == '.' || c == '-'
+}
+
+// skipShapeSpace returns the index of the first byte at or after i in s
+// that is not one of Go regexp's \s: space, \t, \n, \f, \r.
+func skipShapeSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\f' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
 
 // objectOfVars parses body as {'k': $v, …} over bound variables (not
 // $states), each key once; nil when it is not one.
@@ -47,16 +145,16 @@ func objectOfVars(body string, names []string) []objVar {
 	}
 	var members []objVar
 	for _, part := range strings.Split(s[1:len(s)-1], ",") {
-		m := objMember.FindStringSubmatch(part)
-		if m == nil || m[2] == "states" || !slices.Contains(names, m[2]) {
+		key, name, ok := objMember(part)
+		if !ok || name == "states" || !slices.Contains(names, name) {
 			return nil
 		}
 		for _, o := range members {
-			if o.key == m[1] {
+			if o.key == key {
 				return nil
 			}
 		}
-		members = append(members, objVar{key: m[1], name: m[2]})
+		members = append(members, objVar{key: key, name: name})
 	}
 	return members
 }
@@ -64,15 +162,15 @@ func objectOfVars(body string, names []string) []objVar {
 // plusWhole parses body as a plain path plus a whole number; nil when it
 // is not one.
 func plusWhole(body string, names []string) *pathPlus {
-	m := plusInt.FindStringSubmatch(body)
-	if m == nil || !slices.Contains(names, m[1]) {
+	name, fields, digits, ok := plusInt(body)
+	if !ok || !slices.Contains(names, name) {
 		return nil
 	}
-	n, err := strconv.Atoi(m[3])
+	n, err := strconv.Atoi(digits)
 	if err != nil {
 		return nil
 	}
-	return &pathPlus{path: append([]string{m[1]}, strings.Split(m[2], ".")[1:]...), n: float64(n)}
+	return &pathPlus{path: append([]string{name}, strings.Split(fields, ".")[1:]...), n: float64(n)}
 }
 
 // evalShape evaluates an expression of one of the shapes above; ok is

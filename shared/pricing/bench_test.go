@@ -15,3 +15,14 @@ func BenchmarkCostDefaultTable(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDefault loads the table shipped in default.yaml, as the first
+// priced call of each process does.
+func BenchmarkDefault(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Default(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -9,7 +9,8 @@
 // A call nothing matches has no cost: [Table.Cost] says so rather than
 // answering zero, so unknown spending is never counted as free.
 //
-// default.yaml, shipped with the package and returned by [Default], is an
+// default.yaml is the example table [Default] returns (built from the
+// same entries written as Go values, which a test pins to the file), an
 // example covering a few well-known models at list prices of its date;
 // operators are expected to keep their own table current.
 //

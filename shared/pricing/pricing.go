@@ -1,8 +1,6 @@
 package pricing
 
 import (
-	"bytes"
-	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -211,13 +209,11 @@ func has(n *yaml.Node, key string) bool {
 	return false
 }
 
-//go:embed default.yaml
-var defaultTable []byte
-
-// Default returns the example table shipped in default.yaml. Its error is
-// nil unless the file was edited into an invalid table (a test pins it).
+// Default returns the example table of default.yaml (defaultEntries).
+// Its error is nil unless the entries were edited into an invalid table
+// (a test pins it).
 func Default() (*Table, error) {
-	return Load("default.yaml", bytes.NewReader(defaultTable))
+	return New(defaultEntries[:])
 }
 
 // Entries returns a copy of the table's entries, normalised to lower case.
