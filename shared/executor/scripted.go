@@ -64,6 +64,7 @@ type Responses struct {
 	replies map[string][]scriptedReply
 	tools   map[string][]scriptedReply // tool_results, by "server.tool"
 	used    map[string]int             // by step key, and toolKey for tool answers
+	changed map[string]int             // the counts of used that changed since TakeChanged
 }
 
 // ToolResultsKey is the top-level key of a responses file that scripts
@@ -406,7 +407,7 @@ func (r *Responses) take(step string) (scriptedReply, error) {
 	if i >= len(list) {
 		return scriptedReply{}, fault.Errorf[fault.ConfigError]("%s: step %q has no scripted reply left (all %d used)", r.name, step, len(list))
 	}
-	r.used[step] = i + 1
+	r.setUsed(step, i+1)
 	return list[i], nil
 }
 
@@ -504,6 +505,27 @@ func (r *Responses) Consumed() map[string]int {
 	return out
 }
 
+// setUsed records that k's first n replies are used (r.mu held).
+func (r *Responses) setUsed(k string, n int) {
+	r.used[k] = n
+	if r.changed == nil {
+		r.changed = map[string]int{}
+	}
+	r.changed[k] = n
+}
+
+// TakeChanged returns the consumed counts that changed since the last
+// call (or since Restore, or since r was loaded), nil when none did, and
+// forgets them: a run records only what its last step used, not every
+// count again at every step.
+func (r *Responses) TakeChanged() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.changed
+	r.changed = nil
+	return c
+}
+
 // Restore sets the consumed counts to counts (steps absent from it start
 // from their first reply).
 func (r *Responses) Restore(counts map[string]int) error {
@@ -518,6 +540,7 @@ func (r *Responses) Restore(counts map[string]int) error {
 	for k, n := range counts {
 		r.used[k] = n
 	}
+	r.changed = nil
 	return nil
 }
 
@@ -629,7 +652,7 @@ func (t scriptedTools) Call(ctx context.Context, server agent.Server, tool strin
 	if i >= len(list) {
 		return agent.ToolOutput{}, fault.Errorf[fault.ConfigError]("%s: tool %q has no scripted answer left (all %d used)", t.r.name, name, len(list))
 	}
-	t.r.used[k] = i + 1
+	t.r.setUsed(k, i+1)
 	if list[i].kind == replyError {
 		return agent.ToolOutput{Content: list[i].text, IsError: true}, nil
 	}

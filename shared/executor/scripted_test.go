@@ -129,6 +129,41 @@ func TestResponsesRestore(t *testing.T) {
 	}
 }
 
+// TestResponsesTakeChanged reads the counts that changed since the last
+// look: those of the replies taken meanwhile, not those restored, and
+// nothing for a failed take.
+func TestResponsesTakeChanged(t *testing.T) {
+	r := mustResponses(t, responsesYAML)
+	if err := r.Restore(map[string]int{"triage": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.TakeChanged(); got != nil {
+		t.Errorf("after Restore: %v, want nothing", got)
+	}
+	r.Next("triage")
+	r.Next("triage")
+	r.Next("triage:verifier")
+	if got, want := r.TakeChanged(), map[string]int{"triage": 3, "triage:verifier": 1}; !reflect.DeepEqual(got, want) {
+		t.Errorf("after three replies: %v, want %v", got, want)
+	}
+	if got := r.TakeChanged(); got != nil {
+		t.Errorf("taken again: %v, want nothing", got)
+	}
+	r.Next("fan/1") // no such step: nothing used
+	if got := r.TakeChanged(); got != nil {
+		t.Errorf("after a failed take: %v, want nothing", got)
+	}
+	r.Decision("approve-deploy")
+	if got, want := r.TakeChanged(), map[string]int{"approve-deploy": 1}; !reflect.DeepEqual(got, want) {
+		t.Errorf("after a decision: %v, want %v", got, want)
+	}
+	r.Next("triage") // the fourth and last
+	r.Restore(map[string]int{"triage": 2})
+	if got := r.TakeChanged(); got != nil {
+		t.Errorf("a take then Restore: %v, want nothing (Restore's counts are the stored ones)", got)
+	}
+}
+
 func TestResponsesConcurrentConsumption(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("step:\n")

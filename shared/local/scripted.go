@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"sync"
 
@@ -79,23 +78,31 @@ type session struct {
 	replies *executor.Responses
 	handler StepHandler
 
-	mu    sync.Mutex
-	saved map[string]int // the counts last recorded
+	mu      sync.Mutex
+	pending map[string]int // counts changed and not recorded yet
 }
 
-// save records the replies used so far, when they changed.
+// save records the counts of the replies that changed since the last
+// save (the store keeps the others): a step's cost does not grow with the
+// steps before it. Counts a failed write did not record are tried again
+// with the next save.
 func (s *session) save(ctx context.Context, r *Runner) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	used := s.replies.Consumed()
-	if maps.Equal(used, s.saved) {
+	for k, n := range s.replies.TakeChanged() {
+		if s.pending == nil {
+			s.pending = map[string]int{}
+		}
+		s.pending[k] = n
+	}
+	if len(s.pending) == 0 {
 		return
 	}
-	if err := r.Store.SetConsumed(context.WithoutCancel(ctx), s.root, used); err != nil {
+	if err := r.Store.SetConsumed(context.WithoutCancel(ctx), s.root, s.pending); err != nil {
 		r.log.Warn("record the scripted replies a run used", "run", s.root, "err", err)
 		return
 	}
-	s.saved = used
+	s.pending = nil
 }
 
 // script records path as the responses file of runID, keeping the counts
@@ -137,7 +144,7 @@ func (r *Runner) newSession(root string, replies *executor.Responses) (*session,
 	if r.scripted == nil {
 		return nil, fmt.Errorf("run %s is scripted, and this runner has no step function for scripted runs (Config.Scripted)", root)
 	}
-	return &session{root: root, replies: replies, handler: r.scripted(r.Store, replies), saved: replies.Consumed()}, nil
+	return &session{root: root, replies: replies, handler: r.scripted(r.Store, replies)}, nil
 }
 
 // sessionOf returns the session runID answers from: the replies recorded

@@ -48,7 +48,7 @@ func (s *Store) prepareCheckpoints(ctx context.Context) error {
 		{&s.cp.runExists, `SELECT 1 FROM runs WHERE id = ?`},
 		{&s.cp.addUsageKey, `INSERT INTO run_usage (run_id, key) VALUES (?, ?) ON CONFLICT DO NOTHING`},
 		{&s.cp.addUsage, addUsageSQL},
-		{&s.cp.setConsumed, `UPDATE run_replies SET consumed = ? WHERE run_id = ?`},
+		{&s.cp.setConsumed, `UPDATE run_replies SET consumed = json_patch(coalesce(consumed, '{}'), ?) WHERE run_id = ?`},
 		{&s.cp.runStatus, `SELECT status FROM runs WHERE id = ?`},
 		{&s.cp.updateRun, updateRunSQL},
 		{&s.cp.createRun, createRunSQL},

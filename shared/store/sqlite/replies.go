@@ -45,8 +45,11 @@ func (s *Store) SetReplies(ctx context.Context, runID string, r Replies) error {
 	return nil
 }
 
-// SetConsumed records how many replies a scripted run used. Errors:
-// ErrNotFound when the run is not scripted, ErrInvalid. Under
+// SetConsumed records how many replies a scripted run used of the steps
+// (and tools) in consumed; the counts stored for others stay as they are
+// (a run's counts only grow: it records those that changed, so a step's
+// write does not grow with the run). Errors: ErrNotFound when the run is
+// not scripted, ErrInvalid. Under
 // DeferWrites the counts are committed with the next write transaction
 // (see DeferWrites), and a run that is not scripted is not reported.
 func (s *Store) SetConsumed(ctx context.Context, runID string, consumed map[string]int) error {

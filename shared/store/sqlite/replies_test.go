@@ -33,6 +33,21 @@ func TestReplies(t *testing.T) {
 	if got, err = s.GetReplies(ctx, "r1"); err != nil || !reflect.DeepEqual(got.Consumed, want) {
 		t.Fatalf("after SetConsumed: %+v, %v", got, err)
 	}
+	// Counts given again replace theirs; the others stay.
+	if err := s.SetConsumed(ctx, "r1", map[string]int{"triage": 3, "fix": 1}); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]int{"triage": 3, "triage:verifier": 1, "fix": 1}
+	if got, err = s.GetReplies(ctx, "r1"); err != nil || !reflect.DeepEqual(got.Consumed, want) {
+		t.Fatalf("after SetConsumed of some: %+v, %v", got, err)
+	}
+	// Nothing given changes nothing.
+	if err := s.SetConsumed(ctx, "r1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = s.GetReplies(ctx, "r1"); err != nil || !reflect.DeepEqual(got.Consumed, want) {
+		t.Fatalf("after SetConsumed of none: %+v, %v", got, err)
+	}
 	// Recording the run again replaces source and counts.
 	if err := s.SetReplies(ctx, "r1", sqlite.Replies{Source: "/tmp/other.yaml", Consumed: map[string]int{"x": 1}}); err != nil {
 		t.Fatal(err)
