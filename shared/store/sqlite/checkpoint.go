@@ -48,7 +48,8 @@ func (s *Store) prepareCheckpoints(ctx context.Context) error {
 		{&s.cp.runExists, `SELECT 1 FROM runs WHERE id = ?`},
 		{&s.cp.addUsageKey, `INSERT INTO run_usage (run_id, key) VALUES (?, ?) ON CONFLICT DO NOTHING`},
 		{&s.cp.addUsage, addUsageSQL},
-		{&s.cp.setConsumed, `UPDATE run_replies SET consumed = json_patch(coalesce(consumed, '{}'), ?) WHERE run_id = ?`},
+		{&s.cp.setConsumed, `INSERT INTO run_replies_used (run_id, key, n) SELECT run_id, ?2, ?3 FROM run_replies WHERE run_id = ?1
+			ON CONFLICT (run_id, key) DO UPDATE SET n = excluded.n`},
 		{&s.cp.runStatus, `SELECT status FROM runs WHERE id = ?`},
 		{&s.cp.updateRun, updateRunSQL},
 		{&s.cp.createRun, createRunSQL},
@@ -73,6 +74,7 @@ func (s *Store) prepareCheckpoints(ctx context.Context) error {
 	// most of their cost, 5% of a ten-step run's CPU through serve.
 	for _, q := range []query{
 		{&s.rs.replies, `SELECT source, consumed FROM run_replies WHERE run_id = ?`},
+		{&s.rs.repliesUsed, `SELECT key, n FROM run_replies_used WHERE run_id = ?`},
 		{&s.rs.run, `SELECT ` + runColumns + ` FROM runs WHERE id = ?`},
 		{&s.rs.journalState, journalQuery(readState)},
 		{&s.rs.journalEvents, journalQuery(readEvents)},
@@ -88,12 +90,12 @@ func (s *Store) prepareCheckpoints(ctx context.Context) error {
 
 // readStmts are the reads of every run, prepared on the reader pool.
 type readStmts struct {
-	replies, run, journalState, journalEvents *sql.Stmt
+	replies, repliesUsed, run, journalState, journalEvents *sql.Stmt
 }
 
 func (r *readStmts) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{r.replies, r.run, r.journalState, r.journalEvents} {
+	for _, st := range []*sql.Stmt{r.replies, r.repliesUsed, r.run, r.journalState, r.journalEvents} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

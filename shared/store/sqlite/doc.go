@@ -75,7 +75,7 @@
 // run's rows read in one statement: the last row's snapshot, each key's
 // last value.
 //
-// # Schema (version 10; PRAGMA user_version holds the version)
+// # Schema (version 11; PRAGMA user_version holds the version)
 //
 //	runs        id PK, pipeline, status, reason, stage, source, team, trigger (JSON),
 //	            fingerprint, parent_run_id, config_fingerprint, input_tokens,
@@ -109,7 +109,10 @@
 //	run_claims  run_id PK, holder, pid, host, expires_at — who drives a run
 //	            (ClaimRun; version 3)
 //	run_replies run_id PK, source, consumed (JSON {step key: count}) — a
-//	            scripted run's responses file and the replies it used (version 3)
+//	            scripted run's responses file and the replies it used when
+//	            recorded (version 3)
+//	run_replies_used run_id, key PK (WITHOUT ROWID), n — the counts recorded
+//	            since, which replace those of consumed (version 11)
 //
 // Timestamps are UTC text with nanoseconds and fixed width
 // (2006-01-02T15:04:05.000000000Z), so text order is time order. JSON columns

@@ -319,3 +319,35 @@ func TestMigrateVersion8Journal(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateVersion10Replies opens a file of version 10, whose scripted
+// runs keep all their counts in run_replies.consumed: they read as they
+// were, counts recorded since replace theirs and add the others, and
+// recording the replies again starts from the counts given.
+func TestMigrateVersion10Replies(t *testing.T) {
+	ctx := context.Background()
+	s := migrated(t, 10, func(ctx context.Context, tx wtx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO run_replies (run_id, source, consumed) VALUES ('r1', '/x.yaml', '{"a":2,"b":1}')`)
+		return err
+	})
+	check := func(what string, want map[string]int) {
+		t.Helper()
+		got, err := s.GetReplies(ctx, "r1")
+		if err != nil || got.Source != "/x.yaml" || fmt.Sprint(got.Consumed) != fmt.Sprint(want) {
+			t.Fatalf("%s: %+v, %v; want %v", what, got, err, want)
+		}
+	}
+	check("as migrated", map[string]int{"a": 2, "b": 1})
+	if err := s.SetConsumed(ctx, "r1", map[string]int{"a": 3, "c": 1}); err != nil {
+		t.Fatal(err)
+	}
+	check("after SetConsumed", map[string]int{"a": 3, "b": 1, "c": 1})
+	if err := s.SetConsumed(DeferWrites(ctx), "r1", map[string]int{"b": 2}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a deferred SetConsumed", map[string]int{"a": 3, "b": 2, "c": 1})
+	if err := s.SetReplies(ctx, "r1", Replies{Source: "/x.yaml", Consumed: map[string]int{"a": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	check("after SetReplies", map[string]int{"a": 1})
+}

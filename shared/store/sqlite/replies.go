@@ -37,6 +37,10 @@ func (s *Store) SetReplies(ctx context.Context, runID string, r Replies) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO run_replies (run_id, source, consumed) VALUES (?, ?, ?)
 			ON CONFLICT (run_id) DO UPDATE SET source = excluded.source, consumed = excluded.consumed`,
 			runID, r.Source, consumed)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM run_replies_used WHERE run_id = ?`, runID)
 		return err
 	})
 	if err != nil {
@@ -46,40 +50,59 @@ func (s *Store) SetReplies(ctx context.Context, runID string, r Replies) error {
 }
 
 // SetConsumed records how many replies a scripted run used of the steps
-// (and tools) in consumed; the counts stored for others stay as they are
-// (a run's counts only grow: it records those that changed, so a step's
-// write does not grow with the run). Errors: ErrNotFound when the run is
-// not scripted, ErrInvalid. Under
+// (and tools) in consumed; the counts stored for others stay as they are.
+// A run's counts only grow, and it records those that changed, a row per
+// step key (run_replies_used): a step's write does not grow with the run.
+// No counts given writes nothing. Errors: ErrNotFound when the run is not
+// scripted, ErrInvalid. Under
 // DeferWrites the counts are committed with the next write transaction
 // (see DeferWrites), and a run that is not scripted is not reported.
 func (s *Store) SetConsumed(ctx context.Context, runID string, consumed map[string]int) error {
-	text, err := encodeConsumed(consumed)
-	if err != nil {
-		return fmt.Errorf("set consumed replies of run %q: %w", runID, err)
+	for k, n := range consumed {
+		if n < 0 {
+			return fmt.Errorf("set consumed replies of run %q: %w: step %q: negative count %d", runID, store.ErrInvalid, k, n)
+		}
+	}
+	if len(consumed) == 0 {
+		return nil
+	}
+	// The statement's arguments, taken now: the caller may change
+	// consumed once SetConsumed returns.
+	args := make([][3]any, 0, len(consumed))
+	for k, n := range consumed {
+		args = append(args, [3]any{runID, k, n})
+	}
+	// put writes the counts; found is false when the run is not scripted.
+	put := func(ctx context.Context, tx wtx) (found bool, err error) {
+		st := tx.StmtContext(ctx, s.cp.setConsumed)
+		for _, a := range args {
+			res, err := st.ExecContext(ctx, a[:]...)
+			if err != nil {
+				return false, err
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				return false, err
+			}
+		}
+		return true, nil
 	}
 	if deferred(ctx) {
 		s.stage(staged{
 			run:  runID,
 			what: func() string { return fmt.Sprintf("set consumed replies of run %q", runID) },
 			fn: func(ctx context.Context, tx wtx) error {
-				_, err := tx.StmtContext(ctx, s.cp.setConsumed).ExecContext(ctx, text, runID)
+				_, err := put(ctx, tx)
 				return err
 			},
 		})
 		return nil
 	}
-	err = s.write(ctx, func(ctx context.Context, tx wtx) error {
-		res, err := tx.StmtContext(ctx, s.cp.setConsumed).ExecContext(ctx, text, runID)
-		if err != nil {
-			return err
+	err := s.write(ctx, func(ctx context.Context, tx wtx) error {
+		found, err := put(ctx, tx)
+		if err == nil && !found {
+			err = store.ErrNotFound
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			if err == nil {
-				err = store.ErrNotFound
-			}
-			return err
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("set consumed replies of run %q: %w", runID, err)
@@ -104,6 +127,26 @@ func (s *Store) GetReplies(ctx context.Context, runID string) (Replies, error) {
 	}
 	if err := json.Unmarshal([]byte(consumed), &r.Consumed); err != nil {
 		return Replies{}, fmt.Errorf("replies of run %q: consumed counts: %w", runID, err)
+	}
+	// The counts recorded since (SetConsumed) replace those.
+	rows, err := s.rs.repliesUsed.QueryContext(ctx, runID)
+	if err != nil {
+		return Replies{}, fmt.Errorf("replies of run %q: %w", runID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		var n int
+		if err := rows.Scan(&k, &n); err != nil {
+			return Replies{}, fmt.Errorf("replies of run %q: %w", runID, err)
+		}
+		if r.Consumed == nil {
+			r.Consumed = map[string]int{}
+		}
+		r.Consumed[k] = n
+	}
+	if err := rows.Err(); err != nil {
+		return Replies{}, fmt.Errorf("replies of run %q: %w", runID, err)
 	}
 	return r, nil
 }

@@ -266,7 +266,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // schema from version i to i+1. Append only: a released migration never
 // changes.
 func migrations() []string {
-	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaFeedback, schemaTicks, schemaStepsOneIndex, schemaJournal, schemaJournalBody}
+	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaFeedback, schemaTicks, schemaStepsOneIndex, schemaJournal, schemaJournalBody, schemaRepliesUsed}
 }
 
 const schemaV1 = `
@@ -465,6 +465,19 @@ SELECT c.run_id, c.seq, c.updated_at,
 FROM checkpoints c ORDER BY c.run_id;
 DROP TABLE checkpoint_values;
 DROP TABLE history;
+`
+
+// schemaRepliesUsed (version 11) keeps a scripted run's consumed counts
+// as they change, a row per step key, beside run_replies.consumed (the
+// counts SetReplies recorded): a step's write no longer rewrites every
+// count of the run.
+const schemaRepliesUsed = `
+CREATE TABLE run_replies_used (
+	run_id TEXT NOT NULL,
+	key    TEXT NOT NULL,
+	n      INTEGER NOT NULL,
+	PRIMARY KEY (run_id, key)
+) WITHOUT ROWID;
 `
 
 // schemaJournalBody (version 10) writes each new journal row's parts

@@ -81,8 +81,8 @@ func TestOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 		v, err := s.SchemaVersion(ctx)
-		if err != nil || v != 10 {
-			t.Fatalf("schema version %d, %v; want 10", v, err)
+		if err != nil || v != 11 {
+			t.Fatalf("schema version %d, %v; want 11", v, err)
 		}
 		s2, err := sqlite.Open(ctx, path)
 		if err != nil {
