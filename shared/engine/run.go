@@ -430,7 +430,8 @@ func (r *run) driver(ctx context.Context) {
 func (r *run) takeOver(ctx context.Context) {
 	go func() {
 		r.qmu.Lock()
-		r.qmu.Unlock() //nolint:staticcheck // an empty critical section: a happens-before edge
+		//lint:ignore SA2001 the critical section is a happens-before edge, empty on purpose
+		r.qmu.Unlock()
 		r.driver(ctx)
 	}()
 }
