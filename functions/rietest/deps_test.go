@@ -44,8 +44,10 @@ func TestBootstrapDependencies(t *testing.T) {
 		steprun = "github.com/stepline/stepline/shared/steprun"
 		// Liquid, which notifications and prompts render with.
 		liquid = "github.com/osteele/liquid/render"
-		// The approval pages' templates (package shared/approval).
+		// html/template (and text/template): package shared/approval
+		// writes its pages by hand.
 		htmlTemplate = "html/template"
+		textTemplate = "text/template"
 	)
 	for _, tc := range []struct {
 		function string
@@ -53,9 +55,9 @@ func TestBootstrapDependencies(t *testing.T) {
 	}{
 		// The step function runs agents: it links the MCP SDK.
 		{"step", []string{sfnSDK, compiler, gojsonschema, htmlTemplate}},
-		{"approval", []string{executor, mcpSDK, gob, sfnSDK, compiler, gojsonschema}},
+		{"approval", []string{executor, mcpSDK, gob, sfnSDK, compiler, gojsonschema, htmlTemplate, textTemplate}},
 		// The callback resumes runs through functions/internal/states.
-		{"callback", []string{executor, mcpSDK, gob, sfnSDK, agent, yaml, compiler, gojsonschema, steprun, liquid}},
+		{"callback", []string{executor, mcpSDK, gob, sfnSDK, agent, yaml, compiler, gojsonschema, steprun, liquid, htmlTemplate, textTemplate}},
 		{"recorder", []string{executor, mcpSDK, gob, sfnSDK, agent, yaml, compiler, gojsonschema, steprun, htmlTemplate}},
 		// Ingest decodes the compiled models of the bundles with
 		// encoding/json: no compiler, Liquid or YAML.
