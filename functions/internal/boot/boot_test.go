@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +152,61 @@ func TestRead(t *testing.T) {
 	})
 	if _, err := slow.Wait(); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("slow read: %v; want the deadline exceeded", err)
+	}
+}
+
+// TestAwait: the first invocation waits for the read and hands its value
+// to use before the handler runs; use runs once, later invocations do
+// not wait; a failed read exits with the message and its error and the
+// handler never runs.
+func TestAwait(t *testing.T) {
+	release := make(chan struct{})
+	p := Read(func(context.Context) (string, error) {
+		<-release
+		return "key", nil
+	})
+	var key string
+	uses, calls := 0, 0
+	f := &Function{Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), exit: func(code int) { t.Fatalf("exit %d", code) }}
+	h := Await(f, p, "KEY", func(v string) { key = v; uses++ }, func(_ context.Context, in int) (string, error) {
+		calls++
+		return key + strconv.Itoa(in), nil
+	})
+	answered := make(chan string)
+	go func() {
+		out, _ := h(context.Background(), 1)
+		answered <- out
+	}()
+	select {
+	case out := <-answered:
+		t.Fatalf("the first invocation answered %q before the read returned", out)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(release)
+	if out := <-answered; out != "key1" {
+		t.Fatalf("first invocation: %q, want key1", out)
+	}
+	for i := 2; i <= 3; i++ {
+		if out, err := h(context.Background(), i); out != "key"+strconv.Itoa(i) || err != nil {
+			t.Fatalf("invocation %d: %q, %v", i, out, err)
+		}
+	}
+	if uses != 1 || calls != 3 {
+		t.Errorf("use ran %d times, the handler %d; want 1 and 3", uses, calls)
+	}
+
+	failed := Read(func(context.Context) ([]byte, error) {
+		return nil, errors.New("ResourceNotFoundException: no such secret")
+	})
+	called := false
+	status, log := run(t, func(exit func(int), w *bytes.Buffer) {
+		f := &Function{Log: slog.New(slog.NewJSONHandler(w, nil)), exit: exit}
+		h := Await(f, failed, "APPROVAL_KEY_SECRET_ARN", func([]byte) { t.Error("use ran after a failed read") },
+			func(context.Context, int) (int, error) { called = true; return 0, nil })
+		_, _ = h(context.Background(), 1)
+	})
+	if status != 1 || called || !strings.Contains(log, "APPROVAL_KEY_SECRET_ARN") || !strings.Contains(log, "ResourceNotFoundException") {
+		t.Errorf("failed read: exit %d, handler ran %v, log %s", status, called, log)
 	}
 }
 
