@@ -15,8 +15,9 @@
 //
 // A function whose configuration is unusable logs why and exits, so the
 // Lambda service reports a failed init rather than a function that half
-// works; a value Await waits for that could not be read exits the same
-// way in the first invocation, before anything is answered.
+// works; a value Await waits for that could not be read (twice: the
+// second time in the first invocation) exits the same way, before
+// anything is answered.
 package boot
 
 import (
