@@ -11,7 +11,8 @@
 //
 //	TABLE_NAME               DynamoDB table of runs, steps and approvals (required)
 //	APPROVAL_KEY_SECRET_ARN  Secrets Manager secret holding the link signing key (required;
-//	                         read once, when the container starts)
+//	                         read once, from the container's start; the first request
+//	                         waits for it)
 //	API_BASE_URL             public URL of the HTTP API the links point to (required)
 //	SECRET_REFS              where ${NAME} secrets of notification configs and of the
 //	                         chat routes live: NAME=secretsmanager:id[#key],NAME=ssm:/param
@@ -46,8 +47,10 @@ func main() {
 	go boot.Prepare[json.RawMessage, task.Response]() // the Task itself is decoded by hand (task.Decoding)
 	f := boot.Start("approval")
 	secrets, sm := f.Secrets()
-	// The signing key is read while the rest of the start goes on; the
-	// start waits for it before the function takes work.
+	// The signing key is read while the rest of the start and the
+	// runtime's first request for work go on; the first invocation waits
+	// for it (boot.Await: without it the function exits, answering
+	// nothing).
 	keyARN := os.Getenv("APPROVAL_KEY_SECRET_ARN")
 	key := boot.Read(func(ctx context.Context) ([]byte, error) { return approval.LoadKey(ctx, sm, keyARN) })
 	st := f.Store()
@@ -67,7 +70,7 @@ func main() {
 	}
 	routes, err := approval.ParseRoutes(os.Getenv("HUMAN_APPROVAL"))
 	f.Check(err, "HUMAN_APPROVAL")
-	signer := &approval.Signer{} // its key is set once read, below
+	signer := &approval.Signer{} // its key is set by boot.Await, before the first request
 	links := &approval.Service{Signer: signer}
 	var chat *approval.Router
 	if !routes.Empty() {
@@ -87,7 +90,6 @@ func main() {
 		Secrets: secrets,
 		Logger:  f.Log,
 	}
-	signer.Key, err = key.Wait()
-	f.Check(err, "APPROVAL_KEY_SECRET_ARN")
-	boot.Serve(f, task.Decoding(approvalTasks(h.Lambda())))
+	boot.Serve(f, boot.Await(f, key, "APPROVAL_KEY_SECRET_ARN", func(k []byte) { signer.Key = k },
+		task.Decoding(approvalTasks(h.Lambda()))))
 }

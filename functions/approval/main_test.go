@@ -182,9 +182,9 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 		t.Error("the task token or the signing key appears in the function's logs")
 	}
 
-	// Without its signing key the function refuses to start rather than
-	// send links nobody can check.
-	t.Run("missing key fails the start", func(t *testing.T) {
+	// Without its signing key the function exits at its first request
+	// (boot.Await) rather than send links nobody can check.
+	t.Run("missing key fails the first request", func(t *testing.T) {
 		e := rietest.Start(t, bin,
 			"TABLE_NAME="+table, "API_BASE_URL="+apiBase,
 			"AWS_ENDPOINT_URL_DYNAMODB="+endpoint,
@@ -192,8 +192,8 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 			"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
 			"APPROVAL_KEY_SECRET_ARN="+keyARN+"-other",
 		)
-		// The emulator answers an invocation whose runtime exited during
-		// init with an empty body (Lambda: Runtime.ExitError).
+		// The emulator answers an invocation whose runtime exited with an
+		// empty body (Lambda: Runtime.ExitError).
 		res := e.Invoke(t, encode(t, readEvent(t, eventFile)))
 		var resp task.Response
 		if json.Unmarshal(res.Body, &resp) == nil && resp.Status != "" {

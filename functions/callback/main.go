@@ -15,7 +15,8 @@
 //
 //	TABLE_NAME               DynamoDB table of runs, steps and approvals (required)
 //	APPROVAL_KEY_SECRET_ARN  Secrets Manager secret holding the link signing key (required;
-//	                         read once, when the container starts)
+//	                         read once, from the container's start; the first request
+//	                         waits for it)
 //	HUMAN_APPROVAL           the approval routes as JSON (approval.Routes; secrets as ${NAME})
 //	SECRET_REFS              where the routes' ${NAME} secrets live: NAME=secretsmanager:id[#key],...
 //	API_BASE_URL             public URL of the HTTP API, for the page links of edited chat messages
@@ -46,8 +47,10 @@ func main() {
 	go boot.Prepare[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse]()
 	f := boot.Start("callback")
 	secrets, sm := f.Secrets()
-	// The signing key is read while the rest of the start goes on; the
-	// start waits for it before the function takes work.
+	// The signing key is read while the rest of the start and the
+	// runtime's first request for work go on; the first invocation waits
+	// for it (boot.Await: without it the function exits, answering
+	// nothing).
 	keyARN := os.Getenv("APPROVAL_KEY_SECRET_ARN")
 	key := boot.Read(func(ctx context.Context) ([]byte, error) { return approval.LoadKey(ctx, sm, keyARN) })
 	st := f.Store()
@@ -55,7 +58,7 @@ func main() {
 	f.Check(err, "HUMAN_APPROVAL")
 	sfn, err := states.New(f.AWS)
 	f.Check(err, "step functions")
-	signer := &approval.Signer{} // its key is set once read, below
+	signer := &approval.Signer{} // its key is set by boot.Await, before the first request
 	svc := &approval.Service{
 		Store:    st,
 		Signer:   signer,
@@ -69,9 +72,8 @@ func main() {
 		BaseURL: os.Getenv("API_BASE_URL"), Logger: f.Log,
 	}
 	h := routes(svc, chat)
-	signer.Key, err = key.Wait()
-	f.Check(err, "APPROVAL_KEY_SECRET_ARN")
-	boot.Serve(f, func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		return apigw.Serve(ctx, h, ev, maxRequestBody), nil
-	})
+	boot.Serve(f, boot.Await(f, key, "APPROVAL_KEY_SECRET_ARN", func(k []byte) { signer.Key = k },
+		func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			return apigw.Serve(ctx, h, ev, maxRequestBody), nil
+		}))
 }

@@ -237,10 +237,11 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 		t.Errorf("a task token or the key appears in the function's logs:\n%s", out)
 	}
 
-	// The key is read while the start goes on, and waited for before the
-	// function takes work: without it the start fails, and no request is
-	// answered (nor a run resumed) by a function that cannot check links.
-	t.Run("missing key fails the start", func(t *testing.T) {
+	// The key is read from the start, and waited for before the first
+	// request is handled (boot.Await): without it the function exits, and
+	// no request is answered (nor a run resumed) by a function that
+	// cannot check links.
+	t.Run("missing key fails the first request", func(t *testing.T) {
 		e := rietest.Start(t, bin,
 			"TABLE_NAME="+table,
 			"AWS_ENDPOINT_URL_DYNAMODB="+endpoint,
@@ -249,8 +250,8 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 			"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
 			"APPROVAL_KEY_SECRET_ARN="+keyARN+"-other",
 		)
-		// The emulator answers an invocation whose runtime exited during
-		// init with an empty body (Lambda: Runtime.ExitError).
+		// The emulator answers an invocation whose runtime exited with an
+		// empty body (Lambda: Runtime.ExitError).
 		b, err := json.Marshal(post)
 		if err != nil {
 			t.Fatal(err)
@@ -271,7 +272,7 @@ func TestBootstrapThroughEmulator(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		if out := e.Output(); !strings.Contains(out, `"msg":"APPROVAL_KEY_SECRET_ARN"`) {
-			t.Errorf("the failed start does not say which setting:\n%s", out)
+			t.Errorf("the failure does not say which setting:\n%s", out)
 		}
 	})
 }

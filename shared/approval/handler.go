@@ -4,12 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html/template"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -240,7 +238,7 @@ func (s *Service) respond(w http.ResponseWriter, r *http.Request, status int, v 
 	if r.Method == http.MethodHead {
 		return
 	}
-	_ = pageTemplate().Execute(w, v)
+	_, _ = w.Write(appendPage(make([]byte, 0, pageSize), v))
 }
 
 func wantsJSON(r *http.Request) bool {
@@ -254,72 +252,3 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func when(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
-
-// pageTemplate is the confirmation and result page. The form posts to the
-// page's own address. It is parsed when the first page is served, not in
-// every cold start of the functions that link this package.
-var pageTemplate = sync.OnceValue(pageSource)
-
-func pageSource() *template.Template {
-	return template.Must(template.New("approval").Funcs(template.FuncMap{
-		"when": when,
-		"whenp": func(t *time.Time) string {
-			if t == nil {
-				return ""
-			}
-			return when(*t)
-		},
-	}).Parse(`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<title>{{.Title}} · Stepline</title>
-<style>
-body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem;color:#1b1f24}
-dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dt{color:#57606a}dd{margin:0}
-pre{white-space:pre-wrap;background:#f6f8fa;padding:.75rem;border-radius:6px}
-button{font:inherit;padding:.5rem 1.25rem;margin-right:.5rem;border-radius:6px;border:1px solid #8c959f;cursor:pointer}
-.approve{background:#1f883d;color:#fff;border-color:#1f883d}.reject{background:#cf222e;color:#fff;border-color:#cf222e}
-input{font:inherit;padding:.35rem;width:16rem}input[type=radio]{width:auto}.note{color:#57606a}
-fieldset{border:1px solid #d0d7de;border-radius:6px;margin:0 0 1rem}label{margin-right:1rem}
-</style>
-</head>
-<body>
-<h1>{{.Title}}</h1>
-{{with .Text}}<p>{{.}}</p>{{end}}
-{{with .Page}}
-<dl>
-<dt>Pipeline</dt><dd>{{.Pipeline}}</dd>
-<dt>Step</dt><dd>{{.Step}}</dd>
-<dt>Run</dt><dd>{{.RunID}}</dd>
-<dt>Requested</dt><dd>{{when .CreatedAt}}</dd>
-<dt>Expires</dt><dd>{{when .ExpiresAt}}</dd>
-</dl>
-{{with .Message}}<pre>{{.}}</pre>{{end}}
-{{if eq .State "pending"}}
-<form method="post">
-<p><label>Your name <input name="by" maxlength="200" autocomplete="name"></label></p>
-{{if $.Marks}}<fieldset>
-<legend>Is the step's answer right? (optional: it teaches the step's calibration)</legend>
-<label><input type="radio" name="outcome" value="correct"> Correct</label>
-<label><input type="radio" name="outcome" value="partial"> Partly</label>
-<label><input type="radio" name="outcome" value="incorrect"> Incorrect</label>
-<p><label>Notes <input name="notes" maxlength="4096"></label></p>
-</fieldset>{{end}}
-<p><button class="approve" type="submit" name="decision" value="approve">Approve</button>
-<button class="reject" type="submit" name="decision" value="reject">Reject</button></p>
-<p class="note">The decision is final: this link decides once.</p>
-</form>
-{{else if eq .State "decided"}}
-<p><strong>{{if eq .Decision "approved"}}Approved{{else}}Rejected{{end}}</strong> by {{.DecidedBy}}{{with whenp .DecidedAt}} at {{.}}{{end}}.</p>
-{{with .Feedback}}<p>The step's answer is marked <strong>{{.Outcome}}</strong>{{with .Notes}}: {{.}}{{end}}.</p>{{end}}
-{{else}}
-<p><strong>Expired</strong> without a decision.</p>
-{{end}}
-{{end}}
-</body>
-</html>
-`))
-}

@@ -6,14 +6,18 @@
 // secrets SECRET_REFS maps, and the handing of the handler, wrapped in
 // the function's tracing, to the Lambda runtime. A function's main reads
 // its own settings and builds its own handler between Start and Serve.
-// Read fetches what the start must have before it takes work (a signing
-// key) while the rest of the start goes on; Prepare builds the JSON codecs
-// of the handler's types while the start waits, not in the first
+// Read fetches what a function must have before it answers anything (a
+// signing key) while the rest of the start goes on, and Await makes the
+// first invocation wait for it, so that the read also overlaps the Lambda
+// runtime's start and its first request for work; Prepare builds the JSON
+// codecs of the handler's types while the start waits, not in the first
 // invocation.
 //
 // A function whose configuration is unusable logs why and exits, so the
 // Lambda service reports a failed init rather than a function that half
-// works.
+// works; a value Await waits for that could not be read (twice: the
+// second time in the first invocation) exits the same way, before
+// anything is answered.
 package boot
 
 import (

@@ -5,8 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -149,6 +153,94 @@ func TestRead(t *testing.T) {
 	})
 	if _, err := slow.Wait(); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("slow read: %v; want the deadline exceeded", err)
+	}
+}
+
+// TestAwait: the first invocation waits for the read and hands its value
+// to use before the handler runs; use runs once, later invocations do
+// not wait, and a read that succeeded is not made again; a read that
+// failed once is made again and its value used; one that failed twice
+// exits with the message and its error and the handler never runs.
+func TestAwait(t *testing.T) {
+	release := make(chan struct{})
+	var firstReads atomic.Int32
+	p := Read(func(context.Context) (string, error) {
+		firstReads.Add(1)
+		<-release
+		return "key", nil
+	})
+	var key string
+	uses, calls := 0, 0
+	f := &Function{Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), exit: func(code int) { t.Fatalf("exit %d", code) }}
+	h := Await(f, p, "KEY", func(v string) { key = v; uses++ }, func(_ context.Context, in int) (string, error) {
+		calls++
+		return key + strconv.Itoa(in), nil
+	})
+	answered := make(chan string)
+	go func() {
+		out, _ := h(context.Background(), 1)
+		answered <- out
+	}()
+	select {
+	case out := <-answered:
+		t.Fatalf("the first invocation answered %q before the read returned", out)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(release)
+	if out := <-answered; out != "key1" {
+		t.Fatalf("first invocation: %q, want key1", out)
+	}
+	for i := 2; i <= 3; i++ {
+		if out, err := h(context.Background(), i); out != "key"+strconv.Itoa(i) || err != nil {
+			t.Fatalf("invocation %d: %q, %v", i, out, err)
+		}
+	}
+	if uses != 1 || calls != 3 {
+		t.Errorf("use ran %d times, the handler %d; want 1 and 3", uses, calls)
+	}
+
+	if n := firstReads.Load(); n != 1 {
+		t.Errorf("a read that succeeded was made %d times, want once", n)
+	}
+
+	// A read that fails once is made again in line, and the handler runs
+	// with what the second read returned.
+	var attempts atomic.Int32
+	flaky := Read(func(context.Context) ([]byte, error) {
+		if attempts.Add(1) == 1 {
+			return nil, errors.New("connection reset")
+		}
+		return []byte("key"), nil
+	})
+	var got []byte
+	status, log := run(t, func(exit func(int), w *bytes.Buffer) {
+		f := &Function{Log: slog.New(slog.NewJSONHandler(w, nil)), exit: exit}
+		h := Await(f, flaky, "APPROVAL_KEY_SECRET_ARN", func(k []byte) { got = k },
+			func(context.Context, int) (int, error) { return len(got), nil })
+		if n, _ := h(context.Background(), 1); n != 3 {
+			t.Errorf("the handler saw a %d-byte key, want 3", n)
+		}
+	})
+	if status != -1 || attempts.Load() != 2 || string(got) != "key" || !strings.Contains(log, "read again") || !strings.Contains(log, "connection reset") {
+		t.Errorf("read failing once: exit %d, %d reads, key %q, log %s", status, attempts.Load(), got, log)
+	}
+
+	// A read that fails twice exits with the message and the error; the
+	// handler never runs.
+	attempts.Store(0)
+	failed := Read(func(context.Context) ([]byte, error) {
+		attempts.Add(1)
+		return nil, errors.New("ResourceNotFoundException: no such secret")
+	})
+	called := false
+	status, log = run(t, func(exit func(int), w *bytes.Buffer) {
+		f := &Function{Log: slog.New(slog.NewJSONHandler(w, nil)), exit: exit}
+		h := Await(f, failed, "APPROVAL_KEY_SECRET_ARN", func([]byte) { t.Error("use ran after a failed read") },
+			func(context.Context, int) (int, error) { called = true; return 0, nil })
+		_, _ = h(context.Background(), 1)
+	})
+	if status != 1 || called || attempts.Load() != 2 || !strings.Contains(log, `"msg":"APPROVAL_KEY_SECRET_ARN"`) || !strings.Contains(log, "ResourceNotFoundException") {
+		t.Errorf("failed read: exit %d, handler ran %v, %d reads, log %s", status, called, attempts.Load(), log)
 	}
 }
 
