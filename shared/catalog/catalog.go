@@ -40,6 +40,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/stepline/stepline/shared/internal/jsonstr"
 	"github.com/stepline/stepline/shared/pipeline"
 )
 
@@ -218,26 +219,14 @@ func ParseURL(v string) (bucket, key string, err error) {
 // wrong with it).
 func checkDepth(raw []byte, max int) error {
 	depth := 0
-	inString, escaped := false, false
-	for i, c := range raw {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
+	for i, c := range jsonstr.Outside(raw) {
+		switch c {
+		case '{', '[':
 			depth++
 			if depth > max {
 				return fmt.Errorf("%s: nested deeper than %d levels", lineCol(raw, int64(i)), max)
 			}
-		case c == '}' || c == ']':
+		case '}', ']':
 			depth--
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/stepline/stepline/shared/asl"
+	"github.com/stepline/stepline/shared/internal/jsonstr"
 )
 
 // program is a definition prepared for running: validated, every JSONata
@@ -216,25 +217,11 @@ func (e *Engine) keep(def *asl.StateMachine, p *program) {
 // json.Compact writes it): its bytes less the whitespace outside strings,
 // counted without writing the compact copy.
 func compactSize(raw []byte) int {
-	n := 0
-	inString, escaped := false, false
-	for _, c := range raw {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			continue
+	n := len(raw)
+	for _, c := range jsonstr.Outside(raw) {
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			n--
 		}
-		n++
 	}
 	return n
 }

@@ -171,20 +171,8 @@ func (d *digestBuf) appendStep(b []byte, rec *store.StepRecord, trust []byte) ([
 // t.AppendFormat(b, time.RFC3339Nano) does: the nanoseconds without their
 // trailing zeros, none at all when they are zero.
 func appendRFC3339Nano(b []byte, t time.Time) []byte {
-	year, month, day := t.Date()
-	hour, min, sec := t.Clock()
 	var buf [len("2006-01-02T15:04:05.999999999Z")]byte
-	digits(buf[0:4], year)
-	buf[4] = '-'
-	digits(buf[5:7], int(month))
-	buf[7] = '-'
-	digits(buf[8:10], day)
-	buf[10] = 'T'
-	digits(buf[11:13], hour)
-	buf[13] = ':'
-	digits(buf[14:16], min)
-	buf[16] = ':'
-	digits(buf[17:19], sec)
+	putDateTime(buf[:], t)
 	n := 19
 	if ns := t.Nanosecond(); ns != 0 {
 		buf[19] = '.'

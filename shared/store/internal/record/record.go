@@ -18,12 +18,24 @@ const TimeLayout = "2006-01-02T15:04:05.000000000Z"
 // reads its layout at every call); any other goes through time.Format.
 func FormatTime(t time.Time) string {
 	t = t.UTC()
-	year, month, day := t.Date()
-	if year < 0 || year > 9999 {
+	if year := t.Year(); year < 0 || year > 9999 {
 		return t.Format(TimeLayout)
 	}
-	hour, min, sec := t.Clock()
 	var b [len(TimeLayout)]byte
+	putDateTime(b[:], t)
+	b[19] = '.'
+	digits(b[20:29], t.Nanosecond())
+	b[29] = 'Z'
+	return string(b[:])
+}
+
+// digits writes n, which is not negative, in decimal into all of dst,
+// zero-padded on the left.
+// putDateTime writes t's date and time of day to b[0:19] as
+// "2006-01-02T15:04:05" (t in UTC, its year from 0 to 9999).
+func putDateTime(b []byte, t time.Time) {
+	year, month, day := t.Date()
+	hour, min, sec := t.Clock()
 	digits(b[0:4], year)
 	b[4] = '-'
 	digits(b[5:7], int(month))
@@ -35,14 +47,8 @@ func FormatTime(t time.Time) string {
 	digits(b[14:16], min)
 	b[16] = ':'
 	digits(b[17:19], sec)
-	b[19] = '.'
-	digits(b[20:29], t.Nanosecond())
-	b[29] = 'Z'
-	return string(b[:])
 }
 
-// digits writes n, which is not negative, in decimal into all of dst,
-// zero-padded on the left.
 func digits(dst []byte, n int) {
 	for i := len(dst) - 1; i >= 0; i-- {
 		dst[i] = byte('0' + n%10)
