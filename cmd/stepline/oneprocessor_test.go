@@ -101,3 +101,34 @@ func TestHandlerPrices(t *testing.T) {
 		t.Errorf("a gpt-4o call: %v %v, want priced", c, ok)
 	}
 }
+
+// TestDrivingCommandsStartTheHeap: every command that drives a run sets
+// the collector for a short process once its flags are read (run, resume,
+// approve, reject, rerun), whether or not the run is then found; a command
+// that only reads does not.
+func TestDrivingCommandsStartTheHeap(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"resume", "run-nope"}, 1},
+		{[]string{"approve", "run-nope", "step"}, 1},
+		{[]string{"reject", "run-nope", "step"}, 1},
+		{[]string{"rerun", "run-nope"}, 1},
+		{[]string{"runs"}, 0},
+		{[]string{"show", "run-nope"}, 0},
+	} {
+		t.Run(tc.args[0], func(t *testing.T) {
+			calls := 0
+			var out, errOut bytes.Buffer
+			dispatch(context.Background(), append(tc.args, "--dir", filepath.Join(dir, tc.args[0])), env{
+				stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getenv: func(string) string { return "" },
+				startHeap: func() { calls++ },
+			})
+			if calls != tc.want {
+				t.Errorf("startHeap called %d times, want %d (%s)", calls, tc.want, errOut.String())
+			}
+		})
+	}
+}

@@ -32,6 +32,9 @@ type rerunFlags struct {
 }
 
 func rerun(ctx context.Context, e env, fs *pflag.FlagSet, sf stateFlags, runID string, f rerunFlags) int {
+	if e.startHeap != nil {
+		e.startHeap()
+	}
 	if !useProject(e, fs, f.config, &sf, &f.dir) {
 		return exitFailed
 	}

@@ -210,6 +210,9 @@ func cmdResume(c *cobra.Command) action {
 	responses := responsesFlag(fs)
 	exitCode := exitCodeFlag(fs)
 	return func(ctx context.Context, e env, args []string) int {
+		if e.startHeap != nil {
+			e.startHeap()
+		}
 		opts, ok := runOptions(e, *responses)
 		if !ok {
 			return exitFailed
@@ -244,6 +247,9 @@ func decide(c *cobra.Command, decision string) action {
 	responses := responsesFlag(fs)
 	exitCode := exitCodeFlag(fs)
 	return func(ctx context.Context, e env, args []string) int {
+		if e.startHeap != nil {
+			e.startHeap()
+		}
 		opts, ok := runOptions(e, *responses)
 		if !ok {
 			return exitFailed

@@ -1,5 +1,6 @@
 // Package heap sets the Go runtime of Stepline's commands, each for what
-// it does: stepline run lets a short process's heap grow before its first
+// it does: stepline run (and every command that drives a run: resume,
+// approve, reject, rerun) lets a short process's heap grow before its first
 // collection (Starting) and runs a machine that executes one state at a
 // time on one processor (OneProcessor); stepline serve collects less often
 // under a soft memory limit (Server). A GOGC, GOMEMLIMIT or GOMAXPROCS in
