@@ -248,12 +248,9 @@ func positioned(raw []byte, err error) error {
 	return err
 }
 
-// lineCol says where byte offset off of raw is, 1-based: "line 3, column
-// 7" (the column counts bytes).
+// lineCol says where byte offset off of raw is: "line 3, column 7".
 func lineCol(raw []byte, off int64) string {
 	off = min(max(off, 0), int64(len(raw)))
-	before := raw[:off]
-	line := bytes.Count(before, []byte("\n")) + 1
-	col := len(before) - bytes.LastIndexByte(before, '\n')
+	line, col := jsonstr.LineCol(string(raw[:off]), int(off))
 	return fmt.Sprintf("line %d, column %d", line, col)
 }

@@ -111,21 +111,12 @@ func (p *lenient) fail(format string, args ...any) {
 	if p.err != nil {
 		return
 	}
-	line, col := lineCol(p.src, p.pos)
+	line, col := jsonstr.LineCol(p.src, p.pos)
 	p.err = &FieldError{
 		Path:    p.curPath(),
 		Code:    CodeSyntax,
 		Message: fmt.Sprintf("line %d, column %d: ", line, col) + fmt.Sprintf(format, args...),
 	}
-}
-
-func lineCol(s string, pos int) (int, int) {
-	if pos > len(s) {
-		pos = len(s)
-	}
-	line := 1 + strings.Count(s[:pos], "\n")
-	lineStart := strings.LastIndexByte(s[:pos], '\n') + 1
-	return line, utf8.RuneCountInString(s[lineStart:pos]) + 1
 }
 
 // describe names the byte at pos for a message.
