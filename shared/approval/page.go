@@ -72,17 +72,18 @@ func appendPage(b []byte, v view) []byte {
 	}
 	b = append(b, '\n')
 	if p := v.Page; p != nil {
-		b = append(b, "\n<dl>\n<dt>Pipeline</dt><dd>"...)
-		b = appendHTMLText(b, p.Pipeline)
-		b = append(b, "</dd>\n<dt>Step</dt><dd>"...)
-		b = appendHTMLText(b, p.Step)
-		b = append(b, "</dd>\n<dt>Run</dt><dd>"...)
-		b = appendHTMLText(b, p.RunID)
-		b = append(b, "</dd>\n<dt>Requested</dt><dd>"...)
-		b = appendHTMLText(b, when(p.CreatedAt))
-		b = append(b, "</dd>\n<dt>Expires</dt><dd>"...)
-		b = appendHTMLText(b, when(p.ExpiresAt))
-		b = append(b, "</dd>\n</dl>\n"...)
+		b = append(b, "\n<dl>\n"...)
+		for _, f := range [...]struct{ term, value string }{
+			{"Pipeline", p.Pipeline}, {"Step", p.Step}, {"Run", p.RunID},
+			{"Requested", when(p.CreatedAt)}, {"Expires", when(p.ExpiresAt)},
+		} {
+			b = append(b, "<dt>"...)
+			b = append(b, f.term...)
+			b = append(b, "</dt><dd>"...)
+			b = appendHTMLText(b, f.value)
+			b = append(b, "</dd>\n"...)
+		}
+		b = append(b, "</dl>\n"...)
 		if p.Message != "" {
 			b = append(b, "<pre>"...)
 			b = appendHTMLText(b, p.Message)
