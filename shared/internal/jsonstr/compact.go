@@ -81,22 +81,16 @@ func (c *compactor) object(depth int) bool {
 		if !c.value(depth + 1) {
 			return false
 		}
-		c.space()
-		if c.i >= len(c.src) {
+		next, more, ok := afterMember(c.src, c.i, '}')
+		if !ok {
 			return false
 		}
-		switch c.src[c.i] {
-		case ',':
-			c.dst = append(c.dst, ',')
-			c.i++
-			c.space()
-		case '}':
-			c.dst = append(c.dst, '}')
-			c.i++
+		c.dst = append(c.dst, c.src[next-1])
+		c.i = next
+		if !more {
 			return true
-		default:
-			return false
 		}
+		c.space()
 	}
 }
 
@@ -116,22 +110,16 @@ func (c *compactor) array(depth int) bool {
 		if !c.value(depth + 1) {
 			return false
 		}
-		c.space()
-		if c.i >= len(c.src) {
+		next, more, ok := afterMember(c.src, c.i, ']')
+		if !ok {
 			return false
 		}
-		switch c.src[c.i] {
-		case ',':
-			c.dst = append(c.dst, ',')
-			c.i++
-			c.space()
-		case ']':
-			c.dst = append(c.dst, ']')
-			c.i++
+		c.dst = append(c.dst, c.src[next-1])
+		c.i = next
+		if !more {
 			return true
-		default:
-			return false
 		}
+		c.space()
 	}
 }
 

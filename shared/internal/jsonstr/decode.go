@@ -126,18 +126,12 @@ func (d *decoder) object(depth int) (any, bool) {
 			return nil, false
 		}
 		m[k] = v
-		d.space()
-		if d.i >= len(d.b) {
+		var more bool
+		if d.i, more, ok = afterMember(d.b, d.i, '}'); !ok {
 			return nil, false
 		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
+		if !more {
 			return m, true
-		default:
-			return nil, false
 		}
 	}
 }
@@ -156,20 +150,31 @@ func (d *decoder) array(depth int) (any, bool) {
 			return nil, false
 		}
 		a = append(a, v)
-		d.space()
-		if d.i >= len(d.b) {
+		var more bool
+		if d.i, more, ok = afterMember(d.b, d.i, ']'); !ok {
 			return nil, false
 		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
+		if !more {
 			return a, true
-		default:
-			return nil, false
 		}
 	}
+}
+
+// afterMember reads, from b[i:], the white space and then the ',' or the
+// close that follow a member of an object or an array: next is the index
+// past it, more is true for a ','; ok is false for anything else.
+func afterMember(b []byte, i int, close byte) (next int, more, ok bool) {
+	i = SkipSpace(b, i)
+	if i >= len(b) {
+		return i, false, false
+	}
+	switch b[i] {
+	case ',':
+		return i + 1, true, true
+	case close:
+		return i + 1, false, true
+	}
+	return i, false, false
 }
 
 // string reads a string whose escapes are all short ones (\" \\ \/ \b
