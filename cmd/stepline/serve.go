@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stepline/stepline/shared/approval"
+	"github.com/stepline/stepline/shared/inbound"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/local"
 	"github.com/stepline/stepline/shared/project"
@@ -91,7 +92,7 @@ func cmdServe(c *cobra.Command) action {
 	var f serveFlags
 	f.addr = fs.String("addr", "127.0.0.1:8080", "listen address; without tokens, loopback only (see --insecure-no-auth)")
 	f.dir = fs.String("pipelines", "pipelines", "directory of pipeline files, routed in file-name order")
-	f.maxRuns = fs.Int("max-runs", intake.DefaultMaxRuns, "runs driven at once; more answer 429")
+	f.maxRuns = fs.Int("max-runs", inbound.DefaultMaxRuns, "runs driven at once; more answer 429")
 	f.tokensFile = fs.String("tokens", "", "YAML file of per-team bearer tokens; team \"admin\" sees and starts everything (default: $STEPLINE_TOKENS, team=token,...)")
 	f.insecure = fs.Bool("insecure-no-auth", false, "serve without tokens on an address other than loopback: anyone who reaches it may start and read every run")
 	f.publicURL = fs.String("url", "", "public base URL of approval links (default http://ADDR)")
@@ -252,8 +253,8 @@ serving:
 // $STEPLINE_TOKENS, and resolves the ${NAME} references in them from the
 // environment. A source that is named but holds no token is an error, not
 // a server open to everyone; every token must name a team.
-func loadTokens(ctx context.Context, file string, getenv func(string) string) (intake.Tokens, error) {
-	var tokens intake.Tokens
+func loadTokens(ctx context.Context, file string, getenv func(string) string) (inbound.Tokens, error) {
+	var tokens inbound.Tokens
 	var err error
 	var from string
 	switch env := getenv("STEPLINE_TOKENS"); {

@@ -27,14 +27,14 @@ func TestParseTokens(t *testing.T) {
 	tests := []struct {
 		name    string
 		src     string
-		want    Tokens
+		want    inbound.Tokens
 		wantErr string
 	}{
-		{"team map, JSON", `{"checkout": "tok-1", "payments": "tok-2"}`, Tokens{"checkout": "tok-1", "payments": "tok-2"}, ""},
-		{"team map, YAML", "checkout: tok-1\npayments: ${PAYMENTS_TOKEN}\n", Tokens{"checkout": "tok-1", "payments": "${PAYMENTS_TOKEN}"}, ""},
-		{"reference form", "teams:\n  - name: checkout\n    token: tok-1\n  - {name: payments, token: tok-2}\n", Tokens{"checkout": "tok-1", "payments": "tok-2"}, ""},
-		{"under auth with a legacy token", "auth:\n  token: legacy-1\n  teams: [{name: checkout, token: tok-1}]\n", Tokens{"": "legacy-1", "checkout": "tok-1"}, ""},
-		{"empty file", "  \n", Tokens{}, ""},
+		{"team map, JSON", `{"checkout": "tok-1", "payments": "tok-2"}`, inbound.Tokens{"checkout": "tok-1", "payments": "tok-2"}, ""},
+		{"team map, YAML", "checkout: tok-1\npayments: ${PAYMENTS_TOKEN}\n", inbound.Tokens{"checkout": "tok-1", "payments": "${PAYMENTS_TOKEN}"}, ""},
+		{"reference form", "teams:\n  - name: checkout\n    token: tok-1\n  - {name: payments, token: tok-2}\n", inbound.Tokens{"checkout": "tok-1", "payments": "tok-2"}, ""},
+		{"under auth with a legacy token", "auth:\n  token: legacy-1\n  teams: [{name: checkout, token: tok-1}]\n", inbound.Tokens{"": "legacy-1", "checkout": "tok-1"}, ""},
+		{"empty file", "  \n", inbound.Tokens{}, ""},
 		{"token not a string", `{"checkout": 12}`, nil, `the token of team "checkout" must be a string`},
 		{"team without name", "teams: [{token: tok-1}]", nil, "teams[0] needs a name and a token"},
 		{"team without token", "teams: [{name: checkout}]", nil, `team "checkout" has an empty token`},
@@ -99,12 +99,12 @@ func TestLoadPipelinesOrder(t *testing.T) {
 	if !reflect.DeepEqual(names, []string{"critical", "default"}) {
 		t.Fatalf("loaded %v", names)
 	}
-	r, err := NewRouter(ps)
+	r, err := inbound.NewRouter(ps)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for sev, want := range map[string]string{"critical": "critical", "warning": "default"} {
-		if p, err := r.Route(Context{Severity: sev}); err != nil || p.Name != want {
+		if p, err := r.Route(inbound.Context{Severity: sev}); err != nil || p.Name != want {
 			t.Errorf("severity %s routed to %v (%v), want %s", sev, p, err, want)
 		}
 	}
@@ -119,7 +119,7 @@ func TestRouteSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewRouter(ps)
+	r, err := inbound.NewRouter(ps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,12 +133,12 @@ func TestRouteSamples(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			var c Context
+			var c inbound.Context
 			var err error
 			if tt.source == "alertmanager" {
-				c, err = NormalizeAlertmanager(readEvent(t, tt.file), "", testNow)
+				c, err = inbound.NormalizeAlertmanager(readEvent(t, tt.file), "", testNow)
 			} else {
-				c, err = NormalizeGeneric(readEvent(t, tt.file), testNow)
+				c, err = inbound.NormalizeGeneric(readEvent(t, tt.file), testNow)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -152,8 +152,8 @@ func TestRouteSamples(t *testing.T) {
 			}
 		})
 	}
-	info := Context{Source: "alertmanager", Severity: "info", Labels: map[string]string{"team": "checkout"}}
-	if p, err := r.Route(info); !errors.Is(err, ErrNoMatch) {
+	info := inbound.Context{Source: "alertmanager", Severity: "info", Labels: map[string]string{"team": "checkout"}}
+	if p, err := r.Route(info); !errors.Is(err, inbound.ErrNoMatch) {
 		t.Errorf("an info alert routed to %v (%v)", p, err)
 	}
 }
@@ -162,14 +162,14 @@ func TestRouteSamples(t *testing.T) {
 // file (YAML), so a flow mapping stays accepted; inbound's reads JSON only.
 func TestParseTokenList(t *testing.T) {
 	got, err := ParseTokenList(` {checkout: tok-1, payments: "tok-2"}`)
-	if err != nil || !reflect.DeepEqual(got, Tokens{"checkout": "tok-1", "payments": "tok-2"}) {
+	if err != nil || !reflect.DeepEqual(got, inbound.Tokens{"checkout": "tok-1", "payments": "tok-2"}) {
 		t.Errorf("a flow mapping: %v, %v", got, err)
 	}
 	if _, err := inbound.ParseTokenList(`{checkout: tok-1}`); err == nil {
 		t.Error("inbound.ParseTokenList read a YAML flow mapping")
 	}
 	got, err = ParseTokenList("checkout=tok-1")
-	if err != nil || !reflect.DeepEqual(got, Tokens{"checkout": "tok-1"}) {
+	if err != nil || !reflect.DeepEqual(got, inbound.Tokens{"checkout": "tok-1"}) {
 		t.Errorf("pairs: %v, %v", got, err)
 	}
 	if _, err := ParseTokenList(`{"a": "x1", "a": "x2"}`); err == nil || !strings.Contains(err.Error(), `"a" already defined`) {

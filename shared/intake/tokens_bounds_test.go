@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stepline/stepline/shared/inbound"
 	"github.com/stepline/stepline/shared/yamldoc/yamldoctest"
 )
 
@@ -41,7 +42,7 @@ func TestParseTokensAnchors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Tokens{"a": "tok-a", "b": "tok-b"}); !reflect.DeepEqual(got, want) {
+	if want := (inbound.Tokens{"a": "tok-a", "b": "tok-b"}); !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }

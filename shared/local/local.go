@@ -83,7 +83,7 @@ import (
 	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/fault"
-	"github.com/stepline/stepline/shared/intake"
+	"github.com/stepline/stepline/shared/inbound"
 	"github.com/stepline/stepline/shared/local/defcache"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/project"
@@ -282,9 +282,9 @@ type Outcome struct {
 	Waiting  []store.Approval // the approvals a waiting run needs
 }
 
-// NewRunID returns a new run ID (intake.NewRunID, as runs started through
+// NewRunID returns a new run ID (inbound.NewRunID, as runs started through
 // serve get).
-func NewRunID() string { return intake.NewRunID() }
+func NewRunID() string { return inbound.NewRunID() }
 
 // Run starts a run of the pipeline in path with trigger as its event and
 // drives it until it ends or waits for an approval.

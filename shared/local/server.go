@@ -22,7 +22,7 @@ import (
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/executor/settings"
-	"github.com/stepline/stepline/shared/intake"
+	"github.com/stepline/stepline/shared/inbound"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/schedule"
@@ -68,7 +68,7 @@ import (
 //
 // Without tokens every request is served to anyone; the caller decides
 // where that is safe (stepline serve only binds loopback then). With tokens
-// (team → bearer token, see [intake.Tokens]) every request but GET /health
+// (team → bearer token, see [inbound.Tokens]) every request but GET /health
 // and the approval links needs "Authorization: Bearer <token>" naming a
 // team; a missing token and a wrong one get the same 401 with a
 // WWW-Authenticate header. The approval links need none: the signed link is
@@ -76,7 +76,7 @@ import (
 // secret token, a Slack request URL its signature. A team sees only the runs recorded with its team (GET
 // /runs lists them, GET /runs/{id} of another team's run is 404, as for a
 // run that does not exist); the runs it starts, by webhook or by name, are
-// recorded with its team. The token of [intake.AdminTeam] sees every run
+// recorded with its team. The token of [inbound.AdminTeam] sees every run
 // (?team= picks one team's) and may start any pipeline; its runs are
 // recorded as team "admin". POST /reload needs the admin token when
 // tokens are configured; a rerun is recorded with the team of the run it
@@ -91,10 +91,10 @@ import (
 // hold connections open.
 type Server struct {
 	runner    *Runner
-	intake    *intake.Intake
+	intake    *inbound.Intake
 	approvals *approval.Service
-	limiter   *intake.Counter
-	tokens    intake.Tokens
+	limiter   *inbound.Counter
+	tokens    inbound.Tokens
 	limits    HTTPLimits
 	log       *slog.Logger
 
@@ -140,7 +140,7 @@ const (
 	// little more, 4 KiB, and answers 431 beyond).
 	MaxHeaderBytes = 64 << 10
 	// MaxBodyBytes bounds the body of a webhook or a manual run.
-	MaxBodyBytes = intake.MaxBodyBytes
+	MaxBodyBytes = inbound.MaxBodyBytes
 	// MaxApprovalBodyBytes bounds the body of a decision posted to an
 	// approval link (a short form or {decision, by}).
 	MaxApprovalBodyBytes = 16 << 10
@@ -181,7 +181,7 @@ type ServerConfig struct {
 	PipelinesDir string // pipeline files, routed in file-name order
 	// Tokens are the teams' bearer tokens; empty: no request is
 	// authenticated. Every token must name a team (Tokens.CheckTeams).
-	Tokens  intake.Tokens
+	Tokens  inbound.Tokens
 	MaxRuns int // runs driven at once; more answer 429
 	Signer  *approval.Signer
 	HTTP    HTTPLimits // bounds of HTTPServer's connections
@@ -238,7 +238,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	maxRuns := cfg.MaxRuns
 	if maxRuns <= 0 {
-		maxRuns = intake.DefaultMaxRuns
+		maxRuns = inbound.DefaultMaxRuns
 	}
 	if len(cfg.Tokens) > 0 {
 		if err := cfg.Tokens.CheckTeams(); err != nil {
@@ -246,7 +246,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		}
 	}
 	s := &Server{
-		runner: cfg.Runner, log: log, ctx: ctx, limiter: intake.NewCounter(maxRuns),
+		runner: cfg.Runner, log: log, ctx: ctx, limiter: inbound.NewCounter(maxRuns),
 		tokens: cfg.Tokens, limits: cfg.HTTP.withDefaults(), dir: cfg.PipelinesDir, project: cfg.Runner.project,
 		version: cfg.Version, maxRuns: maxRuns, clock: cfg.ScheduleClock,
 	}
@@ -258,7 +258,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		return nil, err
 	}
 	s.loaded = l
-	s.intake, err = intake.New(intake.Config{
+	s.intake, err = inbound.New(inbound.Config{
 		Router: l.router, Store: cfg.Runner.Store, Starter: s, Limiter: s.limiter,
 		Tokens: cfg.Tokens, Logger: log,
 	})
@@ -267,7 +267,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	s.sched, err = schedule.New(schedule.Config{
 		Store: cfg.Runner.Store, Fire: s.fire, Clock: s.clock, Grace: cfg.ScheduleGrace,
-		RunID: intake.NewRunID, Logger: log,
+		RunID: inbound.NewRunID, Logger: log,
 	}, l.entries)
 	if err != nil {
 		return nil, err
@@ -346,8 +346,8 @@ func (s *Server) expireApprovals(poll time.Duration) {
 	}
 }
 
-// Start implements intake.Starter: the run is driven in the background.
-func (s *Server) Start(_ context.Context, p *pipeline.Pipeline, runID string, trigger intake.Context) error {
+// Start implements inbound.Starter: the run is driven in the background.
+func (s *Server) Start(_ context.Context, p *pipeline.Pipeline, runID string, trigger inbound.Context) error {
 	s.mu.Lock()
 	sm := s.loaded.machines[p.Name]
 	s.mu.Unlock()
@@ -405,11 +405,11 @@ func (s *Server) authenticate(r *http.Request) (caller, bool) {
 	if len(s.tokens) == 0 {
 		return caller{all: true}, true
 	}
-	team, ok := s.tokens.Team(intake.BearerToken(r.Header.Get("Authorization")))
+	team, ok := s.tokens.Team(inbound.BearerToken(r.Header.Get("Authorization")))
 	if !ok {
 		return caller{}, false
 	}
-	return caller{team: team, all: team == intake.AdminTeam}, true
+	return caller{team: team, all: team == inbound.AdminTeam}, true
 }
 
 // ServeHTTP implements http.Handler.
@@ -446,7 +446,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized: a valid bearer token is required"})
 		return
 	}
-	bearer := intake.BearerToken(r.Header.Get("Authorization"))
+	bearer := inbound.BearerToken(r.Header.Get("Authorization"))
 	switch {
 	case path == "/webhook":
 		if !allow(w, r, http.MethodPost) {
@@ -456,14 +456,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if source == "" {
 			source = r.Header.Get("X-Pipeline-Source")
 		}
-		s.accept(w, r, intake.Request{Source: source, Query: r.URL.Query(), Bearer: bearer})
+		s.accept(w, r, inbound.Request{Source: source, Query: r.URL.Query(), Bearer: bearer})
 	case strings.HasPrefix(path, "/pipelines/") && (strings.HasSuffix(path, "/runs") || strings.HasSuffix(path, "/run")):
 		if !allow(w, r, http.MethodPost) {
 			return
 		}
 		name := strings.TrimPrefix(path, "/pipelines/")
 		name = strings.TrimSuffix(strings.TrimSuffix(name, "/runs"), "/run")
-		s.accept(w, r, intake.Request{Source: "generic", Manual: true, PipelineName: name, Query: r.URL.Query(), Bearer: bearer})
+		s.accept(w, r, inbound.Request{Source: "generic", Manual: true, PipelineName: name, Query: r.URL.Query(), Bearer: bearer})
 	case path == "/pipelines":
 		if allow(w, r, http.MethodGet) {
 			s.listPipelines(w)
@@ -560,7 +560,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (body []byte,
 	return nil, false
 }
 
-func (s *Server) accept(w http.ResponseWriter, r *http.Request, req intake.Request) {
+func (s *Server) accept(w http.ResponseWriter, r *http.Request, req inbound.Request) {
 	body, ok := readBody(w, r, MaxBodyBytes)
 	if !ok {
 		return
@@ -568,9 +568,9 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, req intake.Reque
 	req.Body = body
 	d, err := s.intake.Accept(r.Context(), req)
 	if err != nil {
-		status := intake.HTTPStatus(err)
+		status := inbound.HTTPStatus(err)
 		resp := map[string]any{"error": err.Error()}
-		var over *intake.OverloadedError
+		var over *inbound.OverloadedError
 		if errors.As(err, &over) {
 			resp = map[string]any{"status": "overloaded", "active_runs": over.Active, "max_concurrent_runs": over.Max}
 		}
@@ -677,7 +677,7 @@ func (s *Server) newUI() (*webui.Handler, error) {
 			return out, p.Diagnostics.String()
 		},
 		Start: func(ctx context.Context, name, bearer string, event []byte) (string, error) {
-			d, err := s.intake.Accept(ctx, intake.Request{Source: "generic", Manual: true, PipelineName: name, Body: event, Bearer: bearer})
+			d, err := s.intake.Accept(ctx, inbound.Request{Source: "generic", Manual: true, PipelineName: name, Body: event, Bearer: bearer})
 			if err != nil {
 				return "", err
 			}

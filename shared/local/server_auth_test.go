@@ -15,7 +15,7 @@ import (
 
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/executor"
-	"github.com/stepline/stepline/shared/intake"
+	"github.com/stepline/stepline/shared/inbound"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/store/sqlite"
@@ -28,7 +28,7 @@ const (
 	tokAdmin    = "tok-admin-5d0e"
 )
 
-var testTokens = intake.Tokens{"checkout": tokCheckout, "payments": tokPayments, intake.AdminTeam: tokAdmin}
+var testTokens = inbound.Tokens{"checkout": tokCheckout, "payments": tokPayments, inbound.AdminTeam: tokAdmin}
 
 // ordersPipeline is started by webhooks ({"event": "order.created"}) and by
 // name. Its one step has no scripted reply, so its runs fail at once
@@ -46,13 +46,13 @@ steps:
 var seededRuns = map[string]string{ // run ID → team
 	"run-checkout": "checkout",
 	"run-payments": "payments",
-	"run-admin":    intake.AdminTeam,
+	"run-admin":    inbound.AdminTeam,
 	"run-teamless": "",
 }
 
 // startServer serves a Server over loopback with tokens (nil: none) and
 // limits, with the seeded runs in its store. It returns the base URL.
-func startServer(t *testing.T, tokens intake.Tokens, limits HTTPLimits) (string, *Server) {
+func startServer(t *testing.T, tokens inbound.Tokens, limits HTTPLimits) (string, *Server) {
 	t.Helper()
 	dir := t.TempDir()
 	pipelines := filepath.Join(dir, "pipelines")
@@ -263,8 +263,8 @@ func TestServerRunVisibility(t *testing.T) {
 		start(tokCheckout, "/pipelines/orders/runs", `{}`):                            "checkout",
 		start(tokCheckout, "/webhook?source=generic", `{"event": "order.created"}`):   "checkout",
 		start(tokPayments, "/pipelines/orders/runs", `{}`):                            "payments",
-		start(tokAdmin, "/pipelines/orders/runs", `{}`):                               intake.AdminTeam,
-		start(tokAdmin, "/webhook?source=generic", `{"event": "order.created"}`):      intake.AdminTeam,
+		start(tokAdmin, "/pipelines/orders/runs", `{}`):                               inbound.AdminTeam,
+		start(tokAdmin, "/webhook?source=generic", `{"event": "order.created"}`):      inbound.AdminTeam,
 		start(tokPayments, "/webhook?source=generic", `{"event": "order.created"}`):   "payments",
 		start(tokCheckout, "/pipelines/orders/runs", `{"summary": "by hand, again"}`): "checkout",
 	}
@@ -304,9 +304,9 @@ func TestServerRunVisibility(t *testing.T) {
 		{"checkout asking for its own team", tokCheckout, "?team=checkout", of("checkout")},
 		{"checkout asking for payments' runs", tokCheckout, "?team=payments", nil},
 		{"checkout asking for the admin's runs", tokCheckout, "?team=admin", nil},
-		{"admin sees every run", tokAdmin, "", of("checkout", "payments", intake.AdminTeam, "")},
+		{"admin sees every run", tokAdmin, "", of("checkout", "payments", inbound.AdminTeam, "")},
 		{"admin picks a team", tokAdmin, "?team=payments", of("payments")},
-		{"admin picks its own", tokAdmin, "?team=admin", of(intake.AdminTeam)},
+		{"admin picks its own", tokAdmin, "?team=admin", of(inbound.AdminTeam)},
 		{"filters still apply to a team", tokCheckout, "?status=completed", []string{"run-checkout"}},
 		{"a team's limit counts its own runs", tokCheckout, "?limit=1", of("checkout")[:1]},
 	}
@@ -340,10 +340,10 @@ func TestServerRunVisibility(t *testing.T) {
 	// Every run answers its own team and the admin, and nobody else, as
 	// if it did not exist.
 	for id, team := range all {
-		for _, c := range []struct{ team, token string }{{"checkout", tokCheckout}, {"payments", tokPayments}, {intake.AdminTeam, tokAdmin}} {
+		for _, c := range []struct{ team, token string }{{"checkout", tokCheckout}, {"payments", tokPayments}, {inbound.AdminTeam, tokAdmin}} {
 			a := do(t, "GET", base+"/runs/"+id, c.token, "", "")
 			want := http.StatusNotFound
-			if c.team == team || c.team == intake.AdminTeam {
+			if c.team == team || c.team == inbound.AdminTeam {
 				want = http.StatusOK
 			}
 			if a.status != want {
@@ -359,12 +359,12 @@ func TestServerRunVisibility(t *testing.T) {
 func TestNewServerRefusesAmbiguousTokens(t *testing.T) {
 	tests := []struct {
 		name    string
-		tokens  intake.Tokens
+		tokens  inbound.Tokens
 		wantErr string
 	}{
-		{"a token without a team", intake.Tokens{"": "tok-legacy-1", "checkout": tokCheckout}, "a token has no team"},
-		{"admin spelled otherwise", intake.Tokens{"Admin": tokAdmin}, `team "Admin" looks like the admin team`},
-		{"two teams, one token", intake.Tokens{"checkout": tokCheckout, "admin": tokCheckout}, `teams "admin" and "checkout" share a token`},
+		{"a token without a team", inbound.Tokens{"": "tok-legacy-1", "checkout": tokCheckout}, "a token has no team"},
+		{"admin spelled otherwise", inbound.Tokens{"Admin": tokAdmin}, `team "Admin" looks like the admin team`},
+		{"two teams, one token", inbound.Tokens{"checkout": tokCheckout, "admin": tokCheckout}, `teams "admin" and "checkout" share a token`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

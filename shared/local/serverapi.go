@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/shared/asl"
+	"github.com/stepline/stepline/shared/inbound"
 	"github.com/stepline/stepline/shared/intake"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/rerun"
@@ -25,7 +26,7 @@ type loaded struct {
 	pipelines map[string]*pipeline.Pipeline
 	files     map[string]string // pipeline name → its file
 	order     []string          // names, in file-name (routing) order
-	router    *intake.Router
+	router    *inbound.Router
 	entries   []schedule.Entry
 }
 
@@ -59,7 +60,7 @@ func (s *Server) load() (*loaded, error) {
 			l.entries = append(l.entries, e)
 		}
 	}
-	if l.router, err = intake.NewRouter(ps); err != nil {
+	if l.router, err = inbound.NewRouter(ps); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -95,7 +96,7 @@ func (s *Server) Reload() (int, error) {
 }
 
 func (s *Server) serveReload(w http.ResponseWriter, c caller) {
-	if len(s.tokens) > 0 && c.team != intake.AdminTeam {
+	if len(s.tokens) > 0 && c.team != inbound.AdminTeam {
 		writeJSON(w, http.StatusForbidden, map[string]string{"error": "forbidden: only the admin token may reload"})
 		return
 	}
@@ -234,9 +235,9 @@ func (s *Server) rerun(w http.ResponseWriter, r *http.Request, c caller, id stri
 		writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": fmt.Sprintf("run %s is of pipeline %q, which is not loaded", id, orig.Pipeline)})
 		return
 	}
-	newID := intake.NewRunID()
+	newID := inbound.NewRunID()
 	if err := s.limiter.Admit(r.Context(), newID); err != nil {
-		var over *intake.OverloadedError
+		var over *inbound.OverloadedError
 		if errors.As(err, &over) {
 			writeJSON(w, http.StatusTooManyRequests, map[string]any{"status": "overloaded", "active_runs": over.Active, "max_concurrent_runs": over.Max})
 			return
@@ -290,11 +291,11 @@ func (s *Server) fire(ctx context.Context, e schedule.Entry, tick time.Time, run
 	if tz == "" {
 		tz = "UTC"
 	}
-	event := intake.Context{
+	event := inbound.Context{
 		Source: "scheduler", Pipeline: p.Name, Severity: sc.Severity, Summary: sc.Summary, Labels: sc.Labels, Team: sc.Team,
 		Metadata:   map[string]any{"cron": sc.Cron, "timezone": tz, "scheduled_time": tick.UTC().Format(time.RFC3339)},
 		ReceivedAt: tick,
 	}
-	_, err := s.intake.Accept(ctx, intake.Request{Manual: true, PipelineName: p.Name, Event: &event, RunID: runID})
+	_, err := s.intake.Accept(ctx, inbound.Request{Manual: true, PipelineName: p.Name, Event: &event, RunID: runID})
 	return err
 }

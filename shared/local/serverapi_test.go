@@ -15,7 +15,7 @@ import (
 
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/executor"
-	"github.com/stepline/stepline/shared/intake"
+	"github.com/stepline/stepline/shared/inbound"
 	"github.com/stepline/stepline/shared/runview"
 	"github.com/stepline/stepline/shared/store"
 )
@@ -32,7 +32,7 @@ func (c stillClock) Sleep(ctx context.Context, _ time.Duration) error {
 
 // serveScenario serves the pipelines of dir (see openScenario) with
 // scripted replies, tokens (nil: none) and a schedule clock.
-func serveScenario(t *testing.T, dir string, responses *executor.Responses, tokens intake.Tokens, clock stillClock) (string, *Server, *Runner) {
+func serveScenario(t *testing.T, dir string, responses *executor.Responses, tokens inbound.Tokens, clock stillClock) (string, *Server, *Runner) {
 	t.Helper()
 	r := reopen(t, dir, responses)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -13,7 +13,7 @@
 // # Who may do what
 //
 // The UI authenticates as the API does, with the teams' tokens
-// ([intake.Tokens]): the login form takes a token and sets a session
+// ([inbound.Tokens]): the login form takes a token and sets a session
 // cookie (HttpOnly, SameSite=Strict, Secure over TLS) that carries the
 // team, signed with a key of the process, never the token itself. A team
 // sees its own runs and approvals, the admin token every team's. Without

@@ -15,7 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stepline/stepline/shared/approval"
-	"github.com/stepline/stepline/shared/intake"
+	"github.com/stepline/stepline/shared/inbound"
 	"github.com/stepline/stepline/shared/store"
 )
 
@@ -716,7 +716,7 @@ func (h *Handler) runNow(w http.ResponseWriter, r *http.Request, v viewer) {
 	}
 	id, err := h.cfg.Start(r.Context(), name, bearer, []byte(event))
 	if err != nil {
-		h.render(w, r, intake.HTTPStatus(err), "pipeline", page{Title: "Pipeline " + name, Nav: "pipelines", V: v, Data: d,
+		h.render(w, r, inbound.HTTPStatus(err), "pipeline", page{Title: "Pipeline " + name, Nav: "pipelines", V: v, Data: d,
 			Error: "The run did not start: " + err.Error()})
 		return
 	}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/asl"
-	"github.com/stepline/stepline/shared/intake"
+	"github.com/stepline/stepline/shared/inbound"
 	"github.com/stepline/stepline/shared/store"
 )
 
@@ -102,7 +102,7 @@ type Config struct {
 	// buttons.
 	Approvals *approval.Service
 	// Tokens are the teams' tokens; empty: everyone is served.
-	Tokens intake.Tokens
+	Tokens inbound.Tokens
 	// Prefix is where the UI is mounted (DefaultPrefix when empty).
 	Prefix string
 	// ConsoleURL, when set, links a run to its page elsewhere (the Step
@@ -127,7 +127,7 @@ const (
 	// MaxStreamTime bounds one live view; the browser reconnects.
 	MaxStreamTime = 30 * time.Minute
 	// MaxFormBytes bounds a form's body (a run's event is within it).
-	MaxFormBytes = intake.MaxBodyBytes + 16<<10
+	MaxFormBytes = inbound.MaxBodyBytes + 16<<10
 	// MaxLogEvents bounds the run log a page shows (the latest ones).
 	MaxLogEvents = 300
 	// MaxTextBytes bounds a prompt, reply or JSON block as shown; the
@@ -331,13 +331,13 @@ func (h *Handler) identify(w http.ResponseWriter, r *http.Request) (viewer, bool
 	if c != nil {
 		if team, ok := h.readSession(c.Value); ok {
 			if _, known := h.cfg.Tokens[team]; known {
-				return viewer{Team: team, All: team == intake.AdminTeam, CSRF: h.csrfToken(c.Value), Login: true}, true
+				return viewer{Team: team, All: team == inbound.AdminTeam, CSRF: h.csrfToken(c.Value), Login: true}, true
 			}
 		}
 	}
-	if team, ok := h.cfg.Tokens.Team(intake.BearerToken(r.Header.Get("Authorization"))); ok {
+	if team, ok := h.cfg.Tokens.Team(inbound.BearerToken(r.Header.Get("Authorization"))); ok {
 		// A script with the API's token: no session, no forms.
-		return viewer{Team: team, All: team == intake.AdminTeam}, true
+		return viewer{Team: team, All: team == inbound.AdminTeam}, true
 	}
 	return viewer{}, false
 }

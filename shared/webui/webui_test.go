@@ -18,7 +18,7 @@ import (
 
 	"github.com/stepline/stepline/shared/approval"
 	"github.com/stepline/stepline/shared/executor"
-	"github.com/stepline/stepline/shared/intake"
+	"github.com/stepline/stepline/shared/inbound"
 	"github.com/stepline/stepline/shared/local"
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/steprun"
@@ -72,7 +72,7 @@ const (
 	tokAdmin = "tok-admin-0c4d5e"
 )
 
-var testTokens = intake.Tokens{"ops": tokOps, "other": tokOther, intake.AdminTeam: tokAdmin}
+var testTokens = inbound.Tokens{"ops": tokOps, "other": tokOther, inbound.AdminTeam: tokAdmin}
 
 // slowHandler delays every step, so that a browser sees a run under way.
 type slowHandler struct {
@@ -98,13 +98,13 @@ type testServer struct {
 // serve runs stepline serve's Server (with the UI under /ui/) over
 // loopback with the review pipeline, tokens (nil: none) and a delay
 // before every step.
-func serve(t *testing.T, tokens intake.Tokens, delay time.Duration) *testServer {
+func serve(t *testing.T, tokens inbound.Tokens, delay time.Duration) *testServer {
 	t.Helper()
 	return serveIn(t, tokens, delay, nil)
 }
 
 // serveIn is serve with the pipelines compiled in proj (nil: none).
-func serveIn(t *testing.T, tokens intake.Tokens, delay time.Duration, proj *project.Project) *testServer {
+func serveIn(t *testing.T, tokens inbound.Tokens, delay time.Duration, proj *project.Project) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	pipelines := filepath.Join(dir, "pipelines")
