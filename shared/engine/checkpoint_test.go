@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -263,5 +264,65 @@ func TestDefinitionSizeLimit(t *testing.T) {
 	_, err := New(Config{Journal: newJournal(), MaxDefinitionBytes: 2 << 20}).Start(context.Background(), "bad", bad, nil)
 	if err == nil || !strings.Contains(err.Error(), "Nowhere") {
 		t.Errorf("err = %v, want the missing Next target", err)
+	}
+}
+
+// TestVariable reads a waiting run's top-level variables from its
+// checkpoint, in either format, and nothing for a variable it does not
+// have or a run that does not exist.
+func TestVariable(t *testing.T) {
+	ctx := context.Background()
+	def := &asl.StateMachine{QueryLanguage: asl.JSONata, StartAt: "Set"}
+	must(t, def.States.Add("Set", &asl.Pass{Assign: map[string]any{
+		"greeting": asl.Expr("'hi ' & $states.input.name"), "facts": map[string]any{"name": "p", "n": 2}}, Next: "Ask"}))
+	must(t, def.States.Add("Ask", &asl.Task{Resource: asl.ResourceLambdaInvokeWaitForTaskToken,
+		Arguments: map[string]any{"FunctionName": "human", "Payload": map[string]any{"token": asl.Expr("$states.context.Task.Token")}},
+		Next:      "Done"}))
+	must(t, def.States.Add("Done", &asl.Succeed{}))
+	j, h := newJournal(), &human{}
+	e := New(Config{Journal: j, Clock: newClock(true), Resources: Functions{"human": h.handler}})
+	res, err := e.Start(ctx, "r", def, json.RawMessage(`{"name":"ann"}`))
+	mustResult(t, res, err, StatusWaiting)
+
+	check := func(when string) {
+		t.Helper()
+		v, ok, err := e.Variable(ctx, "r", "greeting")
+		if err != nil || !ok || v != "hi ann" {
+			t.Errorf("%s: greeting = %v, %v, %v; want hi ann", when, v, ok, err)
+		}
+		v, ok, err = e.Variable(ctx, "r", "facts")
+		if b, _ := json.Marshal(v); err != nil || !ok || string(b) != `{"n":2,"name":"p"}` {
+			t.Errorf("%s: facts = %s, %v, %v", when, b, ok, err)
+		}
+		if v, ok, err := e.Variable(ctx, "r", "missing"); err != nil || ok || v != nil {
+			t.Errorf("%s: missing = %v, %v, %v; want nothing", when, v, ok, err)
+		}
+	}
+	check("current format")
+
+	// The same checkpoint as version 1 wrote it: the variables in the
+	// snapshot.
+	j.mu.Lock()
+	cp := j.cps["r"]
+	var snap map[string]any
+	must(t, json.Unmarshal(cp.Snapshot, &snap))
+	vars := map[string]any{}
+	for k, raw := range j.values["r"] {
+		if name, ok := strings.CutPrefix(k, "var:"); ok {
+			var v any
+			must(t, json.Unmarshal(raw, &v))
+			vars[strings.TrimSuffix(name, ":")] = v
+		}
+	}
+	snap["v"], snap["input"] = 1, map[string]any{"name": "ann"}
+	snap["root"].(map[string]any)["vars"] = vars
+	cp.Snapshot, _ = json.Marshal(snap)
+	j.cps["r"] = cp
+	j.values["r"] = nil
+	j.mu.Unlock()
+	check("version 1")
+
+	if _, _, err := e.Variable(ctx, "nobody", "greeting"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a run without a checkpoint: %v, want store.ErrNotFound", err)
 	}
 }

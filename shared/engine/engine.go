@@ -313,6 +313,24 @@ func (e *Engine) History(ctx context.Context, runID string) ([]store.HistoryEven
 	return e.cfg.Journal.History(ctx, runID)
 }
 
+// Variable returns the value of the variable name in a run's top-level
+// scope (the one the machine's own states share) as the run's latest
+// checkpoint holds it, decoded as encoding/json decodes into an any; ok
+// is false when the run has no such variable there. A run that has no
+// checkpoint is the journal's error (wrapping store.ErrNotFound).
+func (e *Engine) Variable(ctx context.Context, runID, name string) (v any, ok bool, err error) {
+	cp, err := e.cfg.Journal.LoadCheckpoint(ctx, runID)
+	if err != nil {
+		return nil, false, err
+	}
+	s, _, err := decodeSnapshot(cp.Snapshot, cp.Values)
+	if err != nil {
+		return nil, false, fmt.Errorf("run %q: %w", runID, err)
+	}
+	v, ok = s.Root.Vars[name]
+	return v, ok, nil
+}
+
 func (e *Engine) complete(ctx context.Context, token string, c completion) (Result, error) {
 	runID, err := tokenRun(token)
 	if err != nil {

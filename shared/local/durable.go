@@ -131,6 +131,7 @@ func (r *Runner) sweepOne(ctx context.Context, run store.Run) Swept {
 		case err != nil:
 			s.Action, s.Reason = "interrupted", "escalate: "+err.Error()
 		case closed:
+			r.metrics.RunEnded(run.Pipeline, end.Status)
 			r.notifyClosed(ctx, run.Pipeline, nil, rec, end, nil)
 		}
 		return s

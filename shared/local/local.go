@@ -554,9 +554,8 @@ func (r *Runner) closeRun(ctx context.Context, runID string, u store.RunUpdate) 
 // notifyClosed fires the notifications of a run this runner closed
 // outside a step (runend.Notify), through the dispatcher of the run's own
 // step function (Config.Notifications), with the facts of the pipeline it
-// ran: those of sm, the definition it started with, or when nil those
-// saved under its name (what a resume runs). Problems are logged: a run's
-// end is recorded whatever its notifications do.
+// ran (pipelineFacts). Problems are logged: a run's end is recorded
+// whatever its notifications do.
 func (r *Runner) notifyClosed(ctx context.Context, pipelineName string, sm *asl.StateMachine, run store.Run, end runend.Outcome, extra map[string]any) {
 	if r.notifications == nil || end.Action() == "" {
 		return
@@ -576,7 +575,7 @@ func (r *Runner) notifyClosed(ctx context.Context, pipelineName string, sm *asl.
 	if n == nil {
 		return
 	}
-	p, err := r.pipelineFacts(pipelineName, sm)
+	p, err := r.pipelineFacts(ctx, run.ID, pipelineName, sm)
 	if err != nil {
 		r.log.WarnContext(ctx, "notifications not sent", "run", run.ID, "pipeline", pipelineName, "error", err.Error())
 		return
@@ -584,12 +583,23 @@ func (r *Runner) notifyClosed(ctx context.Context, pipelineName string, sm *asl.
 	runend.Notify(ctx, n, r.log, runend.Closed{RunID: run.ID, Pipeline: p, Outcome: end, Trigger: run.Trigger, Extra: extra})
 }
 
-// pipelineFacts reads the facts a compiled definition assigns its
-// pipeline: sm's (task.PipelineAssigned), else those of the definition
-// saved under name (task.PipelineOf).
-func (r *Runner) pipelineFacts(name string, sm *asl.StateMachine) (task.Pipeline, error) {
+// pipelineFacts reads the facts of the pipeline run runID ran: those sm,
+// the definition it started with, assigns (task.PipelineAssigned); else
+// the run's own variable "pipeline" (task.PipelineValue), which its first
+// state assigned, so that a run the sweep escalates notifies as the
+// pipeline it started as, whatever was compiled under its name since;
+// else, for a run that has no checkpoint, those of the definition saved
+// under name (task.PipelineOf).
+func (r *Runner) pipelineFacts(ctx context.Context, runID, name string, sm *asl.StateMachine) (task.Pipeline, error) {
 	if sm != nil {
 		return task.PipelineAssigned(pipelineAssigned(sm))
+	}
+	v, ok, err := r.engine.Variable(ctx, runID, "pipeline")
+	switch {
+	case err == nil && ok:
+		return task.PipelineValue(v)
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return task.Pipeline{}, err
 	}
 	def, err := os.ReadFile(filepath.Join(r.dir, "definitions", name+".asl.json"))
 	if err != nil {

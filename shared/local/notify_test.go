@@ -238,6 +238,17 @@ func TestNotifySweepEscalates(t *testing.T) {
 	}
 
 	other := endsRunner(t, dir, responses, &fakeClock{now: time.Now().UTC()}, nil)
+	// Before the sweep, the pipeline is changed and compiled under its
+	// name with other recipients: the interrupted run still notifies as
+	// the pipeline it started as.
+	newHook := &notifications{}
+	newSrv := httptest.NewServer(newHook)
+	defer newSrv.Close()
+	writeText(t, path, endsPipeline(newSrv.URL, "durable: {on_interrupted: escalate}\n",
+		"  - {name: a, executor: scripted}\n  - {name: b, executor: scripted}\n"))
+	if _, _, _, err := other.Compile(path); err != nil {
+		t.Fatal(err)
+	}
 	swept, err := other.Sweep(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -252,6 +263,12 @@ func TestNotifySweepEscalates(t *testing.T) {
 	want := `escalate|escalated|escalated||api||step "b" was interrupted; escalated on resume (durable: on_interrupted: escalate)`
 	if got := hook.got(); len(got) != 1 || got[0] != want {
 		t.Errorf("notifications %q, want one: %q", got, want)
+	}
+	if got := newHook.got(); len(got) != 0 {
+		t.Errorf("the changed pipeline's recipients were notified: %q", got)
+	}
+	if got := scrape(t, other)[`stepline_runs_total{pipeline="p",status="escalated"}`]; got != "1" {
+		t.Errorf("runs ended escalated counted %q times, want 1", got)
 	}
 	again, err := other.Sweep(ctx)
 	if err != nil || len(again) != 0 {

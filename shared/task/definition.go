@@ -37,16 +37,36 @@ func PipelineOf(definition []byte) (Pipeline, error) {
 // definition's first state assigns "pipeline" (as encoding/json decodes
 // it; PipelineOf reads it from the definition's text). v is not changed.
 func PipelineAssigned(v any) (Pipeline, error) {
-	b, err := json.Marshal(decodeStatic(v))
+	p, err := pipelineFacts(decodeStatic(v))
 	if err != nil {
-		return Pipeline{}, fmt.Errorf("state machine definition: pipeline: %w", err)
+		return Pipeline{}, fmt.Errorf("state machine definition: %w", err)
+	}
+	return p, nil
+}
+
+// PipelineValue returns the pipeline facts of a run's variable
+// "pipeline" as the run holds it (as encoding/json decodes it): the
+// value the first state assigned, evaluated, so the facts the run started
+// with whatever was compiled under its name since.
+func PipelineValue(v any) (Pipeline, error) {
+	p, err := pipelineFacts(v)
+	if err != nil {
+		return Pipeline{}, fmt.Errorf("the run's variable %w", err)
+	}
+	return p, nil
+}
+
+func pipelineFacts(v any) (Pipeline, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return Pipeline{}, fmt.Errorf("pipeline: %w", err)
 	}
 	var p Pipeline
 	if err := json.Unmarshal(b, &p); err != nil {
-		return Pipeline{}, fmt.Errorf("state machine definition: pipeline: %w", err)
+		return Pipeline{}, fmt.Errorf("pipeline: %w", err)
 	}
 	if p.Name == "" {
-		return Pipeline{}, errors.New("state machine definition: the pipeline has no name")
+		return Pipeline{}, errors.New("pipeline: no name")
 	}
 	return p, nil
 }

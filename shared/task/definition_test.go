@@ -43,3 +43,22 @@ func TestPipelineAssigned(t *testing.T) {
 		t.Errorf("facts without a name: %v", err)
 	}
 }
+
+// TestPipelineValue: a run's variable holds the facts evaluated, so a
+// string that reads as a JSONata literal is text the author wrote and
+// stays as it is; facts without a name are refused.
+func TestPipelineValue(t *testing.T) {
+	v := map[string]any{"name": "triage", "stage": "production", "vars": map[string]any{"shown": "{% 'x' %}"}}
+	p, err := PipelineValue(v)
+	if err != nil || p.Name != "triage" || string(p.Stage) != "production" {
+		t.Fatalf("PipelineValue = %+v, %v", p, err)
+	}
+	if got := p.Vars["shown"]; got != "{% 'x' %}" {
+		t.Errorf("vars.shown = %v, want the text as it is", got)
+	}
+	for _, bad := range []any{map[string]any{"stage": "testing"}, "triage", nil} {
+		if _, err := PipelineValue(bad); err == nil {
+			t.Errorf("PipelineValue(%v): no error", bad)
+		}
+	}
+}
