@@ -42,9 +42,13 @@ var _ Journal = store.Checkpointer(nil)
 // Definitions finds the definition of a run that is continued without the
 // caller passing it (SendTaskSuccess, SendTaskFailure, and the parent of a
 // child run that ends). name is the state machine name the run was started
-// with (see WithStateMachine).
+// with (see WithStateMachine), hash the engine's hash of the definition it
+// started with (Hash). An implementation that keeps past definitions by
+// their hash returns the run's own, so that a waiting run goes on with the
+// definition it started with, as a Step Functions execution does; a
+// definition of another hash is refused with ErrDefinitionChanged.
 type Definitions interface {
-	Definition(ctx context.Context, name string) (*asl.StateMachine, error)
+	Definition(ctx context.Context, name, hash string) (*asl.StateMachine, error)
 }
 
 // Config wires an Engine. Journal is required; the rest have defaults.
@@ -173,6 +177,17 @@ func (e *Engine) program(def *asl.StateMachine) (*program, error) {
 	e.progs[def] = p
 	e.mu.Unlock()
 	return p, nil
+}
+
+// Hash returns def's hash (sha256 of asl.Marshal's text, in hex): the
+// DefHash its runs' checkpoints record and Definitions is asked for. def
+// is compiled as Start compiles it, unless the engine has it already.
+func (e *Engine) Hash(def *asl.StateMachine) (string, error) {
+	p, err := e.program(def)
+	if err != nil {
+		return "", err
+	}
+	return p.hash, nil
 }
 
 // StartOption configures Start.
@@ -446,7 +461,7 @@ func (e *Engine) load(ctx context.Context, r *run, runID string, def *asl.StateM
 		if e.cfg.Definitions == nil {
 			return errors.New("no definition given and no Definitions configured")
 		}
-		def, err = e.cfg.Definitions.Definition(ctx, snap.Machine)
+		def, err = e.cfg.Definitions.Definition(ctx, snap.Machine, snap.DefHash)
 		if err != nil {
 			return fmt.Errorf("definition %q: %w", snap.Machine, err)
 		}

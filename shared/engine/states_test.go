@@ -148,7 +148,7 @@ type starter struct {
 }
 
 func (s *starter) StartChild(ctx context.Context, req ChildRequest) (Result, error) {
-	def, err := s.defs.Definition(ctx, req.StateMachine)
+	def, err := s.defs.Definition(ctx, req.StateMachine, "")
 	if err != nil {
 		return Result{}, err
 	}

@@ -14,7 +14,7 @@ import (
 
 type defs map[string]*asl.StateMachine
 
-func (d defs) Definition(_ context.Context, name string) (*asl.StateMachine, error) {
+func (d defs) Definition(_ context.Context, name, _ string) (*asl.StateMachine, error) {
 	if def, ok := d[name]; ok {
 		return def, nil
 	}
@@ -233,5 +233,65 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// byHash keeps definitions by their engine hash and records what it is
+// asked for.
+type byHash struct {
+	defs  map[string]*asl.StateMachine
+	asked []string // "name hash"
+}
+
+func (b *byHash) Definition(_ context.Context, name, hash string) (*asl.StateMachine, error) {
+	b.asked = append(b.asked, name+" "+hash)
+	if def, ok := b.defs[hash]; ok {
+		return def, nil
+	}
+	return nil, errors.New("no definition of hash " + hash)
+}
+
+// TestDefinitionsAskedByHash: a waiting run continued without its
+// definition is given the one of the hash it started with (Engine.Hash),
+// even when another definition of the same state machine name was run
+// since; a definition of another hash is refused.
+func TestDefinitionsAskedByHash(t *testing.T) {
+	ctx := context.Background()
+	machine := func(answer string) *asl.StateMachine {
+		def := &asl.StateMachine{QueryLanguage: asl.JSONata, StartAt: "Ask"}
+		must(t, def.States.Add("Ask", &asl.Task{Resource: asl.ResourceLambdaInvokeWaitForTaskToken,
+			Arguments: map[string]any{"FunctionName": "h", "Payload": map[string]any{"token": asl.Expr("$states.context.Task.Token")}},
+			Next:      "Done"}))
+		must(t, def.States.Add("Done", &asl.Succeed{Output: answer}))
+		return def
+	}
+	v1, v2 := machine("first"), machine("second")
+	j, h := newJournal(), &human{}
+	first := New(Config{Journal: j, Clock: newClock(true), Resources: Functions{"h": h.handler}})
+	h1, err := first.Hash(v1)
+	must(t, err)
+	h2, err := first.Hash(v2)
+	must(t, err)
+	if h1 == h2 || len(h1) != 64 {
+		t.Fatalf("hashes %q and %q", h1, h2)
+	}
+	r, err := first.Start(ctx, "w", v1, nil, WithStateMachine("m"))
+	mustResult(t, r, err, StatusWaiting)
+
+	kept := &byHash{defs: map[string]*asl.StateMachine{h1: machine("first"), h2: v2}}
+	e := New(Config{Journal: j, Clock: newClock(true), Resources: Functions{"h": h.handler}, Definitions: kept})
+	r, err = e.SendTaskSuccess(ctx, h.last(), json.RawMessage(`"yes"`))
+	r = mustResult(t, r, err, StatusSucceeded)
+	jsonEqual(t, r.Output, `"first"`)
+	if len(kept.asked) != 1 || kept.asked[0] != "m "+h1 {
+		t.Errorf("asked for %q, want m %s", kept.asked, h1)
+	}
+
+	r, err = first.Start(ctx, "w2", v1, nil, WithStateMachine("m"))
+	mustResult(t, r, err, StatusWaiting)
+	wrong := &byHash{defs: map[string]*asl.StateMachine{h1: v2}}
+	e = New(Config{Journal: j, Clock: newClock(true), Resources: Functions{"h": h.handler}, Definitions: wrong})
+	if _, err := e.SendTaskSuccess(ctx, h.last(), json.RawMessage(`"yes"`)); !errors.Is(err, ErrDefinitionChanged) {
+		t.Errorf("a definition of another hash: %v, want ErrDefinitionChanged", err)
 	}
 }

@@ -26,7 +26,7 @@ func (c children) StartChild(ctx context.Context, req engine.ChildRequest) (engi
 	if err != nil {
 		return engine.Result{}, err
 	}
-	sm, err := definitions{filepath.Join(c.r.dir, "definitions")}.Definition(ctx, name)
+	sm, err := definitions{filepath.Join(c.r.dir, "definitions")}.Definition(ctx, name, "")
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -39,6 +39,7 @@ func (c children) StartChild(ctx context.Context, req engine.ChildRequest) (engi
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("run sub-pipeline %q: %w", name, err)
 	}
+	c.r.keepWaiting(sm, res)
 	if _, serr := c.r.settle(ctx, name, res, &startFacts{sm: sm, input: req.Input, at: started}); serr != nil {
 		return res, serr
 	}

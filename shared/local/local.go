@@ -6,7 +6,9 @@
 // The state lives in a directory (by default .stepline/ in the working
 // directory): stepline.db, and definitions/, the compiled state machines
 // of the pipelines run there (each written whole, by rename), so that
-// another process can resume a run or decide its approval. With
+// another process can resume a run or decide its approval; a run that
+// waits keeps the one it started with in definitions/by-hash/, so that a
+// decision taken after the pipeline changed goes on with it. With
 // Config.BuildID, definitions/cache/ keeps each compile by a hash of the
 // files it read and of the build (package defcache), and a pipeline whose
 // files did not change is not compiled again.
@@ -72,9 +74,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,6 +88,7 @@ import (
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/inbound"
+	"github.com/stepline/stepline/shared/internal/atomicfile"
 	"github.com/stepline/stepline/shared/local/defcache"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/project"
@@ -258,10 +263,23 @@ func (r *Runner) invoke(ctx context.Context, payload json.RawMessage) (json.RawM
 
 // definitions loads the state machines saved by Run. They are decoded
 // only: the engine validates them, within its own size limit.
+// definitions finds a run's definition for the engine: the one kept by
+// its hash when the run waited (keepWaiting), else the one saved under its
+// name by the last compile.
 type definitions struct{ dir string }
 
-func (d definitions) Definition(_ context.Context, name string) (*asl.StateMachine, error) {
-	b, err := os.ReadFile(filepath.Join(d.dir, name+".asl.json"))
+// byHashDir is where the definitions of runs that waited are kept, each
+// as <hash>.asl.json, the engine's hash of it.
+const byHashDir = "by-hash"
+
+func (d definitions) Definition(_ context.Context, name, hash string) (*asl.StateMachine, error) {
+	b, err := []byte(nil), fs.ErrNotExist
+	if kept := d.byHash(hash); kept != "" {
+		b, err = os.ReadFile(kept)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		b, err = os.ReadFile(filepath.Join(d.dir, name+".asl.json"))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load definition of %q: %w", name, err)
 	}
@@ -270,6 +288,46 @@ func (d definitions) Definition(_ context.Context, name string) (*asl.StateMachi
 		return nil, fmt.Errorf("load definition of %q: %w", name, err)
 	}
 	return sm, nil
+}
+
+// byHash is the file a definition of hash is kept in; hash is the
+// engine's (hex): anything else names no file.
+func (d definitions) byHash(hash string) string {
+	if len(hash) != 64 || strings.Trim(hash, "0123456789abcdef") != "" {
+		return ""
+	}
+	return filepath.Join(d.dir, byHashDir, hash+".asl.json")
+}
+
+// keepWaiting keeps sm by its hash when res, a run of it, waits (for a
+// decision, or a child run), unless it is kept already: the decision
+// continues the run with the definition it started with even when the
+// pipeline is compiled again in the meantime, as a Step Functions
+// execution goes on with its own. A definition that cannot be kept is
+// logged: the run then goes on with the one saved under its name, if it
+// is the same.
+func (r *Runner) keepWaiting(sm *asl.StateMachine, res engine.Result) {
+	if res.Status != engine.StatusWaiting {
+		return
+	}
+	hash, err := r.engine.Hash(sm)
+	if err != nil {
+		return // the engine ran it: not reached
+	}
+	defs := definitions{dir: filepath.Join(r.dir, "definitions")}
+	path := defs.byHash(hash)
+	if _, err := os.Stat(path); err == nil {
+		return
+	}
+	b, err := asl.Marshal(sm)
+	if err == nil {
+		if err = os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+			err = atomicfile.Write(path, b)
+		}
+	}
+	if err != nil {
+		r.log.Warn("keep the definition of a waiting run", "run", res.RunID, "error", err)
+	}
 }
 
 // Outcome is where a run stands after Run, Resume or a decision.
@@ -327,6 +385,7 @@ func (r *Runner) Start(ctx context.Context, sm *asl.StateMachine, name string, t
 	if err != nil {
 		return Outcome{}, fmt.Errorf("run %s: %w", name, lostClaim(dctx, runID, err))
 	}
+	r.keepWaiting(sm, res)
 	return r.settle(ctx, name, res, &startFacts{sm: sm, input: input, at: started})
 }
 
@@ -386,7 +445,9 @@ func (r *Runner) Resume(ctx context.Context, runID string, opts ...RunOption) (o
 	}
 	ctx, span := startRunSpan(ctx, "resume", run.Pipeline, runID)
 	defer func() { endRunSpan(span, o, err) }()
-	sm, err := definitions{filepath.Join(r.dir, "definitions")}.Definition(ctx, run.Pipeline)
+	// A resume runs the pipeline as compiled now: one changed since the
+	// run started is refused (engine.ErrDefinitionChanged).
+	sm, err := definitions{filepath.Join(r.dir, "definitions")}.Definition(ctx, run.Pipeline, "")
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -402,6 +463,7 @@ func (r *Runner) Resume(ctx context.Context, runID string, opts ...RunOption) (o
 	if err != nil {
 		return Outcome{}, fmt.Errorf("resume %s: %w", runID, lostClaim(dctx, runID, err))
 	}
+	r.keepWaiting(sm, res)
 	return r.settle(ctx, run.Pipeline, res, nil)
 }
 

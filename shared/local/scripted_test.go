@@ -7,8 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/stepline/stepline/shared/asl"
+	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store"
@@ -203,5 +206,92 @@ func TestSweepResumesScriptedRun(t *testing.T) {
 	swept, err := openScripted(t, dir).Sweep(ctx)
 	if err != nil || len(swept) != 1 || swept[0].Action != "resumed" || swept[0].Outcome.Status != store.RunCompleted {
 		t.Fatalf("swept %+v, %v; want the run resumed and completed", swept, err)
+	}
+}
+
+// TestDecisionAfterPipelineChanged: a run that waits for a decision goes
+// on with the definition it started with when the pipeline is changed
+// and run again in the meantime (as a Step Functions execution goes on
+// with its own), and the decision is not lost; the new run goes on with
+// the new one. A resume runs the pipeline as compiled now, and refuses a
+// run that started with another.
+func TestDecisionAfterPipelineChanged(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.yaml")
+	pipeline := func(prompt string) string {
+		return "name: p\nsteps:\n  - {name: ok, executor: human}\n  - {name: b, executor: scripted, prompt_template: '" + prompt + "'}\n"
+	}
+	replies := filepath.Join(dir, "replies.yaml")
+	writeText(t, replies, "b: ["+reply(0.9, "b done", "")+", "+reply(0.9, "b again", "")+"]\n")
+	r := openScripted(t, dir)
+	writeText(t, path, pipeline("first prompt"))
+	old, err := r.Run(ctx, path, json.RawMessage(`{}`), "", WithResponses(replies))
+	if err != nil || old.Status != store.RunWaiting {
+		t.Fatalf("first run: %+v, %v", old, err)
+	}
+	writeText(t, path, pipeline("second prompt"))
+	changed, err := r.Run(ctx, path, json.RawMessage(`{}`), "", WithResponses(replies))
+	if err != nil || changed.Status != store.RunWaiting {
+		t.Fatalf("second run: %+v, %v", changed, err)
+	}
+	if _, err := r.Resume(ctx, old.RunID); !errors.Is(err, engine.ErrDefinitionChanged) {
+		t.Errorf("resume of the first run: %v, want engine.ErrDefinitionChanged", err)
+	}
+
+	other := openScripted(t, dir) // another process
+	for _, run := range []struct {
+		id, prompt string
+	}{{old.RunID, "first prompt"}, {changed.RunID, "second prompt"}} {
+		o, err := other.Decide(ctx, run.id, "ok", task.Approve, "tester")
+		if err != nil || o.Status != store.RunCompleted {
+			t.Fatalf("decide %s: %+v, %v", run.id, o, err)
+		}
+		steps, err := other.Store.ListSteps(ctx, run.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prompts := 0
+		for _, s := range steps {
+			if s.Name == "b" {
+				prompts++
+				if s.Prompt != run.prompt {
+					t.Errorf("run %s: b's prompt %q, want %q", run.id, s.Prompt, run.prompt)
+				}
+			}
+		}
+		if prompts != 1 {
+			t.Errorf("run %s: %d records of b, want 1", run.id, prompts)
+		}
+	}
+}
+
+// TestDefinitionsByHash: only an engine hash names a kept definition;
+// without one kept, the definition saved under the name is loaded.
+func TestDefinitionsByHash(t *testing.T) {
+	d := definitions{dir: t.TempDir()}
+	hash := strings.Repeat("0123456789abcdef", 4)
+	for _, bad := range []string{"", hash[:63], hash + "0", strings.ToUpper(hash), "../" + hash[3:], hash[:63] + "g"} {
+		if got := d.byHash(bad); got != "" {
+			t.Errorf("byHash(%q) = %q, want none", bad, got)
+		}
+	}
+	if got := d.byHash(hash); got != filepath.Join(d.dir, byHashDir, hash+".asl.json") {
+		t.Errorf("byHash = %q", got)
+	}
+	sm := &asl.StateMachine{QueryLanguage: asl.JSONata, StartAt: "Done"}
+	if err := sm.States.Add("Done", &asl.Succeed{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := asl.Marshal(sm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeText(t, filepath.Join(d.dir, "p.asl.json"), string(b))
+	if got, err := d.Definition(context.Background(), "p", hash); err != nil || got.StartAt != "Done" {
+		t.Errorf("nothing kept by hash: %v, %v; want the one saved under the name", got, err)
+	}
+	if _, err := d.Definition(context.Background(), "q", hash); err == nil || !strings.Contains(err.Error(), `"q"`) {
+		t.Errorf("neither: %v", err)
 	}
 }
