@@ -68,6 +68,14 @@ type Config struct {
 	// durable, in order, from the goroutine driving the run. It must not
 	// block for long.
 	OnEvent func(runID string, e store.HistoryEvent)
+	// OnParentContinued, if set, is called with where a parent run stands
+	// after the engine completed its task because its child run ended
+	// (the child was continued after having paused: Resume, a task token's
+	// completion), from the goroutine that drove the child: the caller
+	// records it as it records the Results its own calls return. It is
+	// not called when the parent is being driven by this engine already
+	// (the completion is handed to its driver).
+	OnParentContinued func(ctx context.Context, parent Result)
 }
 
 // Status is a run's state as the engine reports it.
@@ -408,16 +416,20 @@ func (e *Engine) notifyParent(ctx context.Context, snap *snapshot, res Result) {
 		return
 	}
 	req := *snap.Parent
+	var parent Result
 	var err error
 	if res.Status == StatusSucceeded {
 		out, _ := json.Marshal(childTaskResult(req, res))
-		_, err = e.SendTaskSuccess(ctx, req.Token, out)
+		parent, err = e.SendTaskSuccess(ctx, req.Token, out)
 	} else {
 		f := childFailure(req, res)
-		_, err = e.SendTaskFailure(ctx, req.Token, f.Error, f.Cause)
+		parent, err = e.SendTaskFailure(ctx, req.Token, f.Error, f.Cause)
 	}
-	if err != nil && !errors.Is(err, ErrTaskDoesNotExist) {
+	switch {
+	case err != nil && !errors.Is(err, ErrTaskDoesNotExist):
 		e.log.Warn("complete parent task", "run", snap.RunID, "parent", req.ParentRunID, "err", err)
+	case err == nil && parent.Status != StatusRunning && e.cfg.OnParentContinued != nil:
+		e.cfg.OnParentContinued(ctx, parent)
 	}
 }
 

@@ -166,10 +166,12 @@ func (s *starter) StartChild(ctx context.Context, req ChildRequest) (Result, err
 func TestChildExecutions(t *testing.T) {
 	parent, child := loadDef(t, "child_parent.asl.json"), loadDef(t, "child.asl.json")
 	d := defs{"parent": parent, "child": child}
+	var continued []Result // OnParentContinued's
 	newEngine := func(j *memJournal, h *human) *Engine {
 		s := &starter{defs: d}
 		s.e = New(Config{Journal: j, Clock: newClock(true), Children: s, Definitions: d,
-			Resources: Functions{"human": h.handler}})
+			Resources:         Functions{"human": h.handler},
+			OnParentContinued: func(_ context.Context, r Result) { continued = append(continued, r) }})
 		return s.e
 	}
 	t.Run("succeeds with the child's output", func(t *testing.T) {
@@ -197,10 +199,18 @@ func TestChildExecutions(t *testing.T) {
 		if len(res.Tokens) != 0 {
 			t.Errorf("parent reports tokens %v; only the child's task has one", res.Tokens)
 		}
-		// Another process approves the child's task.
+		if len(continued) != 0 {
+			t.Errorf("OnParentContinued called at the start: %+v", continued)
+		}
+		// Another process approves the child's task: the child's end
+		// continues the parent to its end, reported to OnParentContinued.
 		e2 := newEngine(j, h)
 		cres, err := e2.SendTaskSuccess(context.Background(), h.last(), json.RawMessage(`{"approved":true}`))
 		mustResult(t, cres, err, StatusSucceeded)
+		if len(continued) != 1 || continued[0].RunID != "p3" || continued[0].Status != StatusSucceeded {
+			t.Fatalf("OnParentContinued got %+v, want p3 SUCCEEDED once", continued)
+		}
+		jsonEqual(t, continued[0].Output, `{"child":{"approved":true},"status":"SUCCEEDED"}`)
 		pres, err := e2.Resume(context.Background(), "p3", parent)
 		pres = mustResult(t, pres, err, StatusSucceeded)
 		jsonEqual(t, pres.Output, `{"child":{"approved":true},"status":"SUCCEEDED"}`)

@@ -219,6 +219,7 @@ func Open(ctx context.Context, cfg Config) (*Runner, error) {
 		},
 		Definitions:        definitions{dir: filepath.Join(dir, "definitions")},
 		Children:           children{r},
+		OnParentContinued:  r.settleParent,
 		OnEvent:            cfg.OnEvent,
 		Clock:              cfg.Clock,
 		MaxDefinitionBytes: cfg.MaxDefinitionBytes,
@@ -596,6 +597,23 @@ func (r *Runner) settle(ctx context.Context, pipelineName string, res engine.Res
 		})
 	}
 	return o, nil
+}
+
+// settleParent records where a parent run stands after its child's end
+// continued it (engine.Config.OnParentContinued): a run whose
+// sub-pipeline waited for a decision ends, or waits again, when that
+// decision is taken, and is recorded so, with its notifications, as the
+// runs this runner drives itself are (settle).
+func (r *Runner) settleParent(ctx context.Context, res engine.Result) {
+	run, err := r.Store.GetRun(ctx, res.RunID)
+	if err == nil {
+		// Its definition is kept already: the parent waited for its
+		// child (keepWaiting).
+		_, err = r.settle(ctx, run.Pipeline, res, nil)
+	}
+	if err != nil {
+		r.log.Warn("record the parent run's status", "run", res.RunID, "error", err)
+	}
 }
 
 // closeRun writes u, a terminal status, to a run's record and reports

@@ -295,3 +295,55 @@ func TestDefinitionsByHash(t *testing.T) {
 		t.Errorf("neither: %v", err)
 	}
 }
+
+// TestDecisionInSubPipelineSettlesParent: a parent run whose sub-pipeline
+// waits for a decision is recorded as it ends when the decision, taken in
+// another process, ends the child: completed when approved (its last step
+// recorded), escalated as its child when rejected; a sweep afterwards leaves it alone
+// (it was left running and marked interrupted before).
+func TestDecisionInSubPipelineSettlesParent(t *testing.T) {
+	for _, tc := range []struct {
+		decision string
+		child    store.RunStatus
+		parent   store.RunStatus
+		last     bool // the parent's step after the child ran
+	}{
+		{task.Approve, store.RunCompleted, store.RunCompleted, true},
+		{task.Reject, store.RunEscalated, store.RunEscalated, false},
+	} {
+		t.Run(tc.decision, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			writeText(t, filepath.Join(dir, "parent.yaml"), "name: parent\nsteps:\n"+
+				"  - {name: delegate, executor: pipeline, executor_config: {pipeline: child-work}}\n"+
+				"  - {name: last, executor: scripted, prompt_template: '{{ steps.delegate.summary }}'}\n")
+			writeText(t, filepath.Join(dir, "child.yaml"), "name: child-work\nsteps:\n  - {name: ok, executor: human}\n  - {name: inner, executor: scripted}\n")
+			replies := filepath.Join(dir, "replies.yaml")
+			writeText(t, replies, "inner: ["+reply(0.9, "inner done", "")+"]\nlast: ["+reply(0.9, "last done", "")+"]\n")
+			o, err := openScripted(t, dir).Run(ctx, filepath.Join(dir, "parent.yaml"), json.RawMessage(`{}`), "", WithResponses(replies))
+			if err != nil || o.Status != store.RunWaiting {
+				t.Fatalf("start: %+v, %v", o, err)
+			}
+			child := o.RunID + "/delegate@0"
+			other := openScripted(t, dir)
+			co, err := other.Decide(ctx, child, "ok", tc.decision, "tester")
+			if err != nil || co.Status != tc.child {
+				t.Fatalf("decide: %+v, %v; want the child %s", co, err, tc.child)
+			}
+			run, err := other.Store.GetRun(ctx, o.RunID)
+			if err != nil || run.Status != tc.parent || run.CompletedAt == nil {
+				t.Fatalf("parent %+v, %v; want %s and ended", run, err, tc.parent)
+			}
+			steps, _ := other.Store.ListSteps(ctx, o.RunID)
+			if got := strings.HasPrefix(finals(steps)["last"], "completed"); got != tc.last {
+				t.Errorf("the parent's last step recorded: %v, want %v (%v)", got, tc.last, finals(steps))
+			}
+			if swept, err := openScripted(t, dir).Sweep(ctx); err != nil || len(swept) != 0 {
+				t.Errorf("sweep: %+v, %v; want nothing", swept, err)
+			}
+			if run, _ := other.Store.GetRun(ctx, o.RunID); run.Status != tc.parent {
+				t.Errorf("parent %s after the sweep", run.Status)
+			}
+		})
+	}
+}
