@@ -575,3 +575,35 @@ func TestListingsJSON(t *testing.T) {
 		})
 	}
 }
+
+// TestRunWaitingOnSubPipeline: a run whose sub-pipeline waits for a
+// decision says which run to approve (the child's), is listed waiting,
+// and the approval of the child ends the parent too.
+func TestRunWaitingOnSubPipeline(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	parent := filepath.Join(dir, "parent.yaml")
+	write(t, parent, "name: parent\nsteps:\n  - {name: delegate, executor: pipeline, executor_config: {pipeline: child-work}}\n"+
+		"  - {name: last, executor: scripted, prompt_template: '{{ steps.delegate.summary }}'}\n")
+	write(t, filepath.Join(dir, "child.yaml"), "name: child-work\nsteps:\n  - {name: ok, executor: human}\n  - {name: inner, executor: scripted}\n")
+	responses := filepath.Join(dir, "r.yaml")
+	write(t, responses, "inner: ['{\"confidence\": 0.9, \"summary\": \"inner done\", \"next_step_context\": \"\"}']\n"+
+		"last: ['{\"confidence\": 0.9, \"summary\": \"last done\", \"next_step_context\": \"\"}']\n")
+	code, out, errOut := run(t, "", "run", parent, "--dir", state, "--responses", responses)
+	m := regexp.MustCompile(`run (run-\S+): waiting\n`).FindStringSubmatch(out)
+	if code != exitOK || m == nil {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	child := m[1] + "/delegate@0"
+	if want := `waiting for approval of "ok": stepline approve ` + child + ` ok (or reject)`; !strings.Contains(out, want) {
+		t.Errorf("run's output does not say %q:\n%s", want, out)
+	}
+	if code, out, _ := run(t, "", "runs", "--dir", state); code != exitOK || !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(m[1])+` +parent +waiting`).MatchString(out) {
+		t.Errorf("runs: exit %d, the parent not listed waiting:\n%s", code, out)
+	}
+	if code, out, errOut := run(t, "", "approve", child, "ok", "--dir", state); code != exitOK {
+		t.Fatalf("approve: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, _ := run(t, "", "runs", "--dir", state); code != exitOK || !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(m[1])+` +parent +completed`).MatchString(out) {
+		t.Errorf("runs after the approval: exit %d, the parent not completed:\n%s", code, out)
+	}
+}

@@ -238,8 +238,14 @@ func eventTrigger(b []byte) (json.RawMessage, error) {
 // (Runner.Expire) and the run goes on.
 func answerApprovals(ctx context.Context, e env, r *local.Runner, o local.Outcome, by string, interactive bool) (local.Outcome, error) {
 	var lines *lineReader
-	for o.Status == store.RunWaiting && len(o.Waiting) > 0 {
-		a := o.Waiting[0]
+	for o.Status == store.RunWaiting {
+		// Only the run's own approvals are answered here; a sub-pipeline
+		// run's is decided in that run (the report names it).
+		i := slices.IndexFunc(o.Waiting, func(a store.Approval) bool { return a.RunID == o.RunID })
+		if i < 0 {
+			break
+		}
+		a := o.Waiting[i]
 		responses, err := r.Responses(ctx, o.RunID)
 		if err != nil {
 			return o, err
@@ -465,7 +471,7 @@ func report(ctx context.Context, e env, r *runner, o local.Outcome, asJSON, exit
 	}
 	fmt.Fprintln(e.stdout)
 	for _, a := range o.Waiting {
-		fmt.Fprintf(e.stdout, "waiting for approval of %q: stepline approve %s %s (or reject)\n", a.Step, o.RunID, a.Step)
+		fmt.Fprintf(e.stdout, "waiting for approval of %q: stepline approve %s %s (or reject)\n", a.Step, a.RunID, a.Step)
 	}
 	return code
 }

@@ -109,6 +109,9 @@ type Result struct {
 	// at which a pending task times out (zero when none can): Resume then.
 	Tokens []string
 	WakeAt time.Time
+	// WAITING: the child runs (startExecution tasks) the run waits for,
+	// sorted; their ends complete those tasks, not a caller.
+	Children []string
 }
 
 // Errors.

@@ -507,7 +507,9 @@ func (r *run) result() Result {
 	for _, p := range r.paths {
 		if p.Token != "" && (p.Phase == phaseToken || p.Phase == phaseTask) {
 			if p.Task != nil && p.Task.Child != nil {
-				continue // completed by the child run, not by callers
+				// Completed by the child run, not by callers.
+				res.Children = append(res.Children, p.Task.Child.RunID)
+				continue
 			}
 			res.Tokens = append(res.Tokens, p.Token)
 			earlier(p.Deadline)
@@ -517,6 +519,7 @@ func (r *run) result() Result {
 		}
 	}
 	sort.Strings(res.Tokens)
+	sort.Strings(res.Children)
 	if r.hard == 0 && r.waitsForToken() {
 		res.Status = StatusWaiting
 		earlier(r.snap.Deadline)

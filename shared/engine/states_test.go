@@ -199,6 +199,9 @@ func TestChildExecutions(t *testing.T) {
 		if len(res.Tokens) != 0 {
 			t.Errorf("parent reports tokens %v; only the child's task has one", res.Tokens)
 		}
+		if len(res.Children) != 1 || res.Children[0] != "p3/Sub@0" {
+			t.Errorf("parent waits for children %v, want [p3/Sub@0]", res.Children)
+		}
 		if len(continued) != 0 {
 			t.Errorf("OnParentContinued called at the start: %+v", continued)
 		}

@@ -338,7 +338,10 @@ type Outcome struct {
 	Status   store.RunStatus
 	Reason   string
 	Output   json.RawMessage
-	Waiting  []store.Approval // the approvals a waiting run needs
+	// Waiting: the approvals a waiting run needs, its own and those of
+	// the sub-pipeline runs it waits for (Approval.RunID names the run
+	// each is decided in).
+	Waiting []store.Approval
 }
 
 // NewRunID returns a new run ID (inbound.NewRunID, as runs started through
@@ -398,12 +401,13 @@ type startFacts struct {
 	at    time.Time
 }
 
-// record is the run record of a run that ended, with o, before any step
-// created it: what the step function would have written, from the
-// definition's pipeline facts and the run's input.
-func (s *startFacts) record(o Outcome, now time.Time) store.Run {
+// record is the run record of a run that ended (completed: when) or
+// waits, with o, before any step created it: what the step function
+// would have written, from the definition's pipeline facts and the run's
+// input.
+func (s *startFacts) record(o Outcome, completed *time.Time) store.Run {
 	run := store.Run{ID: o.RunID, Pipeline: o.Pipeline, Status: o.Status, Reason: o.Reason,
-		Stage: store.StageTesting, StartedAt: s.at, CompletedAt: &now}
+		Stage: store.StageTesting, StartedAt: s.at, CompletedAt: completed}
 	if len(o.Output) > 0 && string(o.Output) != "null" {
 		run.FinalOutput = o.Output
 	}
@@ -538,13 +542,17 @@ func (r *Runner) settle(ctx context.Context, pipelineName string, res engine.Res
 		o.Status, o.Reason, o.Output = end.Status, end.Reason, end.Final
 	case engine.StatusWaiting:
 		o.Status = store.RunWaiting
-		approvals, err := r.Store.RunApprovals(ctx, res.RunID)
-		if err != nil {
-			return o, err
-		}
-		for _, a := range approvals {
-			if a.Decision == store.DecisionPending {
-				o.Waiting = append(o.Waiting, a)
+		// Its own approvals, then those of the sub-pipeline runs it waits
+		// for (each decided in its own run: Approval.RunID).
+		for _, id := range append([]string{res.RunID}, res.Children...) {
+			approvals, err := r.Store.RunApprovals(ctx, id)
+			if err != nil {
+				return o, err
+			}
+			for _, a := range approvals {
+				if a.Decision == store.DecisionPending {
+					o.Waiting = append(o.Waiting, a)
+				}
 			}
 		}
 	default:
@@ -572,10 +580,11 @@ func (r *Runner) settle(ctx context.Context, pipelineName string, res engine.Res
 	} else {
 		err = r.Store.UpdateRun(ctx, res.RunID, u)
 	}
-	if errors.Is(err, store.ErrNotFound) && start != nil && o.Status.Terminal() {
-		// No step recorded the run (every one was skipped, or it ended
-		// before its first step did): record it, closed here.
-		rec = start.record(o, *u.CompletedAt)
+	if errors.Is(err, store.ErrNotFound) && start != nil {
+		// No step recorded the run (every one was skipped, it ended
+		// before its first step did, or it waits for a sub-pipeline it
+		// started first): record it here.
+		rec = start.record(o, u.CompletedAt)
 		if err = r.Store.CreateRun(ctx, rec); err == nil {
 			closed = true
 		} else if errors.Is(err, store.ErrExists) {

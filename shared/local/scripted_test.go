@@ -297,7 +297,8 @@ func TestDefinitionsByHash(t *testing.T) {
 }
 
 // TestDecisionInSubPipelineSettlesParent: a parent run whose sub-pipeline
-// waits for a decision is recorded as it ends when the decision, taken in
+// waits for a decision is recorded waiting, names the child's approval,
+// and is recorded as it ends when the decision, taken in
 // another process, ends the child: completed when approved (its last step
 // recorded), escalated as its child when rejected; a sweep afterwards leaves it alone
 // (it was left running and marked interrupted before).
@@ -325,7 +326,13 @@ func TestDecisionInSubPipelineSettlesParent(t *testing.T) {
 				t.Fatalf("start: %+v, %v", o, err)
 			}
 			child := o.RunID + "/delegate@0"
+			if len(o.Waiting) != 1 || o.Waiting[0].RunID != child || o.Waiting[0].Step != "ok" {
+				t.Errorf("the parent waits for %+v, want the child's approval of ok", o.Waiting)
+			}
 			other := openScripted(t, dir)
+			if run, err := other.Store.GetRun(ctx, o.RunID); err != nil || run.Status != store.RunWaiting || run.CompletedAt != nil {
+				t.Errorf("the waiting parent's record: %+v, %v", run, err)
+			}
 			co, err := other.Decide(ctx, child, "ok", tc.decision, "tester")
 			if err != nil || co.Status != tc.child {
 				t.Fatalf("decide: %+v, %v; want the child %s", co, err, tc.child)
