@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime/debug"
 	"slices"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stepline/stepline/shared/local"
 	"github.com/stepline/stepline/shared/store"
 )
 
@@ -600,10 +602,61 @@ func TestRunWaitingOnSubPipeline(t *testing.T) {
 	if code, out, _ := run(t, "", "runs", "--dir", state); code != exitOK || !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(m[1])+` +parent +waiting`).MatchString(out) {
 		t.Errorf("runs: exit %d, the parent not listed waiting:\n%s", code, out)
 	}
-	if code, out, errOut := run(t, "", "approve", child, "ok", "--dir", state); code != exitOK {
-		t.Fatalf("approve: exit %d\n%s\n%s", code, out, errOut)
+	code, out, errOut = run(t, "", "approve", child, "ok", "--dir", state)
+	if code != exitOK || !strings.Contains(out, "run "+child+": completed\nparent run "+m[1]+": completed\n") {
+		t.Fatalf("approve: exit %d, the child and its parent not both completed\n%s\n%s", code, out, errOut)
 	}
 	if code, out, _ := run(t, "", "runs", "--dir", state); code != exitOK || !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(m[1])+` +parent +completed`).MatchString(out) {
 		t.Errorf("runs after the approval: exit %d, the parent not completed:\n%s", code, out)
+	}
+}
+
+// TestRunDecidesSubPipelineApproval: a decision in the replies for a
+// sub-pipeline's human step is taken by stepline run, which goes on with
+// the parent to its end.
+func TestRunDecidesSubPipelineApproval(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	parent := filepath.Join(dir, "parent.yaml")
+	write(t, parent, "name: parent\nsteps:\n  - {name: delegate, executor: pipeline, executor_config: {pipeline: child-work}}\n"+
+		"  - {name: last, executor: scripted}\n")
+	write(t, filepath.Join(dir, "child.yaml"), "name: child-work\nsteps:\n  - {name: ok, executor: human}\n  - {name: inner, executor: scripted}\n")
+	responses := filepath.Join(dir, "r.yaml")
+	write(t, responses, "ok: [{decision: approve, by: scripted}]\n"+
+		"inner: ['{\"confidence\": 0.9, \"summary\": \"inner done\", \"next_step_context\": \"\"}']\n"+
+		"last: ['{\"confidence\": 0.9, \"summary\": \"last done\", \"next_step_context\": \"\"}']\n")
+	code, out, errOut := run(t, "", "run", parent, "--dir", state, "--responses", responses)
+	if code != exitOK || !regexp.MustCompile(`run run-\S+: completed\n$`).MatchString(out) || !strings.Contains(out, "last done") {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestFollowing: where the run stands after a decision in it, in a child
+// whose end continued it, or in a child that waits again.
+func TestFollowing(t *testing.T) {
+	own := store.Approval{RunID: "p", Step: "mine"}
+	first := store.Approval{RunID: "p/c@0", Step: "ok"}
+	second := store.Approval{RunID: "p/c@0", Step: "again"}
+	other := store.Approval{RunID: "p/d@0", Step: "ok"}
+	o := local.Outcome{RunID: "p", Status: store.RunWaiting, Waiting: []store.Approval{first, other, own}}
+
+	done := local.Outcome{RunID: "p", Status: store.RunCompleted}
+	if got := following(o, "p", done); got.Status != store.RunCompleted || got.RunID != "p" {
+		t.Errorf("decided in the run itself: %+v", got)
+	}
+	grand := &local.Outcome{RunID: "g", Status: store.RunCompleted}
+	parent := &local.Outcome{RunID: "p", Status: store.RunCompleted, Parent: grand}
+	if got := following(o, "p/c@0", local.Outcome{RunID: "p/c@0", Status: store.RunCompleted, Parent: parent}); got.Status != store.RunCompleted || got.Parent != grand {
+		t.Errorf("the child's end continued the run: %+v", got)
+	}
+	got := following(o, "p/c@0", local.Outcome{RunID: "p/c@0", Status: store.RunWaiting, Waiting: []store.Approval{second}})
+	if got.Status != store.RunWaiting || !reflect.DeepEqual(got.Waiting, []store.Approval{other, own, second}) {
+		t.Errorf("the child waits again: %+v", got)
+	}
+	if !reflect.DeepEqual(o.Waiting, []store.Approval{first, other, own}) {
+		t.Errorf("following changed the outcome it was given: %+v", o.Waiting)
+	}
+	got = following(o, "p/c@0", local.Outcome{RunID: "p/c@0", Status: store.RunCompleted})
+	if got.Status != store.RunWaiting || !reflect.DeepEqual(got.Waiting, []store.Approval{other, own}) {
+		t.Errorf("the child ended, its parent not continued here: %+v", got)
 	}
 }

@@ -238,14 +238,8 @@ func eventTrigger(b []byte) (json.RawMessage, error) {
 // (Runner.Expire) and the run goes on.
 func answerApprovals(ctx context.Context, e env, r *local.Runner, o local.Outcome, by string, interactive bool) (local.Outcome, error) {
 	var lines *lineReader
-	for o.Status == store.RunWaiting {
-		// Only the run's own approvals are answered here; a sub-pipeline
-		// run's is decided in that run (the report names it).
-		i := slices.IndexFunc(o.Waiting, func(a store.Approval) bool { return a.RunID == o.RunID })
-		if i < 0 {
-			break
-		}
-		a := o.Waiting[i]
+	for o.Status == store.RunWaiting && len(o.Waiting) > 0 {
+		a := o.Waiting[0] // the run's own, or a sub-pipeline run's (a.RunID)
 		responses, err := r.Responses(ctx, o.RunID)
 		if err != nil {
 			return o, err
@@ -290,11 +284,35 @@ func answerApprovals(ctx context.Context, e env, r *local.Runner, o local.Outcom
 		if interactive {
 			fmt.Fprintf(e.stdout, "  %-28s %s by %s\n", a.Step, decision+"d", who)
 		}
-		if o, err = r.Decide(ctx, o.RunID, a.Step, decision, who); err != nil {
-			return o, err
+		d, err := r.Decide(ctx, a.RunID, a.Step, decision, who)
+		if err != nil {
+			return d, err
 		}
+		o = following(o, a.RunID, d)
 	}
 	return o, nil
+}
+
+// following is where run o stands after a decision in run decided (o
+// itself, or a sub-pipeline's run o waits for) that left it at d: d when
+// decided is o; else o as the decision's end of the child continued it
+// (d.Parent, …); else, the child still waiting, o waiting for the child's
+// approvals in place of those decided.
+func following(o local.Outcome, decided string, d local.Outcome) local.Outcome {
+	if decided == o.RunID {
+		return d
+	}
+	for p := d.Parent; p != nil; p = p.Parent {
+		if p.RunID == o.RunID {
+			return *p
+		}
+	}
+	waiting := slices.DeleteFunc(slices.Clone(o.Waiting), func(a store.Approval) bool { return a.RunID == decided })
+	if d.Status == store.RunWaiting {
+		waiting = append(waiting, d.Waiting...)
+	}
+	o.Waiting = waiting
+	return o
 }
 
 // firstExpiry is the earliest expiry of approvals.
@@ -465,13 +483,19 @@ func report(ctx context.Context, e env, r *runner, o local.Outcome, asJSON, exit
 		fmt.Fprintf(e.stdout, "%s\n", b)
 		return code
 	}
-	fmt.Fprintf(e.stdout, "run %s: %s", o.RunID, e.palette().status(string(o.Status), 0))
-	if o.Reason != "" {
-		fmt.Fprintf(e.stdout, " — %s", oneLine(o.Reason, 120))
-	}
-	fmt.Fprintln(e.stdout)
-	for _, a := range o.Waiting {
-		fmt.Fprintf(e.stdout, "waiting for approval of %q: stepline approve %s %s (or reject)\n", a.Step, a.RunID, a.Step)
+	what := "run"
+	for at := &o; at != nil; at = at.Parent {
+		// A sub-pipeline's run whose end continued its parent: the
+		// parent's status next (and its parent's).
+		fmt.Fprintf(e.stdout, "%s %s: %s", what, at.RunID, e.palette().status(string(at.Status), 0))
+		if at.Reason != "" {
+			fmt.Fprintf(e.stdout, " — %s", oneLine(at.Reason, 120))
+		}
+		fmt.Fprintln(e.stdout)
+		for _, a := range at.Waiting {
+			fmt.Fprintf(e.stdout, "waiting for approval of %q: stepline approve %s %s (or reject)\n", a.Step, a.RunID, a.Step)
+		}
+		what = "parent run"
 	}
 	return code
 }

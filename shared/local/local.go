@@ -342,6 +342,48 @@ type Outcome struct {
 	// the sub-pipeline runs it waits for (Approval.RunID names the run
 	// each is decided in).
 	Waiting []store.Approval
+	// Parent, after Decide, Complete or Resume of a sub-pipeline's run
+	// whose end continued its parent: where the parent stands then (with
+	// its own Parent when its end continued one in turn); nil otherwise.
+	Parent *Outcome
+}
+
+// continuedKey carries the parents a call continued (settleParent), for
+// the call to report them (withParents).
+type continuedKey struct{}
+
+type continued struct {
+	mu   sync.Mutex
+	runs map[string]continuedRun // by run ID
+}
+
+type continuedRun struct {
+	outcome Outcome
+	parent  string // its parent's run ID, if any
+}
+
+// trackParents returns ctx set to collect the parents its calls continue.
+func trackParents(ctx context.Context) (context.Context, *continued) {
+	c := &continued{runs: map[string]continuedRun{}}
+	return context.WithValue(ctx, continuedKey{}, c), c
+}
+
+// withParents sets o.Parent, and each parent's, from the runs c collected,
+// starting at o's parent parentID.
+func (c *continued) withParents(o Outcome, parentID string) Outcome {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at := &o
+	for seen := 0; parentID != "" && seen <= len(c.runs); seen++ {
+		p, ok := c.runs[parentID]
+		if !ok {
+			break
+		}
+		po := p.outcome
+		at.Parent = &po
+		at, parentID = at.Parent, p.parent
+	}
+	return o
 }
 
 // NewRunID returns a new run ID (inbound.NewRunID, as runs started through
@@ -464,12 +506,14 @@ func (r *Runner) Resume(ctx context.Context, runID string, opts ...RunOption) (o
 	if err := r.prepare(dctx, runID, options(opts), false); err != nil {
 		return Outcome{}, fmt.Errorf("resume: %w", err)
 	}
-	res, err := r.engine.Resume(dctx, runID, sm)
+	tctx, parents := trackParents(dctx)
+	res, err := r.engine.Resume(tctx, runID, sm)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("resume %s: %w", runID, lostClaim(dctx, runID, err))
 	}
 	r.keepWaiting(sm, res)
-	return r.settle(ctx, run.Pipeline, res, nil)
+	o, err = r.settle(ctx, run.Pipeline, res, nil)
+	return parents.withParents(o, run.ParentRunID), err
 }
 
 // ErrNoApproval: the run has no pending approval for that step.
@@ -511,11 +555,13 @@ func (r *Runner) Decide(ctx context.Context, runID, step, decision, by string, o
 		}
 		r.metrics.ApprovalDecided(run.Pipeline, string(d))
 		out, _ := json.Marshal(task.Decision{Decision: decision, By: by})
-		res, err := r.engine.SendTaskSuccess(dctx, a.TaskToken, out)
+		tctx, parents := trackParents(dctx)
+		res, err := r.engine.SendTaskSuccess(tctx, a.TaskToken, out)
 		if err != nil {
 			return Outcome{}, fmt.Errorf("continue run %s: %w", runID, lostClaim(dctx, runID, err))
 		}
-		return r.settle(ctx, run.Pipeline, res, nil)
+		o, err := r.settle(ctx, run.Pipeline, res, nil)
+		return parents.withParents(o, run.ParentRunID), err
 	}
 	return Outcome{}, fmt.Errorf("run %s step %q: %w", runID, step, ErrNoApproval)
 }
@@ -618,7 +664,14 @@ func (r *Runner) settleParent(ctx context.Context, res engine.Result) {
 	if err == nil {
 		// Its definition is kept already: the parent waited for its
 		// child (keepWaiting).
-		_, err = r.settle(ctx, run.Pipeline, res, nil)
+		var o Outcome
+		if o, err = r.settle(ctx, run.Pipeline, res, nil); err == nil {
+			if c, ok := ctx.Value(continuedKey{}).(*continued); ok {
+				c.mu.Lock()
+				c.runs[run.ID] = continuedRun{outcome: o, parent: run.ParentRunID}
+				c.mu.Unlock()
+			}
+		}
 	}
 	if err != nil {
 		r.log.Warn("record the parent run's status", "run", res.RunID, "error", err)
@@ -734,7 +787,8 @@ func (r *Runner) Complete(ctx context.Context, taskToken string, d task.Decision
 	if err := r.prepare(dctx, a.RunID, runOptions{}, false); err != nil {
 		return Outcome{}, fmt.Errorf("complete task: %w", err)
 	}
-	res, err := r.engine.SendTaskSuccess(dctx, taskToken, out)
+	tctx, parents := trackParents(dctx)
+	res, err := r.engine.SendTaskSuccess(tctx, taskToken, out)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("complete task: %w", lostClaim(dctx, a.RunID, err))
 	}
@@ -743,5 +797,6 @@ func (r *Runner) Complete(ctx context.Context, taskToken string, d task.Decision
 	if err != nil {
 		return Outcome{}, err
 	}
-	return r.settle(ctx, run.Pipeline, res, nil)
+	o, err = r.settle(ctx, run.Pipeline, res, nil)
+	return parents.withParents(o, run.ParentRunID), err
 }

@@ -337,6 +337,9 @@ func TestDecisionInSubPipelineSettlesParent(t *testing.T) {
 			if err != nil || co.Status != tc.child {
 				t.Fatalf("decide: %+v, %v; want the child %s", co, err, tc.child)
 			}
+			if co.Parent == nil || co.Parent.RunID != o.RunID || co.Parent.Status != tc.parent || co.Parent.Parent != nil {
+				t.Errorf("the decision's outcome names the parent %+v, want %s %s", co.Parent, o.RunID, tc.parent)
+			}
 			run, err := other.Store.GetRun(ctx, o.RunID)
 			if err != nil || run.Status != tc.parent || run.CompletedAt == nil {
 				t.Fatalf("parent %+v, %v; want %s and ended", run, err, tc.parent)
@@ -352,5 +355,33 @@ func TestDecisionInSubPipelineSettlesParent(t *testing.T) {
 				t.Errorf("parent %s after the sweep", run.Status)
 			}
 		})
+	}
+}
+
+// TestWithParents: the parents a call continued are chained from the
+// decided run's parent up, as far as they were continued, and a cycle in
+// what was collected ends the chain.
+func TestWithParents(t *testing.T) {
+	c := &continued{runs: map[string]continuedRun{
+		"p": {outcome: Outcome{RunID: "p", Status: store.RunCompleted}, parent: "g"},
+		"g": {outcome: Outcome{RunID: "g", Status: store.RunWaiting}, parent: "top"},
+	}}
+	o := c.withParents(Outcome{RunID: "p/c@0"}, "p")
+	if o.Parent == nil || o.Parent.RunID != "p" || o.Parent.Parent == nil || o.Parent.Parent.RunID != "g" || o.Parent.Parent.Parent != nil {
+		t.Errorf("chain %+v", o.Parent)
+	}
+	if o := c.withParents(Outcome{RunID: "x"}, ""); o.Parent != nil {
+		t.Errorf("a run without a parent: %+v", o.Parent)
+	}
+	if o := c.withParents(Outcome{RunID: "q/c@0"}, "q"); o.Parent != nil {
+		t.Errorf("a parent not continued: %+v", o.Parent)
+	}
+	loop := &continued{runs: map[string]continuedRun{"a": {outcome: Outcome{RunID: "a"}, parent: "b"}, "b": {outcome: Outcome{RunID: "b"}, parent: "a"}}}
+	n := 0
+	for p := loop.withParents(Outcome{RunID: "c"}, "a").Parent; p != nil; p = p.Parent {
+		n++
+	}
+	if n > 3 {
+		t.Errorf("a cycle chained %d parents", n)
 	}
 }
