@@ -478,7 +478,9 @@ func (s *startFacts) record(o Outcome, completed *time.Time) store.Run {
 	return run
 }
 
-// Resume continues a run from its last checkpoint. A run is driven by one
+// Resume continues a run from its last checkpoint: a waiting run with the
+// definition it started with, an interrupted one with its pipeline as
+// compiled now, refused when that changed. A run is driven by one
 // process at a time: Resume claims it first (see store.RunClaim), and a
 // run another live process drives is refused with a *DrivenError; the
 // claim of a process that died is taken over (at once on this host, else
@@ -492,11 +494,16 @@ func (r *Runner) Resume(ctx context.Context, runID string, opts ...RunOption) (o
 	}
 	ctx, span := startRunSpan(ctx, "resume", run.Pipeline, runID)
 	defer func() { endRunSpan(span, o, err) }()
-	// A resume runs the pipeline as compiled now: one changed since the
-	// run started is refused (engine.ErrDefinitionChanged).
-	sm, err := definitions{filepath.Join(r.dir, "definitions")}.Definition(ctx, run.Pipeline, "")
-	if err != nil {
-		return Outcome{}, err
+	// A run that waits (for a decision, a timeout, a sub-pipeline) goes
+	// on with the definition it started with, as a decision does (nil:
+	// the engine asks definitions with the run's hash). An interrupted
+	// run is resumed with the pipeline as compiled now: one changed since
+	// the run started is refused (engine.ErrDefinitionChanged).
+	var sm *asl.StateMachine
+	if run.Status != store.RunWaiting {
+		if sm, err = (definitions{filepath.Join(r.dir, "definitions")}).Definition(ctx, run.Pipeline, ""); err != nil {
+			return Outcome{}, err
+		}
 	}
 	dctx, release, err := r.hold(ctx, runID)
 	if err != nil {
@@ -511,7 +518,9 @@ func (r *Runner) Resume(ctx context.Context, runID string, opts ...RunOption) (o
 	if err != nil {
 		return Outcome{}, fmt.Errorf("resume %s: %w", runID, lostClaim(dctx, runID, err))
 	}
-	r.keepWaiting(sm, res)
+	if sm != nil {
+		r.keepWaiting(sm, res)
+	}
 	o, err = r.settle(ctx, run.Pipeline, res, nil)
 	return parents.withParents(o, run.ParentRunID), err
 }

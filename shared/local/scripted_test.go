@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stepline/stepline/shared/asl"
 	"github.com/stepline/stepline/shared/engine"
@@ -213,8 +215,7 @@ func TestSweepResumesScriptedRun(t *testing.T) {
 // on with the definition it started with when the pipeline is changed
 // and run again in the meantime (as a Step Functions execution goes on
 // with its own), and the decision is not lost; the new run goes on with
-// the new one. A resume runs the pipeline as compiled now, and refuses a
-// run that started with another.
+// the new one.
 func TestDecisionAfterPipelineChanged(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -235,8 +236,10 @@ func TestDecisionAfterPipelineChanged(t *testing.T) {
 	if err != nil || changed.Status != store.RunWaiting {
 		t.Fatalf("second run: %+v, %v", changed, err)
 	}
-	if _, err := r.Resume(ctx, old.RunID); !errors.Is(err, engine.ErrDefinitionChanged) {
-		t.Errorf("resume of the first run: %v, want engine.ErrDefinitionChanged", err)
+	// A resume of a waiting run goes on with its own definition too (it
+	// waits on).
+	if o, err := r.Resume(ctx, old.RunID); err != nil || o.Status != store.RunWaiting {
+		t.Errorf("resume of the first run: %+v, %v; want it waiting", o, err)
 	}
 
 	other := openScripted(t, dir) // another process
@@ -383,5 +386,95 @@ func TestWithParents(t *testing.T) {
 	}
 	if n > 3 {
 		t.Errorf("a cycle chained %d parents", n)
+	}
+}
+
+// TestResumeInterruptedAfterPipelineChanged: a run interrupted in flight
+// is resumed with its pipeline as compiled now: as it was, the run goes
+// on; changed since, the resume is refused (engine.ErrDefinitionChanged)
+// and the run left as it was.
+func TestResumeInterruptedAfterPipelineChanged(t *testing.T) {
+	for _, changed := range []bool{false, true} {
+		t.Run(fmt.Sprint("changed=", changed), func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			path := filepath.Join(dir, "p.yaml")
+			pipeline := "name: p\nsteps:\n  - {name: a, executor: scripted}\n  - {name: b, executor: scripted, prompt_template: first}\n"
+			writeText(t, path, pipeline)
+			responses := "a: [" + reply(0.9, "a done", "") + "]\nb: [" + reply(0.9, "b done", "") + "]\n"
+			stalled := make(chan string, 1)
+			first := endsRunner(t, dir, responses, nil, func(h StepHandler) StepHandler {
+				return stallHandler{inner: h, hang: func(_ task.Request, name string) bool { return name == "b" }, stalled: stalled}
+			})
+			runCtx, die := context.WithCancel(ctx)
+			done := make(chan Outcome, 1)
+			go func() {
+				o, _ := first.Run(runCtx, path, json.RawMessage(`{}`), "run-x")
+				done <- o
+			}()
+			select {
+			case <-stalled:
+			case <-time.After(20 * time.Second):
+				die()
+				t.Fatal("step b never started")
+			}
+			die() // the process dies with b in flight
+			<-done
+			first.Close()
+
+			other := endsRunner(t, dir, responses, nil, nil)
+			if changed {
+				writeText(t, path, strings.Replace(pipeline, "first", "second", 1))
+				if _, _, _, err := other.Compile(path); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o, err := other.Resume(ctx, "run-x")
+			switch {
+			case changed && !errors.Is(err, engine.ErrDefinitionChanged):
+				t.Errorf("resume after a change: %+v, %v; want engine.ErrDefinitionChanged", o, err)
+			case !changed && (err != nil || o.Status != store.RunCompleted):
+				t.Errorf("resume: %+v, %v; want completed", o, err)
+			}
+			if run, _ := other.Store.GetRun(ctx, "run-x"); changed && run.Status != store.RunRunning {
+				t.Errorf("the refused run is %s, want running as it was", run.Status)
+			}
+		})
+	}
+}
+
+// TestTimeoutAfterPipelineChanged: a human step that times out after its
+// pipeline was changed and compiled again times out in the definition
+// its run started with, and the run goes on (a testing pipeline's
+// timeout approves); it was marked interrupted before.
+func TestTimeoutAfterPipelineChanged(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.yaml")
+	pipeline := func(prompt string) string {
+		return "name: p\nsteps:\n  - {name: ok, executor: human, timeout_seconds: 1}\n  - {name: b, executor: scripted, prompt_template: '" + prompt + "'}\n"
+	}
+	writeText(t, path, pipeline("first prompt"))
+	r := endsRunner(t, dir, "b: ["+reply(0.9, "b done", "")+"]\n", nil, nil)
+	o, err := r.Run(ctx, path, json.RawMessage(`{}`), "")
+	if err != nil || o.Status != store.RunWaiting || len(o.Waiting) != 1 {
+		t.Fatalf("start: %+v, %v", o, err)
+	}
+	writeText(t, path, pipeline("second prompt"))
+	if _, _, _, err := r.Compile(path); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(o.Waiting[0].ExpiresAt) + 50*time.Millisecond)
+	if _, _, err := r.ExpireApprovals(ctx); err != nil {
+		t.Fatal(err)
+	}
+	run, steps, err := r.Store.GetRunWithSteps(ctx, o.RunID)
+	if err != nil || run.Status != store.RunCompleted {
+		t.Fatalf("run %s (%s), %v; want completed", run.Status, run.Reason, err)
+	}
+	for _, s := range steps {
+		if s.Name == "b" && s.Prompt != "first prompt" {
+			t.Errorf("b's prompt %q, want the run's own", s.Prompt)
+		}
 	}
 }
