@@ -62,5 +62,11 @@ func rerun(ctx context.Context, e env, fs *pflag.FlagSet, sf stateFlags, runID s
 	if !f.json {
 		fmt.Fprintf(e.stdout, "rerun %s of %s from %q: %d earlier step records reused\n", o.RunID, plan.OriginalRunID, plan.FromStep, len(plan.Reused))
 	}
+	// A human step waits as in stepline run: decided from the responses
+	// file or on a terminal, else left waiting for stepline approve.
+	if o, err = answerApprovals(ctx, e, r.Runner, o, "", !f.json); err != nil {
+		driveError(e, err)
+		return exitFailed
+	}
 	return report(ctx, e, r, o, f.json, f.exitCode)
 }

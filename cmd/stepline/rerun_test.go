@@ -102,3 +102,35 @@ func mustWrite(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestRerunDecidesFromResponses: a rerun's human step is decided from the
+// responses file as stepline run decides it; without a decision there the
+// rerun is left waiting and says how to approve it.
+func TestRerunDecidesFromResponses(t *testing.T) {
+	dir := t.TempDir()
+	pipelines := filepath.Join(dir, "pipelines")
+	path := filepath.Join(pipelines, "p.yaml")
+	mustWrite(t, path, "name: gated\nsteps:\n  - {name: first, executor: scripted}\n  - {name: ok, executor: human}\n  - {name: last, executor: scripted}\n")
+	replies := `first: ['{"confidence": 0.9, "summary": "f", "next_step_context": ""}']
+last: ['{"confidence": 0.9, "summary": "l", "next_step_context": ""}']
+`
+	undecided := filepath.Join(dir, "undecided.yaml")
+	mustWrite(t, undecided, replies)
+	decided := filepath.Join(dir, "decided.yaml")
+	mustWrite(t, decided, replies+"ok: [{decision: approve, by: scripted}]\n")
+	state := filepath.Join(dir, "state")
+	code, out, errOut := run(t, "", "run", "--json", "--dir", state, "--responses", decided, path)
+	var first runReport
+	if code != 0 || json.Unmarshal([]byte(out), &first) != nil || first.Status != "completed" {
+		t.Fatalf("run: exit %d: %s %s", code, out, errOut)
+	}
+	for _, c := range []struct {
+		responses, status string
+	}{{decided, "completed"}, {undecided, "waiting"}} {
+		code, out, errOut := run(t, "", "rerun", "--json", "--dir", state, "--pipelines", pipelines, "--responses", c.responses, "--from", "ok", first.RunID)
+		var again runReport
+		if code != 0 || json.Unmarshal([]byte(out), &again) != nil || again.Status != c.status {
+			t.Errorf("rerun with %s: exit %d, %+v, want %s: %s %s", filepath.Base(c.responses), code, again, c.status, out, errOut)
+		}
+	}
+}
