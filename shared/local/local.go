@@ -262,11 +262,10 @@ func (r *Runner) invoke(ctx context.Context, payload json.RawMessage) (json.RawM
 	return task.MarshalResponse(resp)
 }
 
-// definitions loads the state machines saved by Run. They are decoded
-// only: the engine validates them, within its own size limit.
 // definitions finds a run's definition for the engine: the one kept by
 // its hash when the run waited (keepWaiting), else the one saved under its
-// name by the last compile.
+// name by the last compile. They are decoded only: the engine validates
+// them, within its own size limit.
 type definitions struct{ dir string }
 
 // byHashDir is where the definitions of runs that waited are kept, each
