@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepline/stepline/shared/engine"
 	"github.com/stepline/stepline/shared/executor"
 	"github.com/stepline/stepline/shared/steprun"
 	"github.com/stepline/stepline/shared/store"
@@ -53,6 +54,37 @@ func (h stallHandler) Handle(ctx context.Context, req task.Request) (task.Respon
 		return task.Response{}, ctx.Err()
 	}
 	return h.inner.Handle(ctx, req)
+}
+
+// interruptAt runs the pipeline in path on a Runner of dir (endsRunner's,
+// with clock and responses) until step starts, then ends the run's
+// context as a process that dies would and closes that Runner. It returns
+// where the run stood; the test fails if it ended.
+func interruptAt(t *testing.T, dir, path, responses string, clock engine.Clock, trigger json.RawMessage, runID, step string) Outcome {
+	t.Helper()
+	stalled := make(chan string, 1)
+	first := endsRunner(t, dir, responses, clock, func(h StepHandler) StepHandler {
+		return stallHandler{inner: h, hang: func(_ task.Request, name string) bool { return name == step }, stalled: stalled}
+	})
+	runCtx, die := context.WithCancel(context.Background())
+	done := make(chan Outcome, 1)
+	go func() {
+		o, _ := first.Run(runCtx, path, trigger, runID)
+		done <- o
+	}()
+	select {
+	case <-stalled:
+	case <-time.After(20 * time.Second):
+		die()
+		t.Fatalf("step %s never started", step)
+	}
+	die() // the process dies with step in flight
+	o := <-done
+	if o.Status.Terminal() {
+		t.Fatalf("the run ended %s as its driver died", o.Status)
+	}
+	first.Close()
+	return o
 }
 
 // TestInterruptedRunNamesItsSteps interrupts runs of a pipeline with

@@ -211,28 +211,8 @@ func TestNotifySweepEscalates(t *testing.T) {
 	writeText(t, path, endsPipeline(srv.URL, "durable: {on_interrupted: escalate}\n",
 		"  - {name: a, executor: scripted}\n  - {name: b, executor: scripted}\n"))
 	responses := "a: [" + reply(0.9, "a done", "") + "]\n"
-	stalled := make(chan string, 1)
 	// Now: the sweep measures the run's age on the system clock.
-	first := endsRunner(t, dir, responses, &fakeClock{now: time.Now().UTC()}, func(h StepHandler) StepHandler {
-		return stallHandler{inner: h, hang: func(_ task.Request, name string) bool { return name == "b" }, stalled: stalled}
-	})
-	runCtx, die := context.WithCancel(ctx)
-	done := make(chan Outcome)
-	go func() {
-		o, _ := first.Run(runCtx, path, json.RawMessage(endsTrigger), "")
-		done <- o
-	}()
-	select {
-	case <-stalled:
-	case <-time.After(20 * time.Second):
-		die()
-		t.Fatal("step b never started")
-	}
-	die() // the process dies with b in flight
-	if o := <-done; o.Status.Terminal() {
-		t.Fatalf("the run ended %s as its driver died", o.Status)
-	}
-	first.Close()
+	interruptAt(t, dir, path, responses, &fakeClock{now: time.Now().UTC()}, json.RawMessage(endsTrigger), "", "b")
 	if got := hook.got(); len(got) != 0 {
 		t.Fatalf("notified before the sweep: %q", got)
 	}

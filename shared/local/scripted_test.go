@@ -402,25 +402,7 @@ func TestResumeInterruptedAfterPipelineChanged(t *testing.T) {
 			pipeline := "name: p\nsteps:\n  - {name: a, executor: scripted}\n  - {name: b, executor: scripted, prompt_template: first}\n"
 			writeText(t, path, pipeline)
 			responses := "a: [" + reply(0.9, "a done", "") + "]\nb: [" + reply(0.9, "b done", "") + "]\n"
-			stalled := make(chan string, 1)
-			first := endsRunner(t, dir, responses, nil, func(h StepHandler) StepHandler {
-				return stallHandler{inner: h, hang: func(_ task.Request, name string) bool { return name == "b" }, stalled: stalled}
-			})
-			runCtx, die := context.WithCancel(ctx)
-			done := make(chan Outcome, 1)
-			go func() {
-				o, _ := first.Run(runCtx, path, json.RawMessage(`{}`), "run-x")
-				done <- o
-			}()
-			select {
-			case <-stalled:
-			case <-time.After(20 * time.Second):
-				die()
-				t.Fatal("step b never started")
-			}
-			die() // the process dies with b in flight
-			<-done
-			first.Close()
+			interruptAt(t, dir, path, responses, nil, json.RawMessage(`{}`), "run-x", "b")
 
 			other := endsRunner(t, dir, responses, nil, nil)
 			if changed {
