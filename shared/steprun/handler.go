@@ -2,8 +2,6 @@ package steprun
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -128,9 +126,7 @@ type Handler struct {
 
 func (h *Handler) init() {
 	h.once.Do(func() {
-		var nonce [8]byte
-		_, _ = rand.Read(nonce[:])
-		h.render = newRenderer(hex.EncodeToString(nonce[:]))
+		h.render = newRandomRenderer()
 		h.schema = llmoutput.ContractSchema()
 		h.runner = h.Runner
 		if h.runner == nil {
