@@ -143,12 +143,24 @@ func appendLine(dst []byte, dims map[string]string, sets [][]string, ms []Metric
 		case m.key == awsKey:
 			dst = appendDeclaration(dst, sets, ms, ns, millis)
 		case m.metric:
-			dst = jsonstr.AppendFloat(dst, m.num)
+			dst = appendNumber(dst, m.num)
 		default:
 			dst = jsonstr.Append(dst, m.str, true)
 		}
 	}
 	return append(dst, '}', '\n'), nil
+}
+
+// appendNumber appends f as encoding/json writes it: a whole number from
+// 0 to 2^53 (a count, the usual value) as the integer it is, which
+// spares a cold process strconv's shortest float formatting (its first
+// use is about as long as the rest of the line), anything else as
+// jsonstr.AppendFloat writes it.
+func appendNumber(dst []byte, f float64) []byte {
+	if f == math.Trunc(f) && math.Abs(f) <= 1<<53 && !math.Signbit(f) {
+		return strconv.AppendInt(dst, int64(f), 10)
+	}
+	return jsonstr.AppendFloat(dst, f)
 }
 
 // named reports whether a metric of ms is called name.
