@@ -2,6 +2,8 @@ package steprun
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -126,7 +128,9 @@ type Handler struct {
 
 func (h *Handler) init() {
 	h.once.Do(func() {
-		h.render = newRandomRenderer()
+		var nonce [8]byte
+		_, _ = rand.Read(nonce[:])
+		h.render = newRenderer(hex.EncodeToString(nonce[:]))
 		h.schema = llmoutput.ContractSchema()
 		h.runner = h.Runner
 		if h.runner == nil {

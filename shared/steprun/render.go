@@ -2,8 +2,6 @@ package steprun
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -24,30 +22,15 @@ const maxCachedTemplates = 4096
 // (shared/template), parsed templates taken from the process's cache
 // (parsed). Safe for concurrent use.
 type renderer struct {
-	// open returns what starts the mark that stands for a ${NAME}
-	// reference the template itself wrote, while a template that feeds
-	// secret expansion renders: what the template wrote resolves, what
-	// the values brought is escaped. It holds the renderer's nonce.
-	open func() string
+	// open starts the mark that stands for a ${NAME} reference the
+	// template itself wrote, while a template that feeds secret expansion
+	// renders: what the template wrote resolves, what the values brought
+	// is escaped.
+	open string
 }
 
-// newRenderer returns a renderer whose marks hold nonce.
 func newRenderer(nonce string) *renderer {
-	open := "\x00" + nonce + "\x00"
-	return &renderer{open: func() string { return open }}
-}
-
-// newRandomRenderer returns a renderer whose nonce is 8 bytes of
-// crypto/rand, drawn when a template first needs marks (renderSecretSafe,
-// renderShell), not before: a fresh process's first read of crypto/rand
-// takes 0.15-0.35 ms, which a step function's first Task that renders no
-// such template (a branch, a join, an invalid request) need not spend.
-func newRandomRenderer() *renderer {
-	return &renderer{open: sync.OnceValue(func() string {
-		var nonce [8]byte
-		_, _ = rand.Read(nonce[:])
-		return "\x00" + hex.EncodeToString(nonce[:]) + "\x00"
-	})}
+	return &renderer{open: "\x00" + nonce + "\x00"}
 }
 
 // parsed is the process's cache of parsed templates, by source, shared by
@@ -145,29 +128,27 @@ func (r *renderer) renderSecretSafe(ctx context.Context, step, field, src string
 	if !template.IsTemplate(src) {
 		return src, nil
 	}
-	open := r.open()
-	masked := secret.MapRefs(src, func(name string) string { return open + name + "\x00" })
+	masked := secret.MapRefs(src, func(name string) string { return r.open + name + "\x00" })
 	out, err := r.render(ctx, step, field, masked, b)
 	if err != nil {
 		return "", err
 	}
-	return unmask(secret.Escape(out), open), nil
+	return r.unmask(secret.Escape(out)), nil
 }
 
-// unmask turns the marks renderSecretSafe made, each starting with open,
-// back into references.
-func unmask(s, open string) string {
-	if !strings.Contains(s, open) {
+// unmask turns the marks renderSecretSafe made back into references.
+func (r *renderer) unmask(s string) string {
+	if !strings.Contains(s, r.open) {
 		return s
 	}
 	var b strings.Builder
 	for {
-		i := strings.Index(s, open)
+		i := strings.Index(s, r.open)
 		if i < 0 {
 			b.WriteString(s)
 			return b.String()
 		}
-		rest := s[i+len(open):]
+		rest := s[i+len(r.open):]
 		j := strings.IndexByte(rest, 0)
 		if j < 0 {
 			b.WriteString(s)

@@ -31,7 +31,7 @@ func (r *renderer) renderShell(ctx context.Context, step, field, src string, b m
 	if !template.IsTemplate(src) {
 		return src, nil
 	}
-	nonce := strings.Trim(r.open(), "\x00")
+	nonce := strings.Trim(r.open, "\x00")
 	openVar, closeVar := "stepline_q"+nonce+"_open", "stepline_q"+nonce+"_close"
 	openMark, closeMark := "\x00"+nonce+"<", "\x00"+nonce+">"
 	bb := make(map[string]any, len(b)+2)

@@ -653,24 +653,3 @@ func derefB(b *bool) any {
 	}
 	return *b
 }
-
-// TestRandomRendererNonce: a renderer's nonce is drawn once, 8 random
-// bytes, each renderer its own, and marks made with it turn back into
-// the references the template wrote while a value's "${" stays escaped.
-func TestRandomRendererNonce(t *testing.T) {
-	r, other := newRandomRenderer(), newRandomRenderer()
-	open := r.open()
-	if len(open) != 18 || open[0] != 0 || open[17] != 0 || strings.Trim(open[1:17], "0123456789abcdef") != "" {
-		t.Fatalf("open %q: want 16 hex digits between NULs", open)
-	}
-	if again := r.open(); again != open {
-		t.Errorf("the nonce changed: %q, then %q", open, again)
-	}
-	if other.open() == open {
-		t.Errorf("two renderers drew the same nonce %q", open)
-	}
-	got, err := r.renderSecretSafe(context.Background(), "s", "url", "https://x/${TOKEN}?q={{ v }}", map[string]any{"v": "${OTHER}"})
-	if want := "https://x/${TOKEN}?q=$${OTHER}"; err != nil || got != want {
-		t.Errorf("renderSecretSafe: %q, %v; want %q", got, err, want)
-	}
-}
