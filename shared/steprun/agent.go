@@ -63,7 +63,7 @@ func (t *taskRun) agentCall(ctx context.Context, u unit, cfg map[string]any, pro
 	if err != nil {
 		return nil, err
 	}
-	loop := &agent.Loop{Agent: u.agent, Model: model, Tools: tools, Runner: t.h.runner, Schema: t.h.schema, Instruction: t.h.instr, Now: t.h.Now}
+	loop := &agent.Loop{Agent: u.agent, Model: model, Tools: tools, Runner: t.h.runner, Schema: t.h.schema, Instruction: t.h.schema.Instruction(), Now: t.h.Now}
 	dl, hasDL := ctx.Deadline()
 	conv, err := loop.Run(ctx, prompt, agent.Deadline(t.h.now(), timeout, dl, hasDL))
 	t.absorb(res, u.agent, conv)

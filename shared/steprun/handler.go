@@ -119,8 +119,7 @@ type Handler struct {
 
 	once   sync.Once
 	render *renderer
-	schema *llmoutput.OutputSchema
-	instr  string // schema's instruction, for agent steps' system prompts
+	schema *llmoutput.OutputSchema // its Instruction is built on first use (a model or agent step)
 	runner *llmoutput.Runner
 	log    *slog.Logger
 	seenMu sync.Mutex
@@ -133,7 +132,6 @@ func (h *Handler) init() {
 		_, _ = rand.Read(nonce[:])
 		h.render = newRenderer(hex.EncodeToString(nonce[:]))
 		h.schema = llmoutput.ContractSchema()
-		h.instr = h.schema.Instruction()
 		h.runner = h.Runner
 		if h.runner == nil {
 			h.runner = &llmoutput.Runner{}

@@ -143,7 +143,7 @@ func (t *taskRun) agentTurns(ctx context.Context) (task.Response, error) {
 	if err != nil {
 		return t.stepFailed(ctx, st, attempt, started, &res, err, res.usage)
 	}
-	loop := &agent.Loop{Agent: u.agent, Model: model, Tools: tools, Runner: t.h.runner, Schema: t.h.schema, Instruction: t.h.instr, Now: t.h.Now}
+	loop := &agent.Loop{Agent: u.agent, Model: model, Tools: tools, Runner: t.h.runner, Schema: t.h.schema, Instruction: t.h.schema.Instruction(), Now: t.h.Now}
 
 	lt := loopTask{t: t, u: u, ls: ls, started: started, deadline: deadline}
 	var conv *agent.Conversation

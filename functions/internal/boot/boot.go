@@ -63,15 +63,23 @@ func Start(name string) *Function {
 }
 
 func start(name string, w io.Writer, getenv func(string) string, exit func(int)) *Function {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(getenv("LOG_LEVEL"))); err != nil {
-		level = slog.LevelInfo
-	}
+	level := logLevel(getenv("LOG_LEVEL"))
 	f := &Function{Name: name, Log: slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})), getenv: getenv, exit: exit}
 	cfg, err := awsenv.Load(os.Environ())
 	f.Check(err, "load AWS configuration")
 	f.AWS = cfg
 	return f
+}
+
+// logLevel reads LOG_LEVEL: unset, or a level slog does not know, is
+// info. Unset is decided before slog parses anything: its refusal of ""
+// is an error built with fmt, which every start would otherwise build.
+func logLevel(s string) slog.Level {
+	var level slog.Level
+	if s != "" && level.UnmarshalText([]byte(s)) != nil {
+		return slog.LevelInfo
+	}
+	return level
 }
 
 // Fail logs msg with args as an error and exits with status 1.

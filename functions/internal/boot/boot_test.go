@@ -259,3 +259,23 @@ func TestPrepare(t *testing.T) {
 	Prepare[refuses, chan int]()
 	Prepare[any, any]()
 }
+
+func TestLogLevel(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want slog.Level
+	}{
+		{"", slog.LevelInfo},
+		{"debug", slog.LevelDebug},
+		{"info", slog.LevelInfo},
+		{"WARN", slog.LevelWarn},
+		{"error", slog.LevelError},
+		{"info+1", slog.LevelInfo + 1},
+		{"loud", slog.LevelInfo},
+		{" ", slog.LevelInfo},
+	} {
+		if got := logLevel(tc.env); got != tc.want {
+			t.Errorf("LOG_LEVEL=%q: %v, want %v", tc.env, got, tc.want)
+		}
+	}
+}
