@@ -660,3 +660,31 @@ func TestFollowing(t *testing.T) {
 		t.Errorf("the child ended, its parent not continued here: %+v", got)
 	}
 }
+
+// TestRunWaitingOnNestedSubPipeline: a run whose sub-pipeline's own
+// sub-pipeline waits for a decision names that grandchild's approval, and
+// approving it prints the grandchild, the child and the run, each ended.
+func TestRunWaitingOnNestedSubPipeline(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	top := filepath.Join(dir, "top.yaml")
+	write(t, top, "name: top\nsteps:\n  - {name: mid, executor: pipeline, executor_config: {pipeline: middle}}\n  - {name: after, executor: scripted}\n")
+	write(t, filepath.Join(dir, "middle.yaml"), "name: middle\nsteps:\n  - {name: leaf, executor: pipeline, executor_config: {pipeline: leafp}}\n")
+	write(t, filepath.Join(dir, "leafp.yaml"), "name: leafp\nsteps:\n  - {name: ok, executor: human}\n  - {name: inner, executor: scripted}\n")
+	responses := filepath.Join(dir, "r.yaml")
+	write(t, responses, "inner: ['{\"confidence\": 0.9, \"summary\": \"inner done\", \"next_step_context\": \"\"}']\n"+
+		"after: ['{\"confidence\": 0.9, \"summary\": \"after done\", \"next_step_context\": \"\"}']\n")
+	code, out, errOut := run(t, "", "run", top, "--dir", state, "--responses", responses)
+	m := regexp.MustCompile(`run (run-\S+): waiting\n`).FindStringSubmatch(out)
+	if code != exitOK || m == nil {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	leaf := m[1] + "/mid@0/leaf@0"
+	if want := "stepline approve " + leaf + " ok (or reject)"; !strings.Contains(out, want) {
+		t.Fatalf("run's output does not say %q:\n%s", want, out)
+	}
+	code, out, errOut = run(t, "", "approve", leaf, "ok", "--dir", state)
+	want := "run " + leaf + ": completed\nparent run " + m[1] + "/mid@0: completed\nparent run " + m[1] + ": completed\n"
+	if code != exitOK || !strings.Contains(out, want) {
+		t.Fatalf("approve: exit %d, want %q\n%s\n%s", code, want, out, errOut)
+	}
+}

@@ -357,6 +357,27 @@ func (e *Engine) Variable(ctx context.Context, runID, name string) (v any, ok bo
 	return v, ok, nil
 }
 
+// Children returns, sorted, the child runs a run waits for (its pending
+// startExecution tasks) as its latest checkpoint holds them: what Result
+// reports as Children, for a run this call does not drive. An ended run
+// waits for none.
+func (e *Engine) Children(ctx context.Context, runID string) ([]string, error) {
+	cp, err := e.cfg.Journal.LoadCheckpoint(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	s, _, err := decodeSnapshot(cp.Snapshot, cp.Values)
+	if err != nil {
+		return nil, fmt.Errorf("run %q: %w", runID, err)
+	}
+	if s.Status.Terminal() {
+		return nil, nil
+	}
+	paths := map[string]*path{}
+	link(s.Root, nil, paths)
+	return waitingChildren(paths), nil
+}
+
 func (e *Engine) complete(ctx context.Context, token string, c completion) (Result, error) {
 	runID, err := tokenRun(token)
 	if err != nil {

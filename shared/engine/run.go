@@ -504,13 +504,12 @@ func (r *run) result() Result {
 			wake = t
 		}
 	}
+	res.Children = waitingChildren(r.paths)
 	for _, p := range r.paths {
+		if waitsForChild(p) {
+			continue // completed by the child run, not by callers
+		}
 		if p.Token != "" && (p.Phase == phaseToken || p.Phase == phaseTask) {
-			if p.Task != nil && p.Task.Child != nil {
-				// Completed by the child run, not by callers.
-				res.Children = append(res.Children, p.Task.Child.RunID)
-				continue
-			}
 			res.Tokens = append(res.Tokens, p.Token)
 			earlier(p.Deadline)
 			if p.Heartbeat > 0 {
@@ -519,13 +518,30 @@ func (r *run) result() Result {
 		}
 	}
 	sort.Strings(res.Tokens)
-	sort.Strings(res.Children)
 	if r.hard == 0 && r.waitsForToken() {
 		res.Status = StatusWaiting
 		earlier(r.snap.Deadline)
 		res.WakeAt = wake
 	}
 	return res
+}
+
+// waitsForChild reports whether path p waits on a task that a child run
+// completes (a startExecution task), not a caller.
+func waitsForChild(p *path) bool {
+	return p.Token != "" && (p.Phase == phaseToken || p.Phase == phaseTask) && p.Task != nil && p.Task.Child != nil
+}
+
+// waitingChildren returns, sorted, the child runs the paths wait for.
+func waitingChildren(paths map[string]*path) []string {
+	var out []string
+	for _, p := range paths {
+		if waitsForChild(p) {
+			out = append(out, p.Task.Child.RunID)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // reconstruct restarts, after a load, the work the snapshot records, except

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/shared/asl"
+	"github.com/stepline/stepline/shared/store"
 )
 
 func TestQueryEvaluationErrors(t *testing.T) {
@@ -202,6 +203,15 @@ func TestChildExecutions(t *testing.T) {
 		if len(res.Children) != 1 || res.Children[0] != "p3/Sub@0" {
 			t.Errorf("parent waits for children %v, want [p3/Sub@0]", res.Children)
 		}
+		if got, err := e.Children(context.Background(), "p3"); err != nil || len(got) != 1 || got[0] != "p3/Sub@0" {
+			t.Errorf("Children(p3) = %v, %v; want [p3/Sub@0]", got, err)
+		}
+		if got, err := e.Children(context.Background(), "p3/Sub@0"); err != nil || len(got) != 0 {
+			t.Errorf("Children of the child that waits for a token = %v, %v; want none", got, err)
+		}
+		if _, err := e.Children(context.Background(), "nobody"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Children of a run without a checkpoint: %v, want store.ErrNotFound", err)
+		}
 		if len(continued) != 0 {
 			t.Errorf("OnParentContinued called at the start: %+v", continued)
 		}
@@ -214,6 +224,9 @@ func TestChildExecutions(t *testing.T) {
 			t.Fatalf("OnParentContinued got %+v, want p3 SUCCEEDED once", continued)
 		}
 		jsonEqual(t, continued[0].Output, `{"child":{"approved":true},"status":"SUCCEEDED"}`)
+		if got, err := e2.Children(context.Background(), "p3"); err != nil || len(got) != 0 {
+			t.Errorf("Children of the ended parent = %v, %v; want none", got, err)
+		}
 		pres, err := e2.Resume(context.Background(), "p3", parent)
 		pres = mustResult(t, pres, err, StatusSucceeded)
 		jsonEqual(t, pres.Output, `{"child":{"approved":true},"status":"SUCCEEDED"}`)

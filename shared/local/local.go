@@ -597,8 +597,17 @@ func (r *Runner) settle(ctx context.Context, pipelineName string, res engine.Res
 	case engine.StatusWaiting:
 		o.Status = store.RunWaiting
 		// Its own approvals, then those of the sub-pipeline runs it waits
-		// for (each decided in its own run: Approval.RunID).
-		for _, id := range append([]string{res.RunID}, res.Children...) {
+		// for, and theirs, at any depth (each decided in its own run:
+		// Approval.RunID).
+		ids := append([]string{res.RunID}, res.Children...)
+		for i := 1; i < len(ids) && len(ids) < maxWaitingRuns; i++ {
+			more, err := r.engine.Children(ctx, ids[i])
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return o, err
+			}
+			ids = append(ids, more...)
+		}
+		for _, id := range ids {
 			approvals, err := r.Store.RunApprovals(ctx, id)
 			if err != nil {
 				return o, err
@@ -661,6 +670,10 @@ func (r *Runner) settle(ctx context.Context, pipelineName string, res engine.Res
 	}
 	return o, nil
 }
+
+// maxWaitingRuns bounds the runs whose approvals a waiting run's outcome
+// lists: itself and the sub-pipeline runs it waits for, at any depth.
+const maxWaitingRuns = 256
 
 // settleParent records where a parent run stands after its child's end
 // continued it (engine.Config.OnParentContinued): a run whose
