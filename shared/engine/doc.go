@@ -10,8 +10,9 @@
 // a [Handler], a [ChildStarter] for nested state machines, a [Clock] and a
 // [Rand] (injected so that Wait, Retry backoff, jitter and timeouts are
 // testable without waiting), [Definitions] to find a run's definition when a
-// task token arrives in another process, OnEvent to watch progress, and
-// MaxDefinitionBytes, the largest definition it runs (Step Functions' 1 MiB
+// task token arrives in another process (asked by the hash the run started
+// with), OnEvent to watch progress, OnParentContinued to record a parent
+// run that its child's end drove on, and MaxDefinitionBytes, the largest definition it runs (Step Functions' 1 MiB
 // unless raised, for machines that only run locally).
 //
 // [Engine.Start] drives a run until it ends (SUCCEEDED, FAILED, TIMED_OUT),
@@ -23,7 +24,9 @@
 // definition from Config.Definitions, checked against the hash recorded at
 // Start) and driven to its next pause or end. A token sent to a run this
 // engine is driving is handed to the live driver. [Engine.History] returns
-// the recorded events.
+// the recorded events; [Engine.Variable] a top-level variable and
+// [Engine.Children] the child runs a run waits for, as its checkpoint holds
+// them; [Engine.Hash] the hash a definition's runs record.
 //
 // # Design
 //
@@ -164,11 +167,13 @@
 //     ({"ExecutionArn", "Name", "StateMachineArn", "Status", "Input",
 //     "Output"}); a failed child fails the task with States.TaskFailed and
 //     that description, holding the child's Error and Cause, as Cause. A
-//     child that pauses leaves the parent waiting; when the child ends later,
-//     the engine completes the parent's task. Both kinds of waiting task
-//     run inside Parallel branches and Map iterations as at the top level:
-//     the run pauses once every path waits, and a waiting branch or
-//     iteration is in the checkpoint, so another process completes it.
+//     child that pauses leaves the parent waiting (Result.Children names
+//     it); when the child ends later, the engine completes the parent's task
+//     and reports where the parent then stands to OnParentContinued. Both
+//     kinds of waiting task run inside Parallel branches and Map iterations
+//     as at the top level: the run pauses once every path waits, and a
+//     waiting branch or iteration is in the checkpoint, so another process
+//     completes it.
 //   - Parallel: branches run concurrently on the Arguments (or input); the
 //     result is the array of branch outputs. Map: Items (or the input array),
 //     ItemSelector per item, iterations run concurrently up to
