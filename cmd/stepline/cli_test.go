@@ -602,6 +602,9 @@ func TestRunWaitingOnSubPipeline(t *testing.T) {
 	if code, out, _ := run(t, "", "runs", "--dir", state); code != exitOK || !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(m[1])+` +parent +waiting`).MatchString(out) {
 		t.Errorf("runs: exit %d, the parent not listed waiting:\n%s", code, out)
 	}
+	if code, out, _ := run(t, "", "show", m[1], "--dir", state); code != exitOK || !strings.Contains(out, "stepline approve "+child+" ok (or reject)") {
+		t.Errorf("show: exit %d, the child's approval not named:\n%s", code, out)
+	}
 	code, out, errOut = run(t, "", "approve", child, "ok", "--dir", state)
 	if code != exitOK || !strings.Contains(out, "run "+child+": completed\nparent run "+m[1]+": completed\n") {
 		t.Fatalf("approve: exit %d, the child and its parent not both completed\n%s\n%s", code, out, errOut)

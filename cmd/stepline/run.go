@@ -492,12 +492,18 @@ func report(ctx context.Context, e env, r *runner, o local.Outcome, asJSON, exit
 			fmt.Fprintf(e.stdout, " — %s", oneLine(at.Reason, 120))
 		}
 		fmt.Fprintln(e.stdout)
-		for _, a := range at.Waiting {
-			fmt.Fprintf(e.stdout, "waiting for approval of %q: stepline approve %s %s (or reject)\n", a.Step, a.RunID, a.Step)
-		}
+		printWaiting(e.stdout, at.Waiting)
 		what = "parent run"
 	}
 	return code
+}
+
+// printWaiting prints how to decide each approval a run waits for, in the
+// run it belongs to (a sub-pipeline's own).
+func printWaiting(w io.Writer, approvals []store.Approval) {
+	for _, a := range approvals {
+		fmt.Fprintf(w, "waiting for approval of %q: stepline approve %s %s (or reject)\n", a.Step, a.RunID, a.Step)
+	}
 }
 
 // runNotOK reports whether a run that ended in status s makes

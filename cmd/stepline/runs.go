@@ -140,6 +140,16 @@ func show(ctx context.Context, e env, sf stateFlags, runID string, asJSON bool) 
 		fmt.Fprintf(e.stdout, "reason: %s\n", printable(run.Reason))
 	}
 	fmt.Fprintf(e.stdout, "tokens: %d in, %d out\n", run.Usage.InputTokens, run.Usage.OutputTokens)
+	if run.Status == store.RunWaiting {
+		// Its approvals and its sub-pipeline runs' (each decided in its
+		// own run).
+		waiting, err := r.Waiting(ctx, run.ID)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+			return exitFailed
+		}
+		printWaiting(e.stdout, waiting)
+	}
 	if runFeedback != nil {
 		fmt.Fprintf(e.stdout, "feedback: %s\n", feedbackText(runFeedback))
 	}

@@ -596,27 +596,9 @@ func (r *Runner) settle(ctx context.Context, pipelineName string, res engine.Res
 		o.Status, o.Reason, o.Output = end.Status, end.Reason, end.Final
 	case engine.StatusWaiting:
 		o.Status = store.RunWaiting
-		// Its own approvals, then those of the sub-pipeline runs it waits
-		// for, and theirs, at any depth (each decided in its own run:
-		// Approval.RunID).
-		ids := append([]string{res.RunID}, res.Children...)
-		for i := 1; i < len(ids) && len(ids) < maxWaitingRuns; i++ {
-			more, err := r.engine.Children(ctx, ids[i])
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				return o, err
-			}
-			ids = append(ids, more...)
-		}
-		for _, id := range ids {
-			approvals, err := r.Store.RunApprovals(ctx, id)
-			if err != nil {
-				return o, err
-			}
-			for _, a := range approvals {
-				if a.Decision == store.DecisionPending {
-					o.Waiting = append(o.Waiting, a)
-				}
-			}
+		var err error
+		if o.Waiting, err = r.waiting(ctx, res.RunID, res.Children); err != nil {
+			return o, err
 		}
 	default:
 		o.Status = store.RunRunning
@@ -674,6 +656,44 @@ func (r *Runner) settle(ctx context.Context, pipelineName string, res engine.Res
 // maxWaitingRuns bounds the runs whose approvals a waiting run's outcome
 // lists: itself and the sub-pipeline runs it waits for, at any depth.
 const maxWaitingRuns = 256
+
+// Waiting returns the pending approvals a run waits for, as its Outcome
+// lists them: its own, then those of the sub-pipeline runs it waits for,
+// at any depth (Approval.RunID names the run each is decided in). A run
+// that does not wait has none.
+func (r *Runner) Waiting(ctx context.Context, runID string) ([]store.Approval, error) {
+	children, err := r.engine.Children(ctx, runID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	return r.waiting(ctx, runID, children)
+}
+
+// waiting lists the pending approvals of runID and of children, the
+// child runs it waits for, and of theirs.
+func (r *Runner) waiting(ctx context.Context, runID string, children []string) ([]store.Approval, error) {
+	ids := append([]string{runID}, children...)
+	for i := 1; i < len(ids) && len(ids) < maxWaitingRuns; i++ {
+		more, err := r.engine.Children(ctx, ids[i])
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		ids = append(ids, more...)
+	}
+	var out []store.Approval
+	for _, id := range ids {
+		approvals, err := r.Store.RunApprovals(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range approvals {
+			if a.Decision == store.DecisionPending {
+				out = append(out, a)
+			}
+		}
+	}
+	return out, nil
+}
 
 // settleParent records where a parent run stands after its child's end
 // continued it (engine.Config.OnParentContinued): a run whose
