@@ -262,14 +262,28 @@ func startOnce(java, jar string) (*process, error) {
 			return nil, fmt.Errorf("DynamoDB Local exited during start-up: %s", strings.TrimSpace(out.String()))
 		case <-time.After(100 * time.Millisecond):
 		}
-		// Any HTTP answer means it is serving (it answers 400 to a bare GET).
-		if resp, err := hc.Get(p.endpoint); err == nil {
-			resp.Body.Close()
+		// It answers a bare GET with 400 and a request ID. Another server
+		// that took the port between choosing and binding answers too,
+		// without one (DynamoDB Local then exits, its bind refused, and
+		// the start is tried again on another port): its answer does not
+		// count.
+		if answers(hc, p.endpoint) {
 			return p, nil
 		}
 	}
 	p.stop()
 	return nil, fmt.Errorf("DynamoDB Local did not answer on %s within 60 s", p.endpoint)
+}
+
+// answers reports whether DynamoDB Local serves endpoint: a GET is
+// answered with its request ID header.
+func answers(hc *http.Client, endpoint string) bool {
+	resp, err := hc.Get(endpoint)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.Header.Get("X-Amzn-Requestid") != ""
 }
 
 func (p *process) stop() {
