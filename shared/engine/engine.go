@@ -345,23 +345,17 @@ func (e *Engine) History(ctx context.Context, runID string) ([]store.HistoryEven
 // is false when the run has no such variable there. A run that has no
 // checkpoint is the journal's error (wrapping store.ErrNotFound).
 func (e *Engine) Variable(ctx context.Context, runID, name string) (v any, ok bool, err error) {
-	cp, err := e.cfg.Journal.LoadCheckpoint(ctx, runID)
+	s, err := e.stored(ctx, runID)
 	if err != nil {
 		return nil, false, err
-	}
-	s, _, err := decodeSnapshot(cp.Snapshot, cp.Values)
-	if err != nil {
-		return nil, false, fmt.Errorf("run %q: %w", runID, err)
 	}
 	v, ok = s.Root.Vars[name]
 	return v, ok, nil
 }
 
-// Children returns, sorted, the child runs a run waits for (its pending
-// startExecution tasks) as its latest checkpoint holds them: what Result
-// reports as Children, for a run this call does not drive. An ended run
-// waits for none.
-func (e *Engine) Children(ctx context.Context, runID string) ([]string, error) {
+// stored decodes a run's latest checkpoint, for a look at a run this
+// call does not drive; a run without one is the journal's error.
+func (e *Engine) stored(ctx context.Context, runID string) (*snapshot, error) {
 	cp, err := e.cfg.Journal.LoadCheckpoint(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -369,6 +363,18 @@ func (e *Engine) Children(ctx context.Context, runID string) ([]string, error) {
 	s, _, err := decodeSnapshot(cp.Snapshot, cp.Values)
 	if err != nil {
 		return nil, fmt.Errorf("run %q: %w", runID, err)
+	}
+	return s, nil
+}
+
+// Children returns, sorted, the child runs a run waits for (its pending
+// startExecution tasks) as its latest checkpoint holds them: what Result
+// reports as Children, for a run this call does not drive. An ended run
+// waits for none.
+func (e *Engine) Children(ctx context.Context, runID string) ([]string, error) {
+	s, err := e.stored(ctx, runID)
+	if err != nil {
+		return nil, err
 	}
 	if s.Status.Terminal() {
 		return nil, nil
