@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -72,11 +70,12 @@ func (e *EMF) Put(dims map[string]string, ms ...Metric) error {
 // finer dimensions to a metric and leave the coarser one as it was.
 //
 // The line is the JSON object encoding/json writes for the document (keys
-// sorted, '<', '>' and '&' escaped), written by hand: the step function
-// writes one at its first failed Task or ended run, where encoding/json
-// would first build its encoders for the document's types (about a tenth
-// of a millisecond of a cold start). A value that is NaN or infinite is
-// refused and nothing written, as encoding/json refuses it.
+// sorted, '<', '>' and '&' escaped), written without reflection
+// (jsonstr.AppendValue): the step function writes one at its first failed
+// Task or ended run, where encoding/json would first build its encoders
+// for the document's types (about a tenth of a millisecond of a cold
+// start). A value that is NaN or infinite is refused and nothing written,
+// as encoding/json refuses it.
 func (e *EMF) PutSets(dims map[string]string, sets [][]string, ms ...Metric) error {
 	if len(ms) == 0 {
 		return nil
@@ -99,121 +98,65 @@ func (e *EMF) PutSets(dims map[string]string, sets [][]string, ms ...Metric) err
 	return err
 }
 
-// awsKey is the member of an EMF line that declares its metrics.
-const awsKey = "_aws"
-
-// member is one top-level member of a line: a dimension's value, a
-// metric's value, or the declaration (awsKey).
-type member struct {
-	key    string
-	str    string
-	num    float64
-	metric bool
-}
-
 // appendLine appends the line of dims, sets and ms to dst, newline
-// included. As in the document it stands for, a metric's value replaces a
-// dimension of the same name, a later metric an earlier one of the same
-// name, and the declaration any member named awsKey.
+// included: the document as before, a metric's value replacing a
+// dimension of the same name, a later metric an earlier one, and the
+// declaration any member named "_aws", written by jsonstr.AppendValue
+// (encoding/json's text for the values it decodes into an any). A whole
+// count is written by strconv.AppendInt, the same text, sparing a cold
+// process strconv's shortest float formatting (its first use is about as
+// long as the rest of the line).
 func appendLine(dst []byte, dims map[string]string, sets [][]string, ms []Metric, ns string, millis int64) ([]byte, error) {
-	members := make([]member, 0, len(dims)+len(ms)+1)
+	doc := make(map[string]any, len(dims)+len(ms)+1)
 	for k, v := range dims {
-		if k != awsKey && !named(ms, k) {
-			members = append(members, member{key: k, str: v})
-		}
+		doc[k] = v
 	}
+	defs := make([]any, len(ms))
 	for i, m := range ms {
 		if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
 			return nil, fmt.Errorf("metric %q: %v is not a JSON number", m.Name, m.Value)
 		}
-		if m.Name != awsKey && !named(ms[i+1:], m.Name) {
-			members = append(members, member{key: m.Name, num: m.Value, metric: true})
-		}
+		defs[i] = map[string]any{"Name": m.Name, "Unit": m.Unit}
+		doc[m.Name] = number(m.Value)
 	}
-	members = append(members, member{key: awsKey})
-	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
-	dst = append(dst, '{')
-	for i, m := range members {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = jsonstr.Append(dst, m.key, true)
-		dst = append(dst, ':')
-		switch {
-		case m.key == awsKey:
-			dst = appendDeclaration(dst, sets, ms, ns, millis)
-		case m.metric:
-			dst = appendNumber(dst, m.num)
-		default:
-			dst = jsonstr.Append(dst, m.str, true)
-		}
-	}
-	return append(dst, '}', '\n'), nil
-}
-
-// appendNumber appends f as encoding/json writes it: a whole number from
-// 0 to 2^53 (a count, the usual value) as the integer it is, which
-// spares a cold process strconv's shortest float formatting (its first
-// use is about as long as the rest of the line), anything else as
-// jsonstr.AppendFloat writes it.
-func appendNumber(dst []byte, f float64) []byte {
-	if f == math.Trunc(f) && math.Abs(f) <= 1<<53 && !math.Signbit(f) {
-		return strconv.AppendInt(dst, int64(f), 10)
-	}
-	return jsonstr.AppendFloat(dst, f)
-}
-
-// named reports whether a metric of ms is called name.
-func named(ms []Metric, name string) bool {
-	return slices.ContainsFunc(ms, func(m Metric) bool { return m.Name == name })
-}
-
-// appendDeclaration appends the value of awsKey: the timestamp and the
-// metrics' names and units under the dimension sets, in the namespace.
-func appendDeclaration(dst []byte, sets [][]string, ms []Metric, ns string, millis int64) []byte {
-	dst = append(dst, `{"CloudWatchMetrics":[{"Dimensions":`...)
-	dst = appendLists(dst, sets)
-	dst = append(dst, `,"Metrics":[`...)
-	for i, m := range ms {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"Name":`...)
-		dst = jsonstr.Append(dst, m.Name, true)
-		dst = append(dst, `,"Unit":`...)
-		dst = jsonstr.Append(dst, m.Unit, true)
-		dst = append(dst, '}')
-	}
-	dst = append(dst, `],"Namespace":`...)
-	dst = jsonstr.Append(dst, ns, true)
-	dst = append(dst, `}],"Timestamp":`...)
-	dst = strconv.AppendInt(dst, millis, 10)
-	return append(dst, '}')
-}
-
-// appendLists appends lists as a JSON array of arrays of strings, a nil
-// list (or lists) as null.
-func appendLists(dst []byte, lists [][]string) []byte {
-	if lists == nil {
-		return append(dst, "null"...)
-	}
-	dst = append(dst, '[')
-	for i, l := range lists {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		if l == nil {
-			dst = append(dst, "null"...)
-			continue
-		}
-		dst = append(dst, '[')
-		for j, s := range l {
-			if j > 0 {
-				dst = append(dst, ',')
+	var lists []any
+	if sets != nil {
+		lists = make([]any, len(sets))
+		for i, l := range sets {
+			if l != nil {
+				items := make([]any, len(l))
+				for j, d := range l {
+					items[j] = d
+				}
+				lists[i] = items
 			}
-			dst = jsonstr.Append(dst, s, true)
 		}
-		dst = append(dst, ']')
 	}
-	return append(dst, ']')
+	doc["_aws"] = map[string]any{
+		"Timestamp": millis,
+		"CloudWatchMetrics": []any{map[string]any{
+			"Namespace":  ns,
+			"Dimensions": lists,
+			"Metrics":    defs,
+		}},
+	}
+	dst, err := jsonstr.AppendValue(dst, doc, true, func(dst []byte, v any) ([]byte, error) {
+		if n, ok := v.(int64); ok {
+			return strconv.AppendInt(dst, n, 10), nil
+		}
+		return nil, fmt.Errorf("EMF line: %T %v is not a JSON value", v, v)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, '\n'), nil
+}
+
+// number is f as the line holds it: a whole number from 0 to 2^53 (a
+// count, the usual value) as an int64, anything else as it is.
+func number(f float64) any {
+	if f == math.Trunc(f) && math.Abs(f) <= 1<<53 && !math.Signbit(f) {
+		return int64(f)
+	}
+	return f
 }
