@@ -605,6 +605,11 @@ func TestRunWaitingOnSubPipeline(t *testing.T) {
 	if code, out, _ := run(t, "", "show", m[1], "--dir", state); code != exitOK || !strings.Contains(out, "stepline approve "+child+" ok (or reject)") {
 		t.Errorf("show: exit %d, the child's approval not named:\n%s", code, out)
 	}
+	// Deciding it in the parent is refused, naming the child's run.
+	if code, _, errOut := run(t, "", "approve", m[1], "ok", "--dir", state); code != exitFailed ||
+		!strings.Contains(errOut, "no pending approval; it waits in sub-pipeline run "+child+" (stepline approve "+child+" ok)") {
+		t.Errorf("approve in the parent: exit %d: %s", code, errOut)
+	}
 	code, out, errOut = run(t, "", "approve", child, "ok", "--dir", state)
 	if code != exitOK || !strings.Contains(out, "run "+child+": completed\nparent run "+m[1]+": completed\n") {
 		t.Fatalf("approve: exit %d, the child and its parent not both completed\n%s\n%s", code, out, errOut)

@@ -571,6 +571,14 @@ func (r *Runner) Decide(ctx context.Context, runID, step, decision, by string, o
 		o, err := r.settle(ctx, run.Pipeline, res, nil)
 		return parents.withParents(o, run.ParentRunID), err
 	}
+	// The step may wait in a sub-pipeline's run: name it.
+	if waiting, err := r.Waiting(ctx, runID); err == nil {
+		for _, a := range waiting {
+			if a.Step == step && a.RunID != runID {
+				return Outcome{}, fmt.Errorf("run %s step %q: %w; it waits in sub-pipeline run %s (stepline approve %s %s)", runID, step, ErrNoApproval, a.RunID, a.RunID, step)
+			}
+		}
+	}
 	return Outcome{}, fmt.Errorf("run %s step %q: %w", runID, step, ErrNoApproval)
 }
 
