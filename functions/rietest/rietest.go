@@ -17,6 +17,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -136,7 +138,12 @@ func (e *Emulator) listening() bool {
 		if err == nil {
 			c.Close()
 			// Another package's emulator may hold the port: ours, unable
-			// to bind, is then exiting.
+			// to bind, is then exiting. Where /proc tells which process
+			// listens, the answer is certain; elsewhere ours is taken to
+			// be the listener if it is still running a moment later.
+			if owned, known := listensOn(e.cmd.Process.Pid, e.addr); known {
+				return owned
+			}
 			select {
 			case <-e.done:
 				return false
@@ -151,6 +158,55 @@ func (e *Emulator) listening() bool {
 		}
 	}
 	return false
+}
+
+// listensOn reports whether process pid holds the listening socket of
+// addr (127.0.0.1:port), from /proc/net/tcp and the process's file
+// descriptors; known is false where /proc cannot say (not Linux).
+func listensOn(pid int, addr string) (owned, known bool) {
+	_, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, false
+	}
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil {
+		return false, false
+	}
+	table, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return false, false
+	}
+	inodes := listeningInodes(string(table), uint16(port))
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return false, false
+	}
+	for _, fd := range fds {
+		link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err != nil {
+			continue
+		}
+		if inode, ok := strings.CutPrefix(link, "socket:["); ok && inodes[strings.TrimSuffix(inode, "]")] {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// listeningInodes returns the socket inodes of /proc/net/tcp's entries
+// listening on port (state 0A), whatever their address.
+func listeningInodes(table string, port uint16) map[string]bool {
+	want := fmt.Sprintf(":%04X", port)
+	inodes := map[string]bool{}
+	for _, line := range strings.Split(table, "\n") {
+		f := strings.Fields(line)
+		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode …
+		if len(f) < 10 || f[3] != "0A" || !strings.HasSuffix(f[1], want) {
+			continue
+		}
+		inodes[f[9]] = true
+	}
+	return inodes
 }
 
 func (e *Emulator) stop() {
