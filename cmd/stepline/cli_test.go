@@ -696,3 +696,31 @@ func TestRunWaitingOnNestedSubPipeline(t *testing.T) {
 		t.Fatalf("approve: exit %d, want %q\n%s\n%s", code, want, out, errOut)
 	}
 }
+
+// TestApproveAfterFailedContinuation: approve records the decision, and
+// the run cannot go on (its definitions are gone); given them back, a
+// reject of the same step continues the run with the recorded approval,
+// prints it, and exits non-zero saying so.
+func TestApproveAfterFailedContinuation(t *testing.T) {
+	state := t.TempDir()
+	runID := waitingRun(t, state)
+	defs := filepath.Join(state, "definitions")
+	kept := filepath.Join(t.TempDir(), "kept")
+	if err := os.Rename(defs, kept); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := run(t, "", "approve", runID, "approve", "--by", "me", "--dir", state); code != exitFailed {
+		t.Fatalf("approve without definitions: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if err := os.RemoveAll(defs); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(kept, defs); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "", "reject", runID, "approve", "--by", "you", "--dir", state)
+	if code != exitFailed || !strings.Contains(errOut, "decided before: approved by me, and the run went on with that decision") ||
+		!strings.Contains(out, "Approved by me") || !strings.Contains(out, "run "+runID+": completed") {
+		t.Fatalf("reject after the approval: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+}

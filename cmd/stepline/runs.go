@@ -281,6 +281,12 @@ func decide(c *cobra.Command, decision string) action {
 		defer r.Close()
 		o, err := r.Decide(ctx, args[0], args[1], decision, who, opts...)
 		prog.stop()
+		if errors.Is(err, local.ErrDecided) {
+			// Decided the other way before: the run went on with that.
+			fmt.Fprintf(e.stderr, "stepline: %v\n", err)
+			report(ctx, e, r, o, false, *exitCode)
+			return exitFailed
+		}
 		if err != nil {
 			driveError(e, err)
 			return exitFailed

@@ -524,13 +524,23 @@ func (r *Runner) Resume(ctx context.Context, runID string, opts ...RunOption) (o
 	return parents.withParents(o, run.ParentRunID), err
 }
 
-// ErrNoApproval: the run has no pending approval for that step.
-var ErrNoApproval = errors.New("no pending approval")
+// Errors of Decide.
+var (
+	// ErrNoApproval: the run has no pending approval for that step.
+	ErrNoApproval = errors.New("no pending approval")
+	// ErrDecided: the step's approval was decided the other way before,
+	// but the run had not gone on; Decide continued it with the decision
+	// recorded (its Outcome is valid).
+	ErrDecided = errors.New("decided before")
+)
 
 // Decide approves or rejects a run's pending human step and drives the
 // run on. The run is claimed and its replies checked (see Resume) before
 // the decision is recorded, so a refused decision leaves the approval
-// pending.
+// pending. A decision recorded whose run did not go on (its continuation
+// failed after the record) is sent again by the next Decide of that step,
+// as recorded: with the other decision asked, the run goes on with the
+// recorded one and the error is ErrDecided.
 func (r *Runner) Decide(ctx context.Context, runID, step, decision, by string, opts ...RunOption) (o Outcome, err error) {
 	run, err := r.Store.GetRun(ctx, runID)
 	if err != nil {
@@ -570,6 +580,35 @@ func (r *Runner) Decide(ctx context.Context, runID, step, decision, by string, o
 		}
 		o, err := r.settle(ctx, run.Pipeline, res, nil)
 		return parents.withParents(o, run.ParentRunID), err
+	}
+	// A decision recorded whose continuation failed (the definition did
+	// not load, the process stopped before the run took it) left the run
+	// waiting for it: it is sent again, as recorded. The run took it when
+	// its token is spent.
+	for i := len(approvals) - 1; i >= 0; i-- {
+		a := approvals[i]
+		if a.Step != step || (a.Decision != store.DecisionApproved && a.Decision != store.DecisionRejected) {
+			continue
+		}
+		recorded := task.Approve
+		if a.Decision == store.DecisionRejected {
+			recorded = task.Reject
+		}
+		out, _ := json.Marshal(task.Decision{Decision: recorded, By: a.DecidedBy})
+		tctx, parents := trackParents(dctx)
+		res, err := r.engine.SendTaskSuccess(tctx, a.TaskToken, out)
+		if errors.Is(err, engine.ErrTaskDoesNotExist) || errors.Is(err, engine.ErrInvalidToken) {
+			continue
+		}
+		if err != nil {
+			return Outcome{}, fmt.Errorf("continue run %s with step %q %s by %s: %w", runID, step, a.Decision, a.DecidedBy, lostClaim(dctx, runID, err))
+		}
+		o, err := r.settle(ctx, run.Pipeline, res, nil)
+		o = parents.withParents(o, run.ParentRunID)
+		if err == nil && recorded != decision {
+			err = fmt.Errorf("run %s step %q: %w: %s by %s, and the run went on with that decision", runID, step, ErrDecided, a.Decision, a.DecidedBy)
+		}
+		return o, err
 	}
 	// The step may wait in a sub-pipeline's run: name it.
 	if waiting, err := r.Waiting(ctx, runID); err == nil {
