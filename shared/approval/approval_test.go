@@ -436,3 +436,52 @@ func TestCleanBy(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceResendsStaleDecision: a decision whose resume failed leaves
+// the run waiting; a replay within ResendAfter resumes nothing, one at
+// ResendAfter or later sends the recorded decision (not its own) again,
+// and is still ErrDecided. A resend the run does not take changes
+// nothing.
+func TestServiceResendsStaleDecision(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	h.err = errors.New("ThrottlingException")
+	if err := h.svc.Decide(ctx, h.token, "reject", "bob"); !errors.Is(err, ErrResume) {
+		t.Fatalf("Decide = %v, want ErrResume", err)
+	}
+	h.mu.Lock()
+	h.err = nil
+	h.mu.Unlock()
+	for _, tc := range []struct {
+		after time.Duration
+		sent  int
+	}{
+		{ResendAfter - time.Second, 0},
+		{ResendAfter, 1},
+		{ResendAfter + time.Minute, 2},
+	} {
+		h.clock.set(t0.Add(tc.after))
+		if err := h.svc.Decide(ctx, h.token, "approve", "mallory"); !errors.Is(err, ErrDecided) {
+			t.Fatalf("replay %s after: %v, want ErrDecided", tc.after, err)
+		}
+		got := h.resumed()
+		if len(got) != tc.sent {
+			t.Fatalf("replay %s after: resumed %v, want %d sends", tc.after, got, tc.sent)
+		}
+		for _, r := range got {
+			if r != taskToken+"|reject|bob" {
+				t.Fatalf("sent %q, want the recorded decision", r)
+			}
+		}
+	}
+	// The run went on: the token is spent, the send fails, nothing else.
+	h.mu.Lock()
+	h.err = errors.New("TaskTimedOut: Task Timed Out")
+	h.mu.Unlock()
+	if err := h.svc.Decide(ctx, h.token, "approve", "mallory"); !errors.Is(err, ErrDecided) {
+		t.Fatalf("replay after the run went on: %v", err)
+	}
+	if a, _ := h.st.GetApproval(ctx, h.a.ID); a.Decision != store.DecisionRejected || a.DecidedBy != "bob" {
+		t.Errorf("the record changed: %+v", a)
+	}
+}

@@ -19,6 +19,11 @@
 // [ErrDecided]; a decision at or after the approval's expiry is
 // [ErrExpired]) and then resumes the run through Complete, the same call
 // the local engine and the AWS callback function make with the task token.
+// A resume that fails after the record ([ErrResume]) would leave the run
+// waiting on a decided approval: a later decision of it, [ResendAfter] or
+// more after the first, is still [ErrDecided] but sends the recorded
+// decision again (never its own), which resumes such a run and does
+// nothing to one that went on.
 //
 // [Service.Handler] serves GET /approvals/{token} (a confirmation page with
 // approve and reject buttons; no script) and POST /approvals/{token} (the

@@ -201,7 +201,9 @@ func decisionOf(s string) (store.Decision, string, bool) {
 // 200 bytes; empty, it is DefaultBy. Errors: ErrBadDecision, ErrForged,
 // ErrExpired (the link's or the approval's expiry), ErrNotFound,
 // ErrDecided (a replay: the approval was decided already, by this link
-// or another way), ErrResume (recorded, but the run did not resume),
+// or another way; a replay ResendAfter or more after the decision sends
+// the recorded decision to the run again, which resumes a run whose first
+// resume failed), ErrResume (recorded, but the run did not resume),
 // ErrNoKey.
 func (s *Service) Decide(ctx context.Context, token, decision, by string) error {
 	const op = "decide approval"
@@ -217,6 +219,42 @@ func (s *Service) Decide(ctx context.Context, token, decision, by string) error 
 	return err
 }
 
+// ResendAfter is how long after an approval was decided a replay of it
+// sends the recorded decision to the run again (see resend): longer than
+// the request that recorded it can still be resuming the run (API
+// Gateway ends a request at 29 s), so that a double click never races
+// the first click's resume.
+const ResendAfter = 30 * time.Second
+
+// resend sends the decision recorded on a, decided ResendAfter or more
+// ago, to its run again: the resume that followed the record may have
+// failed (ErrResume: Step Functions throttled, the process stopped), and
+// the run then waits on a decided approval that nothing else would
+// resume. Where the run went on, its task token is spent and the call
+// fails (TaskTimedOut on AWS): nothing happens, and the failure is only
+// logged at debug level.
+func (s *Service) resend(ctx context.Context, a store.Approval) {
+	if s.Complete == nil || a.DecidedAt == nil || s.Signer.now().Sub(*a.DecidedAt) < ResendAfter {
+		return
+	}
+	decision := task.Approve
+	switch a.Decision {
+	case store.DecisionApproved:
+	case store.DecisionRejected:
+		decision = task.Reject
+	default:
+		return
+	}
+	if err := s.Complete(ctx, a.TaskToken, task.Decision{Decision: decision, By: a.DecidedBy}); err != nil {
+		red := secret.NewRedactor(nil)
+		red.Add(a.TaskToken)
+		s.log().DebugContext(ctx, "decision sent again; the run did not take it", "approval", a.ID, "run", a.RunID, "error", red.Error(err).Error())
+		return
+	}
+	s.log().InfoContext(ctx, "run resumed with the decision recorded before", "approval", a.ID, "run", a.RunID, "step", a.Step,
+		"decision", string(a.Decision), "by", a.DecidedBy)
+}
+
 // record records decision d on approval id, once, and resumes the run.
 // The approval is returned as stored (decided, or as it stood when the
 // decision was refused).
@@ -227,6 +265,7 @@ func (s *Service) record(ctx context.Context, op, id string, d store.Decision, t
 	case errors.Is(err, store.ErrNotFound):
 		return a, fmt.Errorf("%s: %w", op, ErrNotFound)
 	case errors.Is(err, store.ErrConflict):
+		s.resend(ctx, a)
 		return a, fmt.Errorf("%s: %w: %s by %q: %w", op, ErrDecided, a.Decision, a.DecidedBy, err)
 	case errors.Is(err, store.ErrExpired):
 		return a, fmt.Errorf("%s: %w: the approval expired at %s", op, ErrExpired, a.ExpiresAt.UTC().Format(time.RFC3339))

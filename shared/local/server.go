@@ -279,7 +279,13 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 				s.wg.Add(1)
 				go func() { // the run goes on after the page answers
 					defer s.wg.Done()
-					if _, err := cfg.Runner.Complete(s.ctx, token, d); err != nil {
+					_, err := cfg.Runner.Complete(s.ctx, token, d)
+					switch {
+					case errors.Is(err, engine.ErrTaskDoesNotExist):
+						// A decision sent again (approval.ResendAfter)
+						// whose run went on.
+						s.log.Debug("continue run after approval: the run went on", "err", err)
+					case err != nil:
 						s.log.Error("continue run after approval", "err", err)
 					}
 				}()
