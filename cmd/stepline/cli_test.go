@@ -698,9 +698,10 @@ func TestRunWaitingOnNestedSubPipeline(t *testing.T) {
 }
 
 // TestApproveAfterFailedContinuation: approve records the decision, and
-// the run cannot go on (its definitions are gone); given them back, a
-// reject of the same step continues the run with the recorded approval,
-// prints it, and exits non-zero saying so.
+// the run cannot go on (its definitions are gone); show names the
+// decision the run has not taken; given the definitions back, a reject of
+// the same step continues the run with the recorded approval, prints it,
+// and exits non-zero saying so.
 func TestApproveAfterFailedContinuation(t *testing.T) {
 	state := t.TempDir()
 	runID := waitingRun(t, state)
@@ -717,6 +718,11 @@ func TestApproveAfterFailedContinuation(t *testing.T) {
 	}
 	if err := os.Rename(kept, defs); err != nil {
 		t.Fatal(err)
+	}
+	// show names the decision the run has not taken.
+	want := `waiting for "approve", approved by me but not taken by the run: stepline approve ` + runID + ` approve sends it again`
+	if code, out, errOut := run(t, "", "show", runID, "--dir", state); code != exitOK || !strings.Contains(out, want) {
+		t.Fatalf("show: exit %d\nstdout %s\nstderr %s\nwant %s", code, out, errOut, want)
 	}
 	code, out, errOut := run(t, "", "reject", runID, "approve", "--by", "you", "--dir", state)
 	if code != exitFailed || !strings.Contains(errOut, "decided before: approved by me, and the run went on with that decision") ||

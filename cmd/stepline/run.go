@@ -502,6 +502,10 @@ func report(ctx context.Context, e env, r *runner, o local.Outcome, asJSON, exit
 // run it belongs to (a sub-pipeline's own).
 func printWaiting(w io.Writer, approvals []store.Approval) {
 	for _, a := range approvals {
+		if a.Decision != store.DecisionPending {
+			fmt.Fprintf(w, "waiting for %q, %s by %s but not taken by the run: stepline approve %s %s sends it again\n", a.Step, a.Decision, a.DecidedBy, a.RunID, a.Step)
+			continue
+		}
 		fmt.Fprintf(w, "waiting for approval of %q: stepline approve %s %s (or reject)\n", a.Step, a.RunID, a.Step)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"io"
 	"log/slog"
 	mrand "math/rand/v2"
@@ -382,6 +383,29 @@ func (e *Engine) Children(ctx context.Context, runID string) ([]string, error) {
 	paths := map[string]*path{}
 	link(s.Root, nil, paths)
 	return waitingChildren(paths), nil
+}
+
+// Tokens returns, sorted, the task tokens a run waits on (its tasks that
+// SendTaskSuccess would complete) as its latest checkpoint holds them, for
+// a run this call does not drive. An ended run waits on none.
+func (e *Engine) Tokens(ctx context.Context, runID string) ([]string, error) {
+	s, err := e.stored(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if s.Status.Terminal() {
+		return nil, nil
+	}
+	paths := map[string]*path{}
+	link(s.Root, nil, paths)
+	var out []string
+	for _, p := range paths {
+		if p.Token != "" && (p.Phase == phaseTask || p.Phase == phaseToken) {
+			out = append(out, p.Token)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 func (e *Engine) complete(ctx context.Context, token string, c completion) (Result, error) {

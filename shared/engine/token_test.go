@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/shared/asl"
+	"github.com/stepline/stepline/shared/store"
 )
 
 type defs map[string]*asl.StateMachine
@@ -76,8 +77,17 @@ func TestTokenPauseAndCompleteFromAnotherEngine(t *testing.T) {
 			}
 			// Another process: a new engine over the same journal.
 			e2 := New(Config{Journal: j, Clock: clock, Resources: res, Definitions: defs{"approve": def}})
+			if got, err := e2.Tokens(context.Background(), "t1"); err != nil || len(got) != 1 || got[0] != r.Tokens[0] {
+				t.Fatalf("Tokens = %v, %v; want %v", got, err, r.Tokens)
+			}
 			r, err = c.complete(e2, r.Tokens[0])
 			r = mustResult(t, r, err, c.status)
+			if got, err := e2.Tokens(context.Background(), "t1"); err != nil || len(got) != 0 {
+				t.Errorf("Tokens of the ended run = %v, %v; want none", got, err)
+			}
+			if _, err := e2.Tokens(context.Background(), "nobody"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("Tokens of no run: %v, want ErrNotFound", err)
+			}
 			jsonEqual(t, r.Output, c.output)
 			if _, err := e2.SendTaskSuccess(context.Background(), h.last(), json.RawMessage(`1`)); !errors.Is(err, ErrTaskDoesNotExist) {
 				t.Errorf("second completion: err = %v, want ErrTaskDoesNotExist", err)

@@ -78,6 +78,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -706,8 +707,9 @@ const maxWaitingRuns = 256
 
 // Waiting returns the pending approvals a run waits for, as its Outcome
 // lists them: its own, then those of the sub-pipeline runs it waits for,
-// at any depth (Approval.RunID names the run each is decided in). A run
-// that does not wait has none.
+// at any depth (Approval.RunID names the run each is decided in), and the
+// approvals decided whose run did not take the decision (a decision of
+// the step sends it again). A run that does not wait has none.
 func (r *Runner) Waiting(ctx context.Context, runID string) ([]store.Approval, error) {
 	children, err := r.engine.Children(ctx, runID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -717,7 +719,8 @@ func (r *Runner) Waiting(ctx context.Context, runID string) ([]store.Approval, e
 }
 
 // waiting lists the pending approvals of runID and of children, the
-// child runs it waits for, and of theirs.
+// child runs it waits for, and of theirs, and those decided whose run
+// still waits on them (the continuation failed: Decide sends them again).
 func (r *Runner) waiting(ctx context.Context, runID string, children []string) ([]store.Approval, error) {
 	ids := append([]string{runID}, children...)
 	for i := 1; i < len(ids) && len(ids) < maxWaitingRuns; i++ {
@@ -733,8 +736,22 @@ func (r *Runner) waiting(ctx context.Context, runID string, children []string) (
 		if err != nil {
 			return nil, err
 		}
+		var tokens []string // the run's, read at its first decided approval
 		for _, a := range approvals {
 			if a.Decision == store.DecisionPending {
+				out = append(out, a)
+				continue
+			}
+			// Decided, but the run did not take it (see Decide).
+			if tokens == nil {
+				if tokens, err = r.engine.Tokens(ctx, id); err != nil && !errors.Is(err, store.ErrNotFound) {
+					return nil, err
+				}
+				if tokens == nil {
+					tokens = []string{}
+				}
+			}
+			if slices.Contains(tokens, a.TaskToken) {
 				out = append(out, a)
 			}
 		}
