@@ -730,3 +730,15 @@ func TestApproveAfterFailedContinuation(t *testing.T) {
 		t.Fatalf("reject after the approval: exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
 }
+
+// TestShowStepSummary: show prints a step's summary on its line, as run
+// prints it when the step ends (a failed step's error instead).
+func TestShowStepSummary(t *testing.T) {
+	state := t.TempDir()
+	runID := waitingRun(t, state)
+	code, out, errOut := run(t, "", "show", runID, "--dir", state)
+	line := regexp.MustCompile(`(?m)^  triage +#1 completed +0\.90 +\d+ms  (.*)$`).FindStringSubmatch(out)
+	if code != exitOK || line == nil || line[1] != "fine" {
+		t.Fatalf("show: exit %d, triage's line %q\nstdout %s\nstderr %s", code, line, out, errOut)
+	}
+}

@@ -159,7 +159,7 @@ func show(ctx context.Context, e env, sf stateFlags, runID string, asJSON bool) 
 		if s.EffectiveConfidence != nil {
 			conf = fmt.Sprintf("%.2f", *s.EffectiveConfidence)
 		}
-		fmt.Fprintf(e.stdout, "  %-28s #%d %s %s  %5dms  %s\n", s.Name, s.Attempt, colour.status(string(s.Status), 10), conf, s.DurationMS, oneLine(s.Error, 60))
+		fmt.Fprintf(e.stdout, "  %-28s #%d %s %s  %5dms  %s\n", s.Name, s.Attempt, colour.status(string(s.Status), 10), conf, s.DurationMS, oneLine(stepText(s), 60))
 		showTrust(e.stdout, s.Trust)
 		for _, fl := range s.Flags {
 			if rest, ok := strings.CutPrefix(fl, steprun.FlagNotificationMuted+":"); ok {
@@ -179,6 +179,19 @@ func show(ctx context.Context, e env, sf stateFlags, runID string, asJSON bool) 
 		fmt.Fprintf(e.stdout, "  %4d %s %-20s %s\n", h.Seq, h.Time.Local().Format("15:04:05.000"), h.Type, h.State)
 	}
 	return exitOK
+}
+
+// stepText is what show prints of a step record on its line: its error,
+// else its output's summary, as run prints it when the step ends.
+func stepText(s store.StepRecord) string {
+	if s.Error != "" {
+		return s.Error
+	}
+	var out struct {
+		Summary string `json:"summary"`
+	}
+	_ = json.Unmarshal(s.Output, &out)
+	return out.Summary
 }
 
 // responsesFlag is the --responses flag of the commands that drive a
