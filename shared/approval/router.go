@@ -15,6 +15,7 @@ import (
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/telegram"
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 // RunReader reads a run (for its team).
@@ -163,6 +164,7 @@ func (r *Router) msteams(ctx context.Context, red *secret.Redactor, m *TeamsChan
 		return errors.New("webhook_url: bad request URL")
 	}
 	req.Header.Set("Content-Type", "application/json")
+	telemetry.Inject(ctx, req.Header)
 	hc := r.HTTP
 	if hc == nil {
 		hc = http.DefaultClient

@@ -21,6 +21,7 @@ import (
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 // Slack bounds and defaults.
@@ -107,6 +108,7 @@ func (c *SlackClient) Post(ctx context.Context, channel, text string, blocks []a
 	}
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
 	req.Header.Set("Authorization", "Bearer "+c.Token)
+	telemetry.Inject(ctx, req.Header)
 	red := secret.NewRedactor(nil)
 	red.Add(c.Token)
 	hc := c.HTTP
@@ -365,6 +367,7 @@ func (s *SlackApp) respond(ctx context.Context, responseURL, refusal string, a s
 			return
 		}
 		req.Header.Set("Content-Type", "application/json")
+		telemetry.Inject(ctx, req.Header)
 		resp, err := hc.Do(req)
 		if err != nil {
 			// Not the *url.Error: it spells out the response_url.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/shared/secret"
+	"github.com/stepline/stepline/shared/telemetry"
 )
 
 // DefaultAPI is the Bot API's base URL.
@@ -101,6 +102,7 @@ func (c *Client) call(ctx context.Context, method string, params, out any) error
 		return fmt.Errorf("telegram %s: bad API URL", method)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	telemetry.Inject(ctx, req.Header)
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
