@@ -279,8 +279,10 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 				s.wg.Add(1)
 				go func() { // the run goes on after the page answers
 					defer s.wg.Done()
-					_, err := cfg.Runner.Complete(s.ctx, token, d)
+					o, err := cfg.Runner.Complete(s.ctx, token, d)
 					switch {
+					case err == nil:
+						s.log.Info("run settled", "run", o.RunID, "pipeline", o.Pipeline, "status", o.Status, "reason", o.Reason)
 					case errors.Is(err, engine.ErrTaskDoesNotExist):
 						// A decision sent again (approval.ResendAfter)
 						// whose run went on.
