@@ -373,31 +373,33 @@ func (e *Engine) stored(ctx context.Context, runID string) (*snapshot, error) {
 // reports as Children, for a run this call does not drive. An ended run
 // waits for none.
 func (e *Engine) Children(ctx context.Context, runID string) ([]string, error) {
-	s, err := e.stored(ctx, runID)
+	paths, err := e.waitingPaths(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	if s.Status.Terminal() {
-		return nil, nil
+	return waitingChildren(paths), nil
+}
+
+// waitingPaths returns the paths of a run's latest checkpoint, by ID, for
+// a run this call does not drive; none for an ended run.
+func (e *Engine) waitingPaths(ctx context.Context, runID string) (map[string]*path, error) {
+	s, err := e.stored(ctx, runID)
+	if err != nil || s.Status.Terminal() {
+		return nil, err
 	}
 	paths := map[string]*path{}
 	link(s.Root, nil, paths)
-	return waitingChildren(paths), nil
+	return paths, nil
 }
 
 // Tokens returns, sorted, the task tokens a run waits on (its tasks that
 // SendTaskSuccess would complete) as its latest checkpoint holds them, for
 // a run this call does not drive. An ended run waits on none.
 func (e *Engine) Tokens(ctx context.Context, runID string) ([]string, error) {
-	s, err := e.stored(ctx, runID)
+	paths, err := e.waitingPaths(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	if s.Status.Terminal() {
-		return nil, nil
-	}
-	paths := map[string]*path{}
-	link(s.Root, nil, paths)
 	var out []string
 	for _, p := range paths {
 		if p.Token != "" && (p.Phase == phaseTask || p.Phase == phaseToken) {
