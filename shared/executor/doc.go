@@ -159,6 +159,13 @@
 // behind JSON escapes, hands on [REDACTED] instead; what the runner
 // stores, logs and prints comes from there.
 //
+// Redirects: a request follows a redirect only within its own origin (the
+// same scheme, host and port, or from http to https on the same host),
+// at most [MaxRedirects] times. A redirect elsewhere is not followed: the
+// URL, headers and body carry the pipeline's secrets, and Go's client
+// keeps custom headers (X-Api-Key, x-api-key) across hosts. The call
+// fails with an ExecutorRejected naming the target's origin only.
+//
 // Deadlines: a call ends at the earlier of the step's timeout (Call.Timeout)
 // and the executor's own timeout_seconds (defaults: [DefaultModelTimeout],
 // [DefaultDeliveryTimeout]). A slow server never hangs a run.
