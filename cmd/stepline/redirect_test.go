@@ -107,3 +107,70 @@ steps:
 	}
 }
 
+// TestAttackRunnerRequestRedirect: the requests the runner sends itself,
+// a webhook check and an on_failure webhook, follow a redirect no further
+// than their own origin either.
+func TestAttackRunnerRequestRedirect(t *testing.T) {
+	const token = "tok-redirect-6160"
+	var elsewhere, home hostileHook
+	other := newRedirector(t, func(*http.Request) string { return "/answer" }, &elsewhere)
+	var self string
+	self = newRedirector(t, func(r *http.Request) string {
+		if strings.HasPrefix(r.URL.Path, "/away") {
+			return other + "/answer?token=" + r.Header.Get("X-Api-Key")
+		}
+		return self + "/answer"
+	}, &home)
+	for _, tc := range []struct {
+		name, path string
+		status     string
+		home       int
+	}{
+		{name: "another origin", path: "/away", status: "failed", home: 0},
+		{name: "same origin", path: "/here", status: "completed", home: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			homeBefore, awayBefore := len(home.got()), len(elsewhere.got())
+			p := writeFile(t, "p.yaml", `name: p
+stage: production
+steps:
+  - name: check
+    executor: webhook
+    executor_config: {url: "`+self+`/answer", payload: {a: b}}
+    deterministic_checks:
+      - name: probe
+        type: webhook
+        url: "`+self+tc.path+`/check"
+        headers: {X-Api-Key: "${AUTOMATION_TOKEN}"}
+        payload: {a: b}
+  - name: fail
+    executor: webhook
+    executor_config: {url: "http://127.0.0.1:9/closed", payload: {a: b}}
+    on_failure:
+      policy: continue
+      webhook:
+        url: "`+self+tc.path+`/failure"
+        headers: {X-Api-Key: "${AUTOMATION_TOKEN}"}
+        payload: {a: b}
+`)
+			code, out, errOut := runEnv(t, map[string]string{"AUTOMATION_TOKEN": token}, "run", "--json", "--dir", t.TempDir(), p)
+			var rep runReport
+			if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
+				t.Fatalf("exit %d: %s %s", code, out, errOut)
+			}
+			// The first step's own call reaches /answer at home directly.
+			if n := len(home.got()) - homeBefore - 1; n != tc.home {
+				t.Errorf("the requests' own origin got %d requests after a redirect, want %d", n, tc.home)
+			}
+			if n := len(elsewhere.got()) - awayBefore; n != 0 {
+				t.Errorf("another origin got %d requests, want 0", n)
+			}
+			if strings.Contains(out+errOut, token) {
+				t.Errorf("the token appears in the run's output: %s %s", out, errOut)
+			}
+			if tc.status == "failed" && rep.Status != "escalated" && rep.Status != "failed" {
+				t.Errorf("status %s (%s): a check whose redirect was refused must fail", rep.Status, rep.Reason)
+			}
+		})
+	}
+}

@@ -140,13 +140,9 @@ func (t *taskRun) postFailureWebhook(ctx context.Context, red *secret.Redactor, 
 		}
 		req.Header.Set(k, hv)
 	}
-	client := t.h.HTTP
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	resp, err := t.h.client().Do(req)
 	if err != nil {
-		return fmt.Errorf("on_failure.webhook: %w", err)
+		return requestError("on_failure.webhook", err)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

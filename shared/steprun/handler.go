@@ -98,7 +98,9 @@ type Handler struct {
 	Pricing *pricing.Table
 	// Now is the clock. Nil: time.Now.
 	Now func() time.Time
-	// HTTP sends failure webhooks. Nil: http.DefaultClient.
+	// HTTP sends failure webhooks and webhook checks, following a redirect
+	// only within the request's origin (see MaxRedirects). Nil:
+	// http.DefaultClient.
 	HTTP *http.Client
 	// Secrets resolves ${NAME} in failure webhooks and webhook checks.
 	// Nil: none resolve.
