@@ -13,7 +13,8 @@
 //
 //   - step: renders the prompt and executor_config with Liquid over the step
 //     context, executes through the structured-output runner (which re-asks
-//     on invalid output), runs the verifier when its trigger fires, repeats
+//     on invalid output; a webhook's or notify step's answer is judged
+//     once, since asking again delivers again), runs the verifier when its trigger fires, repeats
 //     for loop_until, grounds and checks (see The trust vector), decides
 //     (the gate on the combined trust, then proceed, then budget) and
 //     records the attempt;

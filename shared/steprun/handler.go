@@ -122,10 +122,13 @@ type Handler struct {
 	once   sync.Once
 	render *renderer
 	schema *llmoutput.OutputSchema // its Instruction is built on first use (a model or agent step)
-	runner *llmoutput.Runner
-	log    *slog.Logger
-	seenMu sync.Mutex
-	seen   map[string]struct{}
+	// delivery is the contract judged once, without a re-ask: the answer
+	// of a webhook or notify step, whose every call delivers again.
+	delivery *llmoutput.OutputSchema
+	runner   *llmoutput.Runner
+	log      *slog.Logger
+	seenMu   sync.Mutex
+	seen     map[string]struct{}
 }
 
 func (h *Handler) init() {
@@ -134,6 +137,8 @@ func (h *Handler) init() {
 		_, _ = rand.Read(nonce[:])
 		h.render = newRenderer(hex.EncodeToString(nonce[:]))
 		h.schema = llmoutput.ContractSchema()
+		h.delivery = llmoutput.ContractSchema()
+		h.delivery.MaxRetries = 0
 		h.runner = h.Runner
 		if h.runner == nil {
 			h.runner = &llmoutput.Runner{}

@@ -130,7 +130,12 @@ func (t *taskRun) call(ctx context.Context, exec, key string, cfg map[string]any
 		return nil, err
 	}
 	msgs := []llmoutput.Message{{Role: llmoutput.RoleUser, Content: prompt}}
-	rr, err := t.h.runner.Complete(ctx, p, msgs, t.h.schema)
+	schema := t.h.schema
+	if exec == pipeline.ExecWebhook || exec == pipeline.ExecNotify {
+		// Asking a webhook again delivers it again: its answer is judged once.
+		schema = t.h.delivery
+	}
+	rr, err := t.h.runner.Complete(ctx, p, msgs, schema)
 	if rr.Attempts > 0 {
 		cost, priced := t.h.price(rr.Completion.Provider, rr.Completion.Model, rr.Usage)
 		res.usage.add(rr.Usage.InputTokens, rr.Usage.OutputTokens, cost, priced)
