@@ -353,6 +353,9 @@ func (s *Server) expireApprovals(poll time.Duration) {
 }
 
 // Start implements inbound.Starter: the run is driven in the background.
+// A trigger holding a number no float64 holds (1e999) is refused at once
+// with an error wrapping inbound.ErrBadRequest that names the number's
+// path (the intake answers 400 and closes the run failed).
 func (s *Server) Start(_ context.Context, p *pipeline.Pipeline, runID string, trigger inbound.Context) error {
 	s.mu.Lock()
 	sm := s.loaded.machines[p.Name]
@@ -363,6 +366,11 @@ func (s *Server) Start(_ context.Context, p *pipeline.Pipeline, runID string, tr
 	b, err := json.Marshal(trigger)
 	if err != nil {
 		return err
+	}
+	if err := checkNumbers(b); err != nil {
+		// Refused here, before the run is handed on: the engine would
+		// fail to decode its input with the run recorded running.
+		return fmt.Errorf("%w: %w", inbound.ErrBadRequest, err)
 	}
 	s.wg.Add(1)
 	go func() {
