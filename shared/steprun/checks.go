@@ -177,7 +177,7 @@ func (t *taskRun) webhookCheck(ctx context.Context, step string, c *pipeline.Che
 
 func (t *taskRun) sendCheck(ctx context.Context, red *secret.Redactor, step string, c *pipeline.Check, b map[string]any) (map[string]any, string, error) {
 	field := "deterministic_checks." + c.Name
-	url, err := t.h.render.renderSecretSafe(ctx, step, field+".url", c.URL, b)
+	url, err := t.h.render.renderURL(ctx, step, field+".url", c.URL, b)
 	if err != nil {
 		return nil, "", err
 	}

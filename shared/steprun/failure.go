@@ -96,7 +96,7 @@ func (t *taskRun) postFailureWebhook(ctx context.Context, red *secret.Redactor, 
 	b := t.h.bindings(ctx, t.req, t.trig, scope{current: step,
 		failure: map[string]any{"step": step, "summary": summary, "status": task.StatusFailed}})
 
-	url, err := t.h.render.renderSecretSafe(ctx, step, "on_failure.webhook.url", wh.URL, b)
+	url, err := t.h.render.renderURL(ctx, step, "on_failure.webhook.url", wh.URL, b)
 	if err != nil {
 		return err
 	}

@@ -249,12 +249,47 @@ func (t *taskRun) renderConfig(ctx context.Context, step, field string, cfg map[
 	if len(cfg) == 0 {
 		return cfg, nil
 	}
-	v, err := t.h.render.renderValue(ctx, step, field, cfg, b)
+	v, err := t.h.render.renderValue(ctx, step, field, withoutURLs(cfg), b)
 	if err != nil {
 		return nil, err
 	}
 	m, _ := v.(map[string]any)
+	for _, k := range urlKeys {
+		if s, ok := cfg[k].(string); ok {
+			if m[k], err = t.h.render.renderURL(ctx, step, field+"."+k, s, b); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return m, nil
+}
+
+// urlKeys are the executor_config keys that hold a URL, rendered with
+// renderURL.
+var urlKeys = []string{"url", "base_url"}
+
+// withoutURLs returns cfg without its string urlKeys (cfg itself when it
+// has none).
+func withoutURLs(cfg map[string]any) map[string]any {
+	has := false
+	for _, k := range urlKeys {
+		if _, ok := cfg[k].(string); ok {
+			has = true
+		}
+	}
+	if !has {
+		return cfg
+	}
+	out := make(map[string]any, len(cfg))
+	for k, v := range cfg {
+		out[k] = v
+	}
+	for _, k := range urlKeys {
+		if _, ok := cfg[k].(string); ok {
+			delete(out, k)
+		}
+	}
+	return out
 }
 
 // triggered reports whether a verifier runs on a primary confidence.
