@@ -396,8 +396,11 @@ func (t *taskRun) storeArtifacts(ctx context.Context, record string, out *llmout
 	}
 	sort.Strings(keys)
 	refs := make(map[string]string, len(keys))
+	files := artifactFiles(keys)
 	for _, k := range keys {
-		ref, err := t.h.Artifacts.Put(ctx, t.req.Run.ID, record, k, out.Artifacts[k])
+		// The reply named it: stored under one file name (ArtifactName),
+		// referenced under the name the reply gave.
+		ref, err := t.h.Artifacts.Put(ctx, t.req.Run.ID, record, files[k], out.Artifacts[k])
 		if err != nil {
 			return fmt.Errorf("store artifact %q of step %q: %w", k, record, err)
 		}
