@@ -172,7 +172,8 @@
 //
 // Errors are typed with package fault, whose type names are the ASL error
 // names Retry and Catch match: a deadline is ExecutorTimeout; a transport
-// failure, a truncated or malformed body or HTTP 5xx/408 is
+// failure, a truncated or malformed body (a token count reported outside
+// 0..[MaxReportedTokens] included) or HTTP 5xx/408 is
 // ExecutorUnavailable; HTTP 429 is RateLimited with the server's Retry-After
 // (a wait that fits the deadline, up to Deps.MaxRetryWait, is taken once
 // inside the call); other 4xx and unknown models are ExecutorRejected; a bad
