@@ -59,3 +59,31 @@ steps:
 		})
 	}
 }
+
+// TestAttackScriptedUsage: a responses file's token counts have the same
+// range as a model API's: one beyond it is refused where it is written.
+func TestAttackScriptedUsage(t *testing.T) {
+	p := writeFile(t, "p.yaml", "name: p\nsteps: [{name: a, executor: scripted}]\n")
+	reply := `'{"confidence": 0.9, "summary": "s", "next_step_context": ""}'`
+	for _, tc := range []struct {
+		tokens string
+		ok     bool
+	}{
+		{"1000000000000", true},
+		{"1000000000001", false},
+		{"9223372036854775807", false},
+		{"-1", false},
+	} {
+		r := writeFile(t, "r.yaml", "a:\n  - {reply: "+reply+", input_tokens: "+tc.tokens+"}\n")
+		code, out, errOut := run(t, "", "run", "--json", "--dir", t.TempDir(), "--responses", r, p)
+		if tc.ok {
+			if code != 0 || !strings.Contains(out, `"status": "completed"`) {
+				t.Errorf("%s tokens: exit %d: %s %s", tc.tokens, code, out, errOut)
+			}
+			continue
+		}
+		if code != exitFailed || !strings.Contains(errOut, r+":2:") || !strings.Contains(errOut, "input_tokens: want a whole number of tokens from 0 to 1000000000000") {
+			t.Errorf("%s tokens: exit %d, stderr %q", tc.tokens, code, errOut)
+		}
+	}
+}
