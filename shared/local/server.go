@@ -27,6 +27,7 @@ import (
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/schedule"
 	"github.com/stepline/stepline/shared/secret"
+	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
 	"github.com/stepline/stepline/shared/webui"
 )
@@ -583,6 +584,11 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, req inbound.Requ
 	d, err := s.intake.Accept(r.Context(), req)
 	if err != nil {
 		status := inbound.HTTPStatus(err)
+		if status == http.StatusInternalServerError && errors.Is(err, store.ErrInvalid) {
+			// A value of the event the store cannot hold (an idempotency
+			// key over store.MaxIDBytes, a NUL byte): the sender's to fix.
+			status = http.StatusBadRequest
+		}
 		resp := map[string]any{"error": err.Error()}
 		var over *inbound.OverloadedError
 		if errors.As(err, &over) {

@@ -61,3 +61,35 @@ func TestServerEventNumberRange(t *testing.T) {
 		})
 	}
 }
+
+// TestServerEventKeyLimits: an idempotency key the store cannot hold (over
+// store.MaxIDBytes, a NUL byte) is the sender's mistake:
+// 400 with what is wrong, not 500; one at the limit starts a run.
+func TestServerEventKeyLimits(t *testing.T) {
+	base, _ := startServer(t, testTokens, HTTPLimits{})
+	for _, tc := range []struct {
+		name, key string
+		want      int
+		says      string
+	}{
+		{"at the limit", strings.Repeat("k", store.MaxIDBytes), http.StatusAccepted, ""},
+		{"above the limit", strings.Repeat("k", store.MaxIDBytes+1), http.StatusBadRequest, "fingerprint is 513 bytes, limit 512"},
+		{"a NUL byte", "a\u0000b", http.StatusBadRequest, "fingerprint contains a NUL byte"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key, _ := json.Marshal(tc.key)
+			body := `{"event": "order.created", "summary": "order", "idempotency_key": ` + string(key) + `}`
+			req, _ := http.NewRequest("POST", base+"/webhook?source=generic", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+tokPayments)
+			resp, err := testClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want || !strings.Contains(string(b), tc.says) {
+				t.Errorf("status %d %s; want %d saying %q", resp.StatusCode, b, tc.want, tc.says)
+			}
+		})
+	}
+}
