@@ -71,7 +71,7 @@ type Handler struct {
 	// fails with a ConfigError.
 	Agents Agents
 	// Runner asks for LLMOutput answers and re-asks on invalid ones. Nil:
-	// a zero Runner.
+	// a Runner whose Limits bound each answer at MaxAnswerBytes.
 	Runner *llmoutput.Runner
 	// Artifacts stores the artifacts outputs carry, the traces too large
 	// for their record and the conversations of agent steps that outlive
@@ -141,7 +141,7 @@ func (h *Handler) init() {
 		h.delivery.MaxRetries = 0
 		h.runner = h.Runner
 		if h.runner == nil {
-			h.runner = &llmoutput.Runner{}
+			h.runner = &llmoutput.Runner{Limits: llmoutput.ParseOptions{MaxAnswerBytes: MaxAnswerBytes}}
 		}
 		h.log = h.Logger
 		if h.log == nil {

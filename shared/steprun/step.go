@@ -98,6 +98,13 @@ func (u stepUsage) task() task.Usage {
 	return task.Usage{InputTokens: u.in, OutputTokens: u.out, CostUSD: c}
 }
 
+// MaxAnswerBytes bounds a step's answer as the next steps see it, its
+// artifacts stored apart (llmoutput.ParseOptions.MaxAnswerBytes): the
+// answer and its verifier's must fit a step record's output
+// (store.MaxOutputBytes) with the executor's fields. A longer answer is
+// rejected and asked again, never recorded half.
+const MaxAnswerBytes = 48 << 10
+
 // result is the outcome of executing a unit.
 type result struct {
 	out       *llmoutput.Output
