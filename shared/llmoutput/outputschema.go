@@ -107,16 +107,19 @@ const ArtifactRefBytes = 256
 // answerBytes is the length of o's CompactJSON with each artifact's
 // content counted as ArtifactRefBytes.
 func answerBytes(o Output) int {
-	arts := make(map[string]string, len(o.Artifacts))
-	for k := range o.Artifacts {
-		arts[k] = ""
+	n := len(o.Artifacts)
+	if n > 0 {
+		arts := make(map[string]string, n)
+		for k := range o.Artifacts {
+			arts[k] = ""
+		}
+		o.Artifacts = arts
 	}
-	o.Artifacts = arts
 	b, err := o.CompactJSON()
 	if err != nil {
 		return 0 // Parse accepted only a finite confidence
 	}
-	return len(b) + ArtifactRefBytes*len(arts)
+	return len(b) + ArtifactRefBytes*n
 }
 
 func (s *OutputSchema) built() bool { return s != nil && len(s.schema) > 0 }
