@@ -176,6 +176,9 @@ func (m *endpointModel) Turn(ctx context.Context, req agent.ModelRequest) (agent
 	case agent.APIBedrock:
 		rep, err = (&bedrock{reg: m.reg, call: call, client: m.reg.deps.Bedrock}).turn(a, req)
 	}
+	if err == nil {
+		err = checkUsage(call.Executor, rep.Usage)
+	}
 	if err != nil {
 		return agent.ModelReply{}, a.red.Error(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/shared/executor/settings"
+	"github.com/stepline/stepline/shared/fault"
 	"github.com/stepline/stepline/shared/llmoutput"
 	"github.com/stepline/stepline/shared/secret"
 )
@@ -50,6 +51,9 @@ func (r *Registry) completeModel(ctx context.Context, call Call, req llmoutput.R
 	}
 	defer a.cancel()
 	c, err := send(a, req)
+	if err == nil {
+		err = checkUsage(call.Executor, c.Usage)
+	}
 	return finish(a.red, c, err)
 }
 
@@ -102,4 +106,24 @@ func messagesOf(req llmoutput.Request, extraSystem string) (system string, turns
 		system += s
 	}
 	return system, turns
+}
+
+// MaxReportedTokens bounds each token count a reply reports (a trillion:
+// no call spends that many). Counts beyond it, or negative, are a
+// malformed reply: summed over a run's calls they must stay exact in the
+// JSON numbers (float64) the state machine carries them in.
+const MaxReportedTokens = 1_000_000_000_000
+
+// checkUsage is an ExecutorUnavailable for a reply to executor whose
+// reported usage is out of range (0..MaxReportedTokens), else nil.
+func checkUsage(executor string, u llmoutput.Usage) error {
+	for _, c := range []struct {
+		what string
+		n    int64
+	}{{"input", u.InputTokens}, {"output", u.OutputTokens}} {
+		if c.n < 0 || c.n > MaxReportedTokens {
+			return fault.Errorf[fault.ExecutorUnavailable]("%s: malformed reply: it reports %d %s tokens (want 0 to %d)", executor, c.n, c.what, int64(MaxReportedTokens))
+		}
+	}
+	return nil
 }

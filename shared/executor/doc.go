@@ -159,13 +159,21 @@
 // behind JSON escapes, hands on [REDACTED] instead; what the runner
 // stores, logs and prints comes from there.
 //
+// Redirects: a request follows a redirect only within its own origin (the
+// same scheme, host and port, or from http to https on the same host),
+// at most [MaxRedirects] times. A redirect elsewhere is not followed: the
+// URL, headers and body carry the pipeline's secrets, and Go's client
+// keeps custom headers (X-Api-Key, x-api-key) across hosts. The call
+// fails with an ExecutorRejected naming the target's origin only.
+//
 // Deadlines: a call ends at the earlier of the step's timeout (Call.Timeout)
 // and the executor's own timeout_seconds (defaults: [DefaultModelTimeout],
 // [DefaultDeliveryTimeout]). A slow server never hangs a run.
 //
 // Errors are typed with package fault, whose type names are the ASL error
 // names Retry and Catch match: a deadline is ExecutorTimeout; a transport
-// failure, a truncated or malformed body or HTTP 5xx/408 is
+// failure, a truncated or malformed body (a token count reported outside
+// 0..[MaxReportedTokens] included) or HTTP 5xx/408 is
 // ExecutorUnavailable; HTTP 429 is RateLimited with the server's Retry-After
 // (a wait that fits the deadline, up to Deps.MaxRetryWait, is taken once
 // inside the call); other 4xx and unknown models are ExecutorRejected; a bad

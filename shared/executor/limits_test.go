@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stepline/stepline/shared/fault"
+	"github.com/stepline/stepline/shared/llmoutput"
 )
 
 // bigBody streams n bytes of JSON-ish text after a prefix.
@@ -101,5 +102,28 @@ func TestSleepHonoursContext(t *testing.T) {
 	start := time.Now()
 	if err := sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) || time.Since(start) > time.Second {
 		t.Errorf("sleep on a cancelled context = %v after %s", err, time.Since(start))
+	}
+}
+
+func TestCheckUsage(t *testing.T) {
+	for _, tc := range []struct {
+		in, out int64
+		want    string
+	}{
+		{0, 0, ""},
+		{MaxReportedTokens, MaxReportedTokens, ""},
+		{MaxReportedTokens + 1, 0, "gateway: malformed reply: it reports 1000000000001 input tokens (want 0 to 1000000000000)"},
+		{0, MaxReportedTokens + 1, "it reports 1000000000001 output tokens"},
+		{-1, 0, "it reports -1 input tokens"},
+		{0, -1, "it reports -1 output tokens"},
+	} {
+		err := checkUsage("gateway", llmoutput.Usage{InputTokens: tc.in, OutputTokens: tc.out})
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%d/%d: %v", tc.in, tc.out, err)
+			}
+			continue
+		}
+		assertFault(t, err, "ExecutorUnavailable", tc.want)
 	}
 }

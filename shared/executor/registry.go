@@ -80,8 +80,11 @@ var (
 
 // Deps is what a Registry needs from its process. Every field is optional.
 type Deps struct {
-	// HTTP sends every HTTP executor's requests. Nil: a fresh client
-	// without an overall timeout (calls have their own deadlines).
+	// HTTP sends every HTTP executor's requests (and MCP servers'), through
+	// a copy that follows redirects only within a request's origin (see
+	// MaxRedirects): a redirect elsewhere fails the call with an
+	// ExecutorRejected. Nil: a fresh client without an overall timeout
+	// (calls have their own deadlines).
 	HTTP *http.Client
 	// Secrets resolves ${NAME}. Nil: every reference is a missing secret.
 	Secrets secret.Resolver
@@ -142,6 +145,7 @@ func NewRegistry(deps Deps) *Registry {
 	if deps.HTTP == nil {
 		deps.HTTP = &http.Client{}
 	}
+	deps.HTTP = keepOrigin(deps.HTTP)
 	if deps.MaxRetryWait == 0 {
 		deps.MaxRetryWait = DefaultMaxRetryWait
 	}

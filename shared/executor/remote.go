@@ -133,6 +133,9 @@ func (m *remoteModel) Turn(ctx context.Context, req agent.ModelRequest) (agent.M
 	default:
 		return agent.ModelReply{}, fault.Errorf[fault.ConfigError]("step %q: unknown remote runtime %q", m.call.Step, rt.Runtime)
 	}
+	if err == nil {
+		err = checkUsage(name, res.usage)
+	}
 	if err != nil {
 		return agent.ModelReply{}, a.red.Error(err)
 	}

@@ -219,8 +219,8 @@ func parseReply(name string, n *yaml.Node) (scriptedReply, error) {
 				}
 			case "input_tokens", "output_tokens":
 				var n int64
-				if v.Kind != yaml.ScalarNode || v.Decode(&n) != nil || n < 0 {
-					return fail(v, "%s: want a whole number of tokens", k)
+				if v.Kind != yaml.ScalarNode || v.Decode(&n) != nil || n < 0 || n > MaxReportedTokens {
+					return fail(v, "%s: want a whole number of tokens from 0 to %d", k, int64(MaxReportedTokens))
 				}
 				if k == "input_tokens" {
 					rep.in = n
@@ -284,8 +284,8 @@ func parseToolCalls(name string, n, tv *yaml.Node, fields map[string]*yaml.Node)
 			rep.text = v.Value
 		case "input_tokens", "output_tokens":
 			var t int64
-			if v.Kind != yaml.ScalarNode || v.Decode(&t) != nil || t < 0 {
-				return fail(v, "%s: want a whole number of tokens", k)
+			if v.Kind != yaml.ScalarNode || v.Decode(&t) != nil || t < 0 || t > MaxReportedTokens {
+				return fail(v, "%s: want a whole number of tokens from 0 to %d", k, int64(MaxReportedTokens))
 			}
 			if k == "input_tokens" {
 				rep.in = t

@@ -138,6 +138,10 @@ func transportError(ctx context.Context, x exchange, err error) error {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
+	if errors.Is(err, errRedirect) {
+		// The same answer comes again: a retry cannot help.
+		return fault.Errorf[fault.ExecutorRejected]("%s: %s %s: %v", x.executor, x.method, displayURL(x.url), err)
+	}
 	return fault.Errorf[fault.ExecutorUnavailable]("%s: %s %s: %v", x.executor, x.method, displayURL(x.url), err)
 }
 

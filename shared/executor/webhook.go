@@ -46,7 +46,10 @@ const ContextChars = 200
 //
 // A non-2xx status is an error. A 2xx body that is an LLMOutput is the
 // step's answer; any other body is delivered: confidence 1, summary
-// "Webhook delivered: HTTP <code>", next_step_context its start. ${NAME}
+// "Webhook delivered: HTTP <code>", next_step_context its start (empty
+// when that start reads as a placeholder: llmoutput.IsPlaceholder). The
+// runner judges a webhook's answer once, never asking again, which would
+// deliver again (package steprun). ${NAME}
 // in payload resolves like anywhere in executor_config (a "${" that a
 // rendered value brought in stays literal); the prompt_template body is
 // not secret-expanded.
@@ -129,8 +132,14 @@ func webhookAnswer(status int, body []byte, truncated bool) llmoutput.Completion
 	return c
 }
 
-// delivered is the JSON text of a synthesised delivery answer.
+// delivered is the JSON text of a synthesised delivery answer. A context
+// the contract would read as a placeholder (a short markup body such as
+// "<ok/>", "...") is left out: the answer is the runner's, and the body
+// stays in the raw response.
 func delivered(summary, context string, muted bool) string {
+	if llmoutput.IsPlaceholder(context) {
+		context = ""
+	}
 	ans := struct {
 		Confidence      float64 `json:"confidence"`
 		Summary         string  `json:"summary"`

@@ -244,3 +244,29 @@ func TestNotify(t *testing.T) {
 		assertFault(t, err, fault.NameConfigError, "payload.a: form fields must be scalars")
 	})
 }
+
+// TestDeliveredPlaceholderBody: a 2xx body whose start the contract would
+// reject as a placeholder leaves next_step_context empty, so the delivery
+// is accepted; other text is kept.
+func TestDeliveredPlaceholderBody(t *testing.T) {
+	for body, want := range map[string]string{
+		"<ok/>":                             "",
+		"<html>accepted</html>":             "",
+		"{{ queued }}":                      "",
+		"...":                               "",
+		"string":                            "",
+		"queued":                            "queued",
+		"<ok/> and more":                    "<ok/> and more",
+		"<" + strings.Repeat("a", 78) + ">": "", // 80 characters: a slot
+		"<" + strings.Repeat("a", 79) + ">": "<" + strings.Repeat("a", 79) + ">",
+	} {
+		c := webhookAnswer(200, []byte(body), false)
+		ans := answerOf(t, c)
+		if ans["next_step_context"] != want || ans["summary"] != "Webhook delivered: HTTP 200" {
+			t.Errorf("body %q: answer %v, want next_step_context %q", body, ans, want)
+		}
+		if err := llmoutput.Parse(c.Content, llmoutput.ParseOptions{}).Err(); err != nil {
+			t.Errorf("body %q: the answer does not parse: %v", body, err)
+		}
+	}
+}

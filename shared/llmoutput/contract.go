@@ -315,6 +315,13 @@ func decodeObjectString(s string, maxDepth int) (decodedObject, bool) {
 	return decodedObject{v: v, flags: flags}, true
 }
 
+// IsPlaceholder reports whether s reads as a template slot rather than
+// content, as the contract judges summary and next_step_context: an
+// ellipsis, an <angle bracketed> or {{braced}} slot, or a type name, of at
+// most 80 characters. An executor that writes an answer itself from text
+// it received (a webhook's body) keeps such text out of those fields.
+func IsPlaceholder(s string) bool { return isPlaceholder(s) }
+
 // isPlaceholder reports whether s is a template slot rather than content:
 // an ellipsis, an <angle bracketed> or {{braced}} slot, or a type name.
 func isPlaceholder(s string) bool {

@@ -2,6 +2,7 @@ package llmoutput
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync/atomic"
 )
 
@@ -89,7 +90,36 @@ func (s *OutputSchema) Check(raw string, opts ParseOptions) (Output, Result) {
 			r.Flags = addFlags(r.Flags, flags)
 		}
 	}
+	if opts.MaxAnswerBytes > 0 {
+		if n := answerBytes(*r.Output); n > opts.MaxAnswerBytes {
+			return Output{}, Result{Outcome: Rejected, Flags: r.Flags, echo: r.echo, Errors: []FieldError{{"", CodeTooLarge,
+				fmt.Sprintf("the answer is %d bytes with its artifacts stored apart, more than %d: keep summary, next_step_context and the other fields short and put long text in artifacts", n, opts.MaxAnswerBytes)}}}
+		}
+	}
 	return Output(*r.Output), r
+}
+
+// ArtifactRefBytes is what an artifact counts in an answer's size for
+// MaxAnswerBytes besides its name: the most a runner's reference to it
+// takes in place of its content.
+const ArtifactRefBytes = 256
+
+// answerBytes is the length of o's CompactJSON with each artifact's
+// content counted as ArtifactRefBytes.
+func answerBytes(o Output) int {
+	n := len(o.Artifacts)
+	if n > 0 {
+		arts := make(map[string]string, n)
+		for k := range o.Artifacts {
+			arts[k] = ""
+		}
+		o.Artifacts = arts
+	}
+	b, err := o.CompactJSON()
+	if err != nil {
+		return 0 // Parse accepted only a finite confidence
+	}
+	return len(b) + ArtifactRefBytes*n
 }
 
 func (s *OutputSchema) built() bool { return s != nil && len(s.schema) > 0 }

@@ -27,6 +27,13 @@ type ParseOptions struct {
 	// MaxBytes and MaxDepth default to DefaultMaxBytes and DefaultMaxDepth.
 	MaxBytes int
 	MaxDepth int
+	// MaxAnswerBytes, when above 0, bounds an accepted answer as the next
+	// steps see it (its CompactJSON), each artifact's content counted as
+	// ArtifactRefBytes (a runner stores artifacts apart and keeps a
+	// reference): a longer one is rejected (too_large) with feedback to
+	// put long text in artifacts. OutputSchema.Check (and so the Runner)
+	// judges it; Parse alone does not.
+	MaxAnswerBytes int
 }
 
 func (o ParseOptions) limits() (int, int) {

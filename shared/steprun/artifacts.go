@@ -2,6 +2,8 @@ package steprun
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -36,7 +38,9 @@ func isArtifactRef(s string) bool {
 
 // Dir is an ArtifactStore in a local directory: artifact key of step in run
 // is the file Root/run/step/key (a "/" in a step name, as in "group/branch",
-// becomes "_"), referenced as local://run/step/key.
+// becomes "_"), referenced as local://run/step/key. A key that is not one
+// file name is refused (the runner stores a reply's artifact under
+// ArtifactName of the name the reply gave).
 type Dir struct {
 	Root string
 }
@@ -51,6 +55,51 @@ func cleanPart(what, s string) (string, error) {
 		return "", fmt.Errorf("artifact %s %q contains a path separator", what, s)
 	}
 	return s, nil
+}
+
+// MaxArtifactNameBytes bounds the file (or S3 key segment) name an
+// artifact is stored under.
+const MaxArtifactNameBytes = 200
+
+// ArtifactName is the one file name an artifact named key by a reply is
+// stored under (the key the runner puts it as), locally and in S3 alike: every character but ASCII
+// letters, digits, "-", "_" and "." becomes "_" (so "../../x" is
+// ".._.._x", never a path), a name of dots only is as many underscores,
+// the empty name is "-", and a name longer than MaxArtifactNameBytes keeps its start and a hash
+// of the whole. Two names of one reply that map to one file ("a/b" and
+// "a_b") are told apart by the runner. ArtifactName of its own answer
+// answers the same.
+func ArtifactName(key string) string {
+	s := safeSegment(key)
+	switch {
+	case s == "":
+		s = "-"
+	case strings.Trim(s, ".") == "":
+		s = strings.Repeat("_", len(s))
+	}
+	if len(s) > MaxArtifactNameBytes {
+		sum := sha256.Sum256([]byte(key))
+		s = s[:MaxArtifactNameBytes-17] + "-" + hex.EncodeToString(sum[:8])
+	}
+	return s
+}
+
+// artifactFiles maps each of a reply's artifact names (sorted) to its
+// file name: ArtifactName, and for a name whose file an earlier name
+// took ("a_b" after "a/b"), that name's start and a hash of the whole.
+func artifactFiles(keys []string) map[string]string {
+	files := make(map[string]string, len(keys))
+	used := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		f := ArtifactName(k)
+		if used[f] {
+			sum := sha256.Sum256([]byte(k))
+			f = f[:min(len(f), MaxArtifactNameBytes-17)] + "-" + hex.EncodeToString(sum[:8])
+		}
+		used[f] = true
+		files[k] = f
+	}
+	return files
 }
 
 func (d Dir) path(run, step, key string) (string, string, error) {

@@ -177,7 +177,7 @@ func (t *taskRun) webhookCheck(ctx context.Context, step string, c *pipeline.Che
 
 func (t *taskRun) sendCheck(ctx context.Context, red *secret.Redactor, step string, c *pipeline.Check, b map[string]any) (map[string]any, string, error) {
 	field := "deterministic_checks." + c.Name
-	url, err := t.h.render.renderSecretSafe(ctx, step, field+".url", c.URL, b)
+	url, err := t.h.render.renderURL(ctx, step, field+".url", c.URL, b)
 	if err != nil {
 		return nil, "", err
 	}
@@ -221,13 +221,9 @@ func (t *taskRun) sendCheck(ctx context.Context, red *secret.Redactor, step stri
 		}
 		req.Header.Set(k, hv)
 	}
-	client := t.h.HTTP
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	resp, err := t.h.client().Do(req)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", field, err)
+		return nil, "", requestError(field, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxCheckBodyBytes+1))

@@ -13,7 +13,8 @@
 //
 //   - step: renders the prompt and executor_config with Liquid over the step
 //     context, executes through the structured-output runner (which re-asks
-//     on invalid output), runs the verifier when its trigger fires, repeats
+//     on invalid output; a webhook's or notify step's answer is judged
+//     once, since asking again delivers again), runs the verifier when its trigger fires, repeats
 //     for loop_until, grounds and checks (see The trust vector), decides
 //     (the gate on the combined trust, then proceed, then budget) and
 //     records the attempt;
@@ -304,6 +305,15 @@
 //     executor), and outputs, raw responses, errors and the later steps'
 //     context are made of that; a failure webhook's errors leave through
 //     the redactor that resolved its ${NAME} references.
+//   - A value rendered into a URL (an executor's url or base_url, a
+//     webhook check's or an on_failure webhook's url) after the URL's
+//     scheme and host is percent-encoded whole, as one path segment or
+//     one query value: an event's or a reply's "../", "?", "&" or "#"
+//     cannot reach another endpoint, add a parameter or cut off the query
+//     the pipeline wrote; a value rendered in the scheme and host part
+//     (a whole base URL) is pasted as written, and a "." or ".." path
+//     segment in the result is a TemplateError. Such requests follow a
+//     redirect only within their origin (MaxRedirects).
 //   - What depends only on the compiled definition is worked out once per
 //     process and kept, each cache bounded at 4,096 entries: a template's
 //     parse (by its text), a prompt template's hash, and a sequential

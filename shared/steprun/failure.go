@@ -96,7 +96,7 @@ func (t *taskRun) postFailureWebhook(ctx context.Context, red *secret.Redactor, 
 	b := t.h.bindings(ctx, t.req, t.trig, scope{current: step,
 		failure: map[string]any{"step": step, "summary": summary, "status": task.StatusFailed}})
 
-	url, err := t.h.render.renderSecretSafe(ctx, step, "on_failure.webhook.url", wh.URL, b)
+	url, err := t.h.render.renderURL(ctx, step, "on_failure.webhook.url", wh.URL, b)
 	if err != nil {
 		return err
 	}
@@ -140,13 +140,9 @@ func (t *taskRun) postFailureWebhook(ctx context.Context, red *secret.Redactor, 
 		}
 		req.Header.Set(k, hv)
 	}
-	client := t.h.HTTP
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	resp, err := t.h.client().Do(req)
 	if err != nil {
-		return fmt.Errorf("on_failure.webhook: %w", err)
+		return requestError("on_failure.webhook", err)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

@@ -71,7 +71,7 @@ type Handler struct {
 	// fails with a ConfigError.
 	Agents Agents
 	// Runner asks for LLMOutput answers and re-asks on invalid ones. Nil:
-	// a zero Runner.
+	// a Runner whose Limits bound each answer at MaxAnswerBytes.
 	Runner *llmoutput.Runner
 	// Artifacts stores the artifacts outputs carry, the traces too large
 	// for their record and the conversations of agent steps that outlive
@@ -98,7 +98,9 @@ type Handler struct {
 	Pricing *pricing.Table
 	// Now is the clock. Nil: time.Now.
 	Now func() time.Time
-	// HTTP sends failure webhooks. Nil: http.DefaultClient.
+	// HTTP sends failure webhooks and webhook checks, following a redirect
+	// only within the request's origin (see MaxRedirects). Nil:
+	// http.DefaultClient.
 	HTTP *http.Client
 	// Secrets resolves ${NAME} in failure webhooks and webhook checks.
 	// Nil: none resolve.
@@ -120,10 +122,13 @@ type Handler struct {
 	once   sync.Once
 	render *renderer
 	schema *llmoutput.OutputSchema // its Instruction is built on first use (a model or agent step)
-	runner *llmoutput.Runner
-	log    *slog.Logger
-	seenMu sync.Mutex
-	seen   map[string]struct{}
+	// delivery is the contract judged once, without a re-ask: the answer
+	// of a webhook or notify step, whose every call delivers again.
+	delivery *llmoutput.OutputSchema
+	runner   *llmoutput.Runner
+	log      *slog.Logger
+	seenMu   sync.Mutex
+	seen     map[string]struct{}
 }
 
 func (h *Handler) init() {
@@ -132,9 +137,11 @@ func (h *Handler) init() {
 		_, _ = rand.Read(nonce[:])
 		h.render = newRenderer(hex.EncodeToString(nonce[:]))
 		h.schema = llmoutput.ContractSchema()
+		h.delivery = llmoutput.ContractSchema()
+		h.delivery.MaxRetries = 0
 		h.runner = h.Runner
 		if h.runner == nil {
-			h.runner = &llmoutput.Runner{}
+			h.runner = &llmoutput.Runner{Limits: llmoutput.ParseOptions{MaxAnswerBytes: MaxAnswerBytes}}
 		}
 		h.log = h.Logger
 		if h.log == nil {

@@ -94,6 +94,15 @@ func markOutputs(src, open, close string) string {
 // quoteMarked quotes the text between each outermost pair of markers as
 // one shell word, dropping the markers nested inside it.
 func quoteMarked(s, open, close string) (string, error) {
+	return rewriteMarked(s, open, close, "the command", func(_, word string) string { return shellQuote(word) })
+}
+
+// rewriteMarked replaces the text between each outermost pair of markers
+// by f's answer for it (f also sees the output written before it),
+// dropping the markers nested inside it. Markers that do not pair up (a
+// filter cut one) are an error naming what (the command, the URL).
+func rewriteMarked(s, open, close, what string, f func(before, word string) string) (string, error) {
+	cut := fmt.Errorf("an output's value was cut inside %s: it cannot be quoted", what)
 	var out, word strings.Builder
 	depth := 0
 	for len(s) > 0 {
@@ -104,7 +113,7 @@ func quoteMarked(s, open, close string) (string, error) {
 		}
 		if next < 0 {
 			if depth > 0 {
-				return "", fmt.Errorf("an output's value was cut inside the command: it cannot be quoted")
+				return "", cut
 			}
 			out.WriteString(s)
 			break
@@ -120,17 +129,17 @@ func quoteMarked(s, open, close string) (string, error) {
 			continue
 		}
 		if depth == 0 {
-			return "", fmt.Errorf("an output's value was cut inside the command: it cannot be quoted")
+			return "", cut
 		}
 		depth--
 		s = s[j+len(close):]
 		if depth == 0 {
-			out.WriteString(shellQuote(word.String()))
+			out.WriteString(f(out.String(), word.String()))
 			word.Reset()
 		}
 	}
 	if depth > 0 {
-		return "", fmt.Errorf("an output's value was cut inside the command: it cannot be quoted")
+		return "", cut
 	}
 	return out.String(), nil
 }

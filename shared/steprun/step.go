@@ -98,6 +98,13 @@ func (u stepUsage) task() task.Usage {
 	return task.Usage{InputTokens: u.in, OutputTokens: u.out, CostUSD: c}
 }
 
+// MaxAnswerBytes bounds a step's answer as the next steps see it, its
+// artifacts stored apart (llmoutput.ParseOptions.MaxAnswerBytes): the
+// answer and its verifier's must fit a step record's output
+// (store.MaxOutputBytes) with the executor's fields. A longer answer is
+// rejected and asked again, never recorded half.
+const MaxAnswerBytes = 48 << 10
+
 // result is the outcome of executing a unit.
 type result struct {
 	out       *llmoutput.Output
@@ -130,7 +137,12 @@ func (t *taskRun) call(ctx context.Context, exec, key string, cfg map[string]any
 		return nil, err
 	}
 	msgs := []llmoutput.Message{{Role: llmoutput.RoleUser, Content: prompt}}
-	rr, err := t.h.runner.Complete(ctx, p, msgs, t.h.schema)
+	schema := t.h.schema
+	if exec == pipeline.ExecWebhook || exec == pipeline.ExecNotify {
+		// Asking a webhook again delivers it again: its answer is judged once.
+		schema = t.h.delivery
+	}
+	rr, err := t.h.runner.Complete(ctx, p, msgs, schema)
 	if rr.Attempts > 0 {
 		cost, priced := t.h.price(rr.Completion.Provider, rr.Completion.Model, rr.Usage)
 		res.usage.add(rr.Usage.InputTokens, rr.Usage.OutputTokens, cost, priced)
@@ -244,12 +256,47 @@ func (t *taskRun) renderConfig(ctx context.Context, step, field string, cfg map[
 	if len(cfg) == 0 {
 		return cfg, nil
 	}
-	v, err := t.h.render.renderValue(ctx, step, field, cfg, b)
+	v, err := t.h.render.renderValue(ctx, step, field, withoutURLs(cfg), b)
 	if err != nil {
 		return nil, err
 	}
 	m, _ := v.(map[string]any)
+	for _, k := range urlKeys {
+		if s, ok := cfg[k].(string); ok {
+			if m[k], err = t.h.render.renderURL(ctx, step, field+"."+k, s, b); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return m, nil
+}
+
+// urlKeys are the executor_config keys that hold a URL, rendered with
+// renderURL.
+var urlKeys = []string{"url", "base_url"}
+
+// withoutURLs returns cfg without its string urlKeys (cfg itself when it
+// has none).
+func withoutURLs(cfg map[string]any) map[string]any {
+	has := false
+	for _, k := range urlKeys {
+		if _, ok := cfg[k].(string); ok {
+			has = true
+		}
+	}
+	if !has {
+		return cfg
+	}
+	out := make(map[string]any, len(cfg))
+	for k, v := range cfg {
+		out[k] = v
+	}
+	for _, k := range urlKeys {
+		if _, ok := cfg[k].(string); ok {
+			delete(out, k)
+		}
+	}
+	return out
 }
 
 // triggered reports whether a verifier runs on a primary confidence.
@@ -356,8 +403,11 @@ func (t *taskRun) storeArtifacts(ctx context.Context, record string, out *llmout
 	}
 	sort.Strings(keys)
 	refs := make(map[string]string, len(keys))
+	files := artifactFiles(keys)
 	for _, k := range keys {
-		ref, err := t.h.Artifacts.Put(ctx, t.req.Run.ID, record, k, out.Artifacts[k])
+		// The reply named it: stored under one file name (ArtifactName),
+		// referenced under the name the reply gave.
+		ref, err := t.h.Artifacts.Put(ctx, t.req.Run.ID, record, files[k], out.Artifacts[k])
 		if err != nil {
 			return fmt.Errorf("store artifact %q of step %q: %w", k, record, err)
 		}
