@@ -265,6 +265,16 @@ func (in *Intake) Accept(ctx context.Context, req Request) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
+	if err := checkNumbers(trigger); err != nil {
+		return Decision{}, fmt.Errorf("%s: %w: %w", op, ErrBadRequest, err)
+	}
+	if c.Fingerprint != "" {
+		// An idempotency key or fingerprint the store cannot hold is the
+		// sender's to fix, refused before anything is claimed or recorded.
+		if err := store.CheckName("fingerprint", c.Fingerprint); err != nil {
+			return Decision{}, fmt.Errorf("%s: %w: %w", op, ErrBadRequest, err)
+		}
+	}
 	d.Context = c
 
 	runID := req.RunID
@@ -283,8 +293,9 @@ func (in *Intake) Accept(ctx context.Context, req Request) (Decision, error) {
 	}
 
 	claimedKey := false
+	scope := dedupScope(p.Name, c.Team)
 	if dd := in.dedupFor(p); dd.Enabled && c.Fingerprint != "" {
-		existing, claimed, err := in.store.ClaimDedup(ctx, p.Name, c.Fingerprint, runID, dd.Window, received)
+		existing, claimed, err := in.store.ClaimDedup(ctx, scope, c.Fingerprint, runID, dd.Window, received)
 		if err != nil {
 			release()
 			return Decision{}, fmt.Errorf("%s: %w", op, err)
@@ -304,7 +315,7 @@ func (in *Intake) Accept(ctx context.Context, req Request) (Decision, error) {
 		if !claimedKey {
 			return
 		}
-		if err := in.store.ReleaseDedup(context.WithoutCancel(ctx), p.Name, c.Fingerprint, runID); err != nil {
+		if err := in.store.ReleaseDedup(context.WithoutCancel(ctx), scope, c.Fingerprint, runID); err != nil {
 			in.log.ErrorContext(ctx, "release dedup claim", "run", runID, "error", err.Error())
 		}
 	}
@@ -402,6 +413,18 @@ func (in *Intake) encodeTrigger(c *Context) (json.RawMessage, error) {
 		return nil, fmt.Errorf("encode trigger: %w: the normalized event is %d bytes without the raw payload, limit %d", ErrTooLarge, len(b), store.MaxTriggerBytes)
 	}
 	return b, nil
+}
+
+// dedupScope is the name a dedup claim is made under: the pipeline's,
+// and for a team's event "<pipeline>#<team>" (a pipeline's name holds no
+// "#"), so that one team's events never deduplicate against another
+// team's runs: a team cannot suppress another's events by sending their
+// idempotency keys first, nor learn its run IDs.
+func dedupScope(pipeline, team string) string {
+	if team == "" {
+		return pipeline
+	}
+	return pipeline + "#" + team
 }
 
 // dedupFor is p's policy: its trigger.dedup fields over the defaults.

@@ -436,6 +436,11 @@ func TestAcceptDedupRules(t *testing.T) {
 			{req: gen(`{"event":"order.created"}`), want: StatusAccepted},
 			{req: gen(`{"event":"order.created"}`), want: StatusAccepted},
 		}},
+		{"same key, other team", nil, []step{
+			{req: teamReq(gen(`{"event":"order.created","idempotency_key":"order-7"}`), "tok-alpha"), want: StatusAccepted},
+			{req: teamReq(gen(`{"event":"order.created","idempotency_key":"order-7"}`), "tok-beta"), want: StatusAccepted},
+			{req: teamReq(gen(`{"event":"order.created","idempotency_key":"order-7"}`), "tok-alpha"), want: StatusDeduplicated},
+		}},
 		{"same key, other pipeline", nil, []step{
 			{req: gen(`{"event":"order.created","idempotency_key":"k"}`), want: StatusAccepted},
 			{req: gen(`{"pipeline":"research-brief","idempotency_key":"k"}`), want: StatusSkippedTesting},
@@ -445,6 +450,9 @@ func TestAcceptDedupRules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, func(c *Config) { c.Dedup = tt.dedup })
+			if strings.Contains(tt.name, "team") {
+				f = newFixture(t, func(c *Config) { c.Dedup, c.Tokens = tt.dedup, Tokens{"alpha": "tok-alpha", "beta": "tok-beta"} })
+			}
 			var first string
 			for i, s := range tt.steps {
 				f.clock.advance(s.advance)
@@ -609,5 +617,57 @@ func TestNewRunIDOrder(t *testing.T) {
 	// The time part is the milliseconds since 1970.
 	if got, want := newRunID(t0)[4:16], fmt.Sprintf("%012x", t0.UnixMilli()); got != want {
 		t.Errorf("time part %s, want %s", got, want)
+	}
+}
+
+// teamReq is r sent with bearer, a team's token.
+func teamReq(r Request, bearer string) Request {
+	r.Bearer = bearer
+	return r
+}
+
+// TestAcceptRefusesWhatNoRunCanHold: an event holding a number no float64
+// holds, or an idempotency key the store cannot hold (over
+// store.MaxIDBytes, a NUL byte), is a bad request naming what is wrong,
+// refused before any claim, record or start; the bounds themselves pass.
+func TestAcceptRefusesWhatNoRunCanHold(t *testing.T) {
+	ctx := context.Background()
+	key := func(k string) string {
+		b, _ := json.Marshal(k)
+		return `{"event": "order.created", "idempotency_key": ` + string(b) + `}`
+	}
+	total := func(n string) string { return `{"event": "order.created", "data": {"order": {"total": ` + n + `}}}` }
+	tests := []struct {
+		name, body, says string
+	}{
+		{"the largest float64", total("1.7976931348623157e308"), ""},
+		{"the most negative float64", total("-1.7976931348623157e308"), ""},
+		{"rounds to zero", total("1e-999"), ""},
+		{"just above the largest float64", total("1.8e308"), "metadata.order.total: the number 1.8e308 is out of range"},
+		{"-1e999 in a list", total("[1, -1e999]"), "metadata.order.total[1]: the number -1e999 is out of range"},
+		{"a key at the limit", key(strings.Repeat("k", store.MaxIDBytes)), ""},
+		{"a key above the limit", key(strings.Repeat("k", store.MaxIDBytes+1)), "fingerprint is 513 bytes, limit 512"},
+		{"a key with a NUL byte", key("a\x00b"), "fingerprint contains a NUL byte"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			d, err := f.in.Accept(ctx, webhook("generic", []byte(tt.body)))
+			if tt.says == "" {
+				if err != nil || d.Status != StatusAccepted {
+					t.Fatalf("%+v, %v; want accepted", d, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrBadRequest) || HTTPStatus(err) != 400 || !strings.Contains(err.Error(), tt.says) {
+				t.Fatalf("error %v; want a bad request saying %q", err, tt.says)
+			}
+			if n := len(f.starter.calls()); n != 0 {
+				t.Errorf("%d runs started", n)
+			}
+			if runs, _ := f.store.ListRuns(ctx, store.RunFilter{}); len(runs) != 0 {
+				t.Errorf("runs recorded: %+v", runs)
+			}
+		})
 	}
 }

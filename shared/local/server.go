@@ -27,7 +27,6 @@ import (
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/schedule"
 	"github.com/stepline/stepline/shared/secret"
-	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
 	"github.com/stepline/stepline/shared/webui"
 )
@@ -356,9 +355,6 @@ func (s *Server) expireApprovals(poll time.Duration) {
 }
 
 // Start implements inbound.Starter: the run is driven in the background.
-// A trigger holding a number no float64 holds (1e999) is refused at once
-// with an error wrapping inbound.ErrBadRequest that names the number's
-// path (the intake answers 400 and closes the run failed).
 func (s *Server) Start(_ context.Context, p *pipeline.Pipeline, runID string, trigger inbound.Context) error {
 	s.mu.Lock()
 	sm := s.loaded.machines[p.Name]
@@ -369,11 +365,6 @@ func (s *Server) Start(_ context.Context, p *pipeline.Pipeline, runID string, tr
 	b, err := json.Marshal(trigger)
 	if err != nil {
 		return err
-	}
-	if err := checkNumbers(b); err != nil {
-		// Refused here, before the run is handed on: the engine would
-		// fail to decode its input with the run recorded running.
-		return fmt.Errorf("%w: %w", inbound.ErrBadRequest, err)
 	}
 	s.wg.Add(1)
 	go func() {
@@ -586,11 +577,6 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, req inbound.Requ
 	d, err := s.intake.Accept(r.Context(), req)
 	if err != nil {
 		status := inbound.HTTPStatus(err)
-		if status == http.StatusInternalServerError && errors.Is(err, store.ErrInvalid) {
-			// A value of the event the store cannot hold (an idempotency
-			// key over store.MaxIDBytes, a NUL byte): the sender's to fix.
-			status = http.StatusBadRequest
-		}
 		resp := map[string]any{"error": err.Error()}
 		var over *inbound.OverloadedError
 		if errors.As(err, &over) {

@@ -210,6 +210,11 @@ func SortSteps(recs []StepRecord) {
 	})
 }
 
+// CheckName reports a name or key a store cannot hold (empty, over
+// MaxIDBytes, invalid UTF-8, a NUL byte) as ErrInvalid, naming it what:
+// the checks every store makes of IDs, names and dedup fingerprints.
+func CheckName(what, v string) error { return checkName(what, v) }
+
 func checkName(what, v string) error {
 	switch {
 	case v == "":

@@ -1,4 +1,4 @@
-package local
+package inbound
 
 import (
 	"bytes"
@@ -13,9 +13,9 @@ import (
 var errNumberRange = errors.New("out of range")
 
 // checkNumbers reports the first number of the JSON document b, in key
-// order, that a float64 does not hold (1e999, -1e999): the engine decodes
-// a run's input into float64s and would refuse it only once the run is
-// recorded, leaving it running without a step. The error names the
+// order, that a float64 does not hold (1e999, -1e999): the engines (the
+// local one, Step Functions' JSONata) read a run's input as float64s and
+// would refuse it only once the run is recorded. The error names the
 // number's path ("metadata.order.total", "labels.sizes[1]").
 func checkNumbers(b []byte) error {
 	d := json.NewDecoder(bytes.NewReader(b))
