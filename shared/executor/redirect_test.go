@@ -3,43 +3,12 @@ package executor
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stepline/stepline/shared/llmoutput"
 )
-
-func TestSameOrigin(t *testing.T) {
-	for _, tc := range []struct {
-		from, to string
-		want     bool
-	}{
-		{"http://hooks.example.com/a", "http://hooks.example.com/b?x=1", true},
-		{"http://hooks.example.com/a", "http://HOOKS.example.com:80/b", true},
-		{"https://hooks.example.com/a", "https://hooks.example.com:443/b", true},
-		{"http://127.0.0.1:8080/a", "http://127.0.0.1:8080/b", true},
-		{"http://127.0.0.1:8080/a", "http://127.0.0.1:8081/b", false},
-		{"http://hooks.example.com/a", "http://evil.example.com/a", false},
-		{"http://hooks.example.com/a", "http://hooks.example.com.evil.net/a", false},
-		{"http://hooks.example.com/a", "http://169.254.169.254/latest/meta-data/", false},
-		// http to https on the same host is an upgrade; the reverse a downgrade.
-		{"http://hooks.example.com/a", "https://hooks.example.com/a", true},
-		{"http://hooks.example.com/a", "https://hooks.example.com:443/a", true},
-		{"http://hooks.example.com:8080/a", "https://hooks.example.com:8080/a", true},
-		{"http://hooks.example.com:8080/a", "https://hooks.example.com:8443/a", false},
-		{"https://hooks.example.com/a", "http://hooks.example.com/a", false},
-		{"http://hooks.example.com/a", "file:///etc/passwd", false},
-		{"http://hooks.example.com/a", "ftp://hooks.example.com/a", false},
-	} {
-		from, _ := url.Parse(tc.from)
-		to, _ := url.Parse(tc.to)
-		if got := sameOrigin(from, to); got != tc.want {
-			t.Errorf("sameOrigin(%s, %s) = %v, want %v", tc.from, tc.to, got, tc.want)
-		}
-	}
-}
 
 // TestWebhookRedirects: within the origin up to MaxRedirects redirects are
 // followed; one more, or one to another origin, is an ExecutorRejected

@@ -11,6 +11,7 @@ import (
 	"github.com/stepline/stepline/shared/awsrest"
 	"github.com/stepline/stepline/shared/executor/settings"
 	"github.com/stepline/stepline/shared/fault"
+	"github.com/stepline/stepline/shared/internal/origin"
 	"github.com/stepline/stepline/shared/llmoutput"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/secret"
@@ -145,7 +146,7 @@ func NewRegistry(deps Deps) *Registry {
 	if deps.HTTP == nil {
 		deps.HTTP = &http.Client{}
 	}
-	deps.HTTP = keepOrigin(deps.HTTP)
+	deps.HTTP = origin.Client(deps.HTTP)
 	if deps.MaxRetryWait == 0 {
 		deps.MaxRetryWait = DefaultMaxRetryWait
 	}

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stepline/stepline/shared/fault"
+	"github.com/stepline/stepline/shared/internal/origin"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/telemetry"
 )
@@ -138,7 +139,7 @@ func transportError(ctx context.Context, x exchange, err error) error {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	if errors.Is(err, errRedirect) {
+	if errors.Is(err, origin.ErrRedirect) {
 		// The same answer comes again: a retry cannot help.
 		return fault.Errorf[fault.ExecutorRejected]("%s: %s %s: %v", x.executor, x.method, displayURL(x.url), err)
 	}

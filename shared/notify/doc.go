@@ -37,7 +37,10 @@
 //
 // URLs and header values may hold ${NAME} secret references; they are
 // resolved at send time, and resolved values are scrubbed from every error
-// and log line. Templates never feed secret expansion.
+// and log line. Templates never feed secret expansion. A redirect is
+// followed only within the request's origin (package
+// shared/internal/origin): another host never receives the headers or
+// the body.
 //
 // In stage testing nothing leaves the process: every notification is
 // written to the log instead, at its config.level (warning by default, as

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stepline/stepline/shared/fault"
+	"github.com/stepline/stepline/shared/internal/origin"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/secret"
 	"github.com/stepline/stepline/shared/task"
@@ -170,10 +171,10 @@ type Dispatcher struct {
 func (d *Dispatcher) init() {
 	d.once.Do(func() {
 		d.engine = template.New(template.Limits{})
-		d.client = d.HTTP
-		if d.client == nil {
-			d.client = &http.Client{}
-		}
+		// A channel's URL and headers carry secrets (a Slack webhook URL,
+		// X-Api-Key): a redirect is followed only within its origin
+		// (package origin), as an executor's.
+		d.client = origin.Client(d.HTTP)
 	})
 }
 

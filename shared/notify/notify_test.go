@@ -391,3 +391,50 @@ func TestMutedLevel(t *testing.T) {
 		})
 	}
 }
+
+// TestFireRedirects: a webhook channel whose server redirects to another
+// origin fails, and the other origin never sees the request nor its
+// secret header; a redirect within the origin is followed.
+func TestFireRedirects(t *testing.T) {
+	const token = "tok-NOTIFY-redirect"
+	other := newCapture(t, http.StatusOK)
+	var mu sync.Mutex
+	var keys []string
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("X-Api-Key"))
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, other.URL+"/collect", http.StatusTemporaryRedirect)
+		case "/moved":
+			http.Redirect(w, r, "/here", http.StatusTemporaryRedirect)
+		default:
+			w.WriteHeader(http.StatusOK)
+		}
+	}))
+	defer redirector.Close()
+	d := &Dispatcher{Secrets: env(map[string]string{"KEY": token}), Logger: quietLogger(&bytes.Buffer{})}
+	send := func(path string) Delivery {
+		n := pipeline.Notification{Channel: "webhook", Config: map[string]any{"url": redirector.URL + path, "headers": map[string]any{"X-Api-Key": "${KEY}"}}}
+		ds := d.Fire(context.Background(), triagePipeline(pipeline.StageProduction, n), "escalate", escalation())
+		if len(ds) != 1 {
+			t.Fatalf("deliveries %+v", ds)
+		}
+		return ds[0]
+	}
+	if got := send("/away"); got.Err == nil || !strings.Contains(got.Err.Error(), "redirect not followed") || strings.Contains(got.Err.Error(), token) {
+		t.Errorf("redirect elsewhere: %+v", got)
+	}
+	if n := len(other.requests()); n != 0 {
+		t.Errorf("the other origin got %d requests", n)
+	}
+	if got := send("/moved"); got.Err != nil {
+		t.Errorf("redirect within the origin: %v", got.Err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(keys) != 3 || keys[2] != token {
+		t.Errorf("the redirector saw %d requests, keys %q", len(keys), keys)
+	}
+}
