@@ -164,7 +164,7 @@ func loadStep(path string, src []byte, env Env) (*LibraryStep, Diagnostics) {
 		if errors.As(err, &be) {
 			ds.errorf(pipeline.Pos{File: path, Line: be.Line, Col: be.Column}, "%s", be.Msg)
 		} else {
-			ds = append(ds, yamlError(path, err))
+			ds = append(ds, yamlError(path, src, err))
 		}
 		return ls, ds
 	}

@@ -271,7 +271,7 @@ func TestLibraryErrors(t *testing.T) {
 				`steps/a.yaml:1:1: a library step file must be a mapping: a step with a name and an executor, and a description and tags, not a list`,
 				`steps/b.yaml:1:1: file is empty: a library step needs at least a name and an executor`,
 				`steps/c.yaml:1:1: library step: missing required field "name"`,
-				`steps/d.yaml:1:1: invalid YAML: did not find expected ',' or ']'`,
+				`steps/d.yaml:1:8: invalid YAML: did not find expected ',' or ']'`,
 			}},
 	}
 	for _, c := range cases {

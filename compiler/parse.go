@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -80,7 +81,7 @@ func parse(name string, src []byte, lib *Library) (*File, Diagnostics) {
 			ds.errorf(pipeline.Pos{File: name, Line: be.Line, Col: be.Column}, "%s", be.Msg)
 			return nil, ds
 		}
-		ds = append(ds, yamlError(name, err))
+		ds = append(ds, yamlError(name, src, err))
 		return nil, ds
 	}
 	if len(doc.Content) == 0 {
@@ -104,8 +105,25 @@ func parse(name string, src []byte, lib *Library) (*File, Diagnostics) {
 
 var yamlLineRE = lazyregexp.New(`^yaml: (?:line (\d+): )?(.*)$`)
 
-// yamlError turns a YAML syntax error into a positioned diagnostic.
-func yamlError(name string, err error) Diagnostic {
+// yamlError turns a YAML syntax error in src into a positioned
+// diagnostic. The YAML library's message names, for most structural
+// errors, the line before the start of the block that holds the problem
+// (a bad indentation three lines into a step names the line above the
+// step); syntaxPos finds the text that breaks the document instead.
+func yamlError(name string, src []byte, err error) Diagnostic {
+	line, msg := yamlMessage(err)
+	pos := pipeline.Pos{File: name, Line: line, Col: 1}
+	if _, typed := err.(*yaml.TypeError); !typed {
+		if l, c, ok := syntaxPos(src, msg); ok {
+			pos.Line, pos.Col = l, c
+		}
+	}
+	return Diagnostic{Pos: pos, Msg: "invalid YAML: " + msg}
+}
+
+// yamlMessage splits a YAML error into the line it names (1 when none)
+// and its message.
+func yamlMessage(err error) (int, string) {
 	msg := err.Error()
 	if te, ok := err.(*yaml.TypeError); ok && len(te.Errors) > 0 {
 		msg = te.Errors[0]
@@ -117,7 +135,64 @@ func yamlError(name string, err error) Diagnostic {
 		}
 		msg = m[2]
 	}
-	return Diagnostic{Pos: pipeline.Pos{File: name, Line: line, Col: 1}, Msg: "invalid YAML: " + msg}
+	return line, msg
+}
+
+// maxLocateBytes bounds the source syntaxPos searches: each probe parses
+// a prefix of it.
+const maxLocateBytes = 1 << 20
+
+// syntaxPos finds where the YAML syntax error msg arises in src: at the
+// end of the shortest prefix of src that fails with the same message,
+// that is the character whose reading breaks the document (a prefix
+// that stops before it is either valid or fails otherwise, on its
+// unexpected end). The prefix is found by bisection, over whole lines
+// first, then over the characters of the line found; the column counts
+// characters, as the YAML library's positions do. ok is false when src
+// is larger than maxLocateBytes or does not fail with msg.
+func syntaxPos(src []byte, msg string) (line, col int, ok bool) {
+	if len(src) > maxLocateBytes {
+		return 0, 0, false
+	}
+	fails := func(n int) bool {
+		var doc yaml.Node
+		err := yaml.Unmarshal(src[:n], &doc)
+		if err == nil {
+			return false
+		}
+		_, m := yamlMessage(err)
+		return m == msg
+	}
+	if !fails(len(src)) {
+		return 0, 0, false
+	}
+	starts := []int{0} // the offset of each line
+	for i, b := range src {
+		if b == '\n' && i+1 < len(src) {
+			starts = append(starts, i+1)
+		}
+	}
+	end := func(i int) int { // the end of line i (0-based), its newline included
+		if i+1 < len(starts) {
+			return starts[i+1]
+		}
+		return len(src)
+	}
+	i := sort.Search(len(starts), func(i int) bool { return fails(end(i)) })
+	if i == len(starts) { // not a monotone search: keep the library's line
+		return 0, 0, false
+	}
+	var cuts []int // the offset after each character of the line
+	for o := starts[i]; o < end(i); {
+		_, w := utf8.DecodeRune(src[o:])
+		o += w
+		cuts = append(cuts, o)
+	}
+	j := sort.Search(len(cuts), func(j int) bool { return fails(cuts[j]) })
+	if j == len(cuts) {
+		j = 0
+	}
+	return i + 1, j + 1, true
 }
 
 func (f *File) pos(n *yaml.Node) pipeline.Pos {

@@ -189,8 +189,18 @@ func TestErrors(t *testing.T) {
 	}{
 		{"empty file", "", []string{"p.yaml:1:1: file is empty: a pipeline needs at least a name and steps"}},
 		{"not a mapping", "- a\n- b\n", []string{"p.yaml:1:1: a pipeline file must be a mapping with name and steps, not a list"}},
-		{"yaml syntax", "name: p\nsteps: [\n", []string{"p.yaml:2:1: invalid YAML: did not find expected node content"}},
+		{"yaml syntax", "name: p\nsteps: [\n", []string{"p.yaml:2:8: invalid YAML: did not find expected node content"}},
 		{"tab indentation", "name: p\nsteps:\n\t- name: a\n", []string{"p.yaml:3:1: invalid YAML: found character that cannot start any token"}},
+		// go-yaml names the line before the enclosing block's start for
+		// these; the diagnostic points at the text that breaks the block.
+		{"key indented under a flow value", head + "  - name: a\n    executor: scripted\n    verifier:\n      executor: scripted\n    executor_config: {model: m}\n      combination_strategy: veto\n",
+			[]string{"p.yaml:8:7: invalid YAML: did not find expected key"}},
+		{"list item indented into a step", head + "  - name: a\n    executor: scripted\n   - name: b\n", []string{"p.yaml:5:4: invalid YAML: did not find expected '-' indicator"}},
+		{"step key outdented", head + "  - name: a\n    executor: scripted\n  executor: b\n", []string{"p.yaml:5:11: invalid YAML: did not find expected '-' indicator"}},
+		{"tab inside a step", head + "  - name: a\n\texecutor: scripted\n", []string{"p.yaml:4:1: invalid YAML: found a tab character that violates indentation"}},
+		{"colon in a plain value", head + "  - name: a\n    prompt_template: Summary: {{ x }}\n", []string{"p.yaml:4:29: invalid YAML: mapping values are not allowed in this context"}},
+		{"unclosed quote", head + "  - name: a\n    prompt_template: \"Alert é\n    when: x\n", []string{"p.yaml:4:22: invalid YAML: found unexpected end of stream"}},
+		{"unclosed flow mapping", head + "  - name: a\n    executor_config: {model: m, agent: x\n    prompt_template: hi\n", []string{"p.yaml:4:33: invalid YAML: did not find expected ',' or '}'"}},
 		{"duplicate yaml key", "name: p\nname: q\nsteps: []\n", []string{`p.yaml:2:1: duplicate key "name" (first written at 1:1)`, "p.yaml:3:8: steps needs at least 1 entry"}},
 		{"missing name and steps", "description: x\n", []string{
 			`p.yaml:1:1: missing required field "name"`,
@@ -456,5 +466,33 @@ func TestExamplePipelines(t *testing.T) {
 func TestSchemaIsValidJSONSchema(t *testing.T) {
 	if _, err := compiledSchema(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSyntaxPosBound checks that a YAML error is located in a source of
+// up to maxLocateBytes, and that a larger one keeps the line the YAML
+// library names.
+func TestSyntaxPosBound(t *testing.T) {
+	const tail = "name: p\nsteps:\n  - name: a\n    executor: scripted\n   - name: b\n"
+	src := func(size int) []byte {
+		pad := size - len(tail) - 2 // "#" and its newline
+		return []byte("#" + strings.Repeat("x", pad) + "\n" + tail)
+	}
+	for _, c := range []struct {
+		size int
+		want string
+	}{
+		{maxLocateBytes - 1, "p.yaml:6:4: invalid YAML: did not find expected '-' indicator"},
+		{maxLocateBytes, "p.yaml:6:4: invalid YAML: did not find expected '-' indicator"},
+		{maxLocateBytes + 1, "p.yaml:3:1: invalid YAML: did not find expected '-' indicator"},
+	} {
+		b := src(c.size)
+		if len(b) != c.size {
+			t.Fatalf("source of %d bytes, want %d", len(b), c.size)
+		}
+		_, ds := Parse("p.yaml", b)
+		if len(ds) != 1 || ds[0].String() != c.want {
+			t.Errorf("%d bytes: diagnostics %v, want %q", c.size, ds, c.want)
+		}
 	}
 }
