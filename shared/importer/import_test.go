@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/stepline/stepline/shared/project"
+	"github.com/stepline/stepline/shared/secret"
 )
 
 func readTree(t *testing.T, dir string) map[string]string {
@@ -375,6 +379,9 @@ func TestWebhookBody(t *testing.T) {
 		{"form", step(", content_type: application/x-www-form-urlencoded", `{"a": "{{ x }}"}`), "prompt_template: '{\"a\": \"{{ x }}\"}'"},
 		{"not an object", step("", `["{{ x }}"]`), "prompt_template: '[\"{{ x }}\"]'"},
 		{"tag inside", step("", `{"a": "{% if x %}y{% endif %}"}`), "prompt_template: '{\"a\": \"{% if x %}y{% endif %}\"}'"},
+		// The reference sent its body as rendered, never secret-expanded;
+		// a payload's values are, so each $ is written $$.
+		{"dollar", step("", `{"a": "cost ${PRICE} or $5", "b": ["$$"]}`), "payload:\n        a: \"cost $${PRICE} or $$5\"\n        b:\n          - \"$$$$\"\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -384,6 +391,32 @@ func TestWebhookBody(t *testing.T) {
 				t.Errorf("output lacks\n%s\n---\n%s", tt.want, out)
 			}
 		})
+	}
+}
+
+// TestWebhookBodyText: the payload a webhook body becomes, once its
+// secret references are resolved as the webhook executor resolves them,
+// is the text the reference sent, also where that text looks like a
+// reference to a secret that is set.
+func TestWebhookBodyText(t *testing.T) {
+	const body = `{"text": "costs ${PRICE}, $5, $$ and ${ not a ref"}`
+	src := "name: p\nsteps:\n  - name: w\n    executor: webhook\n    executor_config: {url: https://x.example.com}\n    prompt_template: '" + body + "'\n"
+	imp := newImporter(parseConfig("config.yaml", nil), Options{})
+	out, _ := imp.convertFile("p.yaml", []byte(src), false)
+	var conv struct {
+		Steps []struct {
+			ExecutorConfig struct {
+				Payload map[string]string `yaml:"payload"`
+			} `yaml:"executor_config"`
+		} `yaml:"steps"`
+	}
+	if err := yaml.Unmarshal(out, &conv); err != nil || len(conv.Steps) != 1 {
+		t.Fatalf("converted file: %v\n%s", err, out)
+	}
+	env := secret.Env(func(name string) string { return map[string]string{"PRICE": "s3cret"}[name] })
+	got, err := secret.Expand(context.Background(), env, conv.Steps[0].ExecutorConfig.Payload["text"])
+	if want := "costs ${PRICE}, $5, $$ and ${ not a ref"; err != nil || got != want {
+		t.Errorf("payload text resolves to %q (%v), want %q\n%s", got, err, want, out)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/secret"
 )
 
 // fileConv converts one pipeline or library step file in place, on its
@@ -685,13 +686,43 @@ func (f *fileConv) webhookBody(s *yaml.Node) {
 	cfg.Style = 0
 	cfg.Content = append(cfg.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "payload"}, payload)
 	key := keyOf(s, "prompt_template")
-	f.notes = append(f.notes, Note{File: f.file, Line: key.Line, Col: key.Column, Level: Converted, Kind: "webhook body", Msg: "a JSON prompt_template of a webhook step → executor_config.payload (each value rendered, then encoded)"})
+	msg := "a JSON prompt_template of a webhook step → executor_config.payload (each value rendered, then encoded)"
+	if escapeDollars(payload) {
+		msg += "; each $ is written $$, as the reference sent the body's ${NAME} as text and Stepline resolves a payload's"
+	}
+	f.notes = append(f.notes, Note{File: f.file, Line: key.Line, Col: key.Column, Level: Converted, Kind: "webhook body", Msg: msg})
 	for i := 0; i+1 < len(s.Content); i += 2 {
 		if s.Content[i] == key {
 			s.Content = append(s.Content[:i], s.Content[i+2:]...)
 			break
 		}
 	}
+}
+
+// escapeDollars writes each "$" of the string values under n as "$$"
+// (secret.Escape), and reports whether it found one. The reference sent
+// a webhook's prompt_template as rendered, never resolving a ${NAME} in
+// it, while Stepline resolves the references a payload's values write:
+// escaped, a body that held "${PRICE}" still sends that text, and never
+// the value of a secret that happens to have the name. Keys are sent as
+// written either way.
+func escapeDollars(n *yaml.Node) bool {
+	found := false
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Tag == "!!str" && strings.Contains(n.Value, "$") {
+			n.Value, found = secret.Escape(n.Value), true
+		}
+	case yaml.SequenceNode:
+		for _, v := range n.Content {
+			found = escapeDollars(v) || found
+		}
+	case yaml.MappingNode:
+		for i := 1; i < len(n.Content); i += 2 {
+			found = escapeDollars(n.Content[i]) || found
+		}
+	}
+	return found
 }
 
 // jsonNode reads one JSON value as a YAML node, keeping key order.
