@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/stepline/stepline/shared/asl"
@@ -73,38 +74,30 @@ func BuildFileIn(path string, env Env) (*File, *asl.StateMachine, Diagnostics, e
 }
 
 // checkChildren reports each step of executor pipeline whose pipeline no
-// pipeline file (*.yaml, *.yml) in dir defines.
+// pipeline file (*.yaml, *.yml) in dir defines, runs as an Express
+// workflow, or leads back into a cycle of sub-pipelines.
 func checkChildren(f *File, dir string) Diagnostics {
 	type use struct {
 		where string
 		pos   pipeline.Pos
 	}
-	uses := map[string][]use{}
-	add := func(where, exec string, cfg map[string]any, fs pipeline.Fields, pos pipeline.Pos) {
-		if child, ok := cfg["pipeline"].(string); ok && exec == pipeline.ExecPipeline && pipelineNameRE.MatchString(child) {
-			uses[child] = append(uses[child], use{where, fieldPos(fs, "executor_config", pos)})
-		}
-	}
 	if f == nil || f.Pipeline == nil {
 		return nil
 	}
-	for _, n := range f.Pipeline.Steps {
-		switch n := n.(type) {
-		case *pipeline.Step:
-			add(fmt.Sprintf("step %q", n.Name), n.Executor, n.ExecutorConfig, n.Fields, n.Pos)
-		case *pipeline.Parallel:
-			for _, b := range n.Branches {
-				add(fmt.Sprintf("branch %q of parallel %q", b.Name, n.Name), b.Executor, b.ExecutorConfig, b.Fields, b.Pos)
-			}
-		case *pipeline.FanOut:
-			add(fmt.Sprintf("fan_out %q", n.Name), n.Executor, n.ExecutorConfig, n.Fields, n.Pos)
+	uses := map[string][]use{}
+	var order []string // the children, in the order the steps name them
+	forEachChild(f.Pipeline, func(where, child string, pos pipeline.Pos) {
+		if _, seen := uses[child]; !seen {
+			order = append(order, child)
 		}
-	}
+		uses[child] = append(uses[child], use{where, pos})
+	})
 	if len(uses) == 0 {
 		return nil
 	}
 	defined := map[string]bool{f.Pipeline.Name: true}
 	express := map[string]pipeline.Workflow{} // children that would run as Express workflows
+	runs := map[string][]string{}             // the sub-pipelines each pipeline in dir runs
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		ext := strings.ToLower(filepath.Ext(e.Name()))
@@ -120,22 +113,90 @@ func checkChildren(f *File, dir string) Diagnostics {
 			if _, used := uses[pf.Pipeline.Name]; used && !pds.HasErrors() && WorkflowOf(pf.Pipeline).Type == pipeline.WorkflowExpress {
 				express[pf.Pipeline.Name] = pf.Pipeline.Workflow
 			}
+			forEachChild(pf.Pipeline, func(_, child string, _ pipeline.Pos) {
+				runs[pf.Pipeline.Name] = append(runs[pf.Pipeline.Name], child)
+			})
 		}
 	}
+	runs[f.Pipeline.Name] = order // the file as built, whatever dir holds
 	var ds Diagnostics
-	for child, us := range uses {
+	for _, child := range order {
+		us := uses[child]
 		if wf, ok := express[child]; ok {
 			for _, u := range us {
 				ds.errorf(u.pos, "%s: executor_config.pipeline %q runs as an Express workflow (workflow: %s): a sub-pipeline must be a Standard workflow, which its parent starts and waits for (startExecution.sync:2): set workflow: standard in its file", u.where, child, wf)
 			}
 			continue
 		}
-		if defined[child] {
+		if !defined[child] {
+			for _, u := range us {
+				ds.errorf(u.pos, "%s: executor_config.pipeline %q: no pipeline file in %s defines it, and run, serve and the CDK app look for it there", u.where, child, dir)
+			}
 			continue
 		}
-		for _, u := range us {
-			ds.errorf(u.pos, "%s: executor_config.pipeline %q: no pipeline file in %s defines it, and run, serve and the CDK app look for it there", u.where, child, dir)
+		if path := cycleFrom(runs, f.Pipeline.Name, child); path != nil {
+			what := "leads to a cycle of sub-pipelines"
+			if path[len(path)-1] == f.Pipeline.Name {
+				what = "runs this pipeline again"
+			}
+			for _, u := range us {
+				ds.errorf(u.pos, "%s: executor_config.pipeline %q %s (%s): sub-pipelines may not form a cycle: each run would wait on a new run of a pipeline already running, with no bound on the depth", u.where, child, what, strings.Join(path, " → "))
+			}
 		}
 	}
 	return ds
+}
+
+// forEachChild calls fn with each step, branch and fan_out of p that runs
+// a sub-pipeline, the pipeline it names and the position of its
+// executor_config.
+func forEachChild(p *pipeline.Pipeline, fn func(where, child string, pos pipeline.Pos)) {
+	add := func(where, exec string, cfg map[string]any, fs pipeline.Fields, pos pipeline.Pos) {
+		if child, ok := cfg["pipeline"].(string); ok && exec == pipeline.ExecPipeline && pipelineNameRE.MatchString(child) {
+			fn(where, child, fieldPos(fs, "executor_config", pos))
+		}
+	}
+	for _, n := range p.Steps {
+		switch n := n.(type) {
+		case *pipeline.Step:
+			add(fmt.Sprintf("step %q", n.Name), n.Executor, n.ExecutorConfig, n.Fields, n.Pos)
+		case *pipeline.Parallel:
+			for _, b := range n.Branches {
+				add(fmt.Sprintf("branch %q of parallel %q", b.Name, n.Name), b.Executor, b.ExecutorConfig, b.Fields, b.Pos)
+			}
+		case *pipeline.FanOut:
+			add(fmt.Sprintf("fan_out %q", n.Name), n.Executor, n.ExecutorConfig, n.Fields, n.Pos)
+		}
+	}
+}
+
+// cycleFrom returns the path root → child → … that first comes back to a
+// pipeline already on it, following runs (each pipeline's sub-pipelines)
+// depth first, or nil when no cycle is reachable from child. Each
+// pipeline is explored once, so the search is linear in runs.
+func cycleFrom(runs map[string][]string, root, child string) []string {
+	path := []string{root}
+	onPath := map[string]bool{root: true}
+	done := map[string]bool{}
+	var visit func(name string) []string
+	visit = func(name string) []string {
+		path = append(path, name)
+		if onPath[name] {
+			return slices.Clone(path)
+		}
+		if done[name] {
+			path = path[:len(path)-1]
+			return nil
+		}
+		onPath[name] = true
+		for _, next := range runs[name] {
+			if found := visit(next); found != nil {
+				return found
+			}
+		}
+		onPath[name], done[name] = false, true
+		path = path[:len(path)-1]
+		return nil
+	}
+	return visit(child)
 }

@@ -146,7 +146,19 @@ func TestBuildFileFindsChildren(t *testing.T) {
 			`parent.yaml:3:52: step "s": executor_config.pipeline "child" runs as an Express workflow (workflow: auto): a sub-pipeline must be a Standard workflow`},
 		{"a Standard child", "child", map[string]string{"child.yaml": "name: child\nworkflow: standard\nsteps: [{name: a, executor: scripted, timeout_seconds: 10}]\n"}, ""},
 		{"beside it as .yml", "child", map[string]string{"other.yml": "name: child\nsteps: [{name: a, executor: scripted}]\n"}, ""},
-		{"itself", "parent", nil, ""},
+		// A pipeline that runs itself, directly or through others, would
+		// wait on a new run of itself at every level, with no bound.
+		{"itself", "parent", nil,
+			`parent.yaml:3:52: step "s": executor_config.pipeline "parent" runs this pipeline again (parent → parent): sub-pipelines may not form a cycle`},
+		{"itself through another", "child", map[string]string{"child.yaml": "name: child\nworkflow: standard\nsteps: [{name: a, executor: pipeline, executor_config: {pipeline: parent}}]\n"},
+			`parent.yaml:3:52: step "s": executor_config.pipeline "child" runs this pipeline again (parent → child → parent): sub-pipelines may not form a cycle`},
+		{"a cycle further down", "child", map[string]string{
+			"child.yaml": "name: child\nworkflow: standard\nsteps:\n  - parallel:\n      name: g\n      steps: [{name: a, executor: pipeline, executor_config: {pipeline: grandchild}}]\n",
+			"gc.yaml":    "name: grandchild\nworkflow: standard\nsteps:\n  - fan_out: {name: f, over: '[1]', executor: pipeline, executor_config: {pipeline: child}}\n"},
+			`parent.yaml:3:52: step "s": executor_config.pipeline "child" leads to a cycle of sub-pipelines (parent → child → grandchild → child): sub-pipelines may not form a cycle`},
+		{"a chain", "child", map[string]string{
+			"child.yaml": "name: child\nworkflow: standard\nsteps: [{name: a, executor: pipeline, executor_config: {pipeline: grandchild}}, {name: b, executor: pipeline, executor_config: {pipeline: grandchild}}]\n",
+			"gc.yaml":    "name: grandchild\nworkflow: standard\nsteps: [{name: a, executor: scripted}]\n"}, ""},
 		{"a file with errors still names it", "child", map[string]string{"child.yaml": "name: child\nsteps: []\n"}, ""},
 		{"nowhere", "child", map[string]string{"other.yaml": "name: other\nsteps: [{name: a, executor: scripted}]\n"},
 			`parent.yaml:3:52: step "s": executor_config.pipeline "child": no pipeline file in `},
