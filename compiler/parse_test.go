@@ -330,7 +330,14 @@ func TestErrors(t *testing.T) {
 			`p.yaml:2:8: stage "prod" is not one of testing, production (did you mean "production"?)`,
 		}},
 		{"bad step name", head + "  - {name: \"a b\", executor: scripted}\n", []string{
-			`p.yaml:3:12: step "a b": name "a b" may hold only letters, digits, '-' and '_', starting with a letter or digit`,
+			`p.yaml:3:12: step "a b": name "a b" may hold only ASCII letters, digits, '-' and '_', starting with a letter or digit`,
+		}},
+		// é is a letter, but not one a name may hold.
+		{"non-ASCII step name", head + "  - {name: \"analyse-détail\", executor: scripted}\n", []string{
+			`p.yaml:3:12: step "analyse-détail": name "analyse-détail" may hold only ASCII letters, digits, '-' and '_', starting with a letter or digit`,
+		}},
+		{"non-ASCII fan_out as", head + "  - fan_out: {name: f, over: '[1]', as: élément, executor: scripted}\n", []string{
+			`p.yaml:3:41: fan_out "f": as "élément" must be an identifier (ASCII letters, digits, '_')`,
 		}},
 		{"unknown include root", "name: p\ncontext_template: {include: [lables.service]}\nsteps: [{name: a, executor: scripted}]\n", []string{
 			`p.yaml:2:30: context_template.include: unknown path "lables.service": it starts with one of severity, summary, source, pipeline, received_at, labels, metadata, fingerprint, team (did you mean "labels"?)`,
