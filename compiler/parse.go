@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/stepline/stepline/internal/lazyregexp"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/yamldoc"
 )
@@ -103,96 +101,11 @@ func parse(name string, src []byte, lib *Library) (*File, Diagnostics) {
 	return f, ds
 }
 
-var yamlLineRE = lazyregexp.New(`^yaml: (?:line (\d+): )?(.*)$`)
-
 // yamlError turns a YAML syntax error in src into a positioned
-// diagnostic. The YAML library's message names, for most structural
-// errors, the line before the start of the block that holds the problem
-// (a bad indentation three lines into a step names the line above the
-// step); syntaxPos finds the text that breaks the document instead.
+// diagnostic, at the text that breaks the document (yamldoc.SyntaxError).
 func yamlError(name string, src []byte, err error) Diagnostic {
-	line, msg := yamlMessage(err)
-	pos := pipeline.Pos{File: name, Line: line, Col: 1}
-	if _, typed := err.(*yaml.TypeError); !typed {
-		if l, c, ok := syntaxPos(src, msg); ok {
-			pos.Line, pos.Col = l, c
-		}
-	}
-	return Diagnostic{Pos: pos, Msg: "invalid YAML: " + msg}
-}
-
-// yamlMessage splits a YAML error into the line it names (1 when none)
-// and its message.
-func yamlMessage(err error) (int, string) {
-	msg := err.Error()
-	if te, ok := err.(*yaml.TypeError); ok && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
-	line := 1
-	if m := yamlLineRE.FindStringSubmatch(strings.SplitN(msg, "\n", 2)[0]); m != nil {
-		if m[1] != "" {
-			line, _ = strconv.Atoi(m[1])
-		}
-		msg = m[2]
-	}
-	return line, msg
-}
-
-// maxLocateBytes bounds the source syntaxPos searches: each probe parses
-// a prefix of it.
-const maxLocateBytes = 1 << 20
-
-// syntaxPos finds where the YAML syntax error msg arises in src: at the
-// end of the shortest prefix of src that fails with the same message,
-// that is the character whose reading breaks the document (a prefix
-// that stops before it is either valid or fails otherwise, on its
-// unexpected end). The prefix is found by bisection, over whole lines
-// first, then over the characters of the line found; the column counts
-// characters, as the YAML library's positions do. ok is false when src
-// is larger than maxLocateBytes or does not fail with msg.
-func syntaxPos(src []byte, msg string) (line, col int, ok bool) {
-	if len(src) > maxLocateBytes {
-		return 0, 0, false
-	}
-	fails := func(n int) bool {
-		var doc yaml.Node
-		err := yaml.Unmarshal(src[:n], &doc)
-		if err == nil {
-			return false
-		}
-		_, m := yamlMessage(err)
-		return m == msg
-	}
-	if !fails(len(src)) {
-		return 0, 0, false
-	}
-	starts := []int{0} // the offset of each line
-	for i, b := range src {
-		if b == '\n' && i+1 < len(src) {
-			starts = append(starts, i+1)
-		}
-	}
-	end := func(i int) int { // the end of line i (0-based), its newline included
-		if i+1 < len(starts) {
-			return starts[i+1]
-		}
-		return len(src)
-	}
-	i := sort.Search(len(starts), func(i int) bool { return fails(end(i)) })
-	if i == len(starts) { // not a monotone search: keep the library's line
-		return 0, 0, false
-	}
-	var cuts []int // the offset after each character of the line
-	for o := starts[i]; o < end(i); {
-		_, w := utf8.DecodeRune(src[o:])
-		o += w
-		cuts = append(cuts, o)
-	}
-	j := sort.Search(len(cuts), func(j int) bool { return fails(cuts[j]) })
-	if j == len(cuts) {
-		j = 0
-	}
-	return i + 1, j + 1, true
+	e := yamldoc.SyntaxError(src, err)
+	return Diagnostic{Pos: pipeline.Pos{File: name, Line: e.Line, Col: e.Column}, Msg: "invalid YAML: " + e.Msg}
 }
 
 func (f *File) pos(n *yaml.Node) pipeline.Pos {

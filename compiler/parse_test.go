@@ -475,31 +475,3 @@ func TestSchemaIsValidJSONSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-// TestSyntaxPosBound checks that a YAML error is located in a source of
-// up to maxLocateBytes, and that a larger one keeps the line the YAML
-// library names.
-func TestSyntaxPosBound(t *testing.T) {
-	const tail = "name: p\nsteps:\n  - name: a\n    executor: scripted\n   - name: b\n"
-	src := func(size int) []byte {
-		pad := size - len(tail) - 2 // "#" and its newline
-		return []byte("#" + strings.Repeat("x", pad) + "\n" + tail)
-	}
-	for _, c := range []struct {
-		size int
-		want string
-	}{
-		{maxLocateBytes - 1, "p.yaml:6:4: invalid YAML: did not find expected '-' indicator"},
-		{maxLocateBytes, "p.yaml:6:4: invalid YAML: did not find expected '-' indicator"},
-		{maxLocateBytes + 1, "p.yaml:3:1: invalid YAML: did not find expected '-' indicator"},
-	} {
-		b := src(c.size)
-		if len(b) != c.size {
-			t.Fatalf("source of %d bytes, want %d", len(b), c.size)
-		}
-		_, ds := Parse("p.yaml", b)
-		if len(ds) != 1 || ds[0].String() != c.want {
-			t.Errorf("%d bytes: diagnostics %v, want %q", c.size, ds, c.want)
-		}
-	}
-}

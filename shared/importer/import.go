@@ -133,7 +133,7 @@ func Import(src, dest string, opt Options) (*Result, error) {
 	res := &Result{}
 	var cfgRoot *yaml.Node
 	if doc, err := yamldoc.Parse(cfgSrc); err != nil {
-		return nil, fmt.Errorf("config.yaml: %w", err)
+		return nil, fmt.Errorf("config.yaml:%w", yamldoc.SyntaxError(cfgSrc, err))
 	} else if len(doc.Content) > 0 {
 		cfgRoot = doc.Content[0]
 	}
@@ -290,12 +290,13 @@ func (imp *importer) convertFile(rel string, data []byte, library bool) ([]byte,
 	}
 	doc, err := yamldoc.Parse(data)
 	if err != nil {
-		line, col := 1, 1
 		var ye *yamldoc.Error
-		if errors.As(err, &ye) {
-			line, col = ye.Line, ye.Column
+		msg := "not imported: " + err.Error()
+		if !errors.As(err, &ye) { // a syntax error, placed where the text breaks
+			ye = yamldoc.SyntaxError(data, err)
+			msg = "not imported: invalid YAML: " + ye.Msg
 		}
-		return nil, []Note{{File: rel, Line: line, Col: col, Level: Person, Kind: "file", Msg: "not imported: " + err.Error()}}
+		return nil, []Note{{File: rel, Line: ye.Line, Col: ye.Column, Level: Person, Kind: "file", Msg: msg}}
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, []Note{{File: rel, Line: 1, Col: 1, Level: Person, Kind: "file", Msg: "not a mapping: not imported"}}

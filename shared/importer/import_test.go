@@ -300,6 +300,33 @@ func TestConvertFileAliases(t *testing.T) {
 	}
 }
 
+// TestConvertFileSyntaxError: a file that is not YAML is a note at the
+// text that breaks it, not at the line before its enclosing block that
+// the YAML library names.
+func TestConvertFileSyntaxError(t *testing.T) {
+	imp := newImporter(parseConfig("config.yaml", nil), Options{})
+	src := "name: p\nsteps:\n  - name: a\n    executor: gateway\n    verifier:\n      executor: gateway\n    executor_config: {agent: x}\n      combination_strategy: veto\n"
+	out, notes := imp.convertFile("p.yaml", []byte(src), false)
+	if out != nil || len(notes) != 1 {
+		t.Fatalf("output %q, notes %v", out, notes)
+	}
+	n := notes[0]
+	if n.Line != 8 || n.Col != 7 || n.Level != Person || n.Msg != "not imported: invalid YAML: did not find expected key" {
+		t.Errorf("note %d:%d %v %q, want 8:7 needing a person: not imported: invalid YAML: did not find expected key", n.Line, n.Col, n.Level, n.Msg)
+	}
+}
+
+// TestImportConfigSyntaxError: a config.yaml that is not YAML is refused
+// at the text that breaks it.
+func TestImportConfigSyntaxError(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, map[string]string{"config.yaml": "executors:\n  gateway:\n    url: ws://gw\n   token: x\n"})
+	_, err := Import(src, t.TempDir(), Options{})
+	if err == nil || err.Error() != "config.yaml:4:4: did not find expected key" {
+		t.Errorf("Import: %v", err)
+	}
+}
+
 func writeTree(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	for p, b := range files {
