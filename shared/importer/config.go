@@ -343,12 +343,18 @@ func (c *config) pricing(n *yaml.Node) {
 	}
 }
 
-// projectFile is stepline.yaml for the imported project.
-func (c *config) projectFile() []byte {
+// projectFile is stepline.yaml for the imported project. library says
+// whether the import writes library steps: only then does it name the
+// steps directory, which Stepline warns about when it is missing (the
+// default, steps, still finds a library a person adds later).
+func (c *config) projectFile(library bool) []byte {
 	var b strings.Builder
 	b.WriteString("# Stepline project file, imported from the reference's config.yaml by\n")
 	b.WriteString("# \"stepline import vectorstep\". Secrets stay ${NAME} references.\n")
-	b.WriteString("pipelines: pipelines\nsteps: steps\n")
+	b.WriteString("pipelines: pipelines\n")
+	if library {
+		b.WriteString("steps: steps\n")
+	}
 	if c.gateway.url != "" || c.openclaw.url != "" || c.openclaw.identity != "" {
 		b.WriteString("executors:\n")
 		if c.gateway.url != "" {

@@ -69,12 +69,12 @@ human_approval:
         bot_token: "${APPROVAL_BOT_TOKEN}"
         chat_id: "-100999"
 `
-	if got := string(c.projectFile()); got != wantProject {
+	if got := string(c.projectFile(true)); got != wantProject {
 		t.Errorf("stepline.yaml:\n%s\nwant:\n%s", got, wantProject)
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, project.FileName)
-	p := project.Parse(path, c.projectFile())
+	p := project.Parse(path, c.projectFile(true))
 	if len(p.Diagnostics) != 0 {
 		t.Errorf("stepline.yaml: %v", p.Diagnostics)
 	}
@@ -133,7 +133,7 @@ func TestConfigSecrets(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := parseConfigText(t, tt.src)
-			got := string(c.projectFile())
+			got := string(c.projectFile(true))
 			if !strings.Contains(got, tt.want) || strings.Contains(got, "s3cr3t") {
 				t.Errorf("stepline.yaml:\n%s\nwant %s", got, tt.want)
 			}

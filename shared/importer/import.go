@@ -146,7 +146,7 @@ func Import(src, dest string, opt Options) (*Result, error) {
 	imp.calibrationConfig()
 	res.Notes = append(res.Notes, cfg.notes...)
 
-	plan := []planned{{path: "stepline.yaml", kind: "project", data: cfg.projectFile()}}
+	plan := []planned{{path: "stepline.yaml", kind: "project"}} // written once the library steps are known
 	if b := cfg.tokensFile(); b != nil {
 		plan = append(plan, planned{"tokens.yaml", "tokens", b})
 	}
@@ -195,6 +195,7 @@ func Import(src, dest string, opt Options) (*Result, error) {
 			}
 		}
 	}
+	plan[0].data = cfg.projectFile(len(res.Steps) > 0)
 	sortNotes(res.Notes)
 	files, err := write(dest, plan, opt.Force)
 	if err != nil {

@@ -327,6 +327,39 @@ func TestImportConfigSyntaxError(t *testing.T) {
 	}
 }
 
+// TestImportWithoutLibrary: a source without a step library gives a
+// project that loads without a warning (stepline.yaml named a steps
+// directory the import never wrote, and every command warned of it).
+func TestImportWithoutLibrary(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		steps bool
+	}{
+		{"no library", map[string]string{"config.yaml": "{}\n", "pipelines/a.yaml": "name: a\nsteps: [{name: s, executor: human}]\n"}, false},
+		{"an empty library", map[string]string{"config.yaml": "{}\n", "pipelines/a.yaml": "name: a\nsteps: [{name: s, executor: human}]\n", "steps/README": "x"}, false},
+		{"a library step", map[string]string{"config.yaml": "{}\n", "pipelines/a.yaml": "name: a\nsteps: [{name: s, executor: human}]\n", "steps/h.yaml": "name: h\nexecutor: human\n"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src, dest := t.TempDir(), t.TempDir()
+			writeTree(t, src, c.files)
+			if _, err := Import(src, dest, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			p, err := project.Load(filepath.Join(dest, project.FileName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Diagnostics) != 0 {
+				t.Errorf("stepline.yaml: %v", p.Diagnostics)
+			}
+			if got := len(p.StepFiles) > 0; got != c.steps {
+				t.Errorf("library steps loaded: %v, want %v", got, c.steps)
+			}
+		})
+	}
+}
+
 func writeTree(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	for p, b := range files {
