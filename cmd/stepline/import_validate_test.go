@@ -16,9 +16,8 @@ import (
 func TestImportValidateProjectProblemOnce(t *testing.T) {
 	src := t.TempDir()
 	files := map[string]string{
-		// A whole-value ${NAME} is read from the environment in the
-		// reference's config.yaml; Stepline's identity is a path.
-		"config.yaml":      "pipeline_config_dir: pipelines\nexecutors:\n  openclaw: {url: \"ws://oc:1\", identity_dir: \"${OPENCLAW_IDENTITY}\"}\n",
+		// A URL the project file refuses, copied as written.
+		"config.yaml":      "pipeline_config_dir: pipelines\nexecutors:\n  gateway: {url: \"ftp://gw.example.com\"}\n",
 		"pipelines/a.yaml": "name: a\nsteps: [{name: s, executor: human}]\n",
 		"pipelines/b.yaml": "name: b\nsteps: [{name: s, executor: human}]\n",
 		"steps/lib.yaml":   "name: lib\nexecutor: human\n",
@@ -43,7 +42,7 @@ func TestImportValidateProjectProblemOnce(t *testing.T) {
 	if n := strings.Count(validate, problem); n != 1 {
 		t.Errorf("the project's problem is printed %d times, want once:\n%s", n, validate)
 	}
-	if !strings.Contains(validate, "executors.openclaw.identity") {
+	if !strings.Contains(validate, "executors.gateway.url") {
 		t.Errorf("the project's problem is not printed:\n%s", validate)
 	}
 	// A problem of the project fails every file in it, printed or not.

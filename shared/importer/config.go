@@ -275,7 +275,17 @@ func (c *config) executors(n *yaml.Node) {
 		case "openclaw":
 			c.openclaw.url = str(lookup(e[1], "url"))
 			c.openclaw.identity = str(lookup(e[1], "identity_dir"))
-			if id := c.openclaw.identity; id != "" && !strings.HasPrefix(id, "~") && !strings.HasPrefix(id, "/") {
+			if id := c.openclaw.identity; strings.Contains(id, "${") {
+				// The reference reads a whole-value ${NAME} of config.yaml
+				// from the environment (and keeps any other as text);
+				// Stepline's identity is a path and refuses a reference.
+				c.openclaw.identity = ""
+				how := "keeps it as text (it expands only a whole value)"
+				if secret.IsRef(id) {
+					how = "reads it from the environment"
+				}
+				c.add(keyOf(e[1], "identity_dir"), Person, "config executors.openclaw.identity_dir", fmt.Sprintf("executors.openclaw.identity_dir %q: the reference %s, and Stepline's identity is a path: write the directory as executors.openclaw.identity in stepline.yaml (on AWS the identity is the secrets OPENCLAW_DEVICE and OPENCLAW_DEVICE_AUTH)", id, how))
+			} else if id != "" && !strings.HasPrefix(id, "~") && !strings.HasPrefix(id, "/") {
 				c.add(keyOf(e[1], "identity_dir"), Check, "config executors.openclaw.identity_dir", "executors.openclaw.identity_dir is relative: the reference read it from its working directory, Stepline reads it from stepline.yaml's directory")
 			}
 		default:
