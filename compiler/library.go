@@ -158,7 +158,7 @@ func loadStep(path string, src []byte, env Env) (*LibraryStep, Diagnostics) {
 		ds.errorf(ls.Pos, "file is not valid UTF-8")
 		return ls, ds
 	}
-	doc, err := yamldoc.Parse(src)
+	doc, err := yamldoc.ParseSingle(src) // a second document would go unread
 	if err != nil {
 		var be *yamldoc.Error
 		if errors.As(err, &be) {

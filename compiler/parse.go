@@ -72,7 +72,7 @@ func parse(name string, src []byte, lib *Library) (*File, Diagnostics) {
 		ds.errorf(filePos, "file is not valid UTF-8")
 		return nil, ds
 	}
-	doc, err := yamldoc.Parse(src)
+	doc, err := yamldoc.ParseSingle(src) // a second document would go unread
 	if err != nil {
 		var be *yamldoc.Error
 		if errors.As(err, &be) {

@@ -191,6 +191,11 @@ func TestErrors(t *testing.T) {
 		{"not a mapping", "- a\n- b\n", []string{"p.yaml:1:1: a pipeline file must be a mapping with name and steps, not a list"}},
 		{"yaml syntax", "name: p\nsteps: [\n", []string{"p.yaml:2:8: invalid YAML: did not find expected node content"}},
 		{"tab indentation", "name: p\nsteps:\n\t- name: a\n", []string{"p.yaml:3:1: invalid YAML: found character that cannot start any token"}},
+		// The reference refused a file of two documents; the second was
+		// ignored here, unchecked.
+		{"second document", "name: p\nsteps: [{name: a, executor: scripted}]\n---\nname: q\nsteps: [{name: b, executor: scriptd}]\n",
+			[]string{"p.yaml:3:1: a second YAML document starts here: a file holds one document; put the other in a file of its own"}},
+		{"second document not YAML", "name: p\nsteps: [{name: a, executor: scripted}]\n---\nname: [q\n", []string{"p.yaml:4:8: invalid YAML: did not find expected ',' or ']'"}},
 		// go-yaml names the line before the enclosing block's start for
 		// these; the diagnostic points at the text that breaks the block.
 		{"key indented under a flow value", head + "  - name: a\n    executor: scripted\n    verifier:\n      executor: scripted\n    executor_config: {model: m}\n      combination_strategy: veto\n",
@@ -201,6 +206,7 @@ func TestErrors(t *testing.T) {
 		{"colon in a plain value", head + "  - name: a\n    prompt_template: Summary: {{ x }}\n", []string{"p.yaml:4:29: invalid YAML: mapping values are not allowed in this context"}},
 		{"unclosed quote", head + "  - name: a\n    prompt_template: \"Alert é\n    when: x\n", []string{"p.yaml:4:22: invalid YAML: found unexpected end of stream"}},
 		{"unclosed flow mapping", head + "  - name: a\n    executor_config: {model: m, agent: x\n    prompt_template: hi\n", []string{"p.yaml:4:33: invalid YAML: did not find expected ',' or '}'"}},
+		{"trailing document marker", "name: p\nsteps: [{name: a, executor: scripted}]\n---\n# nothing\n", nil},
 		{"duplicate yaml key", "name: p\nname: q\nsteps: []\n", []string{`p.yaml:2:1: duplicate key "name" (first written at 1:1)`, "p.yaml:3:8: steps needs at least 1 entry"}},
 		{"missing name and steps", "description: x\n", []string{
 			`p.yaml:1:1: missing required field "name"`,

@@ -289,14 +289,15 @@ func (imp *importer) convertFile(rel string, data []byte, library bool) ([]byte,
 	if !utf8.Valid(data) {
 		return nil, []Note{{File: rel, Line: 1, Col: 1, Level: Person, Kind: "file", Msg: "the file is not UTF-8: not imported"}}
 	}
-	doc, err := yamldoc.Parse(data)
+	doc, err := yamldoc.ParseSingle(data) // the reference refused a file of two documents
 	if err != nil {
 		var ye *yamldoc.Error
-		msg := "not imported: " + err.Error()
+		msg := "not imported: "
 		if !errors.As(err, &ye) { // a syntax error, placed where the text breaks
 			ye = yamldoc.SyntaxError(data, err)
-			msg = "not imported: invalid YAML: " + ye.Msg
+			msg += "invalid YAML: "
 		}
+		msg += ye.Msg
 		return nil, []Note{{File: rel, Line: ye.Line, Col: ye.Column, Level: Person, Kind: "file", Msg: msg}}
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {

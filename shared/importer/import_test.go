@@ -360,6 +360,25 @@ func TestImportWithoutLibrary(t *testing.T) {
 	}
 }
 
+// TestConvertFileTwoDocuments: the reference refused a pipeline file of
+// two YAML documents; the import wrote the first and dropped the second
+// unread.
+func TestConvertFileTwoDocuments(t *testing.T) {
+	imp := newImporter(parseConfig("config.yaml", nil), Options{})
+	src := "name: p\nsteps: [{name: a, executor: human}]\n---\nname: q\nsteps: [{name: b, executor: human}]\n"
+	out, notes := imp.convertFile("p.yaml", []byte(src), false)
+	if out != nil || len(notes) != 1 {
+		t.Fatalf("output %q, notes %v", out, notes)
+	}
+	if n := notes[0]; n.Line != 3 || n.Col != 1 || n.Level != Person || !strings.HasPrefix(n.Msg, "not imported: a second YAML document starts here") {
+		t.Errorf("note %d:%d %v %q", n.Line, n.Col, n.Level, n.Msg)
+	}
+	// A trailing document marker is no second document.
+	if out, notes := imp.convertFile("p.yaml", []byte("name: p\nsteps: [{name: a, executor: human}]\n---\n"), false); out == nil {
+		t.Errorf("a trailing --- is not imported: %v", notes)
+	}
+}
+
 func writeTree(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	for p, b := range files {

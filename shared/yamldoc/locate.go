@@ -1,6 +1,9 @@
 package yamldoc
 
 import (
+	"bytes"
+	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,7 +47,9 @@ func Message(err error) (line int, msg string) {
 // the end of the shortest prefix of src that fails with the same
 // message. A prefix that stops before that character is valid, or fails
 // otherwise, on its unexpected end. The prefix is found by bisection,
-// over whole lines first, then over the characters of the line found.
+// over whole lines first, then over the characters of the line found,
+// reading every document of each prefix (the error may lie in a later
+// one, see Single).
 // When src is larger than MaxLocateBytes, or no prefix fails so, the
 // error keeps the library's line, at column 1. An *Error (a bound
 // crossed) is returned as it is.
@@ -66,14 +71,19 @@ func locate(src []byte, msg string) (line, col int, ok bool) {
 	if len(src) > MaxLocateBytes {
 		return 0, 0, false
 	}
-	fails := func(n int) bool {
-		var doc yaml.Node
-		err := yaml.Unmarshal(src[:n], &doc)
-		if err == nil {
-			return false
+	fails := func(n int) bool { // the first error in the prefix's documents is msg
+		dec := yaml.NewDecoder(bytes.NewReader(src[:n]))
+		for {
+			var doc yaml.Node
+			err := dec.Decode(&doc)
+			if err == io.EOF {
+				return false
+			}
+			if err != nil {
+				_, m := Message(err)
+				return m == msg
+			}
 		}
-		_, m := Message(err)
-		return m == msg
 	}
 	if !fails(len(src)) {
 		return 0, 0, false
@@ -105,4 +115,40 @@ func locate(src []byte, msg string) (line, col int, ok bool) {
 		j = 0
 	}
 	return i + 1, j + 1, true
+}
+
+// ParseSingle is Parse for a source that holds one document, as every
+// pipeline and library step file does: it also refuses a second document
+// (an empty one, as a trailing "---" makes, counts as none) with an
+// *Error at its start, or, when the rest of data is not YAML, with the
+// YAML library's error (SyntaxError places it). Parse reads only the
+// first document, so a second one would go unread. The first document is
+// read once; what follows it costs only its own length.
+func ParseSingle(data []byte) (*yaml.Node, error) {
+	if len(data) > MaxBytes {
+		return nil, &Error{Line: 1, Column: 1, Msg: fmt.Sprintf("the document is larger than %d MiB", MaxBytes>>20)}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err == io.EOF {
+		return &yaml.Node{}, nil // no document, as Parse gives it
+	} else if err != nil {
+		return nil, err
+	}
+	if err := check(&doc); err != nil {
+		return nil, err
+	}
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if err == io.EOF {
+			return &doc, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if c := next.Content; len(c) > 0 && !(c[0].Kind == yaml.ScalarNode && c[0].Tag == "!!null" && c[0].Value == "") {
+			return nil, &Error{Line: next.Line, Column: next.Column, Msg: "a second YAML document starts here: a file holds one document; put the other in a file of its own"}
+		}
+	}
 }

@@ -3,6 +3,8 @@ package yamldoc
 import (
 	"strings"
 	"testing"
+
+	"github.com/stepline/stepline/shared/yamldoc/yamldoctest"
 )
 
 // TestSyntaxError: a syntax error is placed at the character whose
@@ -62,5 +64,48 @@ func TestSyntaxErrorKeepsBoundError(t *testing.T) {
 	want := &Error{Line: 3, Column: 4, Msg: "x"}
 	if got := SyntaxError(nil, want); got != want {
 		t.Errorf("SyntaxError = %v, want %v", got, want)
+	}
+}
+
+// TestParseSingle: a source of one document, with or without markers
+// and an empty document after it, parses as Parse parses it; a second
+// document is refused at its start, and one that is not YAML where it
+// breaks.
+func TestParseSingle(t *testing.T) {
+	for _, c := range []struct {
+		name, src string
+		line, col int
+		msg       string
+	}{
+		{"one", "a: 1\n", 0, 0, ""},
+		{"markers", "---\na: 1\n...\n", 0, 0, ""},
+		{"empty", "", 0, 0, ""},
+		{"comments only", "# nothing\n", 0, 0, ""},
+		{"a trailing empty document", "a: 1\n---\n# nothing\n", 0, 0, ""},
+		{"a second document", "a: 1\n---\nb: 2\n", 2, 1, "a second YAML document starts here"},
+		{"a second scalar document", "a: 1\n--- x\n", 2, 1, "a second YAML document starts here"},
+		{"a second document that is not YAML", "a: 1\n---\nb: [2\n", 3, 5, "did not find expected ',' or ']'"},
+		{"a first document that is not YAML", "a: [1\n---\nb: 2\n", 1, 5, "did not find expected ',' or ']'"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := ParseSingle([]byte(c.src))
+			if c.msg == "" {
+				want, werr := Parse([]byte(c.src))
+				if err != nil || werr != nil {
+					t.Fatalf("ParseSingle: %v; Parse: %v", err, werr)
+				}
+				if len(got.Content) != len(want.Content) || got.Kind != want.Kind {
+					t.Errorf("ParseSingle gives %+v, Parse %+v", got, want)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("parsed")
+			}
+			wantError(t, SyntaxError([]byte(c.src), err), c.line, c.col, c.msg)
+		})
+	}
+	if _, err := ParseSingle(yamldoctest.Laughs(9, 9)); err == nil || !strings.Contains(err.Error(), "expands the document past") {
+		t.Errorf("the bounds: %v", err)
 	}
 }
