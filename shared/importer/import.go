@@ -303,7 +303,10 @@ func (imp *importer) convertFile(rel string, data []byte, library bool) ([]byte,
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, []Note{{File: rel, Line: 1, Col: 1, Level: Person, Kind: "file", Msg: "not a mapping: not imported"}}
 	}
-	doc.Content[0] = expand(doc.Content[0])
+	doc.Content[0] = expand(doc.Content[0], func(k *yaml.Node) {
+		f.notes = append(f.notes, Note{File: rel, Line: k.Line, Col: k.Column, Level: Check, Kind: "duplicate key",
+			Msg: fmt.Sprintf("key %q is written twice in this mapping: the reference read the last value, kept here once", k.Value)})
+	})
 	root := doc.Content[0]
 	imp.root = root
 	if library {

@@ -379,6 +379,26 @@ func TestConvertFileTwoDocuments(t *testing.T) {
 	}
 }
 
+// TestConvertFileDuplicateKeys: the reference's YAML loader kept the last
+// of a key written twice in a mapping; the import keeps that one, once,
+// and says so, where it wrote both (and validate refused the file).
+func TestConvertFileDuplicateKeys(t *testing.T) {
+	imp := newImporter(parseConfig("config.yaml", nil), Options{})
+	src := "name: p\nsteps:\n  - name: a\n    executor: human\n    prompt_template: first\n    confidence_threshold: 0.5\n    prompt_template: second\n"
+	out, notes := imp.convertFile("p.yaml", []byte(src), false)
+	got := string(out)
+	if !strings.Contains(got, "    prompt_template: second\n    confidence_threshold: 0.5\n") || strings.Contains(got, "first") {
+		t.Errorf("output:\n%s", got)
+	}
+	found := false
+	for _, n := range notes {
+		found = found || n.Level == Check && n.Line == 7 && n.Col == 5 && strings.Contains(n.Msg, `"prompt_template"`)
+	}
+	if !found {
+		t.Errorf("no note at 7:5 about the duplicate: %v", notes)
+	}
+}
+
 func writeTree(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	for p, b := range files {

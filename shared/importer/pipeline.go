@@ -594,24 +594,28 @@ func (f *fileConv) telegram(action string, it *yaml.Node) {
 // expand replaces every alias in n by a copy of the value it names and
 // every merge key (<<) by the entries it brings, so that each place is
 // converted, and dropped, on its own; anchors are cleared. yamldoc has
-// bounded the expanded size.
-func expand(n *yaml.Node) *yaml.Node {
+// bounded the expanded size. A key written twice in one mapping keeps
+// its first place and its last value, as the reference's YAML loader
+// read it (Stepline refuses the repetition); dup is told of each
+// repetition, by its key.
+func expand(n *yaml.Node, dup func(key *yaml.Node)) *yaml.Node {
 	if n == nil {
 		return nil
 	}
 	if n.Kind == yaml.AliasNode {
-		return expand(n.Alias)
+		return expand(n.Alias, dup)
 	}
 	c := *n
 	c.Anchor = ""
 	c.Content = nil
 	if n.Kind != yaml.MappingNode {
 		for _, ch := range n.Content {
-			c.Content = append(c.Content, expand(ch))
+			c.Content = append(c.Content, expand(ch, dup))
 		}
 		return &c
 	}
 	have := map[string]bool{}
+	at := map[string]int{} // where each key written here sits in c.Content
 	var merged []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -629,13 +633,21 @@ func expand(n *yaml.Node) *yaml.Node {
 			}
 			continue
 		}
+		if j, ok := at[k.Value]; ok && k.Kind == yaml.ScalarNode {
+			c.Content[j+1] = expand(v, dup)
+			dup(k)
+			continue
+		}
 		have[k.Value] = true
-		c.Content = append(c.Content, expand(k), expand(v))
+		if k.Kind == yaml.ScalarNode {
+			at[k.Value] = len(c.Content)
+		}
+		c.Content = append(c.Content, expand(k, dup), expand(v, dup))
 	}
 	for j := 0; j+1 < len(merged); j += 2 {
 		if k := merged[j]; !have[k.Value] {
 			have[k.Value] = true
-			c.Content = append(c.Content, expand(k), expand(merged[j+1]))
+			c.Content = append(c.Content, expand(k, dup), expand(merged[j+1], dup))
 		}
 	}
 	return &c
@@ -823,7 +835,7 @@ func (f *fileConv) inline(b *yaml.Node, target string) {
 		if !slices.Contains(takes, k) || k == "use" {
 			continue
 		}
-		v := expand(e[1])
+		v := expand(e[1], func(*yaml.Node) {}) // a copy: the library file was expanded already
 		if local := lookup(b, k); local != nil {
 			if k == "executor_config" && local.Kind == yaml.MappingNode && v.Kind == yaml.MappingNode {
 				for _, le := range entries(local) {
