@@ -173,7 +173,7 @@ func loadStep(path string, src []byte, env Env) (*LibraryStep, Diagnostics) {
 		return ls, ds
 	}
 	root := doc.Content[0]
-	f := &File{name: path, lines: bytes.Split(src, []byte("\n")), scalars: map[pipeline.Pos]span{}, keys: map[pipeline.Pos]pipeline.Fields{}}
+	f := &File{name: path, lines: bytes.Split(src, []byte("\n")), scalars: map[pipeline.Pos]span{}, keys: map[pipeline.Pos]pipeline.Fields{}, values: map[pipeline.Pos]pipeline.Fields{}}
 	ls.file = f
 	if root.Kind != yaml.MappingNode {
 		ds.errorf(f.pos(root), "a library step file must be a mapping: a step with a name and an executor, and a description and tags, not a %s", kindName(root))

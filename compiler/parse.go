@@ -25,6 +25,11 @@ type File struct {
 	// keys are where the keys of free-form mappings (executor_config)
 	// wrote their values, by the mapping's position.
 	keys map[pipeline.Pos]pipeline.Fields
+	// values are where every value inside a free-form mapping was
+	// written, by the mapping's position and the value's path in it
+	// ("headers.X", "payload.items[1]"), so that a template at any
+	// depth is positioned in its own string.
+	values map[pipeline.Pos]pipeline.Fields
 
 	// The step library (library.go): foreign maps the nodes a library
 	// step brought into the file to the library file they are written
@@ -87,7 +92,7 @@ func parse(name string, src []byte, lib *Library) (*File, Diagnostics) {
 		return nil, ds
 	}
 	root := doc.Content[0]
-	f := &File{name: name, lines: bytes.Split(src, []byte("\n")), scalars: map[pipeline.Pos]span{}, keys: map[pipeline.Pos]pipeline.Fields{}}
+	f := &File{name: name, lines: bytes.Split(src, []byte("\n")), scalars: map[pipeline.Pos]span{}, keys: map[pipeline.Pos]pipeline.Fields{}, values: map[pipeline.Pos]pipeline.Fields{}}
 	if root.Kind != yaml.MappingNode {
 		ds.errorf(f.pos(root), "a pipeline file must be a mapping with name and steps, not a %s", kindName(root))
 		return nil, ds
@@ -576,8 +581,38 @@ func (d *decoder) object(n *yaml.Node) map[string]any {
 	}
 	d.noteAll(n)
 	d.f.keys[d.f.pos(n)], _ = d.fields(n)
+	vals := pipeline.Fields{}
+	d.valuePaths(n, "", vals)
+	d.f.values[d.f.pos(n)] = vals
 	m, _ := toValue(n).(map[string]any)
 	return m
+}
+
+// valuePaths records in out where each value inside n was written, by
+// its path below prefix: a mapping's values by key (joined with "."), a
+// list's by index ("[i]").
+func (d *decoder) valuePaths(n *yaml.Node, prefix string, out pipeline.Fields) {
+	n = resolve(n)
+	if n == nil {
+		return
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		for _, p := range pairs(n) {
+			path := p[0].Value
+			if prefix != "" {
+				path = prefix + "." + path
+			}
+			out[path] = d.f.pos(resolve(p[1]))
+			d.valuePaths(p[1], path, out)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			path := prefix + "[" + strconv.Itoa(i) + "]"
+			out[path] = d.f.pos(resolve(c))
+			d.valuePaths(c, path, out)
+		}
+	}
 }
 
 // noteAll records the spans of every string inside a free-form value, so
@@ -1157,6 +1192,7 @@ func (d *decoder) onFailure(n *yaml.Node) pipeline.OnFailure {
 			}
 		case "webhook":
 			w := &pipeline.FailureWebhook{Pos: d.f.pos(resolve(kv[1])), Method: "POST", TimeoutSeconds: pipeline.DefaultWebhookTimeout}
+			w.Fields, _ = d.fields(resolve(kv[1]))
 			for _, wp := range pairs(kv[1]) {
 				switch wp[0].Value {
 				case "url":

@@ -206,6 +206,21 @@ func TestErrors(t *testing.T) {
 		{"colon in a plain value", head + "  - name: a\n    prompt_template: Summary: {{ x }}\n", []string{"p.yaml:4:29: invalid YAML: mapping values are not allowed in this context"}},
 		{"unclosed quote", head + "  - name: a\n    prompt_template: \"Alert é\n    when: x\n", []string{"p.yaml:4:22: invalid YAML: found unexpected end of stream"}},
 		{"unclosed flow mapping", head + "  - name: a\n    executor_config: {model: m, agent: x\n    prompt_template: hi\n", []string{"p.yaml:4:33: invalid YAML: did not find expected ',' or '}'"}},
+		// A template inside executor_config (or a verifier's) is placed
+		// in its own string, at any depth; it was placed at 1:1.
+		{"executor_config template", head + "  - name: a\n    executor: webhook\n    executor_config:\n      url: http://x.example\n      headers:\n        X: \"{{ y | nofilter }}\"\n      payload:\n        k: [ok, \"a {{ steps.nope.summary }}\"]\n", []string{
+			`p.yaml:8:20: step "a": executor_config.headers.X: undefined filter "nofilter"`,
+			`p.yaml:10:23: step "a": executor_config.payload.k[1] refers to unknown step "nope"`,
+		}},
+		{"branch executor_config template", head + "  - parallel:\n      name: g\n      steps:\n        - {name: b, executor: webhook, executor_config: {url: \"http://x.example/{% bad %}\"}}\n", []string{
+			`p.yaml:6:81: branch "b" of parallel "g": executor_config.url: undefined tag "bad"`,
+		}},
+		{"verifier executor_config template", head + "  - name: a\n    executor: scripted\n    verifier:\n      executor: scripted\n      executor_config: {x: \"{{ steps.nope.summary }}\"}\n", []string{
+			`p.yaml:7:32: step "a": verifier.executor_config.x refers to unknown step "nope"`,
+		}},
+		{"failure webhook payload template", head + "  - name: a\n    executor: scripted\n    on_failure:\n      policy: continue\n      webhook:\n        url: http://x.example\n        payload: {s: \"{{ step_failure.summary | nofilter }}\"}\n", []string{
+			`p.yaml:9:49: step "a": on_failure.webhook.payload.s: undefined filter "nofilter"`,
+		}},
 		{"trailing document marker", "name: p\nsteps: [{name: a, executor: scripted}]\n---\n# nothing\n", nil},
 		{"duplicate yaml key", "name: p\nname: q\nsteps: []\n", []string{`p.yaml:2:1: duplicate key "name" (first written at 1:1)`, "p.yaml:3:8: steps needs at least 1 entry"}},
 		{"missing name and steps", "description: x\n", []string{
