@@ -49,6 +49,7 @@ type checker struct {
 	later map[string]string
 	// scope is the set of top-level names when: expressions may use.
 	scope map[string]bool
+	when  when.Scope // what each name of scope reads
 	// execCheck checks an executor_config; nil: only the checks the
 	// compiler knows itself.
 	execCheck ExecutorCheck
@@ -129,7 +130,8 @@ func nodeNames(n pipeline.Node) []string {
 
 func (c *checker) buildScope() {
 	c.scope = map[string]bool{"steps": true}
-	for name := range whenScope(c.p) {
+	c.when = whenScope(c.p)
+	for name := range c.when {
 		c.scope[name] = true
 	}
 }
@@ -607,6 +609,9 @@ func (c *checker) checkOver(where string, g *pipeline.FanOut) {
 		}
 		if p.Root == "steps" && len(p.Segments) > 0 {
 			c.checkStepRef(where, "over", p.Segments[0], pos)
+		}
+		if what := textRoot(c.when, p.Root); what != "" {
+			c.ds.errorf(pos, "%s: over: %s %s, never a list: run the fan_out over a list a step answered (steps.<step>.<field>) or one in the trigger's metadata", where, p.Root, what)
 		}
 	}
 }

@@ -311,6 +311,17 @@ func TestErrors(t *testing.T) {
 		{"fan_out without over", head + "  - fan_out: {name: f, executor: scripted}\n", []string{
 			`p.yaml:3:14: fan_out "f": missing required field "over"`,
 		}},
+		// vars, labels and the trigger's text fields hold text: a fan_out
+		// over one failed every run (over: ... is not a list).
+		{"fan_out over a var", "name: p\nvars: {svcs: '[a, b]'}\nsteps:\n  - fan_out: {name: f, executor: scripted, over: svcs}\n", []string{
+			`p.yaml:4:50: fan_out "f": over: svcs is a var, which holds text, never a list: run the fan_out over a list a step answered (steps.<step>.<field>) or one in the trigger's metadata`,
+		}},
+		{"fan_out over a label", "name: p\ncontext_template: {include: [labels.services, summary]}\nsteps:\n  - fan_out: {name: f, executor: scripted, over: services}\n  - fan_out: {name: g, executor: scripted, over: \"{{ labels.x }}\"}\n  - fan_out: {name: h, executor: scripted, over: summary}\n", []string{
+			`p.yaml:4:50: fan_out "f": over: services is a label of the trigger, which holds text, never a list: run the fan_out over a list a step answered (steps.<step>.<field>) or one in the trigger's metadata`,
+			`p.yaml:5:54: fan_out "g": over: labels is the trigger's labels, which hold text, never a list: run the fan_out over a list a step answered (steps.<step>.<field>) or one in the trigger's metadata`,
+			`p.yaml:6:50: fan_out "h": over: summary is the trigger's summary, which holds text, never a list: run the fan_out over a list a step answered (steps.<step>.<field>) or one in the trigger's metadata`,
+		}},
+		{"fan_out over the trigger's metadata", "name: p\ncontext_template: {include: [metadata.items, metadata]}\nsteps:\n  - fan_out: {name: f, executor: scripted, over: items}\n  - fan_out: {name: g, executor: scripted, over: metadata.more}\n", nil},
 		{"fan_out over unknown step", head + "  - fan_out: {name: f, executor: scripted, over: steps.nope.items}\n", []string{
 			`p.yaml:3:50: fan_out "f": over refers to unknown step "nope"`,
 		}},
