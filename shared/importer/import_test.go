@@ -399,6 +399,37 @@ func TestConvertFileDuplicateKeys(t *testing.T) {
 	}
 }
 
+// TestConvertOverText: the reference rendered over: to text and parsed
+// it, so a list written into a var or a label worked there; in Stepline
+// those hold text, which validate refuses to fan out over: the import
+// says a person is needed, and converts a step's list as before.
+func TestConvertOverText(t *testing.T) {
+	for _, c := range []struct {
+		name, over string
+		person     bool
+	}{
+		{"a var", "{{ svcs }}", true},
+		{"a label", "{{ labels.svcs }}", true},
+		{"an included label", "{{ service }}", true},
+		{"an included summary", "{{ summary }}", true},
+		{"a step's list", "{{ steps.a.items | tojson }}", false},
+		{"metadata", "{{ items }}", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			imp := newImporter(parseConfig("config.yaml", nil), Options{})
+			src := "name: p\nvars: {svcs: \"['a', 'b']\"}\ncontext_template: {include: [labels.service, summary, metadata.items]}\nsteps:\n  - {name: a, executor: human}\n  - fan_out: {name: f, over: \"" + c.over + "\", executor: human}\n"
+			out, notes := imp.convertFile("p.yaml", []byte(src), false)
+			person := false
+			for _, n := range notes {
+				person = person || n.Level == Person && n.Kind == "over"
+			}
+			if person != c.person {
+				t.Errorf("needs a person %v, want %v: %v\n%s", person, c.person, notes, out)
+			}
+		})
+	}
+}
+
 func writeTree(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	for p, b := range files {

@@ -464,10 +464,50 @@ func (f *fileConv) over(key, n *yaml.Node) {
 		f.condition(key, n, f.whenRoots(f.imp.root), f.scope())
 		if n.Value == inner && f.lastPerson() {
 			n.Value, n.Style = orig, style
+			return
 		}
-		return
+	} else {
+		f.condition(key, n, f.whenRoots(f.imp.root), f.scope())
 	}
-	f.condition(key, n, f.whenRoots(f.imp.root), f.scope())
+	if what := f.overText(strings.TrimSpace(n.Value)); what != "" && !f.lastPerson() {
+		f.add(n, Person, "over", fmt.Sprintf("over: %s holds text in Stepline, never a list (the reference parsed the rendered text as a list): fan out over a list a step answers, or one in the trigger's metadata", what), src)
+		comment(key, "stepline import: needs a person: over reads text, not a list")
+	}
+}
+
+// overText says, for a converted over: expression, what its root name
+// is when that name always holds text in Stepline ("" otherwise): a var,
+// the labels or a label, a trigger text field, the pipeline's name or
+// the run's ID. The reference rendered over: to text and parsed that as
+// a list, so a list written into a var or a label worked there;
+// Stepline iterates a value, and validate refuses a fan_out over text.
+func (f *fileConv) overText(expr string) string {
+	root := expr
+	if i := strings.IndexAny(root, ".[ "); i >= 0 {
+		root = root[:i]
+	}
+	switch {
+	case root == "" || root == "steps":
+		return ""
+	case f.vars[root], root == "vars":
+		return "a var"
+	case root == "labels", root == "pipeline_name", root == "pipeline_run_id":
+		return root
+	}
+	if ct := lookup(f.imp.root, "context_template"); ct != nil {
+		if inc := lookup(ct, "include"); inc != nil {
+			for _, it := range inc.Content {
+				parts := strings.Split(it.Value, ".")
+				if parts[len(parts)-1] != root {
+					continue
+				}
+				if parts[0] == "labels" || len(parts) == 1 && slices.Contains([]string{"summary", "severity", "source", "pipeline", "received_at", "fingerprint", "team"}, parts[0]) {
+					return "the trigger's " + it.Value
+				}
+			}
+		}
+	}
+	return ""
 }
 
 func (f *fileConv) lastPerson() bool {
