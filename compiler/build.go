@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -70,7 +71,43 @@ func BuildFileIn(path string, env Env) (*File, *asl.StateMachine, Diagnostics, e
 	if missing := checkChildren(f, filepath.Dir(path)); len(missing) > 0 {
 		ds, sm = append(ds, missing...).Sort(), nil
 	}
+	if dup := checkNameTaken(f, path); len(dup) > 0 {
+		ds, sm = append(ds, dup...).Sort(), nil
+	}
 	return f, sm, ds, nil
+}
+
+// checkNameTaken reports a pipeline whose name another pipeline file
+// (*.yaml, *.yml) beside it defines too: run, serve and the CDK app load
+// the directory and take one pipeline per name. Only a file whose text
+// holds the name is parsed.
+func checkNameTaken(f *File, path string) Diagnostics {
+	if f == nil || f.Pipeline == nil || !pipelineNameRE.MatchString(f.Pipeline.Name) {
+		return nil
+	}
+	name := f.Pipeline.Name
+	self, _ := os.Stat(path)
+	dir := filepath.Dir(path)
+	entries, _ := os.ReadDir(dir)
+	var ds Diagnostics
+	for _, e := range entries {
+		ext := strings.ToLower(filepath.Ext(e.Name()))
+		if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
+			continue
+		}
+		other := filepath.Join(dir, e.Name())
+		if fi, err := os.Stat(other); err != nil || self != nil && os.SameFile(self, fi) {
+			continue
+		}
+		src, err := os.ReadFile(other)
+		if err != nil || !bytes.Contains(src, []byte(name)) {
+			continue
+		}
+		if pf, _ := Parse(e.Name(), src); pf != nil && pf.Pipeline != nil && pf.Pipeline.Name == name {
+			ds.errorf(fieldPos(f.Pipeline.Fields, "name", f.Pipeline.Pos), "pipeline name %q is already used by %s: run, serve and the CDK app load one pipeline per name", name, e.Name())
+		}
+	}
+	return ds
 }
 
 // checkChildren reports each step of executor pipeline whose pipeline no

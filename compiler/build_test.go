@@ -194,3 +194,41 @@ func TestBuildFileFindsChildren(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildFileDuplicateName: two files beside each other that define the
+// same pipeline are refused by BuildFile as serve and the CDK app refuse
+// them (validate accepted each file alone); another file that only names
+// the pipeline, and a file's own name, are no duplicate.
+func TestBuildFileDuplicateName(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"a.yaml":      "name: same\nsteps: [{name: s, executor: scripted}]\n",
+		"b.yml":       "# the other\nname: same\nsteps: [{name: s, executor: scripted}]\n",
+		"caller.yaml": "name: caller\nsteps: [{name: s, executor: scripted, prompt_template: same}]\n",
+	}
+	for k, v := range files {
+		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ file, want string }{
+		{"a.yaml", `a.yaml:1:7: pipeline name "same" is already used by b.yml: run, serve and the CDK app load one pipeline per name`},
+		{"b.yml", `b.yml:2:7: pipeline name "same" is already used by a.yaml: run, serve and the CDK app load one pipeline per name`},
+		{"caller.yaml", ""},
+	} {
+		_, sm, ds, err := BuildFile(filepath.Join(dir, c.file), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := ds.Errors()
+		if c.want == "" {
+			if len(errs) > 0 || sm == nil {
+				t.Errorf("%s: errors %s", c.file, errs)
+			}
+			continue
+		}
+		if len(errs) != 1 || !strings.HasSuffix(errs[0].String(), c.want) || sm != nil {
+			t.Errorf("%s: errors %s, want one ending %s", c.file, errs, c.want)
+		}
+	}
+}
