@@ -1,7 +1,6 @@
 package compiler
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -78,18 +77,25 @@ func BuildFileIn(path string, env Env) (*File, *asl.StateMachine, Diagnostics, e
 }
 
 // checkNameTaken reports a pipeline whose name another pipeline file
-// (*.yaml, *.yml) beside it defines too: run, serve and the CDK app load
-// the directory and take one pipeline per name. Only a file whose text
-// holds the name is parsed.
+// (*.yaml, *.yml) beside it defines too, or whose name gives the same
+// substitution placeholder as another's ("order-intake", "order_intake"
+// and "orderIntake" are all ${PipelineOrderIntakeArn}): run, serve and
+// the CDK app load the directory and take one pipeline per name, and the
+// CDK app names each state machine's ARN by its placeholder. Only a file
+// whose text holds the name, up to case, '-' and '_', is parsed.
 func checkNameTaken(f *File, path string) Diagnostics {
 	if f == nil || f.Pipeline == nil || !pipelineNameRE.MatchString(f.Pipeline.Name) {
 		return nil
 	}
 	name := f.Pipeline.Name
+	unfold := strings.NewReplacer("-", "", "_", "")
+	fold := func(s string) string { return strings.ToLower(unfold.Replace(s)) }
+	key, ph := fold(name), ChildPlaceholder(name)
 	self, _ := os.Stat(path)
 	dir := filepath.Dir(path)
 	entries, _ := os.ReadDir(dir)
 	var ds Diagnostics
+	at := fieldPos(f.Pipeline.Fields, "name", f.Pipeline.Pos)
 	for _, e := range entries {
 		ext := strings.ToLower(filepath.Ext(e.Name()))
 		if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
@@ -100,11 +106,16 @@ func checkNameTaken(f *File, path string) Diagnostics {
 			continue
 		}
 		src, err := os.ReadFile(other)
-		if err != nil || !bytes.Contains(src, []byte(name)) {
+		if err != nil || !strings.Contains(fold(string(src)), key) {
 			continue
 		}
-		if pf, _ := Parse(e.Name(), src); pf != nil && pf.Pipeline != nil && pf.Pipeline.Name == name {
-			ds.errorf(fieldPos(f.Pipeline.Fields, "name", f.Pipeline.Pos), "pipeline name %q is already used by %s: run, serve and the CDK app load one pipeline per name", name, e.Name())
+		pf, _ := Parse(e.Name(), src)
+		switch {
+		case pf == nil || pf.Pipeline == nil:
+		case pf.Pipeline.Name == name:
+			ds.errorf(at, "pipeline name %q is already used by %s: run, serve and the CDK app load one pipeline per name", name, e.Name())
+		case ChildPlaceholder(pf.Pipeline.Name) == ph:
+			ds.errorf(at, "pipeline %q and %q (%s) share the substitution %s: rename one: the CDK app names each state machine's ARN by it", name, pf.Pipeline.Name, e.Name(), ph)
 		}
 	}
 	return ds

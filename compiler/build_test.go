@@ -205,6 +205,9 @@ func TestBuildFileDuplicateName(t *testing.T) {
 		"a.yaml":      "name: same\nsteps: [{name: s, executor: scripted}]\n",
 		"b.yml":       "# the other\nname: same\nsteps: [{name: s, executor: scripted}]\n",
 		"caller.yaml": "name: caller\nsteps: [{name: s, executor: scripted, prompt_template: same}]\n",
+		"oi.yaml":     "name: order-intake\nsteps: [{name: s, executor: scripted}]\n",
+		"oi2.yaml":    "name: orderIntake\nsteps: [{name: s, executor: scripted}]\n",
+		"oi3.yaml":    "name: order-intakes\nsteps: [{name: s, executor: scripted}]\n",
 	}
 	for k, v := range files {
 		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o644); err != nil {
@@ -215,6 +218,9 @@ func TestBuildFileDuplicateName(t *testing.T) {
 		{"a.yaml", `a.yaml:1:7: pipeline name "same" is already used by b.yml: run, serve and the CDK app load one pipeline per name`},
 		{"b.yml", `b.yml:2:7: pipeline name "same" is already used by a.yaml: run, serve and the CDK app load one pipeline per name`},
 		{"caller.yaml", ""},
+		// The CDK app names each state machine's ARN by its placeholder.
+		{"oi2.yaml", `oi2.yaml:1:7: pipeline "orderIntake" and "order-intake" (oi.yaml) share the substitution ${PipelineOrderIntakeArn}: rename one: the CDK app names each state machine's ARN by it`},
+		{"oi3.yaml", ""},
 	} {
 		_, sm, ds, err := BuildFile(filepath.Join(dir, c.file), nil)
 		if err != nil {
