@@ -99,7 +99,7 @@ steps:
           executor_config: {agent: tirage}
   - fan_out:
       name: f
-      over: labels.services
+      over: "['api', 'db']"
       executor: anthropic
       executor_config: {agent: judge}
 `, []string{
@@ -145,7 +145,7 @@ steps:
         - {name: b2, executor: gateway, executor_config: {model: m}}
   - fan_out:
       name: f
-      over: labels.services
+      over: "['api', 'db']"
       executor: bedrock
       executor_config: {agent: local}
 `

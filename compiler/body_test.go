@@ -48,7 +48,7 @@ func TestBodyWarnings(t *testing.T) {
 			[]string{`p.yaml:3:111: warning: step "hook": prompt_template: "{{ labels.y }}"` + inString + usePayload}},
 		{"parallel branch", "name: p\nsteps:\n  - parallel:\n      name: g\n      steps:\n        - name: hook\n          executor: webhook\n          executor_config: {url: \"https://x.example.com\"}\n          prompt_template: |\n            {\"a\": \"{{ labels.y }}\"}\n",
 			[]string{`p.yaml:10:20: warning: branch "hook" of parallel "g": prompt_template: "{{ labels.y }}"` + inString + usePayload}},
-		{"fan_out", "name: p\nsteps:\n  - fan_out:\n      name: f\n      over: labels.list\n      executor: webhook\n      executor_config: {url: \"https://x.example.com\"}\n      prompt_template: |\n        {\"a\": \"{{ item }}\"}\n",
+		{"fan_out", "name: p\nsteps:\n  - fan_out:\n      name: f\n      over: \"['a']\"\n      executor: webhook\n      executor_config: {url: \"https://x.example.com\"}\n      prompt_template: |\n        {\"a\": \"{{ item }}\"}\n",
 			[]string{`p.yaml:9:16: warning: fan_out "f": prompt_template: "{{ item }}"` + inString + usePayload}},
 		{"notify string payload", "name: p\nsteps:\n  - name: tell\n    executor: notify\n    executor_config:\n      url: https://x.example.com\n      payload: '{\"text\": \"{{ labels.y }}\"}'\n",
 			[]string{`p.yaml:7:27: warning: step "tell": executor_config.payload: "{{ labels.y }}"` + inString + "write executor_config.payload as a mapping instead"}},

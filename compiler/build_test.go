@@ -146,7 +146,19 @@ func TestBuildFileFindsChildren(t *testing.T) {
 			`parent.yaml:3:52: step "s": executor_config.pipeline "child" runs as an Express workflow (workflow: auto): a sub-pipeline must be a Standard workflow`},
 		{"a Standard child", "child", map[string]string{"child.yaml": "name: child\nworkflow: standard\nsteps: [{name: a, executor: scripted, timeout_seconds: 10}]\n"}, ""},
 		{"beside it as .yml", "child", map[string]string{"other.yml": "name: child\nsteps: [{name: a, executor: scripted}]\n"}, ""},
-		{"itself", "parent", nil, ""},
+		// A pipeline that runs itself, directly or through others, would
+		// wait on a new run of itself at every level, with no bound.
+		{"itself", "parent", nil,
+			`parent.yaml:3:52: step "s": executor_config.pipeline "parent" runs this pipeline again (parent → parent): sub-pipelines may not form a cycle`},
+		{"itself through another", "child", map[string]string{"child.yaml": "name: child\nworkflow: standard\nsteps: [{name: a, executor: pipeline, executor_config: {pipeline: parent}}]\n"},
+			`parent.yaml:3:52: step "s": executor_config.pipeline "child" runs this pipeline again (parent → child → parent): sub-pipelines may not form a cycle`},
+		{"a cycle further down", "child", map[string]string{
+			"child.yaml": "name: child\nworkflow: standard\nsteps:\n  - parallel:\n      name: g\n      steps: [{name: a, executor: pipeline, executor_config: {pipeline: grandchild}}]\n",
+			"gc.yaml":    "name: grandchild\nworkflow: standard\nsteps:\n  - fan_out: {name: f, over: '[1]', executor: pipeline, executor_config: {pipeline: child}}\n"},
+			`parent.yaml:3:52: step "s": executor_config.pipeline "child" leads to a cycle of sub-pipelines (parent → child → grandchild → child): sub-pipelines may not form a cycle`},
+		{"a chain", "child", map[string]string{
+			"child.yaml": "name: child\nworkflow: standard\nsteps: [{name: a, executor: pipeline, executor_config: {pipeline: grandchild}}, {name: b, executor: pipeline, executor_config: {pipeline: grandchild}}]\n",
+			"gc.yaml":    "name: grandchild\nworkflow: standard\nsteps: [{name: a, executor: scripted}]\n"}, ""},
 		{"a file with errors still names it", "child", map[string]string{"child.yaml": "name: child\nsteps: []\n"}, ""},
 		{"nowhere", "child", map[string]string{"other.yaml": "name: other\nsteps: [{name: a, executor: scripted}]\n"},
 			`parent.yaml:3:52: step "s": executor_config.pipeline "child": no pipeline file in `},
@@ -180,5 +192,49 @@ func TestBuildFileFindsChildren(t *testing.T) {
 				t.Fatalf("errors:\n%s\nwant one with %s", errs, c.want)
 			}
 		})
+	}
+}
+
+// TestBuildFileDuplicateName: two files beside each other that define the
+// same pipeline are refused by BuildFile as serve and the CDK app refuse
+// them (validate accepted each file alone); another file that only names
+// the pipeline, and a file's own name, are no duplicate.
+func TestBuildFileDuplicateName(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"a.yaml":      "name: same\nsteps: [{name: s, executor: scripted}]\n",
+		"b.yml":       "# the other\nname: same\nsteps: [{name: s, executor: scripted}]\n",
+		"caller.yaml": "name: caller\nsteps: [{name: s, executor: scripted, prompt_template: same}]\n",
+		"oi.yaml":     "name: order-intake\nsteps: [{name: s, executor: scripted}]\n",
+		"oi2.yaml":    "name: orderIntake\nsteps: [{name: s, executor: scripted}]\n",
+		"oi3.yaml":    "name: order-intakes\nsteps: [{name: s, executor: scripted}]\n",
+	}
+	for k, v := range files {
+		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ file, want string }{
+		{"a.yaml", `a.yaml:1:7: pipeline name "same" is already used by b.yml: run, serve and the CDK app load one pipeline per name`},
+		{"b.yml", `b.yml:2:7: pipeline name "same" is already used by a.yaml: run, serve and the CDK app load one pipeline per name`},
+		{"caller.yaml", ""},
+		// The CDK app names each state machine's ARN by its placeholder.
+		{"oi2.yaml", `oi2.yaml:1:7: pipeline "orderIntake" and "order-intake" (oi.yaml) share the substitution ${PipelineOrderIntakeArn}: rename one: the CDK app names each state machine's ARN by it`},
+		{"oi3.yaml", ""},
+	} {
+		_, sm, ds, err := BuildFile(filepath.Join(dir, c.file), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := ds.Errors()
+		if c.want == "" {
+			if len(errs) > 0 || sm == nil {
+				t.Errorf("%s: errors %s", c.file, errs)
+			}
+			continue
+		}
+		if len(errs) != 1 || !strings.HasSuffix(errs[0].String(), c.want) || sm != nil {
+			t.Errorf("%s: errors %s, want one ending %s", c.file, errs, c.want)
+		}
 	}
 }

@@ -49,6 +49,7 @@ type checker struct {
 	later map[string]string
 	// scope is the set of top-level names when: expressions may use.
 	scope map[string]bool
+	when  when.Scope // what each name of scope reads
 	// execCheck checks an executor_config; nil: only the checks the
 	// compiler knows itself.
 	execCheck ExecutorCheck
@@ -129,7 +130,8 @@ func nodeNames(n pipeline.Node) []string {
 
 func (c *checker) buildScope() {
 	c.scope = map[string]bool{"steps": true}
-	for name := range whenScope(c.p) {
+	c.when = whenScope(c.p)
+	for name := range c.when {
 		c.scope[name] = true
 	}
 }
@@ -197,7 +199,7 @@ func (c *checker) checkNode(n pipeline.Node) {
 			bw := fmt.Sprintf("branch %q of parallel %q", b.Name, n.Name)
 			b.Agent = c.checkExecutor(bw, b.Executor, b.ExecutorConfig, b.Fields, b.Pos)
 			c.checkTemplate(bw, "prompt_template", b.PromptTemplate, fieldPos(b.Fields, "prompt_template", b.Pos))
-			c.checkConfigTemplates(bw, b.ExecutorConfig)
+			c.checkConfigTemplates(bw, b.ExecutorConfig, fieldPos(b.Fields, "executor_config", b.Pos))
 			c.checkTimeout(bw, b.Executor, b.TimeoutSeconds, b.Fields, b.Pos, runsAgent(b.Executor, b.ExecutorConfig))
 			c.checkVerifier(bw, b.Executor, b.Verifier)
 		}
@@ -216,7 +218,7 @@ func (c *checker) checkNode(n pipeline.Node) {
 		c.checkOver(where, n)
 		n.Agent = c.checkExecutor(where, n.Executor, n.ExecutorConfig, n.Fields, n.Pos)
 		c.checkTemplate(where, "prompt_template", n.PromptTemplate, fieldPos(n.Fields, "prompt_template", n.Pos))
-		c.checkConfigTemplates(where, n.ExecutorConfig)
+		c.checkConfigTemplates(where, n.ExecutorConfig, fieldPos(n.Fields, "executor_config", n.Pos))
 		c.checkTimeout(where, n.Executor, n.TimeoutSeconds, n.Fields, n.Pos, runsAgent(n.Executor, n.ExecutorConfig))
 		c.checkVerifier(where, n.Executor, n.Verifier)
 		if slices.Contains(builtinNames, n.As) && n.As != pipeline.BindItem {
@@ -231,7 +233,7 @@ func (c *checker) checkStep(s *pipeline.Step) {
 	c.checkGate(where, s.Gate, s.Fields, s.Pos)
 	s.Agent = c.checkExecutor(where, s.Executor, s.ExecutorConfig, s.Fields, s.Pos)
 	c.checkTemplate(where, "prompt_template", s.PromptTemplate, fieldPos(s.Fields, "prompt_template", s.Pos))
-	c.checkConfigTemplates(where, s.ExecutorConfig)
+	c.checkConfigTemplates(where, s.ExecutorConfig, fieldPos(s.Fields, "executor_config", s.Pos))
 	if runsAgent(s.Executor, s.ExecutorConfig) && (s.Agent == nil || s.Agent.Remote == nil) {
 		c.checkAgentTimeout(where, s)
 	} else if s.Agent != nil && s.Agent.Remote != nil && s.TimeoutSeconds > MaxSyncTimeoutSeconds {
@@ -243,11 +245,11 @@ func (c *checker) checkStep(s *pipeline.Step) {
 	c.checkTrust(where, s)
 	c.checkCalibration(where, s)
 	if w := s.OnFailure.Webhook; w != nil {
-		c.checkTemplate(where, "on_failure.webhook.url", w.URL, w.Pos)
+		c.checkTemplate(where, "on_failure.webhook.url", w.URL, fieldPos(w.Fields, "url", w.Pos))
 		for _, v := range w.Headers {
-			c.checkTemplate(where, "on_failure.webhook.headers", v, w.Pos)
+			c.checkTemplate(where, "on_failure.webhook.headers", v, fieldPos(w.Fields, "headers", w.Pos))
 		}
-		c.checkValueTemplates(where, "on_failure.webhook.payload", w.Payload, w.Pos)
+		c.checkValueTemplates(where, "on_failure.webhook.payload", w.Payload, fieldPos(w.Fields, "payload", w.Pos))
 	}
 	if r := s.Retry; r != nil {
 		if s.Executor == pipeline.ExecHuman {
@@ -475,7 +477,7 @@ func (c *checker) checkVerifier(where, exec string, v *pipeline.Verifier) {
 	if v == nil {
 		return
 	}
-	c.checkValueTemplates(where, "verifier.executor_config", v.ExecutorConfig, v.Pos)
+	c.checkValueTemplates(where, "verifier.executor_config", v.ExecutorConfig, fieldPos(v.Fields, "executor_config", v.Pos))
 	if exec == pipeline.ExecHuman {
 		c.ds.errorf(v.Pos, "%s: a human step cannot have a verifier: the approver's decision is final", where)
 	}
@@ -608,6 +610,9 @@ func (c *checker) checkOver(where string, g *pipeline.FanOut) {
 		if p.Root == "steps" && len(p.Segments) > 0 {
 			c.checkStepRef(where, "over", p.Segments[0], pos)
 		}
+		if what := textRoot(c.when, p.Root); what != "" {
+			c.ds.errorf(pos, "%s: over: %s %s, never a list: run the fan_out over a list a step answered (steps.<step>.<field>) or one in the trigger's metadata", where, p.Root, what)
+		}
 	}
 }
 
@@ -673,25 +678,35 @@ func templateMessage(err error) string {
 	return err.Error()
 }
 
-func (c *checker) checkConfigTemplates(where string, cfg map[string]any) {
-	c.checkValueTemplates(where, "executor_config", cfg, pipeline.Pos{})
+func (c *checker) checkConfigTemplates(where string, cfg map[string]any, at pipeline.Pos) {
+	c.checkValueTemplates(where, "executor_config", cfg, at)
 }
 
 // checkValueTemplates checks the templates held in the strings of a
-// free-form value.
+// free-form value written at at, each placed in its own string.
 func (c *checker) checkValueTemplates(where, field string, v any, at pipeline.Pos) {
+	c.valueTemplates(where, field, "", v, at)
+}
+
+func (c *checker) valueTemplates(where, field, path string, v any, at pipeline.Pos) {
 	switch v := v.(type) {
 	case map[string]any:
 		for _, k := range slices.Sorted(maps.Keys(v)) {
-			c.checkValueTemplates(where, field+"."+k, v[k], at)
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			c.valueTemplates(where, field+"."+k, p, v[k], at)
 		}
 	case []any:
 		for i, e := range v {
-			c.checkValueTemplates(where, fmt.Sprintf("%s[%d]", field, i), e, at)
+			c.valueTemplates(where, fmt.Sprintf("%s[%d]", field, i), fmt.Sprintf("%s[%d]", path, i), e, at)
 		}
 	case string:
 		pos := at
-		if !pos.IsValid() {
+		if p, ok := c.f.values[at][path]; ok {
+			pos = p
+		} else if !pos.IsValid() {
 			pos = c.p.Pos
 		}
 		c.checkTemplate(where, field, v, pos)

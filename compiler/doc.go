@@ -11,14 +11,21 @@
 //     regex syntax, cron expressions EventBridge Scheduler cannot run,
 //     sub-pipeline names that are no pipeline name, bedrock models written
 //     as templates (the stack grants InvokeModel on the models a file
-//     names), and warnings for pipelines that work but likely not as meant;
+//     names), a fan_out over: a name that always holds text (a var, a
+//     label, a trigger text field), and warnings for pipelines that work
+//     but likely not as meant;
 //   - Lower emits the state machine (package shared/asl), which Marshal
 //     encodes in a stable order, and refuses one that Step Functions would
 //     (see Limits).
 //
 // Build runs the three phases (lowering only a file without errors);
 // BuildFile also checks that each sub-pipeline is defined by a file beside
-// its parent, where stepline run and serve and the CDK app look for it.
+// its parent, where stepline run and serve and the CDK app look for it,
+// and that no sub-pipeline leads back to a pipeline already running (a
+// cycle: each level would start another run, with no bound on the depth).
+// A pipeline or library step file holds one YAML document; a second is
+// refused where it starts. YAML syntax errors are placed where the text
+// breaks (yamldoc.SyntaxError).
 // BuildIn and BuildFileIn build in an Env that also holds the pipeline's
 // project (package shared/project: stepline.yaml, its agents and its
 // step library). The

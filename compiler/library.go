@@ -158,13 +158,13 @@ func loadStep(path string, src []byte, env Env) (*LibraryStep, Diagnostics) {
 		ds.errorf(ls.Pos, "file is not valid UTF-8")
 		return ls, ds
 	}
-	doc, err := yamldoc.Parse(src)
+	doc, err := yamldoc.ParseSingle(src) // a second document would go unread
 	if err != nil {
 		var be *yamldoc.Error
 		if errors.As(err, &be) {
 			ds.errorf(pipeline.Pos{File: path, Line: be.Line, Col: be.Column}, "%s", be.Msg)
 		} else {
-			ds = append(ds, yamlError(path, err))
+			ds = append(ds, yamlError(path, src, err))
 		}
 		return ls, ds
 	}
@@ -173,7 +173,7 @@ func loadStep(path string, src []byte, env Env) (*LibraryStep, Diagnostics) {
 		return ls, ds
 	}
 	root := doc.Content[0]
-	f := &File{name: path, lines: bytes.Split(src, []byte("\n")), scalars: map[pipeline.Pos]span{}, keys: map[pipeline.Pos]pipeline.Fields{}}
+	f := &File{name: path, lines: bytes.Split(src, []byte("\n")), scalars: map[pipeline.Pos]span{}, keys: map[pipeline.Pos]pipeline.Fields{}, values: map[pipeline.Pos]pipeline.Fields{}}
 	ls.file = f
 	if root.Kind != yaml.MappingNode {
 		ds.errorf(f.pos(root), "a library step file must be a mapping: a step with a name and an executor, and a description and tags, not a %s", kindName(root))

@@ -265,13 +265,15 @@ func TestLibraryErrors(t *testing.T) {
 				`steps/odd.yaml:6:1: library step: a library step is one step, not a parallel group: write the group in the pipeline, where its branches (or the fan_out) may use library steps`,
 			}},
 		{name: "a library file that is no step",
-			files: map[string]string{"steps/a.yaml": "- a list\n", "steps/b.yaml": "", "steps/c.yaml": "description: no name\nexecutor: scripted\n", "steps/d.yaml": "name: [x\n"},
+			files: map[string]string{"steps/a.yaml": "- a list\n", "steps/b.yaml": "", "steps/c.yaml": "description: no name\nexecutor: scripted\n", "steps/d.yaml": "name: [x\n",
+				"steps/e.yaml": "name: e\nexecutor: scripted\n---\nname: f\nexecutor: scripted\n"},
 			steps: "  - {name: a, executor: scripted}\n",
 			want: []string{
 				`steps/a.yaml:1:1: a library step file must be a mapping: a step with a name and an executor, and a description and tags, not a list`,
 				`steps/b.yaml:1:1: file is empty: a library step needs at least a name and an executor`,
 				`steps/c.yaml:1:1: library step: missing required field "name"`,
-				`steps/d.yaml:1:1: invalid YAML: did not find expected ',' or ']'`,
+				`steps/d.yaml:1:8: invalid YAML: did not find expected ',' or ']'`,
+				`steps/e.yaml:3:1: a second YAML document starts here: a file holds one document; put the other in a file of its own`,
 			}},
 	}
 	for _, c := range cases {

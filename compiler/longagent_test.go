@@ -33,7 +33,7 @@ func TestAgentTimeouts(t *testing.T) {
 			`p.yaml:6:22: step "a": timeout_seconds 901 is over 900: a anthropic step runs in one Lambda invocation, which stops at 900 s`}},
 		{"agent branch past it", "name: p\nsteps:\n  - parallel:\n      name: g\n      steps:\n        - {name: b, executor: gateway, executor_config: {agent: triage}, timeout_seconds: 901}\n", "", []string{
 			`p.yaml:6:91: branch "b" of parallel "g": timeout_seconds 901 is over 900: the agent of a parallel branch or fan-out item runs in one Lambda invocation, which stops at 900 s; only a sequential step's agent may run longer`}},
-		{"agent fan-out past it", "name: p\nsteps:\n  - fan_out:\n      name: f\n      over: labels.services\n      executor: bedrock\n      executor_config: {agent: triage}\n      timeout_seconds: 1200\n", "", []string{
+		{"agent fan-out past it", "name: p\nsteps:\n  - fan_out:\n      name: f\n      over: \"['a']\"\n      executor: bedrock\n      executor_config: {agent: triage}\n      timeout_seconds: 1200\n", "", []string{
 			`p.yaml:8:24: fan_out "f": timeout_seconds 1200 is over 900: the agent of a parallel branch or fan-out item runs in one Lambda invocation, which stops at 900 s; only a sequential step's agent may run longer`}},
 	}
 	for _, c := range cases {

@@ -11,7 +11,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/stepline/stepline/internal/lazyregexp"
 	"github.com/stepline/stepline/shared/pipeline"
 	"github.com/stepline/stepline/shared/yamldoc"
 )
@@ -26,6 +25,11 @@ type File struct {
 	// keys are where the keys of free-form mappings (executor_config)
 	// wrote their values, by the mapping's position.
 	keys map[pipeline.Pos]pipeline.Fields
+	// values are where every value inside a free-form mapping was
+	// written, by the mapping's position and the value's path in it
+	// ("headers.X", "payload.items[1]"), so that a template at any
+	// depth is positioned in its own string.
+	values map[pipeline.Pos]pipeline.Fields
 
 	// The step library (library.go): foreign maps the nodes a library
 	// step brought into the file to the library file they are written
@@ -73,14 +77,14 @@ func parse(name string, src []byte, lib *Library) (*File, Diagnostics) {
 		ds.errorf(filePos, "file is not valid UTF-8")
 		return nil, ds
 	}
-	doc, err := yamldoc.Parse(src)
+	doc, err := yamldoc.ParseSingle(src) // a second document would go unread
 	if err != nil {
 		var be *yamldoc.Error
 		if errors.As(err, &be) {
 			ds.errorf(pipeline.Pos{File: name, Line: be.Line, Col: be.Column}, "%s", be.Msg)
 			return nil, ds
 		}
-		ds = append(ds, yamlError(name, err))
+		ds = append(ds, yamlError(name, src, err))
 		return nil, ds
 	}
 	if len(doc.Content) == 0 {
@@ -88,7 +92,7 @@ func parse(name string, src []byte, lib *Library) (*File, Diagnostics) {
 		return nil, ds
 	}
 	root := doc.Content[0]
-	f := &File{name: name, lines: bytes.Split(src, []byte("\n")), scalars: map[pipeline.Pos]span{}, keys: map[pipeline.Pos]pipeline.Fields{}}
+	f := &File{name: name, lines: bytes.Split(src, []byte("\n")), scalars: map[pipeline.Pos]span{}, keys: map[pipeline.Pos]pipeline.Fields{}, values: map[pipeline.Pos]pipeline.Fields{}}
 	if root.Kind != yaml.MappingNode {
 		ds.errorf(f.pos(root), "a pipeline file must be a mapping with name and steps, not a %s", kindName(root))
 		return nil, ds
@@ -102,22 +106,11 @@ func parse(name string, src []byte, lib *Library) (*File, Diagnostics) {
 	return f, ds
 }
 
-var yamlLineRE = lazyregexp.New(`^yaml: (?:line (\d+): )?(.*)$`)
-
-// yamlError turns a YAML syntax error into a positioned diagnostic.
-func yamlError(name string, err error) Diagnostic {
-	msg := err.Error()
-	if te, ok := err.(*yaml.TypeError); ok && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
-	line := 1
-	if m := yamlLineRE.FindStringSubmatch(strings.SplitN(msg, "\n", 2)[0]); m != nil {
-		if m[1] != "" {
-			line, _ = strconv.Atoi(m[1])
-		}
-		msg = m[2]
-	}
-	return Diagnostic{Pos: pipeline.Pos{File: name, Line: line, Col: 1}, Msg: "invalid YAML: " + msg}
+// yamlError turns a YAML syntax error in src into a positioned
+// diagnostic, at the text that breaks the document (yamldoc.SyntaxError).
+func yamlError(name string, src []byte, err error) Diagnostic {
+	e := yamldoc.SyntaxError(src, err)
+	return Diagnostic{Pos: pipeline.Pos{File: name, Line: e.Line, Col: e.Column}, Msg: "invalid YAML: " + e.Msg}
 }
 
 func (f *File) pos(n *yaml.Node) pipeline.Pos {
@@ -588,8 +581,38 @@ func (d *decoder) object(n *yaml.Node) map[string]any {
 	}
 	d.noteAll(n)
 	d.f.keys[d.f.pos(n)], _ = d.fields(n)
+	vals := pipeline.Fields{}
+	d.valuePaths(n, "", vals)
+	d.f.values[d.f.pos(n)] = vals
 	m, _ := toValue(n).(map[string]any)
 	return m
+}
+
+// valuePaths records in out where each value inside n was written, by
+// its path below prefix: a mapping's values by key (joined with "."), a
+// list's by index ("[i]").
+func (d *decoder) valuePaths(n *yaml.Node, prefix string, out pipeline.Fields) {
+	n = resolve(n)
+	if n == nil {
+		return
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		for _, p := range pairs(n) {
+			path := p[0].Value
+			if prefix != "" {
+				path = prefix + "." + path
+			}
+			out[path] = d.f.pos(resolve(p[1]))
+			d.valuePaths(p[1], path, out)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			path := prefix + "[" + strconv.Itoa(i) + "]"
+			out[path] = d.f.pos(resolve(c))
+			d.valuePaths(c, path, out)
+		}
+	}
 }
 
 // noteAll records the spans of every string inside a free-form value, so
@@ -1169,6 +1192,7 @@ func (d *decoder) onFailure(n *yaml.Node) pipeline.OnFailure {
 			}
 		case "webhook":
 			w := &pipeline.FailureWebhook{Pos: d.f.pos(resolve(kv[1])), Method: "POST", TimeoutSeconds: pipeline.DefaultWebhookTimeout}
+			w.Fields, _ = d.fields(resolve(kv[1]))
 			for _, wp := range pairs(kv[1]) {
 				switch wp[0].Value {
 				case "url":

@@ -189,8 +189,39 @@ func TestErrors(t *testing.T) {
 	}{
 		{"empty file", "", []string{"p.yaml:1:1: file is empty: a pipeline needs at least a name and steps"}},
 		{"not a mapping", "- a\n- b\n", []string{"p.yaml:1:1: a pipeline file must be a mapping with name and steps, not a list"}},
-		{"yaml syntax", "name: p\nsteps: [\n", []string{"p.yaml:2:1: invalid YAML: did not find expected node content"}},
+		{"yaml syntax", "name: p\nsteps: [\n", []string{"p.yaml:2:8: invalid YAML: did not find expected node content"}},
 		{"tab indentation", "name: p\nsteps:\n\t- name: a\n", []string{"p.yaml:3:1: invalid YAML: found character that cannot start any token"}},
+		// The reference refused a file of two documents; the second was
+		// ignored here, unchecked.
+		{"second document", "name: p\nsteps: [{name: a, executor: scripted}]\n---\nname: q\nsteps: [{name: b, executor: scriptd}]\n",
+			[]string{"p.yaml:3:1: a second YAML document starts here: a file holds one document; put the other in a file of its own"}},
+		{"second document not YAML", "name: p\nsteps: [{name: a, executor: scripted}]\n---\nname: [q\n", []string{"p.yaml:4:8: invalid YAML: did not find expected ',' or ']'"}},
+		// go-yaml names the line before the enclosing block's start for
+		// these; the diagnostic points at the text that breaks the block.
+		{"key indented under a flow value", head + "  - name: a\n    executor: scripted\n    verifier:\n      executor: scripted\n    executor_config: {model: m}\n      combination_strategy: veto\n",
+			[]string{"p.yaml:8:7: invalid YAML: did not find expected key"}},
+		{"list item indented into a step", head + "  - name: a\n    executor: scripted\n   - name: b\n", []string{"p.yaml:5:4: invalid YAML: did not find expected '-' indicator"}},
+		{"step key outdented", head + "  - name: a\n    executor: scripted\n  executor: b\n", []string{"p.yaml:5:11: invalid YAML: did not find expected '-' indicator"}},
+		{"tab inside a step", head + "  - name: a\n\texecutor: scripted\n", []string{"p.yaml:4:1: invalid YAML: found a tab character that violates indentation"}},
+		{"colon in a plain value", head + "  - name: a\n    prompt_template: Summary: {{ x }}\n", []string{"p.yaml:4:29: invalid YAML: mapping values are not allowed in this context"}},
+		{"unclosed quote", head + "  - name: a\n    prompt_template: \"Alert é\n    when: x\n", []string{"p.yaml:4:22: invalid YAML: found unexpected end of stream"}},
+		{"unclosed flow mapping", head + "  - name: a\n    executor_config: {model: m, agent: x\n    prompt_template: hi\n", []string{"p.yaml:4:33: invalid YAML: did not find expected ',' or '}'"}},
+		// A template inside executor_config (or a verifier's) is placed
+		// in its own string, at any depth; it was placed at 1:1.
+		{"executor_config template", head + "  - name: a\n    executor: webhook\n    executor_config:\n      url: http://x.example\n      headers:\n        X: \"{{ y | nofilter }}\"\n      payload:\n        k: [ok, \"a {{ steps.nope.summary }}\"]\n", []string{
+			`p.yaml:8:20: step "a": executor_config.headers.X: undefined filter "nofilter"`,
+			`p.yaml:10:23: step "a": executor_config.payload.k[1] refers to unknown step "nope"`,
+		}},
+		{"branch executor_config template", head + "  - parallel:\n      name: g\n      steps:\n        - {name: b, executor: webhook, executor_config: {url: \"http://x.example/{% bad %}\"}}\n", []string{
+			`p.yaml:6:81: branch "b" of parallel "g": executor_config.url: undefined tag "bad"`,
+		}},
+		{"verifier executor_config template", head + "  - name: a\n    executor: scripted\n    verifier:\n      executor: scripted\n      executor_config: {x: \"{{ steps.nope.summary }}\"}\n", []string{
+			`p.yaml:7:32: step "a": verifier.executor_config.x refers to unknown step "nope"`,
+		}},
+		{"failure webhook payload template", head + "  - name: a\n    executor: scripted\n    on_failure:\n      policy: continue\n      webhook:\n        url: http://x.example\n        payload: {s: \"{{ step_failure.summary | nofilter }}\"}\n", []string{
+			`p.yaml:9:49: step "a": on_failure.webhook.payload.s: undefined filter "nofilter"`,
+		}},
+		{"trailing document marker", "name: p\nsteps: [{name: a, executor: scripted}]\n---\n# nothing\n", nil},
 		{"duplicate yaml key", "name: p\nname: q\nsteps: []\n", []string{`p.yaml:2:1: duplicate key "name" (first written at 1:1)`, "p.yaml:3:8: steps needs at least 1 entry"}},
 		{"missing name and steps", "description: x\n", []string{
 			`p.yaml:1:1: missing required field "name"`,
@@ -280,6 +311,17 @@ func TestErrors(t *testing.T) {
 		{"fan_out without over", head + "  - fan_out: {name: f, executor: scripted}\n", []string{
 			`p.yaml:3:14: fan_out "f": missing required field "over"`,
 		}},
+		// vars, labels and the trigger's text fields hold text: a fan_out
+		// over one failed every run (over: ... is not a list).
+		{"fan_out over a var", "name: p\nvars: {svcs: '[a, b]'}\nsteps:\n  - fan_out: {name: f, executor: scripted, over: svcs}\n", []string{
+			`p.yaml:4:50: fan_out "f": over: svcs is a var, which holds text, never a list: run the fan_out over a list a step answered (steps.<step>.<field>) or one in the trigger's metadata`,
+		}},
+		{"fan_out over a label", "name: p\ncontext_template: {include: [labels.services, summary]}\nsteps:\n  - fan_out: {name: f, executor: scripted, over: services}\n  - fan_out: {name: g, executor: scripted, over: \"{{ labels.x }}\"}\n  - fan_out: {name: h, executor: scripted, over: summary}\n", []string{
+			`p.yaml:4:50: fan_out "f": over: services is a label of the trigger, which holds text, never a list: run the fan_out over a list a step answered (steps.<step>.<field>) or one in the trigger's metadata`,
+			`p.yaml:5:54: fan_out "g": over: labels is the trigger's labels, which hold text, never a list: run the fan_out over a list a step answered (steps.<step>.<field>) or one in the trigger's metadata`,
+			`p.yaml:6:50: fan_out "h": over: summary is the trigger's summary, which holds text, never a list: run the fan_out over a list a step answered (steps.<step>.<field>) or one in the trigger's metadata`,
+		}},
+		{"fan_out over the trigger's metadata", "name: p\ncontext_template: {include: [metadata.items, metadata]}\nsteps:\n  - fan_out: {name: f, executor: scripted, over: items}\n  - fan_out: {name: g, executor: scripted, over: metadata.more}\n", nil},
 		{"fan_out over unknown step", head + "  - fan_out: {name: f, executor: scripted, over: steps.nope.items}\n", []string{
 			`p.yaml:3:50: fan_out "f": over refers to unknown step "nope"`,
 		}},
@@ -320,7 +362,14 @@ func TestErrors(t *testing.T) {
 			`p.yaml:2:8: stage "prod" is not one of testing, production (did you mean "production"?)`,
 		}},
 		{"bad step name", head + "  - {name: \"a b\", executor: scripted}\n", []string{
-			`p.yaml:3:12: step "a b": name "a b" may hold only letters, digits, '-' and '_', starting with a letter or digit`,
+			`p.yaml:3:12: step "a b": name "a b" may hold only ASCII letters, digits, '-' and '_', starting with a letter or digit`,
+		}},
+		// é is a letter, but not one a name may hold.
+		{"non-ASCII step name", head + "  - {name: \"analyse-détail\", executor: scripted}\n", []string{
+			`p.yaml:3:12: step "analyse-détail": name "analyse-détail" may hold only ASCII letters, digits, '-' and '_', starting with a letter or digit`,
+		}},
+		{"non-ASCII fan_out as", head + "  - fan_out: {name: f, over: '[1]', as: élément, executor: scripted}\n", []string{
+			`p.yaml:3:41: fan_out "f": as "élément" must be an identifier (ASCII letters, digits, '_')`,
 		}},
 		{"unknown include root", "name: p\ncontext_template: {include: [lables.service]}\nsteps: [{name: a, executor: scripted}]\n", []string{
 			`p.yaml:2:30: context_template.include: unknown path "lables.service": it starts with one of severity, summary, source, pipeline, received_at, labels, metadata, fingerprint, team (did you mean "labels"?)`,

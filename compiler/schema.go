@@ -173,9 +173,9 @@ func schemaDiag(f *File, root *yaml.Node, path []string, e gojsonschema.ResultEr
 		if node != nil {
 			got = node.Value
 		}
-		msg = fmt.Sprintf("%s%s %q may hold only letters, digits, '-' and '_', starting with a letter or digit", prefix, fieldName(field), got)
+		msg = fmt.Sprintf("%s%s %q may hold only ASCII letters, digits, '-' and '_', starting with a letter or digit", prefix, fieldName(field), got)
 		if last(rest) == "as" {
-			msg = fmt.Sprintf("%sas %q must be an identifier (letters, digits, '_')", prefix, got)
+			msg = fmt.Sprintf("%sas %q must be an identifier (ASCII letters, digits, '_')", prefix, got)
 		}
 	case "number_any_of":
 		if last(path) == "budget" {

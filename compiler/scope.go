@@ -52,3 +52,41 @@ func whenScope(p *pipeline.Pipeline) when.Scope {
 	}
 	return s
 }
+
+// textTriggerFields are the trigger's fields that hold text.
+var textTriggerFields = []string{"summary", "severity", "source", "pipeline", "received_at", "fingerprint", "team"}
+
+// textRoot says what the when: scope name root is when it always holds
+// text (or, for labels and vars, an object of text), never a list: a var,
+// a label, the trigger's text fields, the pipeline's name, the run's ID.
+// It is "" for a name that may hold a list: steps, metadata and the names
+// included from it.
+func textRoot(s when.Scope, root string) string {
+	if root == pipeline.BindSteps {
+		return ""
+	}
+	r, ok := s[root]
+	if !ok {
+		return ""
+	}
+	switch e := r.Expr; {
+	case e == "$pipeline.vars":
+		return "is the pipeline's vars, which hold text"
+	case strings.HasPrefix(e, "$pipeline.vars."):
+		return "is a var, which holds text"
+	case e == "$trigger.labels":
+		return "is the trigger's labels, which hold text"
+	case strings.HasPrefix(e, "$trigger.labels."):
+		return "is a label of the trigger, which holds text"
+	case e == "$pipeline.name":
+		return "is the pipeline's name, which is text"
+	case e == "$run.id":
+		return "is the run's ID, which is text"
+	}
+	for _, f := range textTriggerFields {
+		if r.Expr == "$trigger."+jsonataName(f) {
+			return "is the trigger's " + f + ", which holds text"
+		}
+	}
+	return ""
+}

@@ -107,7 +107,7 @@ func (c *checker) checkCalibration(where string, s *pipeline.Step) {
 // checkGrounding checks a grounding block and resolves its judge.
 func (c *checker) checkGrounding(where string, s *pipeline.Step, g *pipeline.Grounding) {
 	gw := where + " grounding"
-	c.checkValueTemplates(gw, "grounding.executor_config", g.ExecutorConfig, g.Pos)
+	c.checkValueTemplates(gw, "grounding.executor_config", g.ExecutorConfig, fieldPos(g.Fields, "executor_config", g.Pos))
 	if _, ok := g.ExecutorConfig["agent"]; ok {
 		c.ds.errorf(fieldPos(g.Fields, "executor_config", g.Pos), "%s: executor_config.agent: the judge is grounding.agent", gw)
 	}

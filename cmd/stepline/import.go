@@ -120,11 +120,13 @@ func noteLine(src string, n importer.Note) string {
 
 // validateImported validates what the import wrote, in DEST's project,
 // through the one compile path, printing errors and warnings as validate
-// does; it returns how many files are not valid.
+// does: a problem of the project (stepline.yaml, a profile), which every
+// file's check carries, once. It returns how many files are not valid.
 func validateImported(e env, res *importer.Result) int {
 	fmt.Fprintln(e.stdout, "\nvalidate:")
 	defaults := settings.DefaultsFromEnv(e.getenv)
 	invalid := 0
+	printed := map[string]bool{}
 	for _, path := range append(append([]string(nil), res.Pipelines...), res.Steps...) {
 		p, err := gate.Project(path, "")
 		if err != nil {
@@ -135,6 +137,7 @@ func validateImported(e env, res *importer.Result) int {
 		var ds compiler.Diagnostics
 		if p.IsStepFile(path) {
 			_, ds, err = gate.CheckStepFile(path, p, defaults)
+			ds = append(projectProblems(p), ds...) // a pipeline's compile carries them already
 		} else {
 			_, _, ds, err = gate.CompileFileIn(path, p, defaults)
 		}
@@ -143,10 +146,14 @@ func validateImported(e env, res *importer.Result) int {
 			invalid++
 			continue
 		}
-		ds = append(projectProblems(p), ds...)
 		for _, d := range ds {
+			s := d.String()
+			if d.Pos.File != path && printed[s] {
+				continue // a project's problem, already printed
+			}
+			printed[s] = true
 			if d.Pos.File == path || d.Pos.File == "" || !d.Warning {
-				fmt.Fprintf(e.stdout, "  %s\n", d)
+				fmt.Fprintf(e.stdout, "  %s\n", s)
 			}
 		}
 		if ds.HasErrors() {

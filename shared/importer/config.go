@@ -275,7 +275,17 @@ func (c *config) executors(n *yaml.Node) {
 		case "openclaw":
 			c.openclaw.url = str(lookup(e[1], "url"))
 			c.openclaw.identity = str(lookup(e[1], "identity_dir"))
-			if id := c.openclaw.identity; id != "" && !strings.HasPrefix(id, "~") && !strings.HasPrefix(id, "/") {
+			if id := c.openclaw.identity; strings.Contains(id, "${") {
+				// The reference reads a whole-value ${NAME} of config.yaml
+				// from the environment (and keeps any other as text);
+				// Stepline's identity is a path and refuses a reference.
+				c.openclaw.identity = ""
+				how := "keeps it as text (it expands only a whole value)"
+				if secret.IsRef(id) {
+					how = "reads it from the environment"
+				}
+				c.add(keyOf(e[1], "identity_dir"), Person, "config executors.openclaw.identity_dir", fmt.Sprintf("executors.openclaw.identity_dir %q: the reference %s, and Stepline's identity is a path: write the directory as executors.openclaw.identity in stepline.yaml (on AWS the identity is the secrets OPENCLAW_DEVICE and OPENCLAW_DEVICE_AUTH)", id, how))
+			} else if id != "" && !strings.HasPrefix(id, "~") && !strings.HasPrefix(id, "/") {
 				c.add(keyOf(e[1], "identity_dir"), Check, "config executors.openclaw.identity_dir", "executors.openclaw.identity_dir is relative: the reference read it from its working directory, Stepline reads it from stepline.yaml's directory")
 			}
 		default:
@@ -343,12 +353,18 @@ func (c *config) pricing(n *yaml.Node) {
 	}
 }
 
-// projectFile is stepline.yaml for the imported project.
-func (c *config) projectFile() []byte {
+// projectFile is stepline.yaml for the imported project. library says
+// whether the import writes library steps: only then does it name the
+// steps directory, which Stepline warns about when it is missing (the
+// default, steps, still finds a library a person adds later).
+func (c *config) projectFile(library bool) []byte {
 	var b strings.Builder
 	b.WriteString("# Stepline project file, imported from the reference's config.yaml by\n")
 	b.WriteString("# \"stepline import vectorstep\". Secrets stay ${NAME} references.\n")
-	b.WriteString("pipelines: pipelines\nsteps: steps\n")
+	b.WriteString("pipelines: pipelines\n")
+	if library {
+		b.WriteString("steps: steps\n")
+	}
 	if c.gateway.url != "" || c.openclaw.url != "" || c.openclaw.identity != "" {
 		b.WriteString("executors:\n")
 		if c.gateway.url != "" {

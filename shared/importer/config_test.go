@@ -69,12 +69,12 @@ human_approval:
         bot_token: "${APPROVAL_BOT_TOKEN}"
         chat_id: "-100999"
 `
-	if got := string(c.projectFile()); got != wantProject {
+	if got := string(c.projectFile(true)); got != wantProject {
 		t.Errorf("stepline.yaml:\n%s\nwant:\n%s", got, wantProject)
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, project.FileName)
-	p := project.Parse(path, c.projectFile())
+	p := project.Parse(path, c.projectFile(true))
 	if len(p.Diagnostics) != 0 {
 		t.Errorf("stepline.yaml: %v", p.Diagnostics)
 	}
@@ -133,7 +133,7 @@ func TestConfigSecrets(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := parseConfigText(t, tt.src)
-			got := string(c.projectFile())
+			got := string(c.projectFile(true))
 			if !strings.Contains(got, tt.want) || strings.Contains(got, "s3cr3t") {
 				t.Errorf("stepline.yaml:\n%s\nwant %s", got, tt.want)
 			}
@@ -143,6 +143,42 @@ func TestConfigSecrets(t *testing.T) {
 			person := false
 			for _, n := range c.notes {
 				person = person || n.Level == Person
+			}
+			if person != tt.person {
+				t.Errorf("needs a person %v, want %v: %v", person, tt.person, c.notes)
+			}
+		})
+	}
+}
+
+// TestConfigOpenClawIdentity: identity_dir is a path Stepline keeps as
+// written, but a ${NAME} there is an environment variable the reference
+// read at load, which Stepline's identity (a path) cannot hold: it is
+// left out and needs a person, so that stepline.yaml still loads.
+func TestConfigOpenClawIdentity(t *testing.T) {
+	tests := []struct {
+		name, identity, want string
+		person               bool
+	}{
+		{"home", "~/.openclaw/identity", `identity: "~/.openclaw/identity"`, false},
+		{"absolute", "/etc/openclaw", `identity: "/etc/openclaw"`, false},
+		{"environment", "${OPENCLAW_IDENTITY_DIR}", "", true},
+		{"environment inside", "${HOME}/.openclaw/identity", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := parseConfigText(t, "executors: {openclaw: {url: \"wss://oc.example.com\", identity_dir: \""+tt.identity+"\"}}")
+			got := string(c.projectFile(false))
+			if tt.want != "" && !strings.Contains(got, tt.want) || tt.want == "" && strings.Contains(got, "identity") {
+				t.Errorf("stepline.yaml:\n%s\nwant %q", got, tt.want)
+			}
+			p := project.Parse(filepath.Join(t.TempDir(), project.FileName), []byte(got))
+			if len(p.Diagnostics) != 0 {
+				t.Errorf("stepline.yaml: %v\n%s", p.Diagnostics, got)
+			}
+			person := false
+			for _, n := range c.notes {
+				person = person || n.Level == Person && strings.Contains(n.Msg, "identity_dir")
 			}
 			if person != tt.person {
 				t.Errorf("needs a person %v, want %v: %v", person, tt.person, c.notes)

@@ -16,7 +16,11 @@
 //	                          function's PRICE_TABLE names such a file)
 //	DEST/.stepline-import.json  the files written and their SHA-256
 //
-// Secrets stay ${NAME} references and are never resolved. A secret that
+// Secrets stay ${NAME} references and are never resolved. An OpenClaw
+// identity_dir written as a ${NAME} (the reference read a whole-value one
+// from the environment) needs a person and is left out: Stepline's
+// identity is a path. stepline.yaml names the steps directory only when
+// library steps are written. A secret that
 // config.yaml writes out is not copied: the output names a reference
 // (TELEGRAM_BOT_TOKEN, AGENT_GATEWAY_TOKEN, STEPLINE_TOKEN_<TEAM>) and a
 // note asks a person to store the value under it.
@@ -100,7 +104,9 @@
 // name it reads exists where it is written (steps that run before, vars,
 // labels, the context_template.include names); context.X is rewritten as
 // in templates; a fan_out's over: loses {{ }} and a trailing tojson or
-// list filter. Anything else — filters, {{ }} around a condition (an
+// list filter. An over: that reads a var, a label or a trigger text field
+// needs a person: the reference parsed the rendered text as a list, and in
+// Stepline those names hold text, which validate refuses to fan out over. Anything else — filters, {{ }} around a condition (an
 // error in the reference, which therefore always skipped the step),
 // names the reference reads as undefined, steps that run later — is kept
 // as written, so validate refuses it at the same place, and is a note
@@ -118,7 +124,10 @@
 // # Fields
 //
 // YAML anchors, aliases and merge keys are expanded first, so that each
-// place converts on its own. Which fields Stepline takes is read from
+// place converts on its own, and a key written twice in one mapping keeps
+// its last value, once, as the reference's YAML loader read it (a check
+// note; Stepline refuses the repetition). A file of two YAML documents,
+// which the reference refused, is not imported. Which fields Stepline takes is read from
 // its pipeline JSON Schema (Options.Schema; the CLI gives package
 // compiler's), so a field Stepline gains is kept from then on; without a
 // schema, the fields this package was written against. Fields Stepline
@@ -131,7 +140,9 @@
 // a person (a Stepline verifier is one model call). A webhook step whose
 // prompt_template is a JSON object with every template inside a string
 // becomes executor_config.payload, the same body encoded after
-// rendering, so that a value holding a quote stays one string. Of
+// rendering, so that a value holding a quote stays one string; each "$"
+// in it is written "$$", since the reference never resolved a ${NAME} in
+// a body and Stepline resolves a payload's. Of
 // config.yaml, server, database, logging, dedup, concurrency,
 // observability, calibration (but see above), durability, replay,
 // team_budgets, live_pricing, artifacts, executors.gateway.rest_url,

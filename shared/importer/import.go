@@ -133,7 +133,7 @@ func Import(src, dest string, opt Options) (*Result, error) {
 	res := &Result{}
 	var cfgRoot *yaml.Node
 	if doc, err := yamldoc.Parse(cfgSrc); err != nil {
-		return nil, fmt.Errorf("config.yaml: %w", err)
+		return nil, fmt.Errorf("config.yaml:%w", yamldoc.SyntaxError(cfgSrc, err))
 	} else if len(doc.Content) > 0 {
 		cfgRoot = doc.Content[0]
 	}
@@ -146,7 +146,7 @@ func Import(src, dest string, opt Options) (*Result, error) {
 	imp.calibrationConfig()
 	res.Notes = append(res.Notes, cfg.notes...)
 
-	plan := []planned{{path: "stepline.yaml", kind: "project", data: cfg.projectFile()}}
+	plan := []planned{{path: "stepline.yaml", kind: "project"}} // written once the library steps are known
 	if b := cfg.tokensFile(); b != nil {
 		plan = append(plan, planned{"tokens.yaml", "tokens", b})
 	}
@@ -195,6 +195,7 @@ func Import(src, dest string, opt Options) (*Result, error) {
 			}
 		}
 	}
+	plan[0].data = cfg.projectFile(len(res.Steps) > 0)
 	sortNotes(res.Notes)
 	files, err := write(dest, plan, opt.Force)
 	if err != nil {
@@ -288,19 +289,24 @@ func (imp *importer) convertFile(rel string, data []byte, library bool) ([]byte,
 	if !utf8.Valid(data) {
 		return nil, []Note{{File: rel, Line: 1, Col: 1, Level: Person, Kind: "file", Msg: "the file is not UTF-8: not imported"}}
 	}
-	doc, err := yamldoc.Parse(data)
+	doc, err := yamldoc.ParseSingle(data) // the reference refused a file of two documents
 	if err != nil {
-		line, col := 1, 1
 		var ye *yamldoc.Error
-		if errors.As(err, &ye) {
-			line, col = ye.Line, ye.Column
+		msg := "not imported: "
+		if !errors.As(err, &ye) { // a syntax error, placed where the text breaks
+			ye = yamldoc.SyntaxError(data, err)
+			msg += "invalid YAML: "
 		}
-		return nil, []Note{{File: rel, Line: line, Col: col, Level: Person, Kind: "file", Msg: "not imported: " + err.Error()}}
+		msg += ye.Msg
+		return nil, []Note{{File: rel, Line: ye.Line, Col: ye.Column, Level: Person, Kind: "file", Msg: msg}}
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, []Note{{File: rel, Line: 1, Col: 1, Level: Person, Kind: "file", Msg: "not a mapping: not imported"}}
 	}
-	doc.Content[0] = expand(doc.Content[0])
+	doc.Content[0] = expand(doc.Content[0], func(k *yaml.Node) {
+		f.notes = append(f.notes, Note{File: rel, Line: k.Line, Col: k.Column, Level: Check, Kind: "duplicate key",
+			Msg: fmt.Sprintf("key %q is written twice in this mapping: the reference read the last value, kept here once", k.Value)})
+	})
 	root := doc.Content[0]
 	imp.root = root
 	if library {

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/stepline/stepline/shared/project"
+	"github.com/stepline/stepline/shared/secret"
 )
 
 func readTree(t *testing.T, dir string) map[string]string {
@@ -296,6 +300,136 @@ func TestConvertFileAliases(t *testing.T) {
 	}
 }
 
+// TestConvertFileSyntaxError: a file that is not YAML is a note at the
+// text that breaks it, not at the line before its enclosing block that
+// the YAML library names.
+func TestConvertFileSyntaxError(t *testing.T) {
+	imp := newImporter(parseConfig("config.yaml", nil), Options{})
+	src := "name: p\nsteps:\n  - name: a\n    executor: gateway\n    verifier:\n      executor: gateway\n    executor_config: {agent: x}\n      combination_strategy: veto\n"
+	out, notes := imp.convertFile("p.yaml", []byte(src), false)
+	if out != nil || len(notes) != 1 {
+		t.Fatalf("output %q, notes %v", out, notes)
+	}
+	n := notes[0]
+	if n.Line != 8 || n.Col != 7 || n.Level != Person || n.Msg != "not imported: invalid YAML: did not find expected key" {
+		t.Errorf("note %d:%d %v %q, want 8:7 needing a person: not imported: invalid YAML: did not find expected key", n.Line, n.Col, n.Level, n.Msg)
+	}
+}
+
+// TestImportConfigSyntaxError: a config.yaml that is not YAML is refused
+// at the text that breaks it.
+func TestImportConfigSyntaxError(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, map[string]string{"config.yaml": "executors:\n  gateway:\n    url: ws://gw\n   token: x\n"})
+	_, err := Import(src, t.TempDir(), Options{})
+	if err == nil || err.Error() != "config.yaml:4:4: did not find expected key" {
+		t.Errorf("Import: %v", err)
+	}
+}
+
+// TestImportWithoutLibrary: a source without a step library gives a
+// project that loads without a warning (stepline.yaml named a steps
+// directory the import never wrote, and every command warned of it).
+func TestImportWithoutLibrary(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		steps bool
+	}{
+		{"no library", map[string]string{"config.yaml": "{}\n", "pipelines/a.yaml": "name: a\nsteps: [{name: s, executor: human}]\n"}, false},
+		{"an empty library", map[string]string{"config.yaml": "{}\n", "pipelines/a.yaml": "name: a\nsteps: [{name: s, executor: human}]\n", "steps/README": "x"}, false},
+		{"a library step", map[string]string{"config.yaml": "{}\n", "pipelines/a.yaml": "name: a\nsteps: [{name: s, executor: human}]\n", "steps/h.yaml": "name: h\nexecutor: human\n"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src, dest := t.TempDir(), t.TempDir()
+			writeTree(t, src, c.files)
+			if _, err := Import(src, dest, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			p, err := project.Load(filepath.Join(dest, project.FileName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Diagnostics) != 0 {
+				t.Errorf("stepline.yaml: %v", p.Diagnostics)
+			}
+			if got := len(p.StepFiles) > 0; got != c.steps {
+				t.Errorf("library steps loaded: %v, want %v", got, c.steps)
+			}
+		})
+	}
+}
+
+// TestConvertFileTwoDocuments: the reference refused a pipeline file of
+// two YAML documents; the import wrote the first and dropped the second
+// unread.
+func TestConvertFileTwoDocuments(t *testing.T) {
+	imp := newImporter(parseConfig("config.yaml", nil), Options{})
+	src := "name: p\nsteps: [{name: a, executor: human}]\n---\nname: q\nsteps: [{name: b, executor: human}]\n"
+	out, notes := imp.convertFile("p.yaml", []byte(src), false)
+	if out != nil || len(notes) != 1 {
+		t.Fatalf("output %q, notes %v", out, notes)
+	}
+	if n := notes[0]; n.Line != 3 || n.Col != 1 || n.Level != Person || !strings.HasPrefix(n.Msg, "not imported: a second YAML document starts here") {
+		t.Errorf("note %d:%d %v %q", n.Line, n.Col, n.Level, n.Msg)
+	}
+	// A trailing document marker is no second document.
+	if out, notes := imp.convertFile("p.yaml", []byte("name: p\nsteps: [{name: a, executor: human}]\n---\n"), false); out == nil {
+		t.Errorf("a trailing --- is not imported: %v", notes)
+	}
+}
+
+// TestConvertFileDuplicateKeys: the reference's YAML loader kept the last
+// of a key written twice in a mapping; the import keeps that one, once,
+// and says so, where it wrote both (and validate refused the file).
+func TestConvertFileDuplicateKeys(t *testing.T) {
+	imp := newImporter(parseConfig("config.yaml", nil), Options{})
+	src := "name: p\nsteps:\n  - name: a\n    executor: human\n    prompt_template: first\n    confidence_threshold: 0.5\n    prompt_template: second\n"
+	out, notes := imp.convertFile("p.yaml", []byte(src), false)
+	got := string(out)
+	if !strings.Contains(got, "    prompt_template: second\n    confidence_threshold: 0.5\n") || strings.Contains(got, "first") {
+		t.Errorf("output:\n%s", got)
+	}
+	found := false
+	for _, n := range notes {
+		found = found || n.Level == Check && n.Line == 7 && n.Col == 5 && strings.Contains(n.Msg, `"prompt_template"`)
+	}
+	if !found {
+		t.Errorf("no note at 7:5 about the duplicate: %v", notes)
+	}
+}
+
+// TestConvertOverText: the reference rendered over: to text and parsed
+// it, so a list written into a var or a label worked there; in Stepline
+// those hold text, which validate refuses to fan out over: the import
+// says a person is needed, and converts a step's list as before.
+func TestConvertOverText(t *testing.T) {
+	for _, c := range []struct {
+		name, over string
+		person     bool
+	}{
+		{"a var", "{{ svcs }}", true},
+		{"a label", "{{ labels.svcs }}", true},
+		{"an included label", "{{ service }}", true},
+		{"an included summary", "{{ summary }}", true},
+		{"a step's list", "{{ steps.a.items | tojson }}", false},
+		{"metadata", "{{ items }}", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			imp := newImporter(parseConfig("config.yaml", nil), Options{})
+			src := "name: p\nvars: {svcs: \"['a', 'b']\"}\ncontext_template: {include: [labels.service, summary, metadata.items]}\nsteps:\n  - {name: a, executor: human}\n  - fan_out: {name: f, over: \"" + c.over + "\", executor: human}\n"
+			out, notes := imp.convertFile("p.yaml", []byte(src), false)
+			person := false
+			for _, n := range notes {
+				person = person || n.Level == Person && n.Kind == "over"
+			}
+			if person != c.person {
+				t.Errorf("needs a person %v, want %v: %v\n%s", person, c.person, notes, out)
+			}
+		})
+	}
+}
+
 func writeTree(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	for p, b := range files {
@@ -375,6 +509,9 @@ func TestWebhookBody(t *testing.T) {
 		{"form", step(", content_type: application/x-www-form-urlencoded", `{"a": "{{ x }}"}`), "prompt_template: '{\"a\": \"{{ x }}\"}'"},
 		{"not an object", step("", `["{{ x }}"]`), "prompt_template: '[\"{{ x }}\"]'"},
 		{"tag inside", step("", `{"a": "{% if x %}y{% endif %}"}`), "prompt_template: '{\"a\": \"{% if x %}y{% endif %}\"}'"},
+		// The reference sent its body as rendered, never secret-expanded;
+		// a payload's values are, so each $ is written $$.
+		{"dollar", step("", `{"a": "cost ${PRICE} or $5", "b": ["$$"]}`), "payload:\n        a: \"cost $${PRICE} or $$5\"\n        b:\n          - \"$$$$\"\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -384,6 +521,32 @@ func TestWebhookBody(t *testing.T) {
 				t.Errorf("output lacks\n%s\n---\n%s", tt.want, out)
 			}
 		})
+	}
+}
+
+// TestWebhookBodyText: the payload a webhook body becomes, once its
+// secret references are resolved as the webhook executor resolves them,
+// is the text the reference sent, also where that text looks like a
+// reference to a secret that is set.
+func TestWebhookBodyText(t *testing.T) {
+	const body = `{"text": "costs ${PRICE}, $5, $$ and ${ not a ref"}`
+	src := "name: p\nsteps:\n  - name: w\n    executor: webhook\n    executor_config: {url: https://x.example.com}\n    prompt_template: '" + body + "'\n"
+	imp := newImporter(parseConfig("config.yaml", nil), Options{})
+	out, _ := imp.convertFile("p.yaml", []byte(src), false)
+	var conv struct {
+		Steps []struct {
+			ExecutorConfig struct {
+				Payload map[string]string `yaml:"payload"`
+			} `yaml:"executor_config"`
+		} `yaml:"steps"`
+	}
+	if err := yaml.Unmarshal(out, &conv); err != nil || len(conv.Steps) != 1 {
+		t.Fatalf("converted file: %v\n%s", err, out)
+	}
+	env := secret.Env(func(name string) string { return map[string]string{"PRICE": "s3cret"}[name] })
+	got, err := secret.Expand(context.Background(), env, conv.Steps[0].ExecutorConfig.Payload["text"])
+	if want := "costs ${PRICE}, $5, $$ and ${ not a ref"; err != nil || got != want {
+		t.Errorf("payload text resolves to %q (%v), want %q\n%s", got, err, want, out)
 	}
 }
 

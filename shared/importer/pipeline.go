@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/stepline/stepline/shared/pipeline"
+	"github.com/stepline/stepline/shared/secret"
 )
 
 // fileConv converts one pipeline or library step file in place, on its
@@ -463,10 +464,50 @@ func (f *fileConv) over(key, n *yaml.Node) {
 		f.condition(key, n, f.whenRoots(f.imp.root), f.scope())
 		if n.Value == inner && f.lastPerson() {
 			n.Value, n.Style = orig, style
+			return
 		}
-		return
+	} else {
+		f.condition(key, n, f.whenRoots(f.imp.root), f.scope())
 	}
-	f.condition(key, n, f.whenRoots(f.imp.root), f.scope())
+	if what := f.overText(strings.TrimSpace(n.Value)); what != "" && !f.lastPerson() {
+		f.add(n, Person, "over", fmt.Sprintf("over: %s holds text in Stepline, never a list (the reference parsed the rendered text as a list): fan out over a list a step answers, or one in the trigger's metadata", what), src)
+		comment(key, "stepline import: needs a person: over reads text, not a list")
+	}
+}
+
+// overText says, for a converted over: expression, what its root name
+// is when that name always holds text in Stepline ("" otherwise): a var,
+// the labels or a label, a trigger text field, the pipeline's name or
+// the run's ID. The reference rendered over: to text and parsed that as
+// a list, so a list written into a var or a label worked there;
+// Stepline iterates a value, and validate refuses a fan_out over text.
+func (f *fileConv) overText(expr string) string {
+	root := expr
+	if i := strings.IndexAny(root, ".[ "); i >= 0 {
+		root = root[:i]
+	}
+	switch {
+	case root == "" || root == "steps":
+		return ""
+	case f.vars[root], root == "vars":
+		return "a var"
+	case root == "labels", root == "pipeline_name", root == "pipeline_run_id":
+		return root
+	}
+	if ct := lookup(f.imp.root, "context_template"); ct != nil {
+		if inc := lookup(ct, "include"); inc != nil {
+			for _, it := range inc.Content {
+				parts := strings.Split(it.Value, ".")
+				if parts[len(parts)-1] != root {
+					continue
+				}
+				if parts[0] == "labels" || len(parts) == 1 && slices.Contains([]string{"summary", "severity", "source", "pipeline", "received_at", "fingerprint", "team"}, parts[0]) {
+					return "the trigger's " + it.Value
+				}
+			}
+		}
+	}
+	return ""
 }
 
 func (f *fileConv) lastPerson() bool {
@@ -593,24 +634,28 @@ func (f *fileConv) telegram(action string, it *yaml.Node) {
 // expand replaces every alias in n by a copy of the value it names and
 // every merge key (<<) by the entries it brings, so that each place is
 // converted, and dropped, on its own; anchors are cleared. yamldoc has
-// bounded the expanded size.
-func expand(n *yaml.Node) *yaml.Node {
+// bounded the expanded size. A key written twice in one mapping keeps
+// its first place and its last value, as the reference's YAML loader
+// read it (Stepline refuses the repetition); dup is told of each
+// repetition, by its key.
+func expand(n *yaml.Node, dup func(key *yaml.Node)) *yaml.Node {
 	if n == nil {
 		return nil
 	}
 	if n.Kind == yaml.AliasNode {
-		return expand(n.Alias)
+		return expand(n.Alias, dup)
 	}
 	c := *n
 	c.Anchor = ""
 	c.Content = nil
 	if n.Kind != yaml.MappingNode {
 		for _, ch := range n.Content {
-			c.Content = append(c.Content, expand(ch))
+			c.Content = append(c.Content, expand(ch, dup))
 		}
 		return &c
 	}
 	have := map[string]bool{}
+	at := map[string]int{} // where each key written here sits in c.Content
 	var merged []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -628,13 +673,21 @@ func expand(n *yaml.Node) *yaml.Node {
 			}
 			continue
 		}
+		if j, ok := at[k.Value]; ok && k.Kind == yaml.ScalarNode {
+			c.Content[j+1] = expand(v, dup)
+			dup(k)
+			continue
+		}
 		have[k.Value] = true
-		c.Content = append(c.Content, expand(k), expand(v))
+		if k.Kind == yaml.ScalarNode {
+			at[k.Value] = len(c.Content)
+		}
+		c.Content = append(c.Content, expand(k, dup), expand(v, dup))
 	}
 	for j := 0; j+1 < len(merged); j += 2 {
 		if k := merged[j]; !have[k.Value] {
 			have[k.Value] = true
-			c.Content = append(c.Content, expand(k), expand(merged[j+1]))
+			c.Content = append(c.Content, expand(k, dup), expand(merged[j+1], dup))
 		}
 	}
 	return &c
@@ -685,13 +738,43 @@ func (f *fileConv) webhookBody(s *yaml.Node) {
 	cfg.Style = 0
 	cfg.Content = append(cfg.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "payload"}, payload)
 	key := keyOf(s, "prompt_template")
-	f.notes = append(f.notes, Note{File: f.file, Line: key.Line, Col: key.Column, Level: Converted, Kind: "webhook body", Msg: "a JSON prompt_template of a webhook step → executor_config.payload (each value rendered, then encoded)"})
+	msg := "a JSON prompt_template of a webhook step → executor_config.payload (each value rendered, then encoded)"
+	if escapeDollars(payload) {
+		msg += "; each $ is written $$, as the reference sent the body's ${NAME} as text and Stepline resolves a payload's"
+	}
+	f.notes = append(f.notes, Note{File: f.file, Line: key.Line, Col: key.Column, Level: Converted, Kind: "webhook body", Msg: msg})
 	for i := 0; i+1 < len(s.Content); i += 2 {
 		if s.Content[i] == key {
 			s.Content = append(s.Content[:i], s.Content[i+2:]...)
 			break
 		}
 	}
+}
+
+// escapeDollars writes each "$" of the string values under n as "$$"
+// (secret.Escape), and reports whether it found one. The reference sent
+// a webhook's prompt_template as rendered, never resolving a ${NAME} in
+// it, while Stepline resolves the references a payload's values write:
+// escaped, a body that held "${PRICE}" still sends that text, and never
+// the value of a secret that happens to have the name. Keys are sent as
+// written either way.
+func escapeDollars(n *yaml.Node) bool {
+	found := false
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Tag == "!!str" && strings.Contains(n.Value, "$") {
+			n.Value, found = secret.Escape(n.Value), true
+		}
+	case yaml.SequenceNode:
+		for _, v := range n.Content {
+			found = escapeDollars(v) || found
+		}
+	case yaml.MappingNode:
+		for i := 1; i < len(n.Content); i += 2 {
+			found = escapeDollars(n.Content[i]) || found
+		}
+	}
+	return found
 }
 
 // jsonNode reads one JSON value as a YAML node, keeping key order.
@@ -792,7 +875,7 @@ func (f *fileConv) inline(b *yaml.Node, target string) {
 		if !slices.Contains(takes, k) || k == "use" {
 			continue
 		}
-		v := expand(e[1])
+		v := expand(e[1], func(*yaml.Node) {}) // a copy: the library file was expanded already
 		if local := lookup(b, k); local != nil {
 			if k == "executor_config" && local.Kind == yaml.MappingNode && v.Kind == yaml.MappingNode {
 				for _, le := range entries(local) {

@@ -138,6 +138,7 @@ type OnFailure struct {
 // FailureWebhook is sent when a step fails, before its policy applies.
 type FailureWebhook struct {
 	Pos            Pos               `json:"-"`
+	Fields         Fields            `json:"-"`
 	URL            string            `json:"url,omitempty"`
 	Method         string            `json:"method,omitempty"`
 	Headers        map[string]string `json:"headers,omitempty"`
