@@ -21,6 +21,7 @@ import (
 	"github.com/stepline/stepline/compiler"
 	"github.com/stepline/stepline/shared/asl"
 	"github.com/stepline/stepline/shared/executor"
+	"github.com/stepline/stepline/shared/inbound"
 	"github.com/stepline/stepline/shared/local"
 	"github.com/stepline/stepline/shared/project"
 	"github.com/stepline/stepline/shared/steprun"
@@ -138,7 +139,7 @@ func runPipeline(ctx context.Context, e env, path string, sf stateFlags, f runFl
 	}
 	var trigger json.RawMessage
 	if f.event != "" {
-		b, err := os.ReadFile(f.event)
+		b, err := readEvent(f.event)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "stepline: read event: %v\n", err)
 			return exitFailed
@@ -225,8 +226,30 @@ func eventTrigger(b []byte) (json.RawMessage, error) {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return nil, fmt.Errorf("an event must be a JSON object: %v", err)
 	}
+	if err := inbound.CheckNumbers(b); err != nil {
+		return nil, err
+	}
 	if t, ok := v["trigger"]; ok {
 		return t, nil
+	}
+	return b, nil
+}
+
+// readEvent reads an event file within inbound.MaxBodyBytes, the bound of
+// a webhook's body: an event a webhook could not bring is refused before
+// it is read whole.
+func readEvent(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, inbound.MaxBodyBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > inbound.MaxBodyBytes {
+		return nil, fmt.Errorf("%s is more than %d bytes, the limit of an event (a webhook body's)", path, inbound.MaxBodyBytes)
 	}
 	return b, nil
 }

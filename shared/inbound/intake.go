@@ -265,7 +265,7 @@ func (in *Intake) Accept(ctx context.Context, req Request) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
-	if err := checkNumbers(trigger); err != nil {
+	if err := CheckNumbers(trigger); err != nil {
 		return Decision{}, fmt.Errorf("%s: %w: %w", op, ErrBadRequest, err)
 	}
 	if c.Fingerprint != "" {

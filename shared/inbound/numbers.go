@@ -12,12 +12,12 @@ import (
 // errNumberRange reports an event number the engine cannot hold.
 var errNumberRange = errors.New("out of range")
 
-// checkNumbers reports the first number of the JSON document b, in key
+// CheckNumbers reports the first number of the JSON document b, in key
 // order, that a float64 does not hold (1e999, -1e999): the engines (the
 // local one, Step Functions' JSONata) read a run's input as float64s and
 // would refuse it only once the run is recorded. The error names the
 // number's path ("metadata.order.total", "labels.sizes[1]").
-func checkNumbers(b []byte) error {
+func CheckNumbers(b []byte) error {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	var v any
