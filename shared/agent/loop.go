@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -609,7 +611,8 @@ func (l *Loop) toModel(c *Conversation, s string, lim Limits) string {
 }
 
 // objectArgs checks that a call's arguments are a JSON object within
-// limit; empty arguments are {}.
+// limit (empty arguments are {}) and returns them in canonical form (see
+// canonicalArgs): what the tool policy reads is what the tool is sent.
 func objectArgs(raw json.RawMessage, limit int) (json.RawMessage, error) {
 	t := strings.TrimSpace(string(raw))
 	if t == "" || t == "null" {
@@ -618,15 +621,41 @@ func objectArgs(raw json.RawMessage, limit int) (json.RawMessage, error) {
 	if len(raw) > limit {
 		return nil, fmt.Errorf("arguments refused: over %d bytes", limit)
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		// A model that sends its arguments as a JSON string holding the
-		// object (some do) is read once more.
-		var s string
-		if json.Unmarshal(raw, &s) == nil && json.Unmarshal([]byte(s), &m) == nil && m != nil {
-			return json.RawMessage(s), nil
-		}
-		return nil, fmt.Errorf("arguments refused: want a JSON object")
+	if c, ok := canonicalArgs(raw); ok {
+		return c, nil
 	}
-	return raw, nil
+	// A model that sends its arguments as a JSON string holding the
+	// object (some do) is read once more.
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if c, ok := canonicalArgs([]byte(s)); ok {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("arguments refused: want a JSON object")
+}
+
+// canonicalArgs decodes a JSON object and encodes it again: keys sorted,
+// a repeated key once (its last value, as Go and most servers read it),
+// numbers as written, strings with only the escapes JSON requires
+// (quote, backslash, control characters, U+2028 and U+2029), no HTML
+// escaping, invalid UTF-8 as U+FFFD. A model cannot then hide a word from
+// an input_regex behind an escape ("\u0064rop") or a repeated key.
+func canonicalArgs(raw []byte) (json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false // something after the object
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, false
+	}
+	return json.RawMessage(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), true
 }
