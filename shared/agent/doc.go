@@ -61,7 +61,11 @@
 // # The tool loop
 //
 // Loop runs an agent step: Start lists the tools each granted server
-// offers (filtered by the grant's globs) and builds the system prompt,
+// offers (filtered by the grant's globs; a granted tool's description is
+// cut to MaxToolDescriptionBytes, and a name over MaxToolNameBytes, a
+// schema over MaxToolSchemaBytes or specs over MaxToolSpecsBytes in all
+// stop the step with a *fault.ConfigError naming the tool, as more than
+// MaxTools granted tools do) and builds the system prompt,
 // the profile's soul followed by the LLMOutput instruction; each Turn
 // makes one model call and acts on the reply. A reply with tool calls
 // has each call decided by the policy first (a denied call is answered

@@ -41,6 +41,18 @@ const (
 	MaxTurnTextBytes = 64 << 10
 	// MaxTools bounds the tools offered to the model (OpenAI takes 128).
 	MaxTools = 128
+	// MaxToolNameBytes bounds a granted tool's name (the MCP
+	// specification's 128 characters).
+	MaxToolNameBytes = 128
+	// MaxToolDescriptionBytes bounds a tool's description as offered to
+	// the model; the rest is cut.
+	MaxToolDescriptionBytes = 4 << 10
+	// MaxToolSchemaBytes bounds a granted tool's input schema (JSON).
+	MaxToolSchemaBytes = 32 << 10
+	// MaxToolSpecsBytes bounds the tools offered to the model in all, as
+	// JSON (name, description, schema): they go with every model call
+	// and are kept in the conversation.
+	MaxToolSpecsBytes = 512 << 10
 	// DefaultDeadline is the loop's time when neither the step nor the
 	// caller's context sets one.
 	DefaultDeadline = 10 * time.Minute
@@ -119,7 +131,8 @@ type CallUsage struct {
 // back without loss, so a loop can stop after any Turn and go on
 // elsewhere (another invocation, another process) from the stored value.
 //
-// Its size is bounded: at most Limits.MaxIterations model turns, each
+// Its size is bounded: the tools offered, at most MaxToolSpecsBytes;
+// at most Limits.MaxIterations model turns, each
 // holding at most MaxTurnTextBytes of text and MaxToolCallsPerTurn calls
 // of MaxArgumentsBytes (about 320 KiB, twice that with a provider's
 // native copy), at most MaxToolOutputBytes of tool output in all, each
@@ -284,6 +297,7 @@ func (l *Loop) Start(ctx context.Context, prompt string, deadline time.Time) (*C
 	c.Messages = []Message{{Role: RoleUser, Text: prompt}}
 	sctx, cancel := context.WithTimeout(ctx, deadline.Sub(l.now()))
 	defer cancel()
+	specs := 0 // bytes of c.Tools as JSON
 	for _, g := range p.Tools {
 		srv, ok := l.Agent.Servers[g.Server]
 		if !ok {
@@ -310,13 +324,32 @@ func (l *Loop) Start(ctx context.Context, prompt string, deadline time.Time) (*C
 			if len(c.Tools) == MaxTools {
 				return c, fault.Errorf[fault.ConfigError]("agent %q: its servers offer more than %d granted tools; narrow its tools with globs", p.Name, MaxTools)
 			}
-			wire := wireName(n, c.Names)
-			c.Names[wire] = n
+			if len(t.Name) > MaxToolNameBytes {
+				head, _ := cutBytes(t.Name, 32)
+				return c, fault.Errorf[fault.ConfigError]("agent %q: MCP server %q offers a tool whose name is %d bytes, over the %d a tool's may be (%q); leave it out of the agent's tools with globs",
+					p.Name, g.Server, len(t.Name), MaxToolNameBytes, head+"…")
+			}
 			schema := t.InputSchema
 			if len(schema) == 0 || string(schema) == "null" {
 				schema = json.RawMessage(`{"type":"object"}`)
 			}
-			c.Tools = append(c.Tools, ToolSpec{Name: wire, Description: t.Description, InputSchema: schema})
+			if len(schema) > MaxToolSchemaBytes {
+				return c, fault.Errorf[fault.ConfigError]("agent %q: MCP server %q tool %q: its input schema is %d bytes, over the %d a tool's may be; leave it out of the agent's tools with globs",
+					p.Name, g.Server, t.Name, len(schema), MaxToolSchemaBytes)
+			}
+			desc, _ := cutBytes(t.Description, MaxToolDescriptionBytes)
+			wire := wireName(n, c.Names)
+			spec := ToolSpec{Name: wire, Description: desc, InputSchema: schema}
+			b, err := json.Marshal(spec)
+			if err != nil {
+				return c, fault.Errorf[fault.ConfigError]("agent %q: MCP server %q tool %q: its input schema is not JSON: %v", p.Name, g.Server, t.Name, err)
+			}
+			if specs += len(b); specs > MaxToolSpecsBytes {
+				return c, fault.Errorf[fault.ConfigError]("agent %q: the granted tools' names, descriptions and schemas are over %d bytes (at %s, %d bytes); narrow the agent's tools with globs",
+					p.Name, MaxToolSpecsBytes, n, specs)
+			}
+			c.Names[wire] = n
+			c.Tools = append(c.Tools, spec)
 		}
 	}
 	return c, nil
