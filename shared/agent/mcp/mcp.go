@@ -225,7 +225,7 @@ func (m *Client) Tools(ctx context.Context, s agent.Server) ([]agent.Tool, error
 		if err != nil {
 			return nil, err
 		}
-		tools, err := m.list(ctx, cs, s)
+		tools, err := m.list(ctx, cs, e.red)
 		if err == nil {
 			e.tools = tools
 			return tools, nil
@@ -247,7 +247,10 @@ func (e *mcpSession) redact(err error) error {
 	return e.red.Error(err)
 }
 
-func (m *Client) list(ctx context.Context, cs *sdk.ClientSession, s agent.Server) ([]agent.Tool, error) {
+// list reads a server's tool list, its descriptions and schemas scrubbed
+// of the session's secrets (they go to the model); names are kept, as
+// calls name them.
+func (m *Client) list(ctx context.Context, cs *sdk.ClientSession, red *secret.Redactor) ([]agent.Tool, error) {
 	limit := m.ConnectTimeout
 	if limit <= 0 {
 		limit = DefaultConnectTimeout
@@ -266,7 +269,7 @@ func (m *Client) list(ctx context.Context, cs *sdk.ClientSession, s agent.Server
 				continue
 			}
 			schema, _ := json.Marshal(t.InputSchema)
-			tools = append(tools, agent.Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+			tools = append(tools, agent.Tool{Name: t.Name, Description: red.Redact(t.Description), InputSchema: red.RedactJSON(schema)})
 		}
 		if res.NextCursor == "" {
 			break
