@@ -458,6 +458,7 @@ func (l *Loop) turn(ctx context.Context, c *Conversation) error {
 			head, _ := cutBytes(string(call.Arguments), 256)
 			call.Arguments, _ = json.Marshal(head + "…")
 		}
+		call.Arguments = jsonOrText(call.Arguments)
 		turn.Calls[i] = call
 	}
 	c.Messages = append(c.Messages, turn)
@@ -489,6 +490,7 @@ func (c *Conversation) remoteTrace(events []Event) {
 	}
 	for _, ev := range events {
 		ev.Iteration = base + max(ev.Iteration, 1)
+		ev.Arguments = jsonOrText(ev.Arguments)
 		switch {
 		case ev.Type == EventToolDenied:
 			c.flag(FlagToolDenied)
@@ -497,6 +499,17 @@ func (c *Conversation) remoteTrace(events []Event) {
 		}
 		c.Trace = append(c.Trace, ev)
 	}
+}
+
+// jsonOrText returns raw when it is JSON (or empty), else raw's text as a
+// JSON string (the form ToolCall.Arguments documents), so that the trace
+// and the conversation always encode.
+func jsonOrText(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || json.Valid(raw) {
+		return raw
+	}
+	b, _ := json.Marshal(string(raw))
+	return b
 }
 
 func charsIf(cut bool, n int) int {
