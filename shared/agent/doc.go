@@ -49,7 +49,11 @@
 // Policy.Decide applies the project's tool_policy to a call: the first
 // rule whose server (exact), tool and agent (globs, see MatchGlob) and
 // input_regex (RE2, searched in the call's JSON arguments) all match
-// decides, else the default. Arguments over MaxPolicyInputBytes are not
+// decides, else the default. The loop hands the policy, and then the
+// tool, the arguments re-encoded in one canonical form (keys sorted, a
+// repeated key once, strings with only the escapes JSON requires), so
+// that an escape such as "\u0064rop" or a repeated key cannot hide a
+// word from an input_regex. Arguments over MaxPolicyInputBytes are not
 // searched and the decision fails closed: a deny rule with an
 // input_regex denies such a call, an allow rule with one does not allow
 // it. Policy.MayAllow answers whether any call could be allowed, for the
@@ -57,7 +61,11 @@
 // # The tool loop
 //
 // Loop runs an agent step: Start lists the tools each granted server
-// offers (filtered by the grant's globs) and builds the system prompt,
+// offers (filtered by the grant's globs; a granted tool's description is
+// cut to MaxToolDescriptionBytes, and a name over MaxToolNameBytes, a
+// schema over MaxToolSchemaBytes or specs over MaxToolSpecsBytes in all
+// stop the step with a *fault.ConfigError naming the tool, as more than
+// MaxTools granted tools do) and builds the system prompt,
 // the profile's soul followed by the LLMOutput instruction; each Turn
 // makes one model call and acts on the reply. A reply with tool calls
 // has each call decided by the policy first (a denied call is answered

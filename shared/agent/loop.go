@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,6 +41,18 @@ const (
 	MaxTurnTextBytes = 64 << 10
 	// MaxTools bounds the tools offered to the model (OpenAI takes 128).
 	MaxTools = 128
+	// MaxToolNameBytes bounds a granted tool's name (the MCP
+	// specification's 128 characters).
+	MaxToolNameBytes = 128
+	// MaxToolDescriptionBytes bounds a tool's description as offered to
+	// the model; the rest is cut.
+	MaxToolDescriptionBytes = 4 << 10
+	// MaxToolSchemaBytes bounds a granted tool's input schema (JSON).
+	MaxToolSchemaBytes = 32 << 10
+	// MaxToolSpecsBytes bounds the tools offered to the model in all, as
+	// JSON (name, description, schema): they go with every model call
+	// and are kept in the conversation.
+	MaxToolSpecsBytes = 512 << 10
 	// DefaultDeadline is the loop's time when neither the step nor the
 	// caller's context sets one.
 	DefaultDeadline = 10 * time.Minute
@@ -117,7 +131,8 @@ type CallUsage struct {
 // back without loss, so a loop can stop after any Turn and go on
 // elsewhere (another invocation, another process) from the stored value.
 //
-// Its size is bounded: at most Limits.MaxIterations model turns, each
+// Its size is bounded: the tools offered, at most MaxToolSpecsBytes;
+// at most Limits.MaxIterations model turns, each
 // holding at most MaxTurnTextBytes of text and MaxToolCallsPerTurn calls
 // of MaxArgumentsBytes (about 320 KiB, twice that with a provider's
 // native copy), at most MaxToolOutputBytes of tool output in all, each
@@ -282,6 +297,7 @@ func (l *Loop) Start(ctx context.Context, prompt string, deadline time.Time) (*C
 	c.Messages = []Message{{Role: RoleUser, Text: prompt}}
 	sctx, cancel := context.WithTimeout(ctx, deadline.Sub(l.now()))
 	defer cancel()
+	specs := 0 // bytes of c.Tools as JSON
 	for _, g := range p.Tools {
 		srv, ok := l.Agent.Servers[g.Server]
 		if !ok {
@@ -308,13 +324,32 @@ func (l *Loop) Start(ctx context.Context, prompt string, deadline time.Time) (*C
 			if len(c.Tools) == MaxTools {
 				return c, fault.Errorf[fault.ConfigError]("agent %q: its servers offer more than %d granted tools; narrow its tools with globs", p.Name, MaxTools)
 			}
-			wire := wireName(n, c.Names)
-			c.Names[wire] = n
+			if len(t.Name) > MaxToolNameBytes {
+				head, _ := cutBytes(t.Name, 32)
+				return c, fault.Errorf[fault.ConfigError]("agent %q: MCP server %q offers a tool whose name is %d bytes, over the %d a tool's may be (%q); leave it out of the agent's tools with globs",
+					p.Name, g.Server, len(t.Name), MaxToolNameBytes, head+"…")
+			}
 			schema := t.InputSchema
 			if len(schema) == 0 || string(schema) == "null" {
 				schema = json.RawMessage(`{"type":"object"}`)
 			}
-			c.Tools = append(c.Tools, ToolSpec{Name: wire, Description: t.Description, InputSchema: schema})
+			if len(schema) > MaxToolSchemaBytes {
+				return c, fault.Errorf[fault.ConfigError]("agent %q: MCP server %q tool %q: its input schema is %d bytes, over the %d a tool's may be; leave it out of the agent's tools with globs",
+					p.Name, g.Server, t.Name, len(schema), MaxToolSchemaBytes)
+			}
+			desc, _ := cutBytes(t.Description, MaxToolDescriptionBytes)
+			wire := wireName(n, c.Names)
+			spec := ToolSpec{Name: wire, Description: desc, InputSchema: schema}
+			b, err := json.Marshal(spec)
+			if err != nil {
+				return c, fault.Errorf[fault.ConfigError]("agent %q: MCP server %q tool %q: its input schema is not JSON: %v", p.Name, g.Server, t.Name, err)
+			}
+			if specs += len(b); specs > MaxToolSpecsBytes {
+				return c, fault.Errorf[fault.ConfigError]("agent %q: the granted tools' names, descriptions and schemas are over %d bytes (at %s, %d bytes); narrow the agent's tools with globs",
+					p.Name, MaxToolSpecsBytes, n, specs)
+			}
+			c.Names[wire] = n
+			c.Tools = append(c.Tools, spec)
 		}
 	}
 	return c, nil
@@ -423,6 +458,7 @@ func (l *Loop) turn(ctx context.Context, c *Conversation) error {
 			head, _ := cutBytes(string(call.Arguments), 256)
 			call.Arguments, _ = json.Marshal(head + "…")
 		}
+		call.Arguments = jsonOrText(call.Arguments)
 		turn.Calls[i] = call
 	}
 	c.Messages = append(c.Messages, turn)
@@ -454,6 +490,7 @@ func (c *Conversation) remoteTrace(events []Event) {
 	}
 	for _, ev := range events {
 		ev.Iteration = base + max(ev.Iteration, 1)
+		ev.Arguments = jsonOrText(ev.Arguments)
 		switch {
 		case ev.Type == EventToolDenied:
 			c.flag(FlagToolDenied)
@@ -462,6 +499,17 @@ func (c *Conversation) remoteTrace(events []Event) {
 		}
 		c.Trace = append(c.Trace, ev)
 	}
+}
+
+// jsonOrText returns raw when it is JSON (or empty), else raw's text as a
+// JSON string (the form ToolCall.Arguments documents), so that the trace
+// and the conversation always encode.
+func jsonOrText(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || json.Valid(raw) {
+		return raw
+	}
+	b, _ := json.Marshal(string(raw))
+	return b
 }
 
 func charsIf(cut bool, n int) int {
@@ -609,7 +657,8 @@ func (l *Loop) toModel(c *Conversation, s string, lim Limits) string {
 }
 
 // objectArgs checks that a call's arguments are a JSON object within
-// limit; empty arguments are {}.
+// limit (empty arguments are {}) and returns them in canonical form (see
+// canonicalArgs): what the tool policy reads is what the tool is sent.
 func objectArgs(raw json.RawMessage, limit int) (json.RawMessage, error) {
 	t := strings.TrimSpace(string(raw))
 	if t == "" || t == "null" {
@@ -618,15 +667,41 @@ func objectArgs(raw json.RawMessage, limit int) (json.RawMessage, error) {
 	if len(raw) > limit {
 		return nil, fmt.Errorf("arguments refused: over %d bytes", limit)
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		// A model that sends its arguments as a JSON string holding the
-		// object (some do) is read once more.
-		var s string
-		if json.Unmarshal(raw, &s) == nil && json.Unmarshal([]byte(s), &m) == nil && m != nil {
-			return json.RawMessage(s), nil
-		}
-		return nil, fmt.Errorf("arguments refused: want a JSON object")
+	if c, ok := canonicalArgs(raw); ok {
+		return c, nil
 	}
-	return raw, nil
+	// A model that sends its arguments as a JSON string holding the
+	// object (some do) is read once more.
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if c, ok := canonicalArgs([]byte(s)); ok {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("arguments refused: want a JSON object")
+}
+
+// canonicalArgs decodes a JSON object and encodes it again: keys sorted,
+// a repeated key once (its last value, as Go and most servers read it),
+// numbers as written, strings with only the escapes JSON requires
+// (quote, backslash, control characters, U+2028 and U+2029), no HTML
+// escaping, invalid UTF-8 as U+FFFD. A model cannot then hide a word from
+// an input_regex behind an escape ("\u0064rop") or a repeated key.
+func canonicalArgs(raw []byte) (json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false // something after the object
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, false
+	}
+	return json.RawMessage(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), true
 }

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -32,6 +33,11 @@ const DefaultConnectTimeout = 15 * time.Second
 
 // maxListPages bounds the pages of a server's tool list read.
 const maxListPages = 20
+
+// DefaultMaxResponseBytes bounds one HTTP response a streamable HTTP
+// server answers with JSON, as the SDK bounds a stdio message and an SSE
+// event.
+const DefaultMaxResponseBytes = sdk.DefaultMaxEventSize
 
 // Client is the agent.Toolbox over real MCP servers, through the official Go SDK:
 // streamable HTTP everywhere, stdio (a command it starts) where Stdio is
@@ -61,6 +67,11 @@ type Client struct {
 	// ConnectTimeout bounds connecting and listing. Zero:
 	// DefaultConnectTimeout.
 	ConnectTimeout time.Duration
+	// MaxResponseBytes bounds a JSON response of a streamable HTTP
+	// server: a call answered with more is a tool error (the session is
+	// dropped), a tool list a *fault.ExecutorUnavailable. Zero:
+	// DefaultMaxResponseBytes.
+	MaxResponseBytes int64
 	// Logger receives one debug line per connection and call. Nil:
 	// nothing is logged.
 	Logger *slog.Logger
@@ -72,12 +83,15 @@ type Client struct {
 
 var _ agent.Toolbox = (*Client)(nil)
 
-// mcpSession is one server's session; mu serialises connecting.
+// mcpSession is one server's session; mu serialises connecting. over is
+// set when a response of the session's HTTP transport was over
+// MaxResponseBytes (the SDK then fails the session).
 type mcpSession struct {
 	mu    sync.Mutex
 	cs    *sdk.ClientSession
 	red   *secret.Redactor
 	tools []agent.Tool
+	over  *atomic.Bool
 }
 
 // errClosed is the error of a use after Close.
@@ -130,6 +144,7 @@ func (m *Client) session(ctx context.Context, e *mcpSession, s agent.Server) (cs
 	}
 	red := secret.NewRedactor(m.Secrets)
 	var t sdk.Transport
+	var over *atomic.Bool
 	if s.IsStdio() {
 		args, err := expandList(ctx, red, s.Args)
 		if err != nil {
@@ -160,7 +175,8 @@ func (m *Client) session(ctx context.Context, e *mcpSession, s agent.Server) (cs
 			base = &http.Client{}
 		}
 		client := *base
-		client.Transport = headerTransport{base: base.Transport, headers: headers}
+		over = &atomic.Bool{}
+		client.Transport = headerTransport{base: base.Transport, headers: headers, limit: m.maxResponse(), over: over}
 		t = &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &client, MaxRetries: -1, DisableStandaloneSSE: true}
 	}
 	limit := m.ConnectTimeout
@@ -179,7 +195,7 @@ func (m *Client) session(ctx context.Context, e *mcpSession, s agent.Server) (cs
 		}
 		return nil, false, fault.Errorf[fault.ExecutorUnavailable]("MCP server %q: cannot connect: %v", s.Name, red.Error(err))
 	}
-	e.cs, e.red, e.tools = cs, red, nil
+	e.cs, e.red, e.tools, e.over = cs, red, nil, over
 	return cs, true, nil
 }
 
@@ -209,7 +225,7 @@ func (m *Client) Tools(ctx context.Context, s agent.Server) ([]agent.Tool, error
 		if err != nil {
 			return nil, err
 		}
-		tools, err := m.list(ctx, cs, s)
+		tools, err := m.list(ctx, cs, e.red)
 		if err == nil {
 			e.tools = tools
 			return tools, nil
@@ -231,7 +247,10 @@ func (e *mcpSession) redact(err error) error {
 	return e.red.Error(err)
 }
 
-func (m *Client) list(ctx context.Context, cs *sdk.ClientSession, s agent.Server) ([]agent.Tool, error) {
+// list reads a server's tool list, its descriptions and schemas scrubbed
+// of the session's secrets (they go to the model); names are kept, as
+// calls name them.
+func (m *Client) list(ctx context.Context, cs *sdk.ClientSession, red *secret.Redactor) ([]agent.Tool, error) {
 	limit := m.ConnectTimeout
 	if limit <= 0 {
 		limit = DefaultConnectTimeout
@@ -250,7 +269,7 @@ func (m *Client) list(ctx context.Context, cs *sdk.ClientSession, s agent.Server
 				continue
 			}
 			schema, _ := json.Marshal(t.InputSchema)
-			tools = append(tools, agent.Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+			tools = append(tools, agent.Tool{Name: t.Name, Description: red.Redact(t.Description), InputSchema: red.RedactJSON(schema)})
 		}
 		if res.NextCursor == "" {
 			break
@@ -272,7 +291,7 @@ func (m *Client) Call(ctx context.Context, s agent.Server, tool string, args jso
 	}
 	e.mu.Lock()
 	cs, _, err := m.session(ctx, e, s)
-	red := e.red
+	red, over := e.red, e.over
 	e.mu.Unlock()
 	if err != nil {
 		return agent.ToolOutput{}, err
@@ -286,6 +305,14 @@ func (m *Client) Call(ctx context.Context, s agent.Server, tool string, args jso
 		out := agent.ToolOutput{Content: outputText(res), IsError: res.IsError}
 		out.Content = red.Redact(out.Content)
 		return out, nil
+	case over != nil && over.Load():
+		// The answer was not read; the SDK failed the session over it.
+		e.mu.Lock()
+		if e.cs == cs {
+			e.drop()
+		}
+		e.mu.Unlock()
+		return agent.ToolOutput{IsError: true, Content: fmt.Sprintf("tool %q answered more than %d bytes, more than is read: ask it for less", tool, m.maxResponse())}, nil
 	case errors.As(err, &wire) && !transportCode(wire.Code):
 		return agent.ToolOutput{IsError: true, Content: red.Redact(fmt.Sprintf("MCP error %d: %s", wire.Code, wire.Message))}, nil
 	case ctx.Err() != nil:
@@ -368,10 +395,21 @@ func outputText(res *sdk.CallToolResult) string {
 	return b.String()
 }
 
-// headerTransport sets a server's headers on every request.
+func (m *Client) maxResponse() int64 {
+	if m.MaxResponseBytes > 0 {
+		return m.MaxResponseBytes
+	}
+	return DefaultMaxResponseBytes
+}
+
+// headerTransport sets a server's headers on every request and bounds
+// every response that is not an event stream (the SDK bounds each event
+// of those) to limit bytes, setting over when one goes past it.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	limit   int64
+	over    *atomic.Bool
 }
 
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -379,15 +417,49 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	if len(t.headers) == 0 {
-		return base.RoundTrip(r)
+	if len(t.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range t.headers {
+			r.Header.Set(k, v)
+		}
 	}
-	r = r.Clone(r.Context())
-	for k, v := range t.headers {
-		r.Header.Set(k, v)
+	resp, err := base.RoundTrip(r)
+	if err == nil && resp.Body != nil && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = &limitedBody{body: resp.Body, left: t.limit, limit: t.limit, over: t.over}
 	}
-	return base.RoundTrip(r)
+	return resp, err
 }
+
+// limitedBody reads at most limit bytes of body; past them, Read fails
+// and over is set.
+type limitedBody struct {
+	body  io.ReadCloser
+	left  int64
+	limit int64
+	over  *atomic.Bool
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		n, err := b.body.Read(one[:])
+		if n > 0 {
+			if b.over != nil {
+				b.over.Store(true)
+			}
+			return 0, fmt.Errorf("the MCP server answered more than %d bytes", b.limit)
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.body.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.body.Close() }
 
 func expandMap(ctx context.Context, r secret.Resolver, m map[string]string) (map[string]string, error) {
 	out := make(map[string]string, len(m))

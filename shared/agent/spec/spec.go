@@ -66,7 +66,7 @@ type Rule struct {
 	Server     string `json:"server,omitempty"`      // server name
 	Tool       string `json:"tool,omitempty"`        // glob over tool names
 	Agent      string `json:"agent,omitempty"`       // glob over agent names
-	InputRegex string `json:"input_regex,omitempty"` // RE2 over the call's JSON arguments
+	InputRegex string `json:"input_regex,omitempty"` // RE2 over the call's JSON arguments (canonical: see package agent)
 	Reason     string `json:"reason,omitempty"`      // told to the model and recorded when denied
 }
 
