@@ -27,19 +27,28 @@ var outputToken = lazyregexp.New(`{{-?\s*(.+?)\s*-?}}|{%-?\s*(\w+)(?:\s+((?:[^%]
 // quoted as one word; markers that a captured value carries inside
 // another output are dropped, so the outer output is quoted whole. A
 // rendering whose markers do not pair up (a filter cut one) is refused.
-func (r *renderer) renderShell(ctx context.Context, step, field, src string, b map[string]any) (string, error) {
-	if !template.IsTemplate(src) {
-		return src, nil
-	}
+// renderMarked renders src over b with every {{ }} output between two
+// markers (strings holding the per-process nonce, which no value can
+// guess, and kind's tag and brackets, so that two kinds never share
+// them), for the caller to rewrite what each output wrote.
+func (r *renderer) renderMarked(ctx context.Context, step, field, src string, b map[string]any, kind, openBracket, closeBracket string) (out, openMark, closeMark string, err error) {
 	nonce := strings.Trim(r.open, "\x00")
-	openVar, closeVar := "stepline_q"+nonce+"_open", "stepline_q"+nonce+"_close"
-	openMark, closeMark := "\x00"+nonce+"<", "\x00"+nonce+">"
+	openVar, closeVar := "stepline_"+kind+nonce+"_open", "stepline_"+kind+nonce+"_close"
+	openMark, closeMark = "\x00"+nonce+openBracket, "\x00"+nonce+closeBracket
 	bb := make(map[string]any, len(b)+2)
 	for k, v := range b {
 		bb[k] = v
 	}
 	bb[openVar], bb[closeVar] = openMark, closeMark
-	out, err := r.render(ctx, step, field, markOutputs(src, openVar, closeVar), bb)
+	out, err = r.render(ctx, step, field, markOutputs(src, openVar, closeVar), bb)
+	return out, openMark, closeMark, err
+}
+
+func (r *renderer) renderShell(ctx context.Context, step, field, src string, b map[string]any) (string, error) {
+	if !template.IsTemplate(src) {
+		return src, nil
+	}
+	out, openMark, closeMark, err := r.renderMarked(ctx, step, field, src, b, "q", "<", ">")
 	if err != nil {
 		return "", err
 	}

@@ -26,15 +26,7 @@ func (r *renderer) renderURL(ctx context.Context, step, field, src string, b map
 		return src, nil
 	}
 	masked := secret.MapRefs(src, func(name string) string { return r.open + name + "\x00" })
-	nonce := strings.Trim(r.open, "\x00")
-	openVar, closeVar := "stepline_u"+nonce+"_open", "stepline_u"+nonce+"_close"
-	openMark, closeMark := "\x00"+nonce+"[", "\x00"+nonce+"]"
-	bb := make(map[string]any, len(b)+2)
-	for k, v := range b {
-		bb[k] = v
-	}
-	bb[openVar], bb[closeVar] = openMark, closeMark
-	out, err := r.render(ctx, step, field, markOutputs(masked, openVar, closeVar), bb)
+	out, openMark, closeMark, err := r.renderMarked(ctx, step, field, masked, b, "u", "[", "]")
 	if err != nil {
 		return "", err
 	}
