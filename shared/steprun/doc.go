@@ -297,7 +297,13 @@
 //     flagged reserved_field_ignored (executor_field_ignored for model,
 //     provider, raw_response). A pipeline step's output is the child's
 //     final answer without the child's own runner-reserved fields, plus
-//     sub_run_id and sub_pipeline_status from the child execution.
+//     sub_run_id and sub_pipeline_status from the child execution. A
+//     child that did not complete gives confidence 0, the summary
+//     "Sub-pipeline '<name>' <status>" and its run's reason as
+//     next_step_context: the status and reason its own run was recorded
+//     with, read from the child's description that fails the parent's
+//     Task on Step Functions and in the local engine alike
+//     (runend.ChildEnd), never the engine's error text.
 //   - No secret value reaches a record, a log line or a Response through
 //     this package. Prompts are never secret-expanded and no template
 //     variable holds a secret, so a prompt cannot render one; an executor
