@@ -108,8 +108,10 @@
 //     enforces, an enforcing judge gave a score or the step has checks,
 //     else the legacy confidence gate; either way
 //     the combined trust meets the step's confidence_threshold and
-//     on_low_confidence. The record and its output keep the effective
-//     confidence; the record's trust report (store.TrustReport, versioned)
+//     on_low_confidence. The step's output (what later steps see, and
+//     the record's output) holds the combined trust as its confidence;
+//     the record keeps the effective confidence (S after V) as
+//     effective_confidence, what calibration bins by; its trust report (store.TrustReport, versioned)
 //     holds S, S after V, V with its mode, strategy and veto floor, G, C,
 //     D, the combined trust, the judge's verdict, each check's outcome and
 //     the gate's policy and decision. Every gated record carries one (a
@@ -257,9 +259,10 @@
 //     gave no output) is a template error, as in the reference service;
 //     an undefined top-level name renders empty.
 //   - steps.x.confidence, as later steps, when: conditions, joins and
-//     notifications read it, is the step's effective confidence: the one
-//     its gate decided on, after the verifier, grounding, checks and
-//     calibration. The reference runner's context holds the agent's own
+//     notifications read it and the step's recorded output holds it, is
+//     the one its gate decided on: the combined trust, after the
+//     verifier, calibration, grounding and checks (a failed check makes
+//     it 0), not the record's effective_confidence (S after V). The reference runner's context holds the agent's own
 //     number there; Stepline deliberately does not, so that a later step
 //     never trusts a figure the runner itself rejected and a branch's
 //     output feeds its join by the same field. The agent's own number is
