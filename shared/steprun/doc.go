@@ -330,7 +330,13 @@
 //     holds nothing the handler hands on, such as an agent, a verifier or
 //     checks, is shared). The handler never changes what it keeps.
 //   - Step records are ordered by Index = milliseconds since the run
-//     started, which is the execution order without any counter to keep.
+//     started, and within one millisecond by the instant their Task
+//     started (store.SortSteps; the name decides only between records
+//     that started at the same nanosecond), which is the execution order
+//     without any counter to keep: a step starts after the one before it
+//     ended. A group's branches and items are in the order they started
+//     (they run at once), its join after them; a rerun's reused records
+//     before its own (store.CopyForRerun).
 //   - The run record is created on first contact; runs that end at a step
 //     (stopped, escalated, aborted, failed) are closed here with their
 //     reason. A run that completes is closed by whoever sees the state
