@@ -17,6 +17,14 @@
 //     from outside, StopExecution): failed, with escalation reasons
 //     "timed_out" and "execution_aborted" for the notifications.
 //
+// A sub-pipeline's child that ends other than by succeeding fails its
+// parent's startExecution.sync:2 Task with States.TaskFailed and, as
+// Cause, the child execution's description (DescribeExecution's fields,
+// Step Functions' and the local engine's alike: Name, Status, Error,
+// Cause, …). ChildEnd reads that description back into the child's End,
+// so that Of gives the parent step the status and reason the child's own
+// run was recorded with.
+//
 // A run that its driver closes outside a step (the recorder, or the local
 // runner: a time-out, an error the state machine could not catch, a
 // durable run escalated as it is swept) has its notifications fired by
@@ -29,6 +37,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/stepline/stepline/shared/asl"
 	"github.com/stepline/stepline/shared/notify"
 	"github.com/stepline/stepline/shared/store"
 	"github.com/stepline/stepline/shared/task"
@@ -116,6 +125,42 @@ func statusOfError(errName string) (store.RunStatus, bool) {
 		return store.RunFailed, true
 	}
 	return "", false
+}
+
+// The Status of an execution description (DescribeExecution) that ended
+// without succeeding.
+const (
+	execFailed   = "FAILED"
+	execTimedOut = "TIMED_OUT"
+	execAborted  = "ABORTED"
+)
+
+// ChildEnd reads how a sub-pipeline's child execution ended from the
+// error its parent's startExecution.sync:2 Task failed with: errName
+// States.TaskFailed and cause the child's description, a JSON object
+// whose Status is FAILED, TIMED_OUT or ABORTED (with the child's own
+// Error and Cause). name is the child execution's name, which is its run
+// ID. ok is false for any other error: the child never ended as such (it
+// could not be started, or the parent's Task timed out waiting for it),
+// and the error is the parent Task's own.
+func ChildEnd(errName, cause string) (e End, name string, ok bool) {
+	if strings.TrimSpace(errName) != asl.StatesTaskFailed {
+		return End{}, "", false
+	}
+	var d struct {
+		Name   string `json:"Name"`
+		Status string `json:"Status"`
+		Error  string `json:"Error"`
+		Cause  string `json:"Cause"`
+	}
+	if err := json.Unmarshal([]byte(cause), &d); err != nil {
+		return End{}, "", false
+	}
+	kind := map[string]Kind{execFailed: Failed, execTimedOut: TimedOut, execAborted: Aborted}[d.Status]
+	if kind == 0 {
+		return End{}, "", false
+	}
+	return End{Kind: kind, Error: d.Error, Cause: d.Cause}, d.Name, true
 }
 
 // describe is what happened, with the error's name and cause when known.

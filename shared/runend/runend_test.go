@@ -75,3 +75,52 @@ func TestStatusOfError(t *testing.T) {
 		}
 	}
 }
+
+// TestChildEnd: a child's description in a States.TaskFailed cause gives
+// the child's own end, which Of turns into the status and reason its run
+// was recorded with; any other error is not a child's end.
+func TestChildEnd(t *testing.T) {
+	desc := func(status, errName, cause string) string {
+		b, _ := json.Marshal(map[string]any{"ExecutionArn": "arn:aws:states:us-east-1:1:execution:kid:run-1/call@0",
+			"Name": "run-1/call@0", "StateMachineArn": "arn:aws:states:us-east-1:1:stateMachine:kid", "Status": status,
+			"Input": map[string]any{"trigger": map[string]any{}}, "Error": errName, "Cause": cause})
+		return string(b)
+	}
+	for _, tc := range []struct {
+		name, errName, cause string
+		ok                   bool
+		status               store.RunStatus
+		reason               string
+	}{
+		{"escalated", "States.TaskFailed", desc("FAILED", task.ErrorEscalated, "low"), true, store.RunEscalated, "low"},
+		{"aborted", " States.TaskFailed ", desc("FAILED", task.ErrorAborted, "gave up"), true, store.RunAborted, "gave up"},
+		{"failed", "States.TaskFailed", desc("FAILED", task.ErrorFailed, "boom"), true, store.RunFailed, "boom"},
+		{"uncaught error", "States.TaskFailed", desc("FAILED", "States.Runtime", "bad path"), true, store.RunFailed, "the execution failed with States.Runtime: bad path"},
+		{"timed out", "States.TaskFailed", desc("TIMED_OUT", "", ""), true, store.RunFailed, "the execution timed out (the state machine's time limit passed)"},
+		{"aborted from outside", "States.TaskFailed", desc("ABORTED", "", ""), true, store.RunFailed, "the execution was aborted (stopped through Step Functions)"},
+		{"succeeded is no failure", "States.TaskFailed", desc("SUCCEEDED", "", ""), false, "", ""},
+		{"running is no end", "States.TaskFailed", desc("RUNNING", "", ""), false, "", ""},
+		{"no status", "States.TaskFailed", `{"Name":"run-1/call@0","Error":"Stepline.Escalated"}`, false, "", ""},
+		{"not a description", "States.TaskFailed", "start child run: no such pipeline", false, "", ""},
+		{"a cut description", "States.TaskFailed", desc("FAILED", task.ErrorEscalated, "low")[:40], false, "", ""},
+		{"the parent's timeout", "States.Timeout", "", false, "", ""},
+		{"another error with a description", "States.Runtime", desc("FAILED", task.ErrorEscalated, "low"), false, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			end, name, ok := ChildEnd(tc.errName, tc.cause)
+			if ok != tc.ok {
+				t.Fatalf("ChildEnd ok = %v, want %v (%+v)", ok, tc.ok, end)
+			}
+			if !ok {
+				if end.Kind != 0 || end.Error != "" || end.Cause != "" || name != "" {
+					t.Errorf("not a child's end, yet %+v, %q", end, name)
+				}
+				return
+			}
+			o, _ := Of(end)
+			if name != "run-1/call@0" || o.Status != tc.status || o.Reason != tc.reason {
+				t.Errorf("ChildEnd: %q, outcome %s %q; want run-1/call@0, %s %q", name, o.Status, o.Reason, tc.status, tc.reason)
+			}
+		})
+	}
+}

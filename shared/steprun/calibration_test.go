@@ -2,6 +2,7 @@ package steprun
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -128,6 +129,10 @@ func TestCalibratedGate(t *testing.T) {
 			if rep.CombinedTrust != tt.want.combined || rep.Gate.Policy != tt.want.policy || !sameFloat(rep.Signals.C, tt.want.c) || rep.Version != 2 {
 				t.Errorf("combined %v policy %s C %v, want %v %s %v", rep.CombinedTrust, rep.Gate.Policy, deref(rep.Signals.C), tt.want.combined, tt.want.policy, deref(tt.want.c))
 			}
+			assertSeen(t, resp, rec, "triage", tt.want.combined)
+			if *rec.EffectiveConfidence != 0.85 {
+				t.Errorf("the record's effective confidence %v, want 0.85 (S after V, what the bins sort by)", *rec.EffectiveConfidence)
+			}
 			c := rep.Calibration
 			if c.N != tt.want.n || c.Validated != tt.want.validated || c.BucketKey != b.Key() || c.Bucket != b || c.Enforced != cal.Enforce || c.NMin != cal.NMin {
 				t.Errorf("calibration %+v, want n %d validated %v bucket %s", c, tt.want.n, tt.want.validated, b.Key())
@@ -229,5 +234,20 @@ func TestCalibrationLookupFails(t *testing.T) {
 				t.Errorf("status %s combined %v calibration %+v", resp.Status, rep.CombinedTrust, rep.Calibration)
 			}
 		})
+	}
+}
+
+// assertSeen: the confidence later steps see of step (the Response's
+// output and steps, which when: and templates read) and its recorded
+// output are the combined trust its gate decided on.
+func assertSeen(t *testing.T, resp task.Response, rec store.StepRecord, step string, combined float64) {
+	t.Helper()
+	for what, out := range map[string]json.RawMessage{"response output": resp.Output, "response steps": resp.Steps[step], "recorded output": rec.Output} {
+		var o struct {
+			Confidence *float64 `json:"confidence"`
+		}
+		if err := json.Unmarshal(out, &o); err != nil || o.Confidence == nil || *o.Confidence != combined {
+			t.Errorf("%s: confidence %v (%v), want the combined trust %v: %s", what, deref(o.Confidence), err, combined, out)
+		}
 	}
 }

@@ -108,8 +108,10 @@
 //     enforces, an enforcing judge gave a score or the step has checks,
 //     else the legacy confidence gate; either way
 //     the combined trust meets the step's confidence_threshold and
-//     on_low_confidence. The record and its output keep the effective
-//     confidence; the record's trust report (store.TrustReport, versioned)
+//     on_low_confidence. The step's output (what later steps see, and
+//     the record's output) holds the combined trust as its confidence;
+//     the record keeps the effective confidence (S after V) as
+//     effective_confidence, what calibration bins by; its trust report (store.TrustReport, versioned)
 //     holds S, S after V, V with its mode, strategy and veto floor, G, C,
 //     D, the combined trust, the judge's verdict, each check's outcome and
 //     the gate's policy and decision. Every gated record carries one (a
@@ -257,9 +259,10 @@
 //     gave no output) is a template error, as in the reference service;
 //     an undefined top-level name renders empty.
 //   - steps.x.confidence, as later steps, when: conditions, joins and
-//     notifications read it, is the step's effective confidence: the one
-//     its gate decided on, after the verifier, grounding, checks and
-//     calibration. The reference runner's context holds the agent's own
+//     notifications read it and the step's recorded output holds it, is
+//     the one its gate decided on: the combined trust, after the
+//     verifier, calibration, grounding and checks (a failed check makes
+//     it 0), not the record's effective_confidence (S after V). The reference runner's context holds the agent's own
 //     number there; Stepline deliberately does not, so that a later step
 //     never trusts a figure the runner itself rejected and a branch's
 //     output feeds its join by the same field. The agent's own number is
@@ -297,7 +300,13 @@
 //     flagged reserved_field_ignored (executor_field_ignored for model,
 //     provider, raw_response). A pipeline step's output is the child's
 //     final answer without the child's own runner-reserved fields, plus
-//     sub_run_id and sub_pipeline_status from the child execution.
+//     sub_run_id and sub_pipeline_status from the child execution. A
+//     child that did not complete gives confidence 0, the summary
+//     "Sub-pipeline '<name>' <status>" and its run's reason as
+//     next_step_context: the status and reason its own run was recorded
+//     with, read from the child's description that fails the parent's
+//     Task on Step Functions and in the local engine alike
+//     (runend.ChildEnd), never the engine's error text.
 //   - No secret value reaches a record, a log line or a Response through
 //     this package. Prompts are never secret-expanded and no template
 //     variable holds a secret, so a prompt cannot render one; an executor
@@ -321,7 +330,13 @@
 //     holds nothing the handler hands on, such as an agent, a verifier or
 //     checks, is shared). The handler never changes what it keeps.
 //   - Step records are ordered by Index = milliseconds since the run
-//     started, which is the execution order without any counter to keep.
+//     started, and within one millisecond by the instant their Task
+//     started (store.SortSteps; the name decides only between records
+//     that started at the same nanosecond), which is the execution order
+//     without any counter to keep: a step starts after the one before it
+//     ended. A group's branches and items are in the order they started
+//     (they run at once), its join after them; a rerun's reused records
+//     before its own (store.CopyForRerun).
 //   - The run record is created on first contact; runs that end at a step
 //     (stopped, escalated, aborted, failed) are closed here with their
 //     reason. A run that completes is closed by whoever sees the state

@@ -167,6 +167,7 @@ type childResult struct {
 	Output json.RawMessage `json:"output"`
 	RunID  string          `json:"run_id"`
 	Status string          `json:"status"`
+	Reason string          `json:"reason"` // stopped: why
 	Usage  *task.Usage     `json:"usage"`
 }
 
@@ -187,7 +188,13 @@ func (t *taskRun) child(ctx context.Context) (task.Response, error) {
 // childOutcome turns the sub-pipeline's outcome in the Request (its
 // result, or the error that ended it) into the output of the step that
 // ran it: the child's final answer when it completed with one, else
-// confidence 1 (completed) or 0, and the child's run ID and status.
+// confidence 1 (completed) or 0 with the child's reason as
+// next_step_context, and the child's run ID and status. A child that
+// ended otherwise than by succeeding is read from the error's cause, its
+// description (runend.ChildEnd): its status and reason are those its own
+// run was recorded with. Any other error (the child could not start, the
+// Task timed out waiting) fails the step's child: status failed, the
+// error as its reason.
 func (t *taskRun) childOutcome(step, name string) (*llmoutput.Output, stepUsage, []string, error) {
 	var cr childResult
 	if len(t.req.Child) > 0 && string(t.req.Child) != "null" {
@@ -195,12 +202,19 @@ func (t *taskRun) childOutcome(step, name string) (*llmoutput.Output, stepUsage,
 			return nil, stepUsage{}, nil, fault.Errorf[fault.ConfigError]("step %q: sub-pipeline result: %v", step, err)
 		}
 	}
-	status := cr.Status
+	status, reason := cr.Status, cr.Reason
 	var flags []string
 	if e := t.req.Error; e != nil && (e.Error != "" || e.Cause != "") {
-		// The child's run ended as its error says (package runend).
-		status = string(runend.StatusOfError(e.Error))
 		flags = append(flags, "sub_pipeline_error")
+		if end, runID, ok := runend.ChildEnd(e.Error, e.Cause); ok {
+			oc, _ := runend.Of(end)
+			status, reason = string(oc.Status), oc.Reason
+			if cr.RunID == "" {
+				cr.RunID = runID
+			}
+		} else {
+			status, reason = string(runend.StatusOfError(e.Error)), errorText(e)
+		}
 	}
 	if status == "" {
 		status = task.StatusFailed
@@ -217,10 +231,7 @@ func (t *taskRun) childOutcome(step, name string) (*llmoutput.Output, stepUsage,
 		if status == task.StatusCompleted {
 			conf = 1.0
 		}
-		o = llmoutput.New(conf, fmt.Sprintf("Sub-pipeline '%s' %s", name, status), "")
-		if t.req.Error != nil {
-			o.NextStepContext = errorText(t.req.Error)
-		}
+		o = llmoutput.New(conf, fmt.Sprintf("Sub-pipeline '%s' %s", name, status), reason)
 	}
 	// The child's output may carry the runner-reserved names of the
 	// child's own last step (a group's join, a nested sub_run_id): they are

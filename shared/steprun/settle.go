@@ -88,6 +88,17 @@ func (t *taskRun) decideStep(ctx context.Context, st *pipeline.Step, rec store.S
 	}
 	rec.Flags = slices.DeleteFunc(rec.Flags, func(f string) bool { return f == FlagAwaitingCheck })
 	rec.Status, rec.Trust = recordStatus(status), rep
+	if tr.Combined != sig.SAfterV {
+		// Later steps (when:, templates, a join, the notifications) and
+		// the recorded output see the confidence the gate decided on; the
+		// record keeps S after V as its effective confidence (what
+		// calibration bins by).
+		out, err := compact(o, tr.Combined)
+		if err != nil {
+			return task.Response{}, err
+		}
+		rec.Output = out
+	}
 	resp, err := t.finish(ctx, outcome{name: st.Name, record: rec, status: status, reason: reason, output: rec.Output, usage: usage, stored: &add})
 	if err != nil {
 		return resp, err

@@ -269,6 +269,8 @@ func TestTrustScenarios(t *testing.T) {
 			if resp.Trust == nil || resp.Trust.Combined != tt.want.combined {
 				t.Errorf("response trust %+v", resp.Trust)
 			}
+			// Later steps and the recorded output see the combined trust.
+			assertSeen(t, resp, rec, "investigate", tt.want.combined)
 			if *rec.EffectiveConfidence != rep.Signals.SAfterV || rep.Signals.S != 0.85 {
 				t.Errorf("effective %v, S %v S_after_V %v", *rec.EffectiveConfidence, rep.Signals.S, rep.Signals.SAfterV)
 			}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -49,8 +50,10 @@ type StepRecord struct {
 	// Name is the step name; a parallel branch is "group/branch", a fan-out
 	// item "fan/0".
 	Name string `json:"name"`
-	// Index orders the records of a run (ListSteps sorts by Index, Name,
-	// Attempt): the step's position, with room for branches and items.
+	// Index orders the records of a run (ListSteps sorts by Index, then
+	// StartedAt, Name, Attempt: SortSteps). The step handler's is the
+	// milliseconds from the run's start to its Task's; a record a rerun
+	// reuses has 0 (CopyForRerun).
 	Index   int `json:"index"`
 	Attempt int `json:"attempt"` // 1-based
 
@@ -197,17 +200,44 @@ func Cut(s string, max int) (string, bool) {
 	return s[:i], true
 }
 
-// SortSteps puts records in execution order: Index, then Name, then Attempt.
+// SortSteps puts records in execution order: by Index, then StartedAt
+// (records of one Index, steps whose Tasks started in the same
+// millisecond, in the order they started), then Name (a fan-out item's
+// number compared as a number: "fan/2" before "fan/10"), then Attempt.
 func SortSteps(recs []StepRecord) {
 	slices.SortFunc(recs, func(a, b StepRecord) int {
 		if a.Index != b.Index {
-			return a.Index - b.Index
+			return cmp.Compare(a.Index, b.Index)
 		}
-		if c := strings.Compare(a.Name, b.Name); c != 0 {
+		if c := a.StartedAt.Compare(b.StartedAt); c != 0 {
 			return c
 		}
-		return a.Attempt - b.Attempt
+		if c := compareNames(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Attempt, b.Attempt)
 	})
+}
+
+// compareNames orders step names: by text, except two items of one
+// fan-out ("<fan_out>/<i>"), which go by their number.
+func compareNames(a, b string) int {
+	i, j := strings.LastIndexByte(a, '/'), strings.LastIndexByte(b, '/')
+	if i >= 0 && i == j && a[:i] == b[:j] && digits(a[i+1:]) && digits(b[j+1:]) {
+		na, nb := strings.TrimLeft(a[i+1:], "0"), strings.TrimLeft(b[j+1:], "0")
+		if c := cmp.Compare(len(na), len(nb)); c != 0 {
+			return c
+		}
+		if c := strings.Compare(na, nb); c != 0 {
+			return c
+		}
+	}
+	return strings.Compare(a, b)
+}
+
+// digits reports whether s is a non-empty run of ASCII digits.
+func digits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // CheckName reports a name or key a store cannot hold (empty, over

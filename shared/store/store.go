@@ -85,7 +85,9 @@ type Store interface {
 	PutStep(ctx context.Context, rec StepRecord) error
 
 	// ListSteps returns a run's step records in execution order: by Index,
-	// then Name, then Attempt. An unknown run has no steps (nil, nil).
+	// then StartedAt (to the nanosecond), then Name (a fan-out item's
+	// number as a number), then Attempt (SortSteps). An unknown run has no
+	// steps (nil, nil).
 	ListSteps(ctx context.Context, runID string) ([]StepRecord, error)
 
 	// AddUsage adds u to the run's usage totals atomically. key names the

@@ -88,8 +88,9 @@
 //	            raw_response, prompt, model, provider, input_tokens, output_tokens,
 //	            cost_usd, flags (JSON array), started_at, finished_at, duration_ms,
 //	            digest (SHA-256 of the normalized record: repeat or conflict)
-//	            (ListSteps sorts a run's steps by step_index, name, attempt;
-//	            version 8 dropped the index that kept that order)
+//	            (ListSteps reads a run's steps through the unique key and
+//	            sorts them as store.SortSteps does: step_index, started_at,
+//	            name, attempt; version 8 dropped the index on step_index)
 //	approvals   id PK, run_id, step, pipeline, message, task_token, created_at,
 //	            expires_at, decision ('' = pending), decided_by, decided_at
 //	dedup       (pipeline, fingerprint) PK, run_id, claimed_at

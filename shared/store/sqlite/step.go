@@ -136,8 +136,7 @@ type querier interface {
 }
 
 func listSteps(ctx context.Context, q querier, runID string) ([]store.StepRecord, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+stepColumns+` FROM steps WHERE run_id = ?
-		ORDER BY step_index, name, attempt`, runID)
+	rows, err := q.QueryContext(ctx, `SELECT `+stepColumns+` FROM steps WHERE run_id = ?`, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -180,5 +179,6 @@ func listSteps(ctx context.Context, q querier, runID string) ([]store.StepRecord
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	store.SortSteps(recs)
 	return recs, nil
 }

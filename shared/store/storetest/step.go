@@ -158,7 +158,7 @@ func testListStepsOrder(t *testing.T, s store.Store) {
 	for _, r := range got {
 		order = append(order, fmt.Sprintf("%s#%d", r.Name, r.Attempt))
 	}
-	want := "diagnose#1,diagnose#2,diagnose#10,checks/disk#1,checks/logs#1,fan/10#1,fan/2#1,report#1"
+	want := "diagnose#1,diagnose#2,diagnose#10,checks/disk#1,checks/logs#1,fan/2#1,fan/10#1,report#1"
 	if strings.Join(order, ",") != want {
 		t.Errorf("order = %s\nwant    %s", strings.Join(order, ","), want)
 	}
@@ -166,6 +166,48 @@ func testListStepsOrder(t *testing.T, s store.Store) {
 	must(t, err)
 	if len(none) != 0 {
 		t.Errorf("unknown run has %d steps", len(none))
+	}
+}
+
+// testListStepsTies: records of one Index (steps whose Tasks started in
+// the same millisecond) are in the order they started, to the
+// nanosecond, whatever their names; a lower Index goes first whatever its
+// start; records that started at the same instant go by name, a fan-out
+// item's number compared as a number, then by attempt.
+func testListStepsTies(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	at := func(name string, index int, started time.Duration, attempt int) store.StepRecord {
+		r := fullStep("run-1", name, index, attempt)
+		r.StartedAt = t0.Add(started)
+		r.FinishedAt = r.StartedAt.Add(time.Millisecond)
+		return r
+	}
+	ms := time.Millisecond
+	recs := []store.StepRecord{
+		at("aa", 1, ms+999_999, 1), // one nanosecond before the next millisecond
+		at("mm", 1, ms+1, 1),       // one nanosecond into its millisecond
+		at("zz", 1, ms, 1),         // at the millisecond's start
+		at("first", 0, 5*ms, 1),    // a lower Index, a later start (a rerun's reused record)
+		at("fan/10", 2, 2*ms, 1),   // a fan-out's items and join, started at one instant
+		at("fan/2", 2, 2*ms, 2),
+		at("fan/2", 2, 2*ms, 1),
+		at("fan", 2, 2*ms, 1),
+		at("fan-a/1", 2, 2*ms, 1), // another group's item
+		at("late", 3, 2*ms, 1),    // a higher Index at the same start
+	}
+	// Written backwards, as records written in any order are listed.
+	for i := len(recs) - 1; i >= 0; i-- {
+		must(t, s.PutStep(ctx, recs[i]))
+	}
+	got, err := s.ListSteps(ctx, "run-1")
+	must(t, err)
+	var order []string
+	for _, r := range got {
+		order = append(order, fmt.Sprintf("%s#%d", r.Name, r.Attempt))
+	}
+	want := "first#1,zz#1,mm#1,aa#1,fan#1,fan-a/1#1,fan/2#1,fan/2#2,fan/10#1,late#1"
+	if strings.Join(order, ",") != want {
+		t.Errorf("order = %s\nwant    %s", strings.Join(order, ","), want)
 	}
 }
 

@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"PutStep/trust report", testPutStepTrust},
 		{"PutStep/waiting record is replaced", testPutStepWaiting},
 		{"ListSteps/execution order", testListStepsOrder},
+		{"ListSteps/ties by start, not by name", testListStepsTies},
 		{"GetRunWithSteps", testGetRunWithSteps},
 		{"AddUsage/totals", testAddUsage},
 		{"AddUsage/errors", testAddUsageErrors},
