@@ -237,12 +237,8 @@ func (s *Service) resend(ctx context.Context, a store.Approval) {
 	if s.Complete == nil || a.DecidedAt == nil || s.Signer.now().Sub(*a.DecidedAt) < ResendAfter {
 		return
 	}
-	decision := task.Approve
-	switch a.Decision {
-	case store.DecisionApproved:
-	case store.DecisionRejected:
-		decision = task.Reject
-	default:
+	_, decision, ok := decisionOf(string(a.Decision))
+	if !ok {
 		return
 	}
 	if err := s.Complete(ctx, a.TaskToken, task.Decision{Decision: decision, By: a.DecidedBy}); err != nil {

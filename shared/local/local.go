@@ -565,47 +565,31 @@ func (r *Runner) Decide(ctx context.Context, runID, step, decision, by string, o
 		if a.Step != step || a.Decision != store.DecisionPending {
 			continue
 		}
-		d := store.DecisionApproved
-		if decision == task.Reject {
-			d = store.DecisionRejected
-		}
+		d := store.Decision(decided(decision))
 		if _, err := r.Store.DecideApproval(ctx, a.ID, d, by, r.now()); err != nil {
 			return Outcome{}, fmt.Errorf("decide step %q of run %s: %w", step, runID, err)
 		}
 		r.metrics.ApprovalDecided(run.Pipeline, string(d))
-		out, _ := json.Marshal(task.Decision{Decision: decision, By: by})
-		tctx, parents := trackParents(dctx)
-		res, err := r.engine.SendTaskSuccess(tctx, a.TaskToken, out)
-		if err != nil {
-			return Outcome{}, fmt.Errorf("continue run %s: %w", runID, lostClaim(dctx, runID, err))
-		}
-		o, err := r.settle(ctx, run.Pipeline, res, nil)
-		return parents.withParents(o, run.ParentRunID), err
+		return r.continueRun(ctx, dctx, run, a.TaskToken, task.Decision{Decision: decision, By: by}, "")
 	}
 	// A decision recorded whose continuation failed (the definition did
 	// not load, the process stopped before the run took it) left the run
-	// waiting for it: it is sent again, as recorded. The run took it when
-	// its token is spent.
+	// waiting on its token: it is sent again, as recorded.
+	tokens, err := r.engine.Tokens(ctx, runID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return Outcome{}, err
+	}
 	for i := len(approvals) - 1; i >= 0; i-- {
 		a := approvals[i]
-		if a.Step != step || (a.Decision != store.DecisionApproved && a.Decision != store.DecisionRejected) {
+		if a.Step != step || a.Decision == store.DecisionPending || !slices.Contains(tokens, a.TaskToken) {
 			continue
 		}
 		recorded := task.Approve
 		if a.Decision == store.DecisionRejected {
 			recorded = task.Reject
 		}
-		out, _ := json.Marshal(task.Decision{Decision: recorded, By: a.DecidedBy})
-		tctx, parents := trackParents(dctx)
-		res, err := r.engine.SendTaskSuccess(tctx, a.TaskToken, out)
-		if errors.Is(err, engine.ErrTaskDoesNotExist) || errors.Is(err, engine.ErrInvalidToken) {
-			continue
-		}
-		if err != nil {
-			return Outcome{}, fmt.Errorf("continue run %s with step %q %s by %s: %w", runID, step, a.Decision, a.DecidedBy, lostClaim(dctx, runID, err))
-		}
-		o, err := r.settle(ctx, run.Pipeline, res, nil)
-		o = parents.withParents(o, run.ParentRunID)
+		o, err := r.continueRun(ctx, dctx, run, a.TaskToken, task.Decision{Decision: recorded, By: a.DecidedBy},
+			fmt.Sprintf(" with step %q %s by %s", step, a.Decision, a.DecidedBy))
 		if err == nil && recorded != decision {
 			err = fmt.Errorf("run %s step %q: %w: %s by %s, and the run went on with that decision", runID, step, ErrDecided, a.Decision, a.DecidedBy)
 		}
@@ -620,6 +604,20 @@ func (r *Runner) Decide(ctx context.Context, runID, step, decision, by string, o
 		}
 	}
 	return Outcome{}, fmt.Errorf("run %s step %q: %w", runID, step, ErrNoApproval)
+}
+
+// continueRun completes the task of token in run (held by dctx) with
+// decision d and records where the run stands; what tells the error which
+// decision it was.
+func (r *Runner) continueRun(ctx, dctx context.Context, run store.Run, token string, d task.Decision, what string) (Outcome, error) {
+	out, _ := json.Marshal(d)
+	tctx, parents := trackParents(dctx)
+	res, err := r.engine.SendTaskSuccess(tctx, token, out)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("continue run %s%s: %w", run.ID, what, lostClaim(dctx, run.ID, err))
+	}
+	o, err := r.settle(ctx, run.Pipeline, res, nil)
+	return parents.withParents(o, run.ParentRunID), err
 }
 
 // settle records what the engine reports as the run's status. A run it
@@ -737,19 +735,18 @@ func (r *Runner) waiting(ctx context.Context, runID string, children []string) (
 			return nil, err
 		}
 		var tokens []string // the run's, read at its first decided approval
+		read := false
 		for _, a := range approvals {
 			if a.Decision == store.DecisionPending {
 				out = append(out, a)
 				continue
 			}
 			// Decided, but the run did not take it (see Decide).
-			if tokens == nil {
+			if !read {
 				if tokens, err = r.engine.Tokens(ctx, id); err != nil && !errors.Is(err, store.ErrNotFound) {
 					return nil, err
 				}
-				if tokens == nil {
-					tokens = []string{}
-				}
+				read = true
 			}
 			if slices.Contains(tokens, a.TaskToken) {
 				out = append(out, a)
