@@ -67,10 +67,14 @@ func BuildFileIn(path string, env Env) (*File, *asl.StateMachine, Diagnostics, e
 		return nil, nil, nil, fmt.Errorf("read pipeline: %w", err)
 	}
 	f, sm, ds := BuildIn(path, src, env)
-	if missing := checkChildren(f, filepath.Dir(path)); len(missing) > 0 {
+	if f == nil || f.Pipeline == nil {
+		return f, sm, ds, nil
+	}
+	sibs := readSiblings(path)
+	if missing := checkChildren(f, filepath.Dir(path), sibs); len(missing) > 0 {
 		ds, sm = append(ds, missing...).Sort(), nil
 	}
-	if dup := checkNameTaken(f, path); len(dup) > 0 {
+	if dup := checkNameTaken(f, sibs); len(dup) > 0 {
 		ds, sm = append(ds, dup...).Sort(), nil
 	}
 	return f, sm, ds, nil
@@ -83,7 +87,7 @@ func BuildFileIn(path string, env Env) (*File, *asl.StateMachine, Diagnostics, e
 // the CDK app load the directory and take one pipeline per name, and the
 // CDK app names each state machine's ARN by its placeholder. Only a file
 // whose text holds the name, up to case, '-' and '_', is parsed.
-func checkNameTaken(f *File, path string) Diagnostics {
+func checkNameTaken(f *File, sibs []sibling) Diagnostics {
 	if f == nil || f.Pipeline == nil || !pipelineNameRE.MatchString(f.Pipeline.Name) {
 		return nil
 	}
@@ -91,40 +95,60 @@ func checkNameTaken(f *File, path string) Diagnostics {
 	unfold := strings.NewReplacer("-", "", "_", "")
 	fold := func(s string) string { return strings.ToLower(unfold.Replace(s)) }
 	key, ph := fold(name), ChildPlaceholder(name)
-	self, _ := os.Stat(path)
-	dir := filepath.Dir(path)
-	entries, _ := os.ReadDir(dir)
 	var ds Diagnostics
 	at := fieldPos(f.Pipeline.Fields, "name", f.Pipeline.Pos)
-	for _, e := range entries {
-		ext := strings.ToLower(filepath.Ext(e.Name()))
-		if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
+	for _, sib := range sibs {
+		if sib.self || !strings.Contains(fold(string(sib.src)), key) {
 			continue
 		}
-		other := filepath.Join(dir, e.Name())
-		if fi, err := os.Stat(other); err != nil || self != nil && os.SameFile(self, fi) {
-			continue
-		}
-		src, err := os.ReadFile(other)
-		if err != nil || !strings.Contains(fold(string(src)), key) {
-			continue
-		}
-		pf, _ := Parse(e.Name(), src)
+		pf, _ := Parse(sib.name, sib.src)
 		switch {
 		case pf == nil || pf.Pipeline == nil:
 		case pf.Pipeline.Name == name:
-			ds.errorf(at, "pipeline name %q is already used by %s: run, serve and the CDK app load one pipeline per name", name, e.Name())
+			ds.errorf(at, "pipeline name %q is already used by %s: run, serve and the CDK app load one pipeline per name", name, sib.name)
 		case ChildPlaceholder(pf.Pipeline.Name) == ph:
-			ds.errorf(at, "pipeline %q and %q (%s) share the substitution %s: rename one: the CDK app names each state machine's ARN by it", name, pf.Pipeline.Name, e.Name(), ph)
+			ds.errorf(at, "pipeline %q and %q (%s) share the substitution %s: rename one: the CDK app names each state machine's ARN by it", name, pf.Pipeline.Name, sib.name, ph)
 		}
 	}
 	return ds
 }
 
+// sibling is a pipeline file (*.yaml, *.yml) in the directory of the file
+// being built, read once for the checks that look at its neighbours; self
+// marks that file itself.
+type sibling struct {
+	name string
+	src  []byte
+	self bool
+}
+
+// readSiblings reads the pipeline files beside path (path's own too,
+// marked self); files that cannot be read are left out.
+func readSiblings(path string) []sibling {
+	self, _ := os.Stat(path)
+	dir := filepath.Dir(path)
+	entries, _ := os.ReadDir(dir)
+	var out []sibling
+	for _, e := range entries {
+		ext := strings.ToLower(filepath.Ext(e.Name()))
+		if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		src, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		fi, err := os.Stat(p)
+		out = append(out, sibling{name: e.Name(), src: src, self: err == nil && self != nil && os.SameFile(self, fi)})
+	}
+	return out
+}
+
 // checkChildren reports each step of executor pipeline whose pipeline no
 // pipeline file (*.yaml, *.yml) in dir defines, runs as an Express
 // workflow, or leads back into a cycle of sub-pipelines.
-func checkChildren(f *File, dir string) Diagnostics {
+func checkChildren(f *File, dir string, sibs []sibling) Diagnostics {
 	type use struct {
 		where string
 		pos   pipeline.Pos
@@ -146,17 +170,8 @@ func checkChildren(f *File, dir string) Diagnostics {
 	defined := map[string]bool{f.Pipeline.Name: true}
 	express := map[string]pipeline.Workflow{} // children that would run as Express workflows
 	runs := map[string][]string{}             // the sub-pipelines each pipeline in dir runs
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		ext := strings.ToLower(filepath.Ext(e.Name()))
-		if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
-			continue
-		}
-		src, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			continue
-		}
-		if pf, pds := Parse(e.Name(), src); pf != nil && pf.Pipeline != nil {
+	for _, sib := range sibs {
+		if pf, pds := Parse(sib.name, sib.src); pf != nil && pf.Pipeline != nil {
 			defined[pf.Pipeline.Name] = true
 			if _, used := uses[pf.Pipeline.Name]; used && !pds.HasErrors() && WorkflowOf(pf.Pipeline).Type == pipeline.WorkflowExpress {
 				express[pf.Pipeline.Name] = pf.Pipeline.Workflow
