@@ -425,41 +425,31 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	resp, err := base.RoundTrip(r)
 	if err == nil && resp.Body != nil && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		resp.Body = &limitedBody{body: resp.Body, left: t.limit, limit: t.limit, over: t.over}
+		resp.Body = newLimitedBody(resp.Body, t.limit, t.over)
 	}
 	return resp, err
 }
 
-// limitedBody reads at most limit bytes of body; past them, Read fails
-// and over is set.
+// limitedBody is http.MaxBytesReader's bound on a response body, which
+// also sets over when the body went past it.
 type limitedBody struct {
-	body  io.ReadCloser
-	left  int64
-	limit int64
-	over  *atomic.Bool
+	io.ReadCloser
+	over *atomic.Bool
+}
+
+func newLimitedBody(body io.ReadCloser, limit int64, over *atomic.Bool) *limitedBody {
+	return &limitedBody{ReadCloser: http.MaxBytesReader(nil, body, limit), over: over}
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		var one [1]byte
-		n, err := b.body.Read(one[:])
-		if n > 0 {
-			if b.over != nil {
-				b.over.Store(true)
-			}
-			return 0, fmt.Errorf("the MCP server answered more than %d bytes", b.limit)
-		}
-		return 0, err
+	n, err := b.ReadCloser.Read(p)
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) && b.over != nil {
+		b.over.Store(true)
+		err = fmt.Errorf("the MCP server answered more than %d bytes", tooLarge.Limit)
 	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.body.Read(p)
-	b.left -= int64(n)
 	return n, err
 }
-
-func (b *limitedBody) Close() error { return b.body.Close() }
 
 func expandMap(ctx context.Context, r secret.Resolver, m map[string]string) (map[string]string, error) {
 	out := make(map[string]string, len(m))

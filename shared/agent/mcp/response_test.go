@@ -114,7 +114,7 @@ func TestLimitedBody(t *testing.T) {
 		over        bool
 	}{{9, 10, false}, {10, 10, false}, {11, 10, true}} {
 		var over atomic.Bool
-		b := &limitedBody{body: io.NopCloser(strings.NewReader(strings.Repeat("a", tc.size))), left: int64(tc.limit), limit: int64(tc.limit), over: &over}
+		b := newLimitedBody(io.NopCloser(strings.NewReader(strings.Repeat("a", tc.size))), int64(tc.limit), &over)
 		got, err := io.ReadAll(b)
 		if (err != nil) != tc.over || over.Load() != tc.over {
 			t.Errorf("%d bytes, limit %d: err %v, over %v", tc.size, tc.limit, err, over.Load())
