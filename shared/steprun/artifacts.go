@@ -78,10 +78,16 @@ func ArtifactName(key string) string {
 		s = strings.Repeat("_", len(s))
 	}
 	if len(s) > MaxArtifactNameBytes {
-		sum := sha256.Sum256([]byte(key))
-		s = s[:MaxArtifactNameBytes-17] + "-" + hex.EncodeToString(sum[:8])
+		s = hashedName(s, key)
 	}
 	return s
+}
+
+// hashedName is name's start, cut to fit MaxArtifactNameBytes with "-"
+// and 16 hex digits of key's SHA-256 after it.
+func hashedName(name, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return name[:min(len(name), MaxArtifactNameBytes-17)] + "-" + hex.EncodeToString(sum[:8])
 }
 
 // artifactFiles maps each of a reply's artifact names (sorted) to its
@@ -93,8 +99,7 @@ func artifactFiles(keys []string) map[string]string {
 	for _, k := range keys {
 		f := ArtifactName(k)
 		if used[f] {
-			sum := sha256.Sum256([]byte(k))
-			f = f[:min(len(f), MaxArtifactNameBytes-17)] + "-" + hex.EncodeToString(sum[:8])
+			f = hashedName(f, k)
 		}
 		used[f] = true
 		files[k] = f
