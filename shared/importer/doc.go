@@ -16,6 +16,13 @@
 //	                          function's PRICE_TABLE names such a file)
 //	DEST/.stepline-import.json  the files written and their SHA-256
 //
+// A string the reference's Pydantic read as a number or a boolean (lax
+// mode: "0.7", "3", "3.0", "yes"; its YAML 1.1 reader also took a plain
+// yes or on as a boolean), written where Stepline's pipeline JSON Schema
+// wants a number, a whole number or a boolean and no string, is written
+// as that value with a note (coerce.go). Free maps (vars,
+// executor_config, headers, trigger.match) are not entered.
+//
 // Secrets stay ${NAME} references and are never resolved. An OpenClaw
 // identity_dir written as a ${NAME} (the reference read a whole-value one
 // from the environment) needs a person and is left out: Stepline's

@@ -102,6 +102,7 @@ type importer struct {
 	root     *yaml.Node // the pipeline being converted
 	telegram bool       // Stepline accepts channel telegram
 	schema   map[string][]string
+	typed    *typedSchema // the schema's types, for the lax values (coerce.go); nil without a schema
 	// libIncludes are, by library step name, the context names its
 	// converted templates read (context.X): a pipeline that uses it
 	// includes them.
@@ -311,6 +312,9 @@ func (imp *importer) convertFile(rel string, data []byte, library bool) ([]byte,
 	imp.root = root
 	if library {
 		f.stepEntry(root)
+		if imp.typed != nil {
+			f.coerce(imp.typed, root, imp.typed.defs["step"])
+		}
 		if n := lookup(root, "name"); n != nil {
 			imp.libSteps[n.Value] = root
 			if len(f.includes) > 0 {
@@ -322,6 +326,9 @@ func (imp *importer) convertFile(rel string, data []byte, library bool) ([]byte,
 		}
 	} else {
 		f.convertPipeline(root)
+		if imp.typed != nil {
+			f.coerce(imp.typed, root, imp.typed.root)
+		}
 	}
 	header := "# Imported from the reference's " + rel + " by \"stepline import vectorstep\"."
 	if doc.HeadComment != "" {
@@ -485,7 +492,7 @@ func (imp *importer) calibrationConfig() {
 }
 
 func newImporter(cfg *config, opt Options) *importer {
-	return &importer{cfg: cfg, telegram: opt.TelegramChannel || TelegramAccepted(opt.Schema), schema: schemaFields(opt.Schema),
+	return &importer{cfg: cfg, telegram: opt.TelegramChannel || TelegramAccepted(opt.Schema), schema: schemaFields(opt.Schema), typed: newTypedSchema(opt.Schema),
 		libIncludes: map[string][]string{}, libWhen: map[string]string{}, libSteps: map[string]*yaml.Node{}}
 }
 
